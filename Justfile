@@ -1,0 +1,21 @@
+# Conveniences; the README's two commands work without just.
+
+# Start the lab and its live dashboard.
+lab *ARGS:
+    go run ./cmd/levee lab {{ARGS}}
+
+# Everything CI runs: gofmt, vet, race tests (installs redis-server when missing).
+test:
+    bash scripts/test.sh
+
+# Benchmarks whose figures the README quotes.
+bench:
+    go test -run '^$' -bench . -benchmem ./gateway/... ./fakemodel/... ./lab/... ./tui/...
+
+# Record one lesson headless, e.g. `just run 03-priority-shedding --quick`.
+run NAME *ARGS:
+    go run ./cmd/levee run experiments/{{NAME}}.yaml {{ARGS}}
+
+# Side-by-side report of recorded runs.
+report *DIRS:
+    go run ./cmd/levee report {{DIRS}}

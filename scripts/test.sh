@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The one test command (README, Justfile and .ci/run all call it): installs
+# what the tests need when missing, then gofmt, go vet and the race tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+if ((${#need[@]})); then
+	echo "test.sh: installing ${need[*]} (apt-get)"
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "test.sh: gofmt needed on:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+go vet ./...
+go test -race -count=1 -timeout 25m "$@" ./...
