@@ -1,0 +1,11 @@
+//go:build !linux
+
+package redistest
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group. Outside Linux there
+// is no parent-death signal; t.Cleanup kills the child.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
