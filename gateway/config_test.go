@@ -1,0 +1,117 @@
+package gateway
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfigExample(t *testing.T) {
+	cfg, err := LoadConfig("testdata/example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(cfg.Keys); got != 3 {
+		t.Errorf("keys: got %d, want 3", got)
+	}
+	if cfg.RateLimit.Rules[1].Algorithm != AlgoTokenBucket || cfg.RateLimit.Rules[1].Burst != 40000 {
+		t.Errorf("rule 1: %+v", cfg.RateLimit.Rules[1])
+	}
+	if cfg.Classes.AI.QueueTimeout != 500*time.Millisecond {
+		t.Errorf("ai queue timeout %s", cfg.Classes.AI.QueueTimeout)
+	}
+	// The example lists the defaults: apart from the keys, rules and nodes
+	// it must equal DefaultConfig.
+	def := DefaultConfig()
+	def.Keys, def.RateLimit.Rules, def.Upstream.Nodes = cfg.Keys, cfg.RateLimit.Rules, cfg.Upstream.Nodes
+	if got, want := cfg.Guard, def.Guard; got != want {
+		t.Errorf("guard differs from defaults:\n got %+v\nwant %+v", got, want)
+	}
+	if cfg.Classes != def.Classes || cfg.Agent != def.Agent || cfg.Stream != def.Stream || cfg.Defenses != def.Defenses || cfg.Routes != def.Routes {
+		t.Errorf("example.yaml drifted from DefaultConfig")
+	}
+}
+
+func TestParseConfigPartialKeepsDefaults(t *testing.T) {
+	cfg, err := ParseConfig([]byte("upstream:\n  nodes: [\"127.0.0.1:9\"]\nclasses:\n  ai:\n    limit: 8\n    queue_size: 0\ndefenses:\n  bulkhead: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Classes.AI.Limit != 8 || cfg.Classes.AI.QueueSize != 0 || cfg.Classes.AI.Algorithm != LimiterStatic || cfg.Classes.AI.Max != 256 {
+		t.Errorf("ai class: %+v", cfg.Classes.AI)
+	}
+	if cfg.Defenses.Bulkhead || !cfg.Defenses.RateLimit {
+		t.Errorf("defenses: %+v", cfg.Defenses)
+	}
+	if cfg.BodyLimitBytes != 1<<20 {
+		t.Errorf("body limit %d", cfg.BodyLimitBytes)
+	}
+}
+
+func TestParseConfigErrorsNameTheLine(t *testing.T) {
+	const nodes = "upstream:\n  nodes: [\"127.0.0.1:9\"]\n"
+	for _, tc := range []struct {
+		name, yaml string
+		line       int
+		field, msg string
+	}{
+		{"unknown key", nodes + "classes:\n  ai:\n    limt: 8\n", 5, "", "limt"},
+		{"type mismatch", nodes + "token_budget: lots\n", 3, "", "lots"},
+		{"duration as int", nodes + "drain_timeout: 10\n", 3, "", "time.Duration"},
+		{"syntax", nodes + "listen: [\n", 3, "", ""},
+		{"invalid value", nodes + "classes:\n  ai:\n    algorithm: static\n    limit: 0\n", 6, "classes.ai.limit", "[min, max]"},
+		{"bad priority", nodes + "keys:\n  - key: a\n    tenant: t\n    priority: P0\n  - key: b\n    tenant: u\n    priority: P7\n", 9, "keys[1].priority", "P7"},
+		{"dup key", nodes + "keys:\n  - {key: a, tenant: t, priority: P0}\n  - {key: a, tenant: u, priority: P1}\n", 5, "keys[1].key", "duplicate"},
+		{"rule without burst", nodes + "ratelimit:\n  rules:\n    - tenant: '*'\n      route: chat\n      algorithm: token_bucket\n      replenish_rate: 5\n      cost: requests\n", 5, "ratelimit.rules[0].burst", "≥ 1"},
+		{"bad route", nodes + "ratelimit:\n  rules:\n    - {tenant: '*', route: nope, algorithm: token_bucket, cost: requests}\n", 5, "ratelimit.rules[0].route", "nope"},
+		{"no nodes", "listen: 127.0.0.1:0\n", 0, "upstream.nodes", "at least one"},
+		{"bad node", "upstream:\n  nodes:\n    - 127.0.0.1:9\n    - nonsense\n", 4, "upstream.nodes[1]", "host:port"},
+		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
+		{"unknown policy", nodes + "unknown_key: maybe\n", 3, "unknown_key", "maybe"},
+		{"two documents", nodes + "---\nlisten: x\n", 3, "", "more than one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tc.yaml))
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *ConfigError", err)
+			}
+			if ce.Line != tc.line {
+				t.Errorf("line: got %d, want %d (%v)", ce.Line, tc.line, err)
+			}
+			if ce.Field != tc.field {
+				t.Errorf("field: got %q, want %q", ce.Field, tc.field)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("message %q does not mention %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+func TestLoadConfigNamesFile(t *testing.T) {
+	_, err := LoadConfig("testdata/nope.yaml")
+	if err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func FuzzConfig(f *testing.F) {
+	f.Add([]byte("upstream:\n  nodes: [\"127.0.0.1:9\"]\n"))
+	f.Add([]byte("classes: {ai: {limit: -1}}"))
+	f.Add([]byte("keys: [{key: a}]\nratelimit: {rules: [{tenant: '*'}]}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("parsed config does not validate: %v", err)
+		}
+	})
+}
