@@ -1,0 +1,17 @@
+package upstream
+
+import "errors"
+
+var (
+	// ErrNoNode: no node is both healthy and admitted by its breaker. When
+	// the breakers are to blame the error also matches ErrBreakerOpen.
+	ErrNoNode = errors.New("upstream: no healthy node available")
+	// ErrDeadline: the caller's remaining deadline is below MinServiceTime
+	// (or already past), so no call was made.
+	ErrDeadline = errors.New("upstream: remaining deadline too short for a call")
+	// ErrBreakerOpen: every healthy node's breaker refuses calls.
+	ErrBreakerOpen = errors.New("upstream: circuit breaker open")
+	// ErrConn wraps connection-level failures (dial refused, reset, EOF
+	// before response headers): the only failures Do retries.
+	ErrConn = errors.New("upstream: connection failure")
+)
