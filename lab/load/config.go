@@ -1,0 +1,184 @@
+package load
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"sort"
+	"time"
+)
+
+// Route is a kind of request the generator sends.
+type Route string
+
+// Routes the generator knows.
+const (
+	RoutePredict    Route = "predict"     // POST /v1/predict
+	RouteChat       Route = "chat"        // POST /v1/chat/completions
+	RouteChatStream Route = "chat-stream" // POST /v1/chat/completions, "stream":true, SSE read to [DONE]
+	RouteAgent      Route = "agent"       // POST /v1/agent
+	RouteExport     Route = "export"      // GET /v1/export?rows=N, read to the end
+	RouteStandard   Route = "standard"    // GET /v1/standard/ping
+)
+
+// AllRoutes lists the routes in a fixed order.
+var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
+
+func knownRoute(r Route) bool {
+	for _, k := range AllRoutes {
+		if k == r {
+			return true
+		}
+	}
+	return false
+}
+
+// Arrival processes.
+const (
+	ArrivalConstant = "constant" // one arrival every 1/rate seconds
+	ArrivalPoisson  = "poisson"  // exponential gaps with mean 1/rate
+)
+
+// Mix is the traffic mix: who sends what. Shares are relative weights (they
+// need not sum to 1) and must be finite and ≥ 0 with a positive sum.
+type Mix struct {
+	// Priorities maps "P0", "P1", "P2" to their share of arrivals.
+	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
+	// Keys maps a priority to the API key sent as "Authorization: Bearer KEY".
+	// Every priority with a positive share needs an entry; an entry with an
+	// empty key sends no Authorization header (an anonymous client).
+	Keys map[string]string `yaml:"keys" json:"keys"`
+	// Routes maps a Route name to its share of arrivals.
+	Routes map[string]float64 `yaml:"routes" json:"routes"`
+	// PromptTokens is the [min, max] prompt size in tokens, drawn uniformly.
+	// A "token" is one 4-byte word of the prompt. Export uses it as row count.
+	PromptTokens [2]int `yaml:"prompt_tokens" json:"prompt_tokens"`
+	// MaxTokens is max_tokens of chat and agent requests; it must be > 0 when
+	// a chat, chat-stream or agent route has a positive share.
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+}
+
+// Config configures a Generator. The target rate is not part of it: it is
+// set (and changed live) with Generator.SetRate and starts at 0.
+type Config struct {
+	// Targets are gateway base URLs ("http://127.0.0.1:8080"); arrivals are
+	// spread over them round-robin. At least one.
+	Targets []string
+	Mix     Mix
+	// Arrival is ArrivalConstant or ArrivalPoisson.
+	Arrival string
+	// ClientTimeout bounds each request from the moment it is sent, body
+	// included; it also travels as X-Levee-Deadline-Ms. Must be > 0.
+	ClientTimeout time.Duration
+	// MaxOutstanding caps the requests in flight; an arrival that finds the
+	// cap full is never sent and ends as generator_dropped. Must be > 0.
+	MaxOutstanding int
+	// Seed seeds the arrival gaps and the mix draws, so a run's schedule is
+	// reproducible.
+	Seed int64
+}
+
+// Validate reports the first thing wrong with c, naming the field.
+func (c Config) Validate() error {
+	if len(c.Targets) == 0 {
+		return errors.New("load: targets: at least one target URL is required")
+	}
+	if err := validateTargets(c.Targets); err != nil {
+		return err
+	}
+	switch c.Arrival {
+	case ArrivalConstant, ArrivalPoisson:
+	default:
+		return fmt.Errorf("load: arrival: %q is not %q or %q", c.Arrival, ArrivalConstant, ArrivalPoisson)
+	}
+	if c.ClientTimeout <= 0 {
+		return fmt.Errorf("load: client_timeout: must be > 0, got %v", c.ClientTimeout)
+	}
+	if c.MaxOutstanding <= 0 {
+		return fmt.Errorf("load: max_outstanding: must be > 0, got %d", c.MaxOutstanding)
+	}
+	return c.Mix.Validate()
+}
+
+func validateTargets(targets []string) error {
+	if len(targets) == 0 {
+		return errors.New("load: targets: at least one target URL is required")
+	}
+	for i, t := range targets {
+		u, err := url.Parse(t)
+		if err != nil {
+			return fmt.Errorf("load: targets[%d]: %w", i, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
+		}
+	}
+	return nil
+}
+
+// Validate reports the first thing wrong with the mix, naming the field.
+func (m Mix) Validate() error {
+	if err := validShares("mix.priorities", m.Priorities); err != nil {
+		return err
+	}
+	for name, share := range m.Priorities {
+		if _, ok := priorityIndex(name); !ok {
+			return fmt.Errorf("load: mix.priorities: unknown priority %q (want P0, P1 or P2)", name)
+		}
+		if _, ok := m.Keys[name]; share > 0 && !ok {
+			return fmt.Errorf("load: mix.keys: no API key for priority %s (use \"\" for an anonymous client)", name)
+		}
+	}
+	for name := range m.Keys {
+		if _, ok := priorityIndex(name); !ok {
+			return fmt.Errorf("load: mix.keys: unknown priority %q (want P0, P1 or P2)", name)
+		}
+	}
+	if err := validShares("mix.routes", m.Routes); err != nil {
+		return err
+	}
+	for name := range m.Routes {
+		if !knownRoute(Route(name)) {
+			return fmt.Errorf("load: mix.routes: unknown route %q (want one of %v)", name, AllRoutes)
+		}
+	}
+	lo, hi := m.PromptTokens[0], m.PromptTokens[1]
+	if lo < 0 || hi < lo {
+		return fmt.Errorf("load: mix.prompt_tokens: want 0 ≤ min ≤ max, got [%d, %d]", lo, hi)
+	}
+	if m.MaxTokens < 0 {
+		return fmt.Errorf("load: mix.max_tokens: must be ≥ 0, got %d", m.MaxTokens)
+	}
+	if m.MaxTokens == 0 {
+		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent} {
+			if m.Routes[string(r)] > 0 {
+				return fmt.Errorf("load: mix.max_tokens: must be > 0 when route %s is in the mix", r)
+			}
+		}
+	}
+	return nil
+}
+
+func validShares(field string, shares map[string]float64) error {
+	if len(shares) == 0 {
+		return fmt.Errorf("load: %s: empty", field)
+	}
+	sum := 0.0
+	names := make([]string, 0, len(shares))
+	for n := range shares {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := shares[n]
+		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+			return fmt.Errorf("load: %s: share of %q must be a finite number ≥ 0, got %v", field, n, s)
+		}
+		sum += s
+	}
+	if sum <= 0 {
+		return fmt.Errorf("load: %s: shares sum to 0", field)
+	}
+	return nil
+}

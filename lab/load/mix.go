@@ -1,0 +1,108 @@
+package load
+
+import (
+	"math/rand/v2"
+	"strings"
+)
+
+// spec is one drawn request: everything send needs, decided by the
+// scheduler goroutine so that a seed fixes the whole schedule.
+type spec struct {
+	priority  priority
+	route     Route
+	target    string // base URL
+	key       string // API key; "" sends no Authorization header
+	tokens    int    // prompt tokens (export: rows)
+	maxTokens int
+	slowBps   float64 // bytes per second for a slow reader; 0 reads at full speed
+	amount    float64 // predict features
+	ageDays   int
+	txn24h    int
+}
+
+// mixer draws specs from a Mix. Used by the scheduler goroutine only.
+type mixer struct {
+	rng *rand.Rand
+
+	prioCum  []float64 // cumulative shares, in Priorities order
+	prioIdx  []priority
+	routeCum []float64 // cumulative shares, in AllRoutes order
+	routes   []Route
+	keys     [3]string
+
+	tokMin, tokMax int
+	maxTokens      int
+	rr             uint64 // round-robin cursor over targets
+}
+
+func newMixer(m Mix, seed int64) *mixer {
+	x := &mixer{
+		rng:       rand.New(rand.NewPCG(uint64(seed), 0x6a09e667f3bcc909)),
+		tokMin:    m.PromptTokens[0],
+		tokMax:    m.PromptTokens[1],
+		maxTokens: m.MaxTokens,
+	}
+	sum := 0.0
+	for i, name := range Priorities {
+		if s := m.Priorities[name]; s > 0 {
+			sum += s
+			x.prioCum = append(x.prioCum, sum)
+			x.prioIdx = append(x.prioIdx, priority(i))
+			x.keys[i] = m.Keys[name]
+		}
+	}
+	sum = 0
+	for _, r := range AllRoutes {
+		if s := m.Routes[string(r)]; s > 0 {
+			sum += s
+			x.routeCum = append(x.routeCum, sum)
+			x.routes = append(x.routes, r)
+		}
+	}
+	return x
+}
+
+func pick(rng *rand.Rand, cum []float64) int {
+	u := rng.Float64() * cum[len(cum)-1]
+	for i, c := range cum {
+		if u < c {
+			return i
+		}
+	}
+	return len(cum) - 1
+}
+
+// next draws the next request. slowShare of chat-stream and export requests
+// read at slowKBps.
+func (x *mixer) next(targets []string, slowShare, slowKBps float64) spec {
+	p := x.prioIdx[pick(x.rng, x.prioCum)]
+	s := spec{
+		priority:  p,
+		route:     x.routes[pick(x.rng, x.routeCum)],
+		target:    targets[x.rr%uint64(len(targets))],
+		key:       x.keys[p],
+		tokens:    x.tokMin,
+		maxTokens: x.maxTokens,
+	}
+	x.rr++
+	if x.tokMax > x.tokMin {
+		s.tokens += x.rng.IntN(x.tokMax - x.tokMin + 1)
+	}
+	switch s.route {
+	case RouteChatStream, RouteExport:
+		if slowShare > 0 && x.rng.Float64() < slowShare {
+			s.slowBps = slowKBps * 1024
+		}
+	case RoutePredict:
+		s.amount = float64(x.rng.IntN(500000)) / 100
+		s.ageDays = x.rng.IntN(3650)
+		s.txn24h = x.rng.IntN(40)
+	}
+	return s
+}
+
+// promptWord is one prompt token: 4 bytes, so a gateway estimating tokens as
+// bytes/4 sees the intended count.
+const promptWord = "tok "
+
+func prompt(tokens int) string { return strings.Repeat(promptWord, tokens) }

@@ -1,0 +1,247 @@
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names shared with the gateway (docs/CONTRACTS.md).
+const (
+	HeaderOutcome    = "X-Levee-Outcome"
+	HeaderFallback   = "X-Levee-Fallback"
+	HeaderDeadlineMs = "X-Levee-Deadline-Ms"
+)
+
+// maxSmallBody bounds how much of a JSON answer is kept to look for the
+// fallback marker; the rest is read and discarded.
+const maxSmallBody = 1 << 20
+
+// send performs one request and returns its outcome. It never returns
+// oDropped. The request is bounded by the client timeout from now, body
+// included, and is not tied to the Run context.
+func (g *Generator) send(s spec) outcome {
+	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
+	defer cancel()
+	req, err := newRequest(ctx, s, g.cfg.ClientTimeout)
+	if err != nil {
+		return oError
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return errorOutcome(ctx, err)
+	}
+	defer resp.Body.Close()
+
+	var body io.Reader = resp.Body
+	if s.slowBps > 0 {
+		body = &slowReader{ctx: ctx, r: body, bps: s.slowBps, start: time.Now()}
+	}
+	var r bodyResult
+	if s.route == RouteChatStream && resp.StatusCode == http.StatusOK {
+		r, err = readSSE(body)
+	} else {
+		r, err = readBody(body, s.route != RouteExport)
+	}
+	if err != nil {
+		return errorOutcome(ctx, err)
+	}
+	o := classify(resp.StatusCode, resp.Header, r.fallback)
+	// A stream that ends without [DONE] is a malformed answer.
+	if s.route == RouteChatStream && (o == oOK || o == oFallback) && !r.done {
+		return oError
+	}
+	return o
+}
+
+// newRequest builds the HTTP request for s.
+func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Request, error) {
+	var method, path string
+	var body []byte
+	switch s.route {
+	case RoutePredict:
+		method, path = http.MethodPost, "/v1/predict"
+		body = fmt.Appendf(nil, `{"features":{"amount":%.2f,"account_age_days":%d,"txn_count_24h":%d,"prompt_tokens":%d}}`,
+			s.amount, s.ageDays, s.txn24h, s.tokens)
+	case RouteChat, RouteChatStream, RouteAgent:
+		method, path = http.MethodPost, "/v1/chat/completions"
+		if s.route == RouteAgent {
+			path = "/v1/agent"
+		}
+		stream := ""
+		if s.route == RouteChatStream {
+			stream = `,"stream":true`
+		}
+		body = fmt.Appendf(nil, `{"model":"fake","messages":[{"role":"user","content":%q}],"max_tokens":%d%s}`,
+			prompt(s.tokens), s.maxTokens, stream)
+	case RouteExport:
+		method, path = http.MethodGet, "/v1/export?rows="+strconv.Itoa(s.tokens)
+	case RouteStandard:
+		method, path = http.MethodGet, "/v1/standard/ping"
+	default:
+		return nil, fmt.Errorf("load: unknown route %q", s.route)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, s.target+path, rd)
+	if err != nil {
+		return nil, fmt.Errorf("load: build %s request: %w", s.route, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.route == RouteChatStream {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if s.key != "" {
+		req.Header.Set("Authorization", "Bearer "+s.key)
+	}
+	req.Header.Set(HeaderDeadlineMs, strconv.FormatInt(timeout.Milliseconds(), 10))
+	return req, nil
+}
+
+// classify maps a complete answer to its outcome: by X-Levee-Outcome when
+// present (an unknown value is an error), else by status. bodyFallback
+// reports a "fallback":true marker in the body.
+func classify(status int, h http.Header, bodyFallback bool) outcome {
+	if v := h.Get(HeaderOutcome); v != "" {
+		if o, ok := outcomeByName[v]; ok {
+			return o
+		}
+		return oError
+	}
+	switch {
+	case status >= 200 && status < 300:
+		if strings.EqualFold(h.Get(HeaderFallback), "true") || bodyFallback {
+			return oFallback
+		}
+		return oOK
+	case status == http.StatusTooManyRequests:
+		return oShedRateLimit
+	case status == http.StatusGatewayTimeout:
+		return oTimeout
+	default:
+		return oError
+	}
+}
+
+// errorOutcome maps a transport or body error: the client deadline passing
+// is a timeout, anything else (refused, reset, malformed) an error.
+func errorOutcome(ctx context.Context, err error) outcome {
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return oTimeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return oTimeout
+	}
+	return oError
+}
+
+type bodyResult struct {
+	fallback bool // the body carries "fallback":true
+	done     bool // an SSE stream ended with data: [DONE]
+}
+
+var fallbackMarkers = [][]byte{[]byte(`"fallback":true`), []byte(`"fallback": true`)}
+
+func hasFallback(b []byte) bool {
+	for _, m := range fallbackMarkers {
+		if bytes.Contains(b, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// readBody reads r to the end. When small, it keeps up to maxSmallBody
+// bytes to look for the fallback marker.
+func readBody(r io.Reader, small bool) (bodyResult, error) {
+	if !small {
+		_, err := io.Copy(io.Discard, r)
+		return bodyResult{}, err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxSmallBody))
+	if err != nil {
+		return bodyResult{}, err
+	}
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		return bodyResult{}, err
+	}
+	return bodyResult{fallback: hasFallback(b)}, nil
+}
+
+// readSSE reads a server-sent event stream to its end, noting the
+// data: [DONE] line and any fallback marker.
+func readSSE(r io.Reader) (bodyResult, error) {
+	var res bodyResult
+	br := bufio.NewReaderSize(r, 4096)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			t := bytes.TrimRight(line, "\r\n")
+			if d, ok := bytes.CutPrefix(t, []byte("data:")); ok {
+				d = bytes.TrimSpace(d)
+				if string(d) == "[DONE]" {
+					res.done = true
+				} else if !res.fallback && hasFallback(d) {
+					res.fallback = true
+				}
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, bufio.ErrBufferFull):
+			// A line longer than the buffer: its start was inspected, skip the rest.
+		case errors.Is(err, io.EOF):
+			return res, nil
+		default:
+			return res, err
+		}
+	}
+}
+
+// slowReader reads at most bps bytes per second on average, like a client
+// on a slow link. The underlying connection's buffers fill and the server
+// feels backpressure.
+type slowReader struct {
+	ctx   context.Context
+	r     io.Reader
+	bps   float64
+	start time.Time
+	n     int64 // bytes read so far
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	// Chunks of about 1/20 s of data keep the pace smooth.
+	chunk := int(s.bps / 20)
+	if chunk < 64 {
+		chunk = 64
+	}
+	if len(p) > chunk {
+		p = p[:chunk]
+	}
+	n, err := s.r.Read(p)
+	s.n += int64(n)
+	due := s.start.Add(time.Duration(float64(s.n) / s.bps * float64(time.Second)))
+	if d := time.Until(due); d > 0 && n > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return n, s.ctx.Err()
+		case <-t.C:
+		}
+	}
+	return n, err
+}

@@ -1,0 +1,108 @@
+package load
+
+import (
+	"sync"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Latencies are recorded in microseconds, from 1 µs to maxLatency; longer
+// values are recorded as maxLatency (counted, never dropped).
+const (
+	minLatencyUs = 1
+	maxLatencyUs = int64(10 * time.Minute / time.Microsecond)
+	sigFigs      = 3
+)
+
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(minLatencyUs, maxLatencyUs, sigFigs)
+}
+
+func copyHist(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
+	return hdrhistogram.Import(h.Export())
+}
+
+func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
+	us := int64(d / time.Microsecond)
+	if us < minLatencyUs {
+		us = minLatencyUs
+	}
+	if us > maxLatencyUs {
+		us = maxLatencyUs
+	}
+	_ = h.RecordValue(us) // cannot fail: us is within the trackable range
+}
+
+// quantileMs returns the q-th percentile (0..100) of h in milliseconds, 0 when
+// h is empty.
+func quantileMs(h *hdrhistogram.Histogram, q float64) float64 {
+	if h.TotalCount() == 0 {
+		return 0
+	}
+	return float64(h.ValueAtQuantile(q)) / 1000
+}
+
+// counters are the plain counts; a Window is the difference of two.
+type counters struct {
+	offered  uint64
+	outcomes [numOutcomes]uint64
+	prio     [3]struct {
+		offered  uint64
+		outcomes [numOutcomes]uint64
+	}
+}
+
+// stats collects what happened to every offered request. All fields are
+// guarded by mu.
+type stats struct {
+	mu sync.Mutex
+
+	total counters
+
+	// Cumulative histograms: admitted requests (sent and not shed), and every
+	// sent request per priority.
+	admitted *hdrhistogram.Histogram
+	prio     [3]*hdrhistogram.Histogram
+
+	// The window since the previous tick.
+	lastTick     counters
+	lastTickTime time.Time
+	winAdmitted  *hdrhistogram.Histogram
+	winPrio      [3]*hdrhistogram.Histogram
+}
+
+func newStats() *stats {
+	s := &stats{admitted: newHist(), winAdmitted: newHist()}
+	for i := range s.prio {
+		s.prio[i] = newHist()
+		s.winPrio[i] = newHist()
+	}
+	return s
+}
+
+// offer counts one arrival.
+func (s *stats) offer(p priority) {
+	s.mu.Lock()
+	s.total.offered++
+	s.total.prio[p].offered++
+	s.mu.Unlock()
+}
+
+// finish records the one outcome of an offered request and, unless it was
+// never sent, its latency from the intended arrival time.
+func (s *stats) finish(p priority, o outcome, latency time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.outcomes[o]++
+	s.total.prio[p].outcomes[o]++
+	if o == oDropped {
+		return
+	}
+	recordLatency(s.prio[p], latency)
+	recordLatency(s.winPrio[p], latency)
+	if o.admitted() {
+		recordLatency(s.admitted, latency)
+		recordLatency(s.winAdmitted, latency)
+	}
+}

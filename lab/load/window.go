@@ -1,0 +1,174 @@
+package load
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Window is the generator's client-side view at one tick: counts since the
+// previous Tick (the window) and since the start (…Total). Maps are fresh
+// copies the caller owns; every outcome and priority has an entry.
+type Window struct {
+	Time     time.Time     // when the tick was taken
+	Elapsed  time.Duration // since Run started (0 before)
+	Duration time.Duration // length of the window: since the previous Tick, or since Run started
+
+	TargetRPS   float64 // the rate asked for now (Rate())
+	AchievedRPS float64 // Offered / Duration: arrivals actually scheduled in the window per second
+	Outstanding int     // requests in flight now
+
+	Offered      uint64            // arrivals in the window
+	OfferedTotal uint64            // arrivals since the start
+	Outcomes     map[string]uint64 // outcomes that ended in the window, by name
+	OutcomeTotal map[string]uint64 // outcomes since the start, by name
+
+	// AdmittedP50Ms and AdmittedP99Ms are the latency, from the intended
+	// arrival time, of requests admitted by the gateway (sent and not shed)
+	// that ended in the window; 0 when none did.
+	AdmittedP50Ms float64
+	AdmittedP99Ms float64
+
+	ByPriority map[string]PriorityWindow // keyed "P0", "P1", "P2"
+}
+
+// PriorityWindow is one priority class in a Window.
+type PriorityWindow struct {
+	Offered       uint64 // arrivals in the window
+	OK            uint64 // outcome ok, ended in the window
+	Finished      uint64 // any outcome (generator_dropped included), ended in the window
+	OfferedTotal  uint64
+	OKTotal       uint64
+	FinishedTotal uint64
+	// P50Ms and P99Ms: latency from the intended arrival time of every sent
+	// request of this class that ended in the window, whatever its outcome
+	// (dropped arrivals excluded); 0 when none did.
+	P50Ms float64
+	P99Ms float64
+}
+
+// Totals is the cumulative view since the start. Maps and histograms are
+// copies the caller owns; every outcome and priority has an entry.
+type Totals struct {
+	Elapsed     time.Duration // since Run started
+	TargetRPS   float64       // the rate asked for now
+	AchievedRPS float64       // Offered / Elapsed
+	Outstanding int
+
+	Offered  uint64
+	Outcomes map[string]uint64 // all outcomes, generator_dropped included
+
+	ByPriority map[string]PriorityTotals
+
+	// Admitted holds the latency in microseconds, from the intended arrival
+	// time, of every request the gateway admitted (sent and not shed).
+	Admitted *hdrhistogram.Histogram
+}
+
+// PriorityTotals is one priority class in Totals.
+type PriorityTotals struct {
+	Offered  uint64
+	Outcomes map[string]uint64
+	// Latency holds the latency in microseconds, from the intended arrival
+	// time, of every sent request of this class, whatever its outcome.
+	Latency *hdrhistogram.Histogram
+}
+
+// Unaccounted is offered minus the sum of outcomes: the requests still in
+// flight while the generator runs, and 0 once Run has returned.
+func (t Totals) Unaccounted() int64 {
+	var sum uint64
+	for _, n := range t.Outcomes {
+		sum += n
+	}
+	return int64(t.Offered) - int64(sum)
+}
+
+func outcomeMap(c *[numOutcomes]uint64) map[string]uint64 {
+	m := make(map[string]uint64, numOutcomes)
+	for i := range numOutcomes {
+		m[Outcomes[i]] = c[i]
+	}
+	return m
+}
+
+func sumOutcomes(c *[numOutcomes]uint64) uint64 {
+	var s uint64
+	for _, n := range c {
+		s += n
+	}
+	return s
+}
+
+// window computes the Window at now and, when reset, starts the next one.
+func (s *stats) window(now, started time.Time, target float64, outstanding int) Window {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := Window{Time: now, TargetRPS: target, Outstanding: outstanding}
+	if !started.IsZero() {
+		w.Elapsed = now.Sub(started)
+		from := s.lastTickTime
+		if from.IsZero() || from.Before(started) {
+			from = started
+		}
+		w.Duration = now.Sub(from)
+	}
+	cur, prev := &s.total, &s.lastTick
+	var delta [numOutcomes]uint64
+	for i := range delta {
+		delta[i] = cur.outcomes[i] - prev.outcomes[i]
+	}
+	w.Offered = cur.offered - prev.offered
+	w.OfferedTotal = cur.offered
+	w.Outcomes = outcomeMap(&delta)
+	w.OutcomeTotal = outcomeMap(&cur.outcomes)
+	if w.Duration > 0 {
+		w.AchievedRPS = float64(w.Offered) / w.Duration.Seconds()
+	}
+	w.AdmittedP50Ms = quantileMs(s.winAdmitted, 50)
+	w.AdmittedP99Ms = quantileMs(s.winAdmitted, 99)
+	w.ByPriority = make(map[string]PriorityWindow, len(Priorities))
+	for i, name := range Priorities {
+		c, p := &cur.prio[i], &prev.prio[i]
+		w.ByPriority[name] = PriorityWindow{
+			Offered:       c.offered - p.offered,
+			OK:            c.outcomes[oOK] - p.outcomes[oOK],
+			Finished:      sumOutcomes(&c.outcomes) - sumOutcomes(&p.outcomes),
+			OfferedTotal:  c.offered,
+			OKTotal:       c.outcomes[oOK],
+			FinishedTotal: sumOutcomes(&c.outcomes),
+			P50Ms:         quantileMs(s.winPrio[i], 50),
+			P99Ms:         quantileMs(s.winPrio[i], 99),
+		}
+	}
+	s.lastTick = s.total
+	s.lastTickTime = now
+	s.winAdmitted.Reset()
+	for _, h := range s.winPrio {
+		h.Reset()
+	}
+	return w
+}
+
+func (s *stats) totals(now, started time.Time, target float64, outstanding int) Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered}
+	if !started.IsZero() {
+		t.Elapsed = now.Sub(started)
+		if t.Elapsed > 0 {
+			t.AchievedRPS = float64(t.Offered) / t.Elapsed.Seconds()
+		}
+	}
+	t.Outcomes = outcomeMap(&s.total.outcomes)
+	t.Admitted = copyHist(s.admitted)
+	t.ByPriority = make(map[string]PriorityTotals, len(Priorities))
+	for i, name := range Priorities {
+		t.ByPriority[name] = PriorityTotals{
+			Offered:  s.total.prio[i].offered,
+			Outcomes: outcomeMap(&s.total.prio[i].outcomes),
+			Latency:  copyHist(s.prio[i]),
+		}
+	}
+	return t
+}
