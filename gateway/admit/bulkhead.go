@@ -1,0 +1,324 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Errors returned by Bulkhead.Acquire.
+var (
+	// ErrQueueFull: the wait queue was full (fail fast), or this waiter was
+	// displaced by a more important arrival.
+	ErrQueueFull = errors.New("admit: bulkhead queue full")
+	// ErrQueueTimeout: the request waited QueueTimeout without a permit.
+	ErrQueueTimeout = errors.New("admit: bulkhead queue timeout")
+)
+
+// BulkheadConfig configures a Bulkhead.
+type BulkheadConfig struct {
+	// Limiter sets the concurrency limit.
+	Limiter LimiterConfig `yaml:"limiter" json:"limiter"`
+	// QueueSize is the most requests that may wait for a permit; 0 means
+	// no queue (fail fast at the limit).
+	QueueSize int `yaml:"queue_size" json:"queue_size"`
+	// QueueTimeout is the longest wait; 0 means no timeout (only the
+	// request's context bounds the wait).
+	QueueTimeout time.Duration `yaml:"queue_timeout" json:"queue_timeout"`
+}
+
+// Validate reports the first invalid field of c, naming it.
+func (c BulkheadConfig) Validate() error {
+	if err := c.Limiter.Validate(); err != nil {
+		return err
+	}
+	if c.QueueSize < 0 {
+		return fmt.Errorf("admit: bulkhead field queue_size: %d, want ≥ 0", c.QueueSize)
+	}
+	if c.QueueTimeout < 0 {
+		return fmt.Errorf("admit: bulkhead field queue_timeout: %v, want ≥ 0", c.QueueTimeout)
+	}
+	return nil
+}
+
+// BulkheadStats is a snapshot of a Bulkhead.
+type BulkheadStats struct {
+	Name       string             `json:"name"`
+	Enabled    bool               `json:"enabled"`
+	Inflight   int                `json:"inflight"`
+	Limit      int                `json:"limit"`
+	QueueDepth [NumPriorities]int `json:"queue_depth"` // waiters by priority
+	QueueSize  int                `json:"queue_size"`
+}
+
+// Queued is the total number of waiters.
+func (s BulkheadStats) Queued() int {
+	n := 0
+	for _, d := range s.QueueDepth {
+		n += d
+	}
+	return n
+}
+
+// Bulkhead bounds the requests in flight for one route class by a
+// Limiter's limit, with a bounded wait queue ordered by priority (FIFO
+// within a priority). It is safe for concurrent use.
+type Bulkhead struct {
+	name string
+
+	mu       sync.Mutex
+	cfg      BulkheadConfig          // guarded by mu
+	limiter  Limiter                 // guarded by mu; replaced by SetConfig
+	enabled  bool                    // guarded by mu
+	inflight int                     // guarded by mu
+	queues   [NumPriorities]waitList // guarded by mu
+	queued   int                     // guarded by mu; total waiters
+}
+
+// NewBulkhead validates cfg and returns an enabled bulkhead.
+func NewBulkhead(name string, cfg BulkheadConfig) (*Bulkhead, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bulkhead %q: %w", name, err)
+	}
+	lim, err := NewLimiter(cfg.Limiter)
+	if err != nil {
+		return nil, fmt.Errorf("bulkhead %q: %w", name, err)
+	}
+	return &Bulkhead{name: name, cfg: cfg, limiter: lim, enabled: true}, nil
+}
+
+// Name returns the bulkhead's name.
+func (b *Bulkhead) Name() string { return b.name }
+
+// Permit is one granted place in a Bulkhead. The zero Permit is released.
+type Permit struct {
+	b        *Bulkhead
+	lim      Limiter
+	inflight int // in flight when granted, this one included
+}
+
+// Release gives the place back, feeds the limiter one sample (rtt ≤ 0 means
+// the request never reached the backend: no sample), and grants the best
+// waiter. It clears p, so releasing the same Permit twice is harmless; do
+// not release copies of one Permit.
+func (p *Permit) Release(rtt time.Duration, dropped bool) {
+	b := p.b
+	if b == nil {
+		return
+	}
+	lim, inflight := p.lim, p.inflight
+	*p = Permit{}
+	if rtt > 0 {
+		lim.OnSample(rtt, inflight, dropped)
+	}
+	b.mu.Lock()
+	b.inflight--
+	b.dispatchLocked()
+	b.mu.Unlock()
+}
+
+// Acquire returns a permit at once when fewer than Limit requests are in
+// flight (or the bulkhead is disabled). Otherwise the request waits in the
+// queue of its priority; it gets ErrQueueFull at once when the queue is
+// full and holds no less important waiter to displace (an arrival on a
+// full queue displaces the newest waiter of the lowest priority below its
+// own, which then gets ErrQueueFull), ErrQueueTimeout after QueueTimeout,
+// or ctx.Err() when ctx ends first. Waiters are granted best priority
+// first, oldest first within a priority.
+func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
+	if !p.Valid() {
+		return Permit{}, fmt.Errorf("bulkhead %q: invalid priority %d", b.name, uint8(p))
+	}
+	b.mu.Lock()
+	if !b.enabled {
+		return b.grantLocked(), nil
+	}
+	b.dispatchLocked()
+	if b.queued == 0 && b.inflight < b.limiter.Limit() {
+		return b.grantLocked(), nil
+	}
+	if b.queued >= b.cfg.QueueSize && !b.displaceLocked(p) {
+		b.mu.Unlock()
+		return Permit{}, ErrQueueFull
+	}
+	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
+		return Permit{}, err
+	}
+	w := getWaiter(p)
+	b.queues[p].pushBack(w)
+	b.queued++
+	timeout := b.cfg.QueueTimeout
+	b.mu.Unlock()
+
+	var timerC <-chan time.Time
+	if timeout > 0 {
+		w.timer.Reset(timeout)
+		timerC = w.timer.C
+	}
+	var err error
+	select {
+	case <-w.signal:
+		// Decided under mu: granted or displaced.
+	case <-timerC:
+		err = ErrQueueTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if timeout > 0 {
+		w.timer.Stop()
+	}
+	b.mu.Lock()
+	if w.decided {
+		// Granted or displaced, possibly while the timer or ctx fired: the
+		// decision stands (a grant must not be lost).
+		err = w.err
+		select {
+		case <-w.signal:
+		default:
+		}
+	} else {
+		b.queues[p].remove(w)
+		b.queued--
+	}
+	permit := Permit{}
+	if err == nil {
+		permit = Permit{b: b, lim: b.limiter, inflight: w.inflight}
+		// A grant made while ctx also ended is kept: the caller sees a permit
+		// and must release it.
+	}
+	b.mu.Unlock()
+	putWaiter(w)
+	return permit, err
+}
+
+// grantLocked counts one more request in flight, unlocks mu and returns
+// its permit.
+func (b *Bulkhead) grantLocked() Permit {
+	b.inflight++
+	p := Permit{b: b, lim: b.limiter, inflight: b.inflight}
+	b.mu.Unlock()
+	return p
+}
+
+// dispatchLocked grants waiters, best first, while there is room.
+func (b *Bulkhead) dispatchLocked() {
+	if b.queued == 0 {
+		return
+	}
+	lim := b.limiter.Limit()
+	if !b.enabled {
+		lim = int(^uint(0) >> 1)
+	}
+	for b.queued > 0 && b.inflight < lim {
+		var w *waiter
+		for i := range b.queues {
+			if w = b.queues[i].head; w != nil {
+				b.queues[i].remove(w)
+				break
+			}
+		}
+		b.queued--
+		b.inflight++
+		w.decided, w.err, w.inflight = true, nil, b.inflight
+		w.signal <- struct{}{}
+	}
+}
+
+// displaceLocked makes room for an arrival of priority p by failing the
+// newest waiter of the lowest priority strictly below p; it reports
+// whether it did.
+func (b *Bulkhead) displaceLocked(p Priority) bool {
+	for i := NumPriorities - 1; i > int(p); i-- {
+		if w := b.queues[i].tail; w != nil {
+			b.failLocked(w, ErrQueueFull)
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Bulkhead) failLocked(w *waiter, err error) {
+	b.queues[w.prio].remove(w)
+	b.queued--
+	w.decided, w.err = true, err
+	w.signal <- struct{}{}
+}
+
+// Stats returns a snapshot.
+func (b *Bulkhead) Stats() BulkheadStats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := BulkheadStats{
+		Name:      b.name,
+		Enabled:   b.enabled,
+		Inflight:  b.inflight,
+		Limit:     b.limiter.Limit(),
+		QueueSize: b.cfg.QueueSize,
+	}
+	for i := range b.queues {
+		s.QueueDepth[i] = b.queues[i].n
+	}
+	return s
+}
+
+// Config returns the current configuration.
+func (b *Bulkhead) Config() BulkheadConfig {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cfg
+}
+
+// SetConfig changes the configuration while requests flow. A changed
+// Limiter section builds a new limiter (starting at its Limit); permits
+// granted before feed their samples to the old one. A smaller QueueSize
+// fails the newest, least important waiters beyond it with ErrQueueFull; a
+// new QueueTimeout applies to requests that start waiting afterwards.
+func (b *Bulkhead) SetConfig(cfg BulkheadConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("bulkhead %q: %w", b.name, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cfg.Limiter != b.cfg.Limiter {
+		lim, err := NewLimiter(cfg.Limiter)
+		if err != nil {
+			return fmt.Errorf("bulkhead %q: %w", b.name, err)
+		}
+		b.limiter = lim
+	}
+	b.cfg = cfg
+	for b.queued > cfg.QueueSize {
+		b.displaceLocked(0) // cannot fail while P1/P2 wait…
+		if b.queues[P1].n == 0 && b.queues[P2].n == 0 && b.queued > cfg.QueueSize {
+			b.failLocked(b.queues[P0].tail, ErrQueueFull)
+		}
+	}
+	b.dispatchLocked()
+	return nil
+}
+
+// SetEnabled switches the bulkhead. Disabled, Acquire grants at once (no
+// limit, no queue; waiters are granted) but still counts requests in flight.
+func (b *Bulkhead) SetEnabled(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.enabled = on
+	b.dispatchLocked()
+}
+
+// Enabled reports whether the bulkhead limits.
+func (b *Bulkhead) Enabled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.enabled
+}
+
+// Limiter returns the current limiter.
+func (b *Bulkhead) Limiter() Limiter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limiter
+}

@@ -1,0 +1,86 @@
+package admit
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Level is the gateway's overload level. Each level admits less:
+// Green admits everything, Yellow sheds P2, Red admits only P0, Black admits
+// nothing (the gateway answers with fallbacks).
+type Level int32
+
+// The levels, in increasing severity.
+const (
+	Green Level = iota
+	Yellow
+	Red
+	Black
+)
+
+// NumLevels is the number of levels.
+const NumLevels = 4
+
+// String returns "green", "yellow", "red", "black", or "level(n)".
+func (l Level) String() string {
+	switch l {
+	case Green:
+		return "green"
+	case Yellow:
+		return "yellow"
+	case Red:
+		return "red"
+	case Black:
+		return "black"
+	}
+	return fmt.Sprintf("level(%d)", int32(l))
+}
+
+// Valid reports whether l is one of the four levels.
+func (l Level) Valid() bool { return l >= Green && l <= Black }
+
+// Admits reports whether a request of priority p passes at level l.
+func (l Level) Admits(p Priority) bool {
+	switch l {
+	case Green:
+		return p.Valid()
+	case Yellow:
+		return p <= P1
+	case Red:
+		return p == P0
+	}
+	return false
+}
+
+// ParseLevel parses "green", "yellow", "red" or "black" (any case).
+func ParseLevel(s string) (Level, error) {
+	switch strings.ToLower(s) {
+	case "green":
+		return Green, nil
+	case "yellow":
+		return Yellow, nil
+	case "red":
+		return Red, nil
+	case "black":
+		return Black, nil
+	}
+	return 0, fmt.Errorf("admit: level %q, want green, yellow, red or black", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (l Level) MarshalText() ([]byte, error) {
+	if !l.Valid() {
+		return nil, fmt.Errorf("admit: invalid level %d", int32(l))
+	}
+	return []byte(l.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (l *Level) UnmarshalText(b []byte) error {
+	v, err := ParseLevel(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}

@@ -1,0 +1,70 @@
+// Package admit holds the gateway's admission layers after rate limiting: the
+// overload Guard (green/yellow/red/black from scheduler lag, GC pauses, heap
+// and gateway-supplied signals), concurrency Limiters (static, AIMD,
+// gradient), the priority-queued Bulkhead, and the token cost Budget.
+// Everything on the request path is non-blocking (except Bulkhead.Acquire,
+// which waits by design) and allocation-free.
+package admit
+
+import "fmt"
+
+// Priority ranks a request: P0 is critical, P2 is background or anonymous.
+// Lower values are more important.
+type Priority uint8
+
+// The priorities.
+const (
+	P0 Priority = 0
+	P1 Priority = 1
+	P2 Priority = 2
+)
+
+// NumPriorities is the number of priorities; valid values are < NumPriorities.
+const NumPriorities = 3
+
+// ParsePriority parses "p0".."p2" (any case) or "0".."2".
+func ParsePriority(s string) (Priority, error) {
+	switch s {
+	case "P0", "p0", "0":
+		return P0, nil
+	case "P1", "p1", "1":
+		return P1, nil
+	case "P2", "p2", "2":
+		return P2, nil
+	}
+	return 0, fmt.Errorf("admit: priority %q, want P0, P1 or P2", s)
+}
+
+// String returns "P0", "P1", "P2", or "P?(n)" for an invalid value.
+func (p Priority) String() string {
+	switch p {
+	case P0:
+		return "P0"
+	case P1:
+		return "P1"
+	case P2:
+		return "P2"
+	}
+	return fmt.Sprintf("P?(%d)", uint8(p))
+}
+
+// Valid reports whether p is P0, P1 or P2.
+func (p Priority) Valid() bool { return p < NumPriorities }
+
+// MarshalText implements encoding.TextMarshaler ("P0".."P2").
+func (p Priority) MarshalText() ([]byte, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("admit: invalid priority %d", uint8(p))
+	}
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler (what ParsePriority accepts).
+func (p *Priority) UnmarshalText(b []byte) error {
+	v, err := ParsePriority(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}

@@ -1,0 +1,59 @@
+package ratelimit
+
+import (
+	"fmt"
+	"io"
+	"math"
+)
+
+// StoreConfig selects and configures a Store.
+type StoreConfig struct {
+	// Kind is "local" (the default when empty) or "redis".
+	Kind string `yaml:"kind" json:"kind"`
+	// URL locates a remote store (redis://, rediss://, or a comma list).
+	URL string `yaml:"url" json:"url"`
+	// TimeoutMs bounds one remote decision; 0 means the store's default.
+	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
+	// FailOpen chooses, for a remote store, to fall back to local decisions
+	// (true, the default when nil) or to deny (false) while it is unreachable.
+	FailOpen *bool `yaml:"fail_open" json:"fail_open"`
+	// Share is this instance's share of a global limit in (0, 1], used by the
+	// local fallback (Rule.Scaled); 0 means 1.
+	Share float64 `yaml:"share" json:"share"`
+}
+
+// Validate reports the first invalid field of c, naming it.
+func (c StoreConfig) Validate() error {
+	if c.TimeoutMs < 0 {
+		return fmt.Errorf("ratelimit: store field timeout_ms: %d, want ≥ 0", c.TimeoutMs)
+	}
+	if math.IsNaN(c.Share) || c.Share < 0 || c.Share > 1 {
+		return fmt.Errorf("ratelimit: store field share: %v, want a value in (0, 1] (0 means 1)", c.Share)
+	}
+	switch c.Kind {
+	case "", "local":
+	case "redis":
+		if c.URL == "" {
+			return fmt.Errorf("ratelimit: store field url: missing, required for kind redis")
+		}
+	default:
+		return fmt.Errorf("ratelimit: store field kind: %q, want \"local\" or \"redis\"", c.Kind)
+	}
+	return nil
+}
+
+// Open builds the Store cfg describes and the Closer that releases it (close
+// it when the store is no longer used).
+func Open(cfg StoreConfig) (Store, io.Closer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	switch cfg.Kind {
+	case "", "local":
+		l := NewLocal()
+		return l, l, nil
+	case "redis":
+		return openRedis(cfg) // redis_open.go: RedisStore behind a Failover
+	}
+	return nil, nil, fmt.Errorf("ratelimit: store field kind: %q, want \"local\" or \"redis\"", cfg.Kind)
+}

@@ -1,0 +1,225 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultRedisKeyPrefix starts every key the Redis store writes.
+const DefaultRedisKeyPrefix = "levee:rl:"
+
+// RedisStore is a Store whose state lives in Redis, so every gateway that
+// points at the same Redis shares one limit.
+//
+// Each decision is one Lua script run with EVALSHA (EVAL once after a
+// NOSCRIPT, e.g. after Redis restarted) — one round trip. The script reads
+// the clock with TIME on the Redis server, so gateways with skewed clocks
+// still agree; the now argument of Allow is ignored. The keys of one limit
+// share a {hash tag}, so a script touches one slot and works on Redis
+// Cluster:
+//
+//	sliding window: <prefix>{<key>}:sw    sorted set, one member per admitted request, score = µs
+//	                <prefix>{<key>}:sw:n  the cost admitted in the window (sum over the set)
+//	token bucket:   <prefix>{<key>}:tb    hash {tokens, ts}
+//
+// Keys expire once idle for longer than the window (or the time to refill
+// the bucket) plus a second, so idle tenants leave nothing behind.
+//
+// RedisStore returns an error whenever Redis does not answer in time; wrap
+// it in a Failover to decide locally instead.
+type RedisStore struct {
+	client redis.UniversalClient
+	prefix string // key prefix; immutable
+	member string // random per-store prefix of sorted-set members; immutable
+	seq    atomic.Uint64
+}
+
+// RedisOption configures a RedisStore.
+type RedisOption func(*RedisStore)
+
+// RedisKeyPrefix replaces DefaultRedisKeyPrefix (tests use it to keep runs
+// apart).
+func RedisKeyPrefix(p string) RedisOption {
+	return func(s *RedisStore) { s.prefix = p }
+}
+
+// NewRedis returns a store over client. The client is not closed by the
+// store; its owner closes it.
+func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	s := &RedisStore{client: client, prefix: DefaultRedisKeyPrefix, member: hex.EncodeToString(b[:])}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// RedisKey is the Redis key (the first one, for a sliding window) that holds
+// key's state under algorithm a.
+func (s *RedisStore) RedisKey(key string, a Algorithm) string {
+	if a == TokenBucket {
+		return s.prefix + "{" + key + "}:tb"
+	}
+	return s.prefix + "{" + key + "}:sw"
+}
+
+// Allow implements Store. now is ignored: Redis's clock decides.
+func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int64, _ time.Time) (Decision, error) {
+	if err := checkRequest(rule, cost); err != nil {
+		return Decision{}, fmt.Errorf("ratelimit: redis allow %q: %w", key, err)
+	}
+	var (
+		res []int64
+		err error
+	)
+	switch rule.Algorithm {
+	case SlidingWindow:
+		k := s.RedisKey(key, SlidingWindow)
+		id := s.member + ":" + strconv.FormatUint(s.seq.Add(1), 36) + ":" + strconv.FormatInt(cost, 10)
+		res, err = redisSlidingWindowScript.Run(ctx, s.client, []string{k, k + ":n"},
+			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
+	case TokenBucket:
+		res, err = redisTokenBucketScript.Run(ctx, s.client, []string{s.RedisKey(key, TokenBucket)},
+			strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, cost).Int64Slice()
+	}
+	if err != nil {
+		return Decision{}, fmt.Errorf("ratelimit: redis %s decision for %q: %w", rule.Algorithm, key, err)
+	}
+	if len(res) != 3 {
+		return Decision{}, fmt.Errorf("ratelimit: redis %s decision for %q: script returned %d values, want 3", rule.Algorithm, key, len(res))
+	}
+	d := Decision{Allowed: res[0] == 1, Remaining: res[1], Limit: rule.Capacity()}
+	if !d.Allowed {
+		d.RetryAfter = time.Duration(res[2]) * time.Microsecond
+		if d.RetryAfter <= 0 {
+			// The script found no entry whose expiry frees enough room
+			// (only possible if its counter drifted): a full window is the
+			// safe upper bound.
+			d.RetryAfter = rule.Window
+			if rule.Algorithm == TokenBucket {
+				d.RetryAfter = time.Duration(float64(cost) / rule.ReplenishRate * float64(time.Second))
+			}
+		}
+	}
+	return d, nil
+}
+
+// redisSlidingWindowScript is an exact sliding window over a sorted set.
+//
+// KEYS[1] sorted set of admitted requests: member "<id>:<cost>", score = µs.
+// KEYS[2] the sum of costs in KEYS[1].
+// ARGV    limit, window (µs), cost, unique member id (ending ":<cost>").
+// Returns {allowed 0|1, remaining, retry_after µs (0 when allowed, -1 unknown)}.
+var redisSlidingWindowScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end -- Redis < 5: TIME before writes
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local cutoff = now - window
+local ttl = math.ceil(window / 1000) + 1000
+
+local function cost_of(member)
+  return tonumber(string.match(member, ':(%d+)$')) or 1
+end
+
+local used = tonumber(redis.call('GET', KEYS[2]) or '')
+local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff)
+if #old > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', cutoff)
+end
+local size = redis.call('ZCARD', KEYS[1])
+if size == 0 then
+  used = 0
+elseif used == nil then
+  -- the counter was lost (evicted): rebuild it from the set
+  used = 0
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    used = used + cost_of(m)
+  end
+else
+  for _, m in ipairs(old) do
+    used = used - cost_of(m)
+  end
+  if used < 0 then used = 0 end
+end
+
+if used + cost <= limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  used = used + cost
+  redis.call('SET', KEYS[2], used, 'PX', ttl)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {1, limit - used, 0}
+end
+
+if size == 0 then
+  redis.call('DEL', KEYS[2])
+elseif #old > 0 then
+  redis.call('SET', KEYS[2], used, 'KEEPTTL')
+end
+
+-- Denied: wait until the oldest entries, in order, free enough room.
+local need = used + cost - limit
+local freed = 0
+local start = 0
+while true do
+  local batch = redis.call('ZRANGE', KEYS[1], start, start + 99, 'WITHSCORES')
+  if #batch == 0 then break end
+  for i = 1, #batch, 2 do
+    freed = freed + cost_of(batch[i])
+    if freed >= need then
+      return {0, math.max(limit - used, 0), tonumber(batch[i + 1]) + window - now}
+    end
+  end
+  start = start + 100
+end
+return {0, math.max(limit - used, 0), -1}
+`)
+
+// redisTokenBucketScript is a token bucket in a hash.
+//
+// KEYS[1] hash {tokens (float), ts (µs of the last update)}.
+// ARGV    replenish rate (tokens/s), burst, cost.
+// Returns {allowed 0|1, remaining (whole tokens), retry_after µs (0 when allowed)}.
+var redisTokenBucketScript = redis.NewScript(`
+if redis.replicate_commands then redis.replicate_commands() end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(v[1])
+local ts = tonumber(v[2])
+if tokens == nil or ts == nil then
+  tokens = burst
+  ts = now
+end
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate / 1000000)
+  ts = now
+end
+
+local allowed = 0
+local retry = 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+else
+  retry = math.ceil((cost - tokens) * 1000000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', ts))
+-- once full again the bucket equals a missing one, so it may expire then
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
+return {allowed, math.floor(tokens), retry}
+`)

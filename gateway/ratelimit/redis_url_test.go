@@ -1,0 +1,142 @@
+package ratelimit
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestOpenRedisForms(t *testing.T) {
+	tests := []struct {
+		name  string
+		url   string
+		check func(t *testing.T, c redis.UniversalClient)
+	}{
+		{"single", "redis://127.0.0.1:6390/2", func(t *testing.T, c redis.UniversalClient) {
+			o := mustSingle(t, c)
+			if o.Addr != "127.0.0.1:6390" || o.DB != 2 || o.TLSConfig != nil {
+				t.Errorf("addr %q db %d tls %v", o.Addr, o.DB, o.TLSConfig != nil)
+			}
+			if o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
+				t.Errorf("defaults: max_retries %d context_timeout_enabled %v, want -1 true", o.MaxRetries, o.ContextTimeoutEnabled)
+			}
+		}},
+		{"tls with user and password", "rediss://u:secret@example.com:6380", func(t *testing.T, c redis.UniversalClient) {
+			o := mustSingle(t, c)
+			if o.TLSConfig == nil || o.TLSConfig.ServerName != "example.com" || o.Username != "u" || o.Password != "secret" {
+				t.Errorf("tls %v user %q", o.TLSConfig, o.Username)
+			}
+		}},
+		{"explicit options win over the defaults", "redis://127.0.0.1:6379?max_retries=2&context_timeout_enabled=false&pool_size=7", func(t *testing.T, c redis.UniversalClient) {
+			o := mustSingle(t, c)
+			if o.MaxRetries != 2 || o.ContextTimeoutEnabled || o.PoolSize != 7 {
+				t.Errorf("max_retries %d context_timeout_enabled %v pool_size %d", o.MaxRetries, o.ContextTimeoutEnabled, o.PoolSize)
+			}
+		}},
+		{"unix socket", "unix:///tmp/redis.sock?db=3", func(t *testing.T, c redis.UniversalClient) {
+			o := mustSingle(t, c)
+			if o.Network != "unix" || o.Addr != "/tmp/redis.sock" || o.DB != 3 {
+				t.Errorf("network %q addr %q db %d", o.Network, o.Addr, o.DB)
+			}
+		}},
+		{"cluster", "redis+cluster://10.0.0.1:7000?addr=10.0.0.2:7000&addr=10.0.0.3:7000", func(t *testing.T, c redis.UniversalClient) {
+			o := mustCluster(t, c)
+			if got := strings.Join(o.Addrs, " "); got != "10.0.0.1:7000 10.0.0.2:7000 10.0.0.3:7000" {
+				t.Errorf("addrs %q", got)
+			}
+			if o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
+				t.Errorf("defaults: max_retries %d context_timeout_enabled %v", o.MaxRetries, o.ContextTimeoutEnabled)
+			}
+		}},
+		{"comma list is a cluster", "redis://:pw@10.0.0.1:7000,10.0.0.2:7001?pool_size=3", func(t *testing.T, c redis.UniversalClient) {
+			o := mustCluster(t, c)
+			if got := strings.Join(o.Addrs, " "); got != "10.0.0.1:7000 10.0.0.2:7001" {
+				t.Errorf("addrs %q", got)
+			}
+			if o.Password != "pw" || o.PoolSize != 3 || o.TLSConfig != nil {
+				t.Errorf("password %q pool_size %d tls %v", o.Password, o.PoolSize, o.TLSConfig != nil)
+			}
+		}},
+		{"comma list over TLS", "rediss://10.0.0.1:7000,10.0.0.2:7001", func(t *testing.T, c redis.UniversalClient) {
+			if o := mustCluster(t, c); o.TLSConfig == nil {
+				t.Error("no TLS config")
+			}
+		}},
+		{"sentinel", "redis+sentinel://10.0.0.1:26379?master_name=mymaster&addr=10.0.0.2:26379", func(t *testing.T, c redis.UniversalClient) {
+			if _, ok := c.(*redis.Client); !ok {
+				t.Errorf("client is %T, want a sentinel-backed *redis.Client", c)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := OpenRedis(tt.url)
+			if err != nil {
+				t.Fatalf("OpenRedis(%q): %v", tt.url, err)
+			}
+			defer c.Close()
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestOpenRedisBadURLs(t *testing.T) {
+	tests := []struct {
+		name, url, want string
+	}{
+		{"empty", "", "redis URL is empty"},
+		{"blank", "  ", "redis URL is empty"},
+		{"no scheme", "127.0.0.1:6379", "scheme"},
+		{"unknown scheme", "http://127.0.0.1:6379", `unsupported scheme "http"`},
+		{"no host", "redis://", "has no host"},
+		{"bad db", "redis://127.0.0.1:6379/abc", "invalid database number"},
+		{"unknown option", "redis://127.0.0.1:6379?pool_sise=3", "pool_sise"},
+		{"sentinel without master", "redis+sentinel://10.0.0.1:26379", "missing master_name"},
+		{"cluster without host", "redis+cluster://", "no seed node"},
+		{"empty host in list", "redis://a:1,,b:2", "empty host"},
+		{"list with unix scheme", "unix://a,b", "comma list"},
+		{"password is not echoed", "redis://user:hunter2@127.0.0.1:6379?bogus=1", "bogus"},
+		{"control character", "redis://user:hunter2@127.0.0.1:6379/\x7f", "does not parse"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := OpenRedis(tt.url)
+			if err == nil {
+				c.Close()
+				t.Fatalf("OpenRedis(%q) = nil error, want one containing %q", tt.url, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q leaks the password", err)
+			}
+		})
+	}
+}
+
+func TestOpenKindRedisBadURL(t *testing.T) {
+	_, _, err := Open(StoreConfig{Kind: "redis", URL: "http://nope"})
+	if err == nil || !strings.Contains(err.Error(), "store field url") {
+		t.Fatalf("Open with a bad redis URL: %v, want an error naming field url", err)
+	}
+}
+
+func mustSingle(t *testing.T, c redis.UniversalClient) *redis.Options {
+	t.Helper()
+	cc, ok := c.(*redis.Client)
+	if !ok {
+		t.Fatalf("client is %T, want *redis.Client", c)
+	}
+	return cc.Options()
+}
+
+func mustCluster(t *testing.T, c redis.UniversalClient) *redis.ClusterOptions {
+	t.Helper()
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("client is %T, want *redis.ClusterClient", c)
+	}
+	return cc.Options()
+}
