@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/levee-lab/levee/fakemodel"
+)
+
+func init() {
+	register(command{
+		name:    "fakemodel",
+		summary: "run fake, slow OpenAI-compatible model nodes (latency, slots, queues, errors, GC pressure)",
+		run:     runFakemodel,
+	})
+}
+
+// fakemodelKnobFlags maps a command-line flag to its knob in the JSON patch
+// (dotted for latency fields). Only flags given on the command line apply,
+// after --config and --knobs, so they always win.
+var fakemodelKnobFlags = []struct {
+	flag, knob, usage string
+	kind              byte // 'f' float, 'i' int, 's' string, 'b' bool
+}{
+	{"latency", "latency.dist", "latency distribution: lognormal, fixed or uniform", 's'},
+	{"p50-ms", "latency.p50_ms", "lognormal median service time (ms)", 'f'},
+	{"p99-ms", "latency.p99_ms", "lognormal 99th percentile service time (ms)", 'f'},
+	{"fixed-ms", "latency.fixed_ms", "fixed service time (ms)", 'f'},
+	{"min-ms", "latency.min_ms", "uniform lower bound (ms)", 'f'},
+	{"max-ms", "latency.max_ms", "uniform upper bound (ms)", 'f'},
+	{"latency-multiplier", "latency_multiplier", "multiplies sampled latency and TTFT", 'f'},
+	{"latency-add-ms", "latency_add_ms", "added to sampled latency and TTFT (ms)", 'f'},
+	{"ttft-ms", "ttft_ms", "stream time to first token (ms)", 'f'},
+	{"tokens-per-s", "tokens_per_s", "stream token rate", 'f'},
+	{"ms-per-1k-tokens", "ms_per_1k_tokens", "extra service time per 1000 prompt+completion tokens (ms)", 'f'},
+	{"slots", "slots", "requests served at once per node", 'i'},
+	{"overflow", "overflow", "beyond the slots: queue (unbounded FIFO), bounded (FIFO of --queue-size, then 429) or reject (429)", 's'},
+	{"queue-size", "queue_size", "wait queue bound of --overflow bounded", 'i'},
+	{"slowdown", "slowdown", "service time × (1 + slowdown × busy/slots)", 'f'},
+	{"error-rate", "error_rate", "share of requests answered 500", 'f'},
+	{"hang-rate", "hang_rate", "share of requests never answered", 'f'},
+	{"abort-on-disconnect", "abort_on_disconnect", "stop work when the client leaves", 'b'},
+	{"churn-mb-per-s", "churn_mb_per_s", "in-node allocation churn (MB/s)", 'f'},
+	{"ballast-mb", "ballast_mb", "in-node retained ballast (MB)", 'f'},
+	{"cpu-hog-goroutines", "cpu_hog_goroutines", "in-node CPU hog goroutines", 'i'},
+	{"cpu-hog-duty", "cpu_hog_duty", "share of time each hog spins (≤ 0.95)", 'f'},
+}
+
+func runFakemodel(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("fakemodel", "fakemodel [--nodes N] [--listen ADDR | --port P] [--config knobs.yaml] [knob flags]", stderr)
+	nodes := fs.Int("nodes", 1, "number of nodes in this process (consecutive ports with --port)")
+	listen := fs.String("listen", "127.0.0.1:0", "address of the first node (port 0: every node picks a free port)")
+	port := fs.Int("port", 0, "port of the first node; nodes take consecutive ports (overrides the port of --listen)")
+	token := fs.String("admin-token", "", "bearer token of the admin API (default $LEVEE_ADMIN_TOKEN, else random, printed on stderr)")
+	adminAny := fs.Bool("admin-any", false, "accept admin requests from non-loopback peers (token still required)")
+	config := fs.String("config", "", "YAML knob file (knobs it does not name keep their defaults)")
+	knobsJSON := fs.String("knobs", "", "JSON knob patch applied after --config, e.g. '{\"slots\":8}'")
+	drain := fs.Duration("drain", 10*time.Second, "on SIGTERM, how long in-flight and queued requests may take to finish")
+	printDefaults := fs.Bool("print-knobs", false, "print the resulting knobs as JSON and exit")
+	for _, kf := range fakemodelKnobFlags {
+		if kf.kind == 'b' {
+			fs.Bool(kf.flag, false, kf.usage)
+			continue
+		}
+		fs.String(kf.flag, "", kf.usage)
+	}
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "levee fakemodel: unexpected arguments: %q\n", fs.Args())
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	knobs, err := fakemodelKnobs(fs, *config, *knobsJSON)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
+		return 2
+	}
+	if *printDefaults {
+		b, _ := json.MarshalIndent(knobs, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+
+	host, portStr, err := net.SplitHostPort(*listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: --listen %q: %v\n", *listen, err)
+		return 2
+	}
+	p, err := strconv.Atoi(portStr)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: --listen %q: bad port\n", *listen)
+		return 2
+	}
+	if *port != 0 {
+		p = *port
+	}
+	tok := *token
+	if tok == "" {
+		tok = os.Getenv("LEVEE_ADMIN_TOKEN")
+	}
+	if tok == "" {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			fmt.Fprintf(stderr, "levee fakemodel: making a token: %v\n", err)
+			return 1
+		}
+		tok = hex.EncodeToString(b)
+		fmt.Fprintf(stderr, "admin token: %s\n", tok)
+	}
+
+	lns, err := fakemodel.Listen(host, p, *nodes)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
+		return 1
+	}
+	srv, err := fakemodel.NewServer(lns,
+		fakemodel.WithKnobs(knobs), fakemodel.WithAdminToken(tok),
+		fakemodel.WithAdminAny(*adminAny), fakemodel.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	fmt.Fprintf(stdout, "%s\n", srv.ReadyLine())
+	log.Info("fakemodel ready", "nodes", *nodes, "first", srv.Nodes()[0].Addr(),
+		"mean_service", knobs.MeanService(), "slots", knobs.Slots, "overflow", knobs.Overflow)
+	if err := srv.Run(ctx, *drain); err != nil {
+		log.Error("fakemodel stopped", "err", err)
+		return 1
+	}
+	log.Info("fakemodel drained and stopped")
+	return 0
+}
+
+// fakemodelKnobs builds the starting knobs: defaults, then the YAML file,
+// then the --knobs patch, then each knob flag given.
+func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, error) {
+	k := fakemodel.DefaultKnobs()
+	if config != "" {
+		f, err := os.Open(config)
+		if err != nil {
+			return k, fmt.Errorf("--config: %w", err)
+		}
+		defer f.Close()
+		if k, err = fakemodel.LoadKnobsYAML(f, k); err != nil {
+			return k, fmt.Errorf("--config %s: %w", config, err)
+		}
+	}
+	if patch != "" {
+		var err error
+		if k, err = k.Patch([]byte(patch)); err != nil {
+			return k, fmt.Errorf("--knobs: %w", err)
+		}
+	}
+	top := map[string]any{}
+	lat := map[string]any{}
+	var bad error
+	fs.Visit(func(f *flag.Flag) {
+		for _, kf := range fakemodelKnobFlags {
+			if kf.flag != f.Name || bad != nil {
+				continue
+			}
+			s := f.Value.String()
+			var v any
+			var err error
+			switch kf.kind {
+			case 'f':
+				v, err = strconv.ParseFloat(s, 64)
+			case 'i':
+				v, err = strconv.Atoi(s)
+			case 'b':
+				v, err = strconv.ParseBool(s)
+			default:
+				v = s
+			}
+			if err != nil {
+				bad = fmt.Errorf("--%s %q: %w", kf.flag, s, err)
+				return
+			}
+			if name, ok := cutLatency(kf.knob); ok {
+				lat[name] = v
+			} else {
+				top[kf.knob] = v
+			}
+		}
+	})
+	if bad != nil {
+		return k, bad
+	}
+	if len(lat) > 0 {
+		top["latency"] = lat
+	}
+	if len(top) > 0 {
+		b, _ := json.Marshal(top)
+		var err error
+		if k, err = k.Patch(b); err != nil {
+			return k, fmt.Errorf("knob flags: %w", err)
+		}
+	}
+	return k, nil
+}
+
+func cutLatency(knob string) (string, bool) {
+	const p = "latency."
+	if len(knob) > len(p) && knob[:len(p)] == p {
+		return knob[len(p):], true
+	}
+	return "", false
+}

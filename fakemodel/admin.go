@@ -1,0 +1,68 @@
+package fakemodel
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// adminHandler serves /admin/knobs behind the loopback check and the bearer
+// token.
+func (n *Node) adminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/admin/knobs", func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet:
+			writeJSON(w, http.StatusOK, n.Knobs())
+		case http.MethodPut, http.MethodPatch:
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), "")
+				return
+			}
+			k, err := n.PatchKnobs(body)
+			if err != nil {
+				var ke *KnobError
+				if errors.As(err, &ke) {
+					writeError(w, http.StatusBadRequest, ke.Error(), ke.Field)
+					return
+				}
+				writeError(w, http.StatusInternalServerError, err.Error(), "")
+				return
+			}
+			n.opts.log.Info("knobs changed", "node", n.addr, "patch", string(body))
+			writeJSON(w, http.StatusOK, k)
+		default:
+			w.Header().Set("Allow", "GET, PUT")
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed", "")
+		}
+	})
+	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no admin route "+r.URL.Path, "")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !n.opts.adminAny && !loopbackPeer(r.RemoteAddr) {
+			writeError(w, http.StatusForbidden, "admin API is for loopback peers only", "")
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(n.opts.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="levee-admin"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong admin bearer token", "")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func loopbackPeer(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,331 @@
+package fakemodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// job is one parsed request, ready to be served.
+type job struct {
+	stream bool
+	// predict answers {"decision","score"}; otherwise a chat completion.
+	predict                   bool
+	model                     string
+	promptTokens, complTokens int
+}
+
+func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
+	body, ok := n.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := ParseChatRequest(body)
+	if err != nil {
+		n.badRequest(w, err)
+		return
+	}
+	model := req.Model
+	if model == "" {
+		model = "levee-fake"
+	}
+	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: req.CompletionTokens()})
+}
+
+func (n *Node) handlePredict(w http.ResponseWriter, r *http.Request) {
+	body, ok := n.readBody(w, r)
+	if !ok {
+		return
+	}
+	req, err := ParsePredictRequest(body)
+	if err != nil {
+		n.badRequest(w, err)
+		return
+	}
+	n.serve(w, r, job{predict: true, promptTokens: req.Bytes / 4})
+}
+
+// readBody checks the method and reads at most MaxBodyBytes; it answers the
+// error itself and reports false when the request cannot go on.
+func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		n.count(OutcomeBadRequest)
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: use POST", "")
+		return nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		n.count(OutcomeBadRequest)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes), "")
+			return nil, false
+		}
+		writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), "")
+		return nil, false
+	}
+	return body, true
+}
+
+func (n *Node) badRequest(w http.ResponseWriter, err error) {
+	n.count(OutcomeBadRequest)
+	var re *RequestError
+	if errors.As(err, &re) {
+		writeError(w, http.StatusBadRequest, re.Error(), re.Field)
+		return
+	}
+	writeError(w, http.StatusBadRequest, err.Error(), "")
+}
+
+// serve takes a slot per the overflow policy, then plays the request: hang,
+// injected error, stream or plain answer.
+func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
+	ctx := r.Context()
+	k := n.Knobs()
+	switch err := n.slots.acquire(ctx, k.Overflow, k.QueueSize, k.AbortOnDisconnect, n.closed); {
+	case errors.Is(err, errNoSlot):
+		n.count(OutcomeRejected)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("all %d slots busy (overflow %s)", k.Slots, k.Overflow), "")
+		return
+	case errors.Is(err, errClosed):
+		n.count(OutcomeRejected)
+		writeError(w, http.StatusServiceUnavailable, "node shutting down", "")
+		return
+	case err != nil: // the client left while queued, and abort_on_disconnect is on
+		n.count(OutcomeAborted)
+		return
+	}
+	defer n.slots.release()
+	cur := n.serving.Add(1)
+	defer n.serving.Add(-1)
+	for m := n.maxServing.Load(); cur > m && !n.maxServing.CompareAndSwap(m, cur); m = n.maxServing.Load() {
+	}
+
+	k = n.Knobs() // knobs may have changed while the request waited
+	busy, _, _ := n.slots.state()
+	roll := rand.Float64()
+	if roll < k.HangRate {
+		n.hang(w, ctx)
+		return
+	}
+	fail := roll < k.HangRate+k.ErrorRate
+	start := time.Now()
+	if j.stream && !fail {
+		n.stream(w, ctx, k, j, busy, start)
+		return
+	}
+	d := k.ServiceTime(k.Latency.Sample(nil), j.promptTokens+j.complTokens, busy)
+	if j.stream { // an injected stream error comes when the first token would
+		d = k.TTFT(busy)
+	}
+	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
+		return // hard close
+	}
+	el := time.Since(start)
+	n.metrics.service.Observe(el.Seconds())
+	if ctx.Err() != nil {
+		n.metrics.wasted.Add(el.Seconds())
+		n.count(OutcomeAborted)
+		return
+	}
+	if fail {
+		n.count(OutcomeError)
+		writeError(w, http.StatusInternalServerError, "injected model error", "")
+		return
+	}
+	n.count(OutcomeOK)
+	if j.predict {
+		writeJSON(w, http.StatusOK, predictAnswer(rand.Float64()))
+		return
+	}
+	writeJSON(w, http.StatusOK, n.completion(j))
+}
+
+// work waits until due, the time the work is done. With abort it stops early
+// when the client leaves. It reports false when the node closed meanwhile.
+func (n *Node) work(ctx context.Context, due time.Time, abort bool) bool {
+	var gone <-chan struct{}
+	if abort {
+		gone = ctx.Done()
+	}
+	t := time.NewTimer(time.Until(due))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-gone:
+	case <-n.closed:
+		return false
+	}
+	return true
+}
+
+// hang holds the slot and never answers until the client gives up; on
+// shutdown it answers 503.
+func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		n.count(OutcomeHang)
+	case <-n.stopHangs:
+		n.count(OutcomeHang)
+		writeError(w, http.StatusServiceUnavailable, "node shutting down", "")
+	}
+}
+
+// stream sends an SSE completion: the first token after TTFT, then one token
+// per TokenInterval, flushing each. With abort it stops when the client
+// leaves; without, it plays the stream to its end anyway (wasted work).
+func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job, busy int, start time.Time) {
+	flusher, _ := w.(http.Flusher)
+	ttft, every := k.TTFT(busy), k.TokenInterval(busy)
+	id, created := n.newID(), time.Now().Unix()
+	gone := false
+	var buf []byte
+	for i := range j.complTokens {
+		if !n.work(ctx, start.Add(ttft+time.Duration(i)*every), k.AbortOnDisconnect) {
+			return
+		}
+		if ctx.Err() != nil {
+			gone = true
+			if k.AbortOnDisconnect {
+				break
+			}
+		}
+		if gone {
+			continue
+		}
+		if i == 0 {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+		}
+		delta := map[string]string{"content": word(i)}
+		if i == 0 {
+			delta["role"] = "assistant"
+		}
+		buf = appendChunk(buf[:0], id, created, j.model, delta, nil)
+		if _, err := w.Write(buf); err != nil {
+			gone = true
+			if k.AbortOnDisconnect {
+				break
+			}
+			continue
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	el := time.Since(start)
+	n.metrics.service.Observe(el.Seconds())
+	if gone || ctx.Err() != nil {
+		n.metrics.wasted.Add(el.Seconds())
+		n.count(OutcomeAborted)
+		return
+	}
+	stop := "stop"
+	buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &stop)
+	buf = append(buf, "data: [DONE]\n\n"...)
+	_, _ = w.Write(buf)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	n.count(OutcomeOK)
+}
+
+type chunkChoice struct {
+	Index        int               `json:"index"`
+	Delta        map[string]string `json:"delta"`
+	FinishReason *string           `json:"finish_reason"`
+}
+
+type chunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+}
+
+func appendChunk(buf []byte, id string, created int64, model string, delta map[string]string, finish *string) []byte {
+	b, _ := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}})
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	return append(buf, "\n\n"...)
+}
+
+// Completion is the OpenAI-shaped non-stream answer.
+type Completion struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []CompletionChoice `json:"choices"`
+	Usage   Usage              `json:"usage"`
+}
+
+// CompletionChoice is one choice of a Completion.
+type CompletionChoice struct {
+	Index        int     `json:"index"`
+	Message      Message `json:"message"`
+	FinishReason string  `json:"finish_reason"`
+}
+
+// Message is an answer message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (n *Node) completion(j job) Completion {
+	var sb strings.Builder
+	for i := range j.complTokens {
+		sb.WriteString(word(i))
+	}
+	return Completion{
+		ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
+		Choices: []CompletionChoice{{Message: Message{Role: "assistant", Content: sb.String()}, FinishReason: "stop"}},
+		Usage:   Usage{PromptTokens: j.promptTokens, CompletionTokens: j.complTokens, TotalTokens: j.promptTokens + j.complTokens},
+	}
+}
+
+func (n *Node) newID() string { return fmt.Sprintf("chatcmpl-levee-%d", n.seq.Add(1)) }
+
+var words = strings.Fields("the levee holds while the river rises slowly and the queue drains one slot at a time")
+
+// word is the i-th token of every fake answer.
+func word(i int) string { return words[i%len(words)] + " " }
+
+// Prediction is the /v1/predict answer.
+type Prediction struct {
+	Decision string  `json:"decision"`
+	Score    float64 `json:"score"`
+}
+
+func predictAnswer(score float64) Prediction {
+	score = float64(int(score*100)) / 100
+	switch {
+	case score >= 0.7:
+		return Prediction{Decision: "APPROVE", Score: score}
+	case score >= 0.4:
+		return Prediction{Decision: "REVIEW", Score: score}
+	default:
+		return Prediction{Decision: "DECLINE", Score: score}
+	}
+}

@@ -1,0 +1,236 @@
+package fakemodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/levee-lab/levee/internal/pressure"
+)
+
+// Option configures a Node (and every node of a Server).
+type Option func(*options)
+
+type options struct {
+	knobs    Knobs
+	token    string
+	adminAny bool
+	log      *slog.Logger
+}
+
+// WithKnobs sets the starting knobs (default DefaultKnobs()). They are
+// validated by NewNode.
+func WithKnobs(k Knobs) Option { return func(o *options) { o.knobs = k } }
+
+// WithAdminToken sets the bearer token of the admin API. It is required.
+func WithAdminToken(tok string) Option { return func(o *options) { o.token = tok } }
+
+// WithAdminAny lets non-loopback peers use the admin API (token still needed).
+func WithAdminAny(any bool) Option { return func(o *options) { o.adminAny = any } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// Node is one fake model: one listener, one knob set, one slot pool.
+// Its methods are safe for concurrent use.
+type Node struct {
+	addr     string
+	ln       net.Listener
+	opts     options
+	srv      *http.Server
+	slots    *slotPool
+	pressure *pressure.Generator
+	metrics  *nodeMetrics
+
+	knobsMu sync.Mutex            // serialises knob changes (read-modify-write of knobs)
+	knobs   atomic.Pointer[Knobs] // the knobs in force; replaced whole, never mutated
+	counts  [len(outcomesIdx)]atomic.Uint64
+
+	draining  atomic.Bool
+	stopHangs chan struct{} // closed when shutdown begins: hung requests end
+	closed    chan struct{} // closed on hard close: waits and work end at once
+	hangOnce  sync.Once
+	closeOnce sync.Once
+
+	serving    atomic.Int64 // requests between slot grant and release, counted by the handler
+	maxServing atomic.Int64 // high-water mark of serving
+	seq        atomic.Uint64
+}
+
+var outcomesIdx = [...]string{OutcomeOK, OutcomeError, OutcomeHang, OutcomeRejected, OutcomeAborted, OutcomeBadRequest}
+
+// NewNode makes a node that will serve on ln. It does not serve until Serve.
+func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
+	o := options{knobs: DefaultKnobs(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.token == "" {
+		return nil, errors.New("fakemodel: an admin token is required")
+	}
+	if err := o.knobs.Validate(); err != nil {
+		return nil, fmt.Errorf("fakemodel: starting knobs: %w", err)
+	}
+	n := &Node{
+		addr:      ln.Addr().String(),
+		ln:        ln,
+		opts:      o,
+		slots:     newSlotPool(o.knobs.Slots),
+		pressure:  pressure.New(),
+		stopHangs: make(chan struct{}),
+		closed:    make(chan struct{}),
+	}
+	k := o.knobs
+	n.knobs.Store(&k)
+	if err := n.pressure.Set(k.Config); err != nil {
+		return nil, fmt.Errorf("fakemodel: pressure knobs: %w", err)
+	}
+	n.metrics = newNodeMetrics(n)
+	n.srv = &http.Server{
+		Handler:           n.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(o.log.Handler(), slog.LevelDebug),
+	}
+	return n, nil
+}
+
+// Addr is the node's listen address, host:port.
+func (n *Node) Addr() string { return n.addr }
+
+// Knobs returns the knobs in force.
+func (n *Node) Knobs() Knobs { return *n.knobs.Load() }
+
+// SetKnobs validates k and puts it in force (slots and pressure included).
+func (n *Node) SetKnobs(k Knobs) error {
+	if err := k.Validate(); err != nil {
+		return err
+	}
+	n.knobsMu.Lock()
+	defer n.knobsMu.Unlock()
+	return n.applyLocked(k)
+}
+
+// PatchKnobs applies a partial JSON knob object atomically: it is decoded
+// onto a copy of the knobs in force, validated, then swapped in whole. On
+// error nothing changes and the error is a *KnobError.
+func (n *Node) PatchKnobs(patch []byte) (Knobs, error) {
+	n.knobsMu.Lock()
+	defer n.knobsMu.Unlock()
+	next, err := n.knobs.Load().Patch(patch)
+	if err != nil {
+		return n.Knobs(), err
+	}
+	if err := n.applyLocked(next); err != nil {
+		return n.Knobs(), err
+	}
+	return next, nil
+}
+
+func (n *Node) applyLocked(k Knobs) error {
+	if err := n.pressure.Set(k.Config); err != nil {
+		return fmt.Errorf("fakemodel: pressure knobs: %w", err)
+	}
+	n.knobs.Store(&k)
+	n.slots.setLimit(k.Slots)
+	return nil
+}
+
+// Stats is a snapshot of a node, for tests and benchmarks.
+type Stats struct {
+	InService, Queued, Slots int
+	// MaxInService is the most requests the handler ever had between slot
+	// grant and release at once (counted independently of the slot pool).
+	MaxInService int64
+	// Outcomes counts requests by outcome.
+	Outcomes map[string]uint64
+}
+
+// Stats returns a snapshot of the node.
+func (n *Node) Stats() Stats {
+	s := Stats{MaxInService: n.maxServing.Load(), Outcomes: make(map[string]uint64, len(outcomesIdx))}
+	s.InService, s.Queued, s.Slots = n.slots.state()
+	for i, o := range outcomesIdx {
+		s.Outcomes[o] = n.counts[i].Load()
+	}
+	return s
+}
+
+func (n *Node) count(outcome string) {
+	for i, o := range outcomesIdx {
+		if o == outcome {
+			n.counts[i].Add(1)
+		}
+	}
+	n.metrics.requests.WithLabelValues(outcome).Inc()
+}
+
+// Handler is the node's full HTTP handler (traffic, health, metrics, admin).
+func (n *Node) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", n.handleChat)
+	mux.HandleFunc("/v1/predict", n.handlePredict)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if n.draining.Load() {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("/admin/", n.adminHandler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route "+r.URL.Path, "")
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Levee-Node", n.addr)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Serve serves until Shutdown or Close; it returns nil after those.
+func (n *Node) Serve() error {
+	err := n.srv.Serve(n.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, reports 503 on /readyz, ends hung requests
+// (503), and lets queued and in-service requests finish until ctx is done;
+// then it closes what is left. Pressure stops.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.draining.Store(true)
+	n.hangOnce.Do(func() { close(n.stopHangs) })
+	err := n.srv.Shutdown(ctx)
+	if err != nil {
+		n.Close()
+		return fmt.Errorf("fakemodel: node %s drain: %w", n.addr, err)
+	}
+	n.pressure.Stop()
+	return nil
+}
+
+// Close closes the listener and every connection at once.
+func (n *Node) Close() error {
+	n.draining.Store(true)
+	n.hangOnce.Do(func() { close(n.stopHangs) })
+	n.closeOnce.Do(func() { close(n.closed) })
+	err := n.srv.Close()
+	n.pressure.Stop()
+	return err
+}
