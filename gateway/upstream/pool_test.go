@@ -1,0 +1,607 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// testNode is a loopback model node whose behaviour a test can switch.
+type testNode struct {
+	srv      *httptest.Server
+	hits     atomic.Int64
+	healthy  atomic.Bool
+	status   atomic.Int64  // status for /work; 0 = 200
+	lastDL   atomic.Value  // string: last X-Levee-Deadline-Ms seen ("<none>" if absent)
+	release  chan struct{} // /hold waits on it after sending headers
+	arrived  chan struct{} // /hold signals here once headers are sent
+	bodyRead atomic.Int64  // bytes of request body seen on /work
+}
+
+func newTestNode(t *testing.T) *testNode {
+	t.Helper()
+	n := &testNode{release: make(chan struct{}), arrived: make(chan struct{}, 64)}
+	n.healthy.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !n.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	mux.HandleFunc("/work", func(w http.ResponseWriter, r *http.Request) {
+		n.hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		n.bodyRead.Add(int64(len(b)))
+		if v, ok := r.Header[DeadlineHeader]; ok {
+			n.lastDL.Store(strings.Join(v, ","))
+		} else {
+			n.lastDL.Store("<none>")
+		}
+		if s := n.status.Load(); s != 0 {
+			w.WriteHeader(int(s))
+		}
+		io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		n.hits.Add(1)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		n.arrived <- struct{}{}
+		select {
+		case <-n.release:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "held")
+	})
+	n.srv = httptest.NewServer(mux)
+	t.Cleanup(n.srv.Close)
+	return n
+}
+
+// resetNode accepts connections and answers every request by resetting the
+// connection (RST) after reading the request: a connection-level failure
+// with no response headers.
+func resetNode(t *testing.T) (url string, hits *atomic.Int64) {
+	t.Helper()
+	hits = new(atomic.Int64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		hits.Add(1)
+		io.Copy(io.Discard, r.Body)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, hits
+}
+
+// deadURL returns a loopback URL where nothing listens.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+func newPool(t *testing.T, cfg Config, opts ...Option) *Pool {
+	t.Helper()
+	p, err := New(cfg, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// first always prefers the first eligible node, making tests deterministic.
+var first = WithBalancer(BalancerFunc(func([]int64) int { return 0 }))
+
+func doOK(t *testing.T, p *Pool, path string) string {
+	t.Helper()
+	resp, err := p.Do(context.Background(), http.MethodPost, path, []byte("hello"), nil)
+	if err != nil {
+		t.Fatalf("Do %s: %v", path, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("Do %s: status %d body %q err %v", path, resp.StatusCode, b, err)
+	}
+	return string(b)
+}
+
+func inflight(p *Pool) []int64 {
+	var out []int64
+	for _, s := range p.Stats() {
+		out = append(out, s.Inflight)
+	}
+	return out
+}
+
+func TestPoolLeastOutstanding(t *testing.T) {
+	checkGoroutines(t)
+	a, b := newTestNode(t), newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}})
+
+	var resps []*http.Response
+	defer func() {
+		close(a.release)
+		close(b.release)
+		for _, r := range resps {
+			io.Copy(io.Discard, r.Body)
+			r.Body.Close()
+		}
+	}()
+	hold := func() *http.Response {
+		r, err := p.Do(context.Background(), http.MethodGet, "/hold", nil, nil)
+		if err != nil {
+			t.Fatalf("Do /hold: %v", err)
+		}
+		resps = append(resps, r)
+		return r
+	}
+	// Four held calls (Do returns at headers; the body stays open): each
+	// pick sees the other node as less loaded, so they split 2/2.
+	for range 4 {
+		hold()
+	}
+	if got := inflight(p); got[0] != 2 || got[1] != 2 {
+		t.Fatalf("inflight after 4 held calls = %v, want [2 2]", got)
+	}
+	if a.hits.Load() != 2 || b.hits.Load() != 2 {
+		t.Fatalf("hits a=%d b=%d, want 2/2", a.hits.Load(), b.hits.Load())
+	}
+	// Closing one of a's bodies makes a the idle one: the next call goes there.
+	var fromA *http.Response
+	for _, r := range resps {
+		if strings.HasPrefix(a.srv.URL, "http://"+r.Request.URL.Host) {
+			fromA = r
+			break
+		}
+	}
+	fromA.Body.Close()
+	if got := inflight(p); got[0] != 1 || got[1] != 2 {
+		t.Fatalf("inflight after closing one of a's bodies = %v, want [1 2]", got)
+	}
+	hold()
+	if a.hits.Load() != 3 || b.hits.Load() != 2 {
+		t.Fatalf("after freeing a: hits a=%d b=%d, want 3/2", a.hits.Load(), b.hits.Load())
+	}
+	// Double Close must not double-release.
+	fromA.Body.Close()
+	if got := inflight(p); got[0] != 2 || got[1] != 2 {
+		t.Fatalf("inflight = %v, want [2 2]", got)
+	}
+}
+
+func TestPoolOutstandingReturnsToZero(t *testing.T) {
+	checkGoroutines(t)
+	a, b := newTestNode(t), newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				resp, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	var reqs uint64
+	for _, s := range p.Stats() {
+		if s.Inflight != 0 {
+			t.Errorf("%s inflight %d after all bodies closed", s.Addr, s.Inflight)
+		}
+		reqs += s.Requests
+	}
+	if reqs != 400 || a.hits.Load()+b.hits.Load() != 400 {
+		t.Fatalf("requests %d, hits %d+%d, want 400", reqs, a.hits.Load(), b.hits.Load())
+	}
+	if a.hits.Load() == 0 || b.hits.Load() == 0 {
+		t.Fatalf("one node got nothing: a=%d b=%d", a.hits.Load(), b.hits.Load())
+	}
+}
+
+func TestPoolRetriesConnectionFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  func(t *testing.T) (string, func() int64) // URL and hit counter (nil: unknowable)
+	}{
+		{"reset after request", func(t *testing.T) (string, func() int64) {
+			u, h := resetNode(t)
+			return u, h.Load
+		}},
+		{"nothing listening", func(t *testing.T) (string, func() int64) { return deadURL(t), nil }},
+		{"server closed", func(t *testing.T) (string, func() int64) {
+			n := newTestNode(t)
+			n.srv.Close()
+			return n.srv.URL, n.hits.Load
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkGoroutines(t)
+			badURL, badHits := tt.bad(t)
+			good := newTestNode(t)
+			p := newPool(t, Config{
+				Nodes:       []string{badURL, good.srv.URL},
+				RetryBudget: RetryBudgetConfig{MinPerSecond: 10}, // reserve 100 retries
+				Breaker:     BreakerConfig{MinRequests: 1000},
+			}, first)
+			const n = 20
+			for range n {
+				if got := doOK(t, p, "/work"); got != "ok" {
+					t.Fatalf("body %q", got)
+				}
+			}
+			c := p.Counters()
+			if c.RetriesSent != n || c.RetriesDenied != 0 {
+				t.Fatalf("counters %+v, want %d retries sent", c, n)
+			}
+			st := p.Stats()
+			if st[0].Failures != n || st[1].Requests != n || good.hits.Load() != n {
+				t.Fatalf("stats %+v, good hits %d", st, good.hits.Load())
+			}
+			if good.bodyRead.Load() != 5*n {
+				t.Fatalf("retried body bytes %d, want %d", good.bodyRead.Load(), 5*n)
+			}
+			if badHits != nil && tt.name == "reset after request" && badHits() != n {
+				t.Fatalf("bad node saw %d requests, want %d", badHits(), n)
+			}
+
+			// Retries off: the connection error comes back.
+			p.SetRetryEnabled(false)
+			_, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
+			if !errors.Is(err, ErrConn) {
+				t.Fatalf("retries off: err %v, want ErrConn", err)
+			}
+			if p.Counters().RetriesSent != n {
+				t.Fatalf("retry sent while disabled")
+			}
+		})
+	}
+}
+
+func TestPoolHTTPErrorsNotRetried(t *testing.T) {
+	checkGoroutines(t)
+	a, b := newTestNode(t), newTestNode(t)
+	a.status.Store(503)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
+	resp, err := p.Do(context.Background(), http.MethodPost, "/work", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || b.hits.Load() != 0 || p.Counters().RetriesSent != 0 {
+		t.Fatalf("status %d, b hits %d, counters %+v", resp.StatusCode, b.hits.Load(), p.Counters())
+	}
+	if p.Stats()[0].Failures != 1 {
+		t.Fatalf("5xx not counted as a failure: %+v", p.Stats()[0])
+	}
+}
+
+// A storm of connection failures on every node: the budget allows exactly
+// one retry per ten requests (Ratio 0.1, no reserve, time frozen).
+func TestPoolRetryBudgetStorm(t *testing.T) {
+	checkGoroutines(t)
+	p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
+	p.SetBreakerEnabled(false)
+	const n = 1000
+	for range n {
+		_, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
+		if !errors.Is(err, ErrConn) {
+			t.Fatalf("err %v, want ErrConn", err)
+		}
+	}
+	c := p.Counters()
+	// Each granted retry also fails and asks for a second one on the third
+	// node; the budget is shared, so sent stays ≤ 10 % of requests.
+	if c.RetriesSent != n/10 {
+		t.Fatalf("retries sent %d, want exactly %d (10%% of %d)", c.RetriesSent, n/10, n)
+	}
+	if c.RetriesSent+c.RetriesDenied < n {
+		t.Fatalf("sent+denied = %d, want ≥ %d (every request asked)", c.RetriesSent+c.RetriesDenied, n)
+	}
+	var attempts uint64
+	for _, s := range p.Stats() {
+		attempts += s.Requests
+	}
+	if attempts != n+c.RetriesSent {
+		t.Fatalf("attempts %d, want requests+retries = %d", attempts, n+c.RetriesSent)
+	}
+}
+
+func TestPoolBreaker(t *testing.T) {
+	checkGoroutines(t)
+	clk := newFakeClock()
+	a := newTestNode(t)
+	a.status.Store(500)
+	p := newPool(t, Config{
+		Nodes:   []string{a.srv.URL},
+		Breaker: BreakerConfig{FailureRatio: 0.5, MinRequests: 5, Window: 10 * time.Second, OpenFor: 3 * time.Second, HalfOpenProbes: 2},
+	}, WithClock(clk))
+	do := func() (int, error) {
+		resp, err := p.Do(context.Background(), http.MethodGet, "/work", nil, nil)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	for i := range 5 {
+		if s, err := do(); err != nil || s != 500 {
+			t.Fatalf("call %d: %d %v", i, s, err)
+		}
+	}
+	if st := p.Stats()[0].Breaker; st != "open" {
+		t.Fatalf("after 5 × 500: breaker %q, want open", st)
+	}
+	_, err := do()
+	if !errors.Is(err, ErrNoNode) || !errors.Is(err, ErrBreakerOpen) {
+		t.Fatalf("open breaker: err %v, want ErrNoNode and ErrBreakerOpen", err)
+	}
+	if a.hits.Load() != 5 || p.Counters().NoNode != 1 {
+		t.Fatalf("hits %d (want 5), counters %+v", a.hits.Load(), p.Counters())
+	}
+	assertMetric(t, p, "levee_upstream_breaker_state", 2)
+
+	clk.Advance(3 * time.Second)
+	if st := p.Stats()[0].Breaker; st != "half_open" {
+		t.Fatalf("after OpenFor: breaker %q, want half_open", st)
+	}
+	assertMetric(t, p, "levee_upstream_breaker_state", 1)
+	// A failed probe reopens it.
+	if s, err := do(); err != nil || s != 500 {
+		t.Fatalf("probe: %d %v", s, err)
+	}
+	if st := p.Stats()[0].Breaker; st != "open" {
+		t.Fatalf("failed probe: breaker %q, want open", st)
+	}
+	clk.Advance(3 * time.Second)
+	a.status.Store(0)
+	for range 2 {
+		if s, err := do(); err != nil || s != 200 {
+			t.Fatalf("probe: %d %v", s, err)
+		}
+	}
+	if st := p.Stats()[0].Breaker; st != "closed" {
+		t.Fatalf("after good probes: breaker %q, want closed", st)
+	}
+
+	// Disabled breakers never refuse, and reset to closed.
+	a.status.Store(500)
+	for range 5 {
+		do()
+	}
+	if st := p.Stats()[0].Breaker; st != "open" {
+		t.Fatalf("breaker %q, want open", st)
+	}
+	p.SetBreakerEnabled(false)
+	if st := p.Stats()[0].Breaker; st != "closed" {
+		t.Fatalf("disabled: breaker %q, want closed", st)
+	}
+	for range 10 {
+		if _, err := do(); err != nil {
+			t.Fatalf("breaker off: %v", err)
+		}
+	}
+}
+
+func assertMetric(t *testing.T, p *Pool, name string, want float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range p.Collectors() {
+		if err := reg.Register(c); err != nil {
+			t.Fatalf("register: %v", err)
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			if got := mf.GetMetric()[0].GetGauge().GetValue(); got != want {
+				t.Fatalf("%s = %v, want %v", name, got, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s not gathered", name)
+}
+
+func TestPoolHealthChecks(t *testing.T) {
+	checkGoroutines(t)
+	a, b := newTestNode(t), newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, HealthInterval: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	up := func(i int) bool { return p.Stats()[i].Up }
+	a.healthy.Store(false)
+	eventually(t, "a marked down", func() bool { return !up(0) })
+	for range 10 {
+		doOK(t, p, "/work")
+	}
+	if a.hits.Load() != 0 || b.hits.Load() != 10 {
+		t.Fatalf("down node got traffic: a=%d b=%d", a.hits.Load(), b.hits.Load())
+	}
+	b.srv.Close() // a dead process: no answer at all
+	eventually(t, "b marked down", func() bool { return !up(1) })
+	if _, err := p.Do(context.Background(), http.MethodGet, "/work", nil, nil); !errors.Is(err, ErrNoNode) || errors.Is(err, ErrBreakerOpen) {
+		t.Fatalf("all down: err %v, want ErrNoNode only", err)
+	}
+	a.healthy.Store(true)
+	eventually(t, "a back up", func() bool { return up(0) })
+	doOK(t, p, "/work")
+	if up(1) {
+		t.Fatalf("closed server reported up")
+	}
+}
+
+func TestPoolRunStopsOnClose(t *testing.T) {
+	checkGoroutines(t)
+	a := newTestNode(t)
+	p, err := New(Config{Nodes: []string{a.srv.URL}, HealthInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { p.Run(context.Background()); close(done) }()
+	time.Sleep(30 * time.Millisecond)
+	p.Close()
+	p.Close() // idempotent
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after Close")
+	}
+}
+
+func TestPoolDeadlinePropagation(t *testing.T) {
+	checkGoroutines(t)
+	a := newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL}, MinServiceTime: 100 * time.Millisecond})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	// A stale header from the caller is replaced, never forwarded.
+	h := http.Header{DeadlineHeader: {"999999"}, "X-Other": {"kept"}}
+	resp, err := p.Do(ctx, http.MethodPost, "/work", nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	ms, err := strconv.Atoi(a.lastDL.Load().(string))
+	if err != nil {
+		t.Fatalf("deadline header %q: %v", a.lastDL.Load(), err)
+	}
+	if ms > 2000 || ms < 1000 { // 1 s of slop for a loaded machine
+		t.Fatalf("deadline header %d ms, want ≈2000", ms)
+	}
+	if h.Get(DeadlineHeader) != "999999" {
+		t.Fatalf("caller's header map was modified")
+	}
+
+	// No deadline: no header.
+	resp, err = p.Do(context.Background(), http.MethodPost, "/work", nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := a.lastDL.Load(); got != "<none>" {
+		t.Fatalf("no deadline, header %q", got)
+	}
+
+	// Remaining below MinServiceTime, or already past: no call.
+	hits := a.hits.Load()
+	short, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel2()
+	if _, err := p.Do(short, http.MethodPost, "/work", nil, nil); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("short deadline: err %v, want ErrDeadline", err)
+	}
+	past, cancel3 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel3()
+	if _, err := p.Do(past, http.MethodPost, "/work", nil, nil); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("past deadline: err %v, want ErrDeadline", err)
+	}
+	if a.hits.Load() != hits || p.Counters().DeadlineSkips != 2 {
+		t.Fatalf("calls made despite deadline: hits %d→%d, counters %+v", hits, a.hits.Load(), p.Counters())
+	}
+}
+
+// A caller that gives up mid-call: no retry, no breaker failure, and the
+// outstanding count is released.
+func TestPoolCallerCancel(t *testing.T) {
+	checkGoroutines(t)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+	}))
+	defer slow.Close()
+	b := newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{slow.URL, b.srv.URL}, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.Do(ctx, http.MethodGet, "/work", nil, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want DeadlineExceeded", err)
+	}
+	st := p.Stats()
+	if b.hits.Load() != 0 || p.Counters().RetriesSent != 0 || st[0].Failures != 0 || st[0].Inflight != 0 {
+		t.Fatalf("after cancel: b hits %d, counters %+v, stats %+v", b.hits.Load(), p.Counters(), st[0])
+	}
+}
+
+func TestPoolMetrics(t *testing.T) {
+	checkGoroutines(t)
+	a := newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{deadURL(t), a.srv.URL}, RetryBudget: RetryBudgetConfig{MinPerSecond: 1}}, first)
+	doOK(t, p, "/work")
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range p.Collectors() {
+		reg.MustRegister(c)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]*dto.Metric{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = mf.GetMetric()
+	}
+	for _, name := range []string{"levee_upstream_up", "levee_upstream_inflight", "levee_upstream_breaker_state"} {
+		if len(got[name]) != 2 {
+			t.Fatalf("%s: %d series, want 2 (one per node)", name, len(got[name]))
+		}
+	}
+	if h := got["levee_upstream_latency_seconds"]; len(h) != 1 || h[0].GetHistogram().GetSampleCount() != 1 {
+		t.Fatalf("latency histogram: %v", h)
+	}
+	retries := map[string]float64{}
+	for _, m := range got["levee_retries_total"] {
+		retries[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	if len(retries) != 2 || retries["sent"] != 1 || retries["denied"] != 0 {
+		t.Fatalf("levee_retries_total = %v, want sent 1 denied 0", retries)
+	}
+	for _, m := range got["levee_upstream_up"] {
+		if m.GetGauge().GetValue() != 1 {
+			t.Fatalf("up = %v before any health check", m)
+		}
+	}
+}
