@@ -1,0 +1,120 @@
+package tui
+
+import (
+	"math"
+	"strings"
+
+	"github.com/NimbleMarkets/ntcharts/canvas"
+	"github.com/NimbleMarkets/ntcharts/canvas/graph"
+	"github.com/NimbleMarkets/ntcharts/canvas/runes"
+	"github.com/charmbracelet/lipgloss"
+)
+
+// renderBraille draws the newest 2·w points of each series as braille lines
+// into a w×h block of cells and returns h lines of exactly w cells.
+//
+// Series i is scaled from 0 to tops[i]; values outside are clamped. A point
+// that is not ok breaks its line (a gap: nothing is drawn for it). Where
+// series overlap in one cell the dots are combined and the cell takes the
+// colour of the first series drawn there, so list the most important first.
+// The braille grid and line rasterisation are ntcharts'; compositing is done
+// here so that each run of one colour is styled once, not each cell.
+func renderBraille(w, h int, series []*ring, styles []lipgloss.Style, tops []float64) []string {
+	lines := make([]string, h)
+	if w <= 0 || h <= 0 {
+		return lines
+	}
+	cells := make([]rune, w*h)
+	owner := make([]int, w*h)
+	for i := range owner {
+		owner[i] = -1
+	}
+	gw := 2 * w // braille dots per row of cells
+	for si, r := range series {
+		top := tops[si]
+		if !(top > 0) || math.IsInf(top, 0) {
+			top = 1
+		}
+		grid := graph.NewBrailleGrid(w, h, 0, float64(gw-1), 0, top)
+		n := r.len()
+		if n > gw {
+			n = gw
+		}
+		start := gw - n
+		var prev canvas.Point
+		prevOK := false
+		drawn := false
+		for i := 0; i < n; i++ {
+			p := r.at(r.len() - n + i)
+			if !p.ok || math.IsNaN(p.v) {
+				prevOK = false
+				continue
+			}
+			v := math.Min(math.Max(p.v, 0), top)
+			gp := grid.GridPoint(canvas.Float64Point{X: float64(start + i), Y: v})
+			if prevOK {
+				for _, lp := range graph.GetLinePoints(prev, gp) {
+					grid.Set(lp)
+				}
+			} else {
+				grid.Set(gp)
+			}
+			prev, prevOK, drawn = gp, true, true
+		}
+		if !drawn {
+			continue
+		}
+		for y, row := range grid.BraillePatterns() {
+			if y >= h {
+				break
+			}
+			for x, br := range row {
+				if x >= w || br == runes.BrailleBlockOffset || br == runes.Null {
+					continue
+				}
+				idx := y*w + x
+				if cells[idx] == 0 {
+					cells[idx] = br
+					owner[idx] = si
+				} else {
+					cells[idx] = runes.CombineBraillePatterns(cells[idx], br)
+				}
+			}
+		}
+	}
+	var sb strings.Builder
+	for y := 0; y < h; y++ {
+		sb.Reset()
+		x := 0
+		for x < w {
+			o := owner[y*w+x]
+			end := x
+			for end < w && owner[y*w+end] == o {
+				end++
+			}
+			if o < 0 {
+				sb.WriteString(strings.Repeat(" ", end-x))
+			} else {
+				sb.WriteString(styles[o].Render(string(cells[y*w+x : y*w+end])))
+			}
+			x = end
+		}
+		lines[y] = sb.String()
+	}
+	return lines
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten (at least floor),
+// so a chart's scale changes in few, readable steps.
+func niceCeil(v, floor float64) float64 {
+	if math.IsNaN(v) || v <= floor {
+		return floor
+	}
+	exp := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if c := m * exp; c >= v {
+			return c
+		}
+	}
+	return 10 * exp
+}

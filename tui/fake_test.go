@@ -1,0 +1,256 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/levee-lab/levee/lab"
+)
+
+// fakeControls is a lab.Controls that records every call. Samples are fed
+// by the test through ch.
+type fakeControls struct {
+	ch chan lab.Sample
+
+	mu        sync.Mutex
+	calls     []string // guarded by mu
+	rate      float64
+	paused    bool
+	faults    []lab.FaultStatus
+	defenses  map[string]bool
+	recording bool
+	lesson    lab.LessonState
+	failNext  error // returned (once) by the next method that can fail
+	stopped   bool
+}
+
+func newFake() *fakeControls {
+	return &fakeControls{
+		ch:   make(chan lab.Sample, 256),
+		rate: 100,
+		faults: []lab.FaultStatus{
+			{Key: "1", Name: "node_kill", Description: "SIGKILL one model node"},
+			{Key: "2", Name: "model_latency", Description: "model latency ×3"},
+			{Key: "3", Name: "gc_pressure", Description: "allocation churn in the gateway"},
+		},
+		defenses: map[string]bool{"ratelimit": true, "guard": true, "bulkhead": true, "budget": true,
+			"breaker": true, "retry": false, "fallback": true},
+		lesson: lab.LessonState{Title: "03 priority shedding", Step: 2, Steps: 5, Kind: "predict",
+			Text: "Predict: when the level turns red, what happens to P1? Write your guess down before pressing n."},
+	}
+}
+
+func (f *fakeControls) record(format string, a ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf(format, a...))
+}
+
+// Calls returns the mutating calls recorded so far.
+func (f *fakeControls) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakeControls) takeErr() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := f.failNext
+	f.failNext = nil
+	return err
+}
+
+func (f *fakeControls) Samples() <-chan lab.Sample { return f.ch }
+func (f *fakeControls) SetRate(rps float64) {
+	f.record("SetRate(%.2f)", rps)
+	f.mu.Lock()
+	f.rate, f.paused = rps, true
+	f.mu.Unlock()
+}
+func (f *fakeControls) Rate() float64 { f.mu.Lock(); defer f.mu.Unlock(); return f.rate }
+func (f *fakeControls) Spike(factor float64, d time.Duration) {
+	f.record("Spike(%g, %s)", factor, d)
+}
+func (f *fakeControls) PauseRamp(p bool) {
+	f.record("PauseRamp(%t)", p)
+	f.mu.Lock()
+	f.paused = p
+	f.mu.Unlock()
+}
+func (f *fakeControls) RampPaused() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.paused }
+func (f *fakeControls) Faults() []lab.FaultStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]lab.FaultStatus(nil), f.faults...)
+}
+func (f *fakeControls) ToggleFault(name string) error {
+	f.record("ToggleFault(%s)", name)
+	if err := f.takeErr(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.faults {
+		if f.faults[i].Name == name {
+			f.faults[i].Active = !f.faults[i].Active
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown fault %q", name)
+}
+func (f *fakeControls) Defenses() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]bool{}
+	for k, v := range f.defenses {
+		out[k] = v
+	}
+	return out
+}
+func (f *fakeControls) SetDefense(name string, on bool) error {
+	f.record("SetDefense(%s, %t)", name, on)
+	if err := f.takeErr(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.defenses[name] = on
+	return nil
+}
+func (f *fakeControls) StartRecording() (string, error) {
+	f.record("StartRecording()")
+	if err := f.takeErr(); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recording = true
+	return "runs/20261130-091500-default", nil
+}
+func (f *fakeControls) StopRecording() error {
+	f.record("StopRecording()")
+	if err := f.takeErr(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recording = false
+	return nil
+}
+func (f *fakeControls) Recording() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.recording }
+func (f *fakeControls) Lesson() lab.LessonState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lesson
+}
+func (f *fakeControls) NextStep() {
+	f.record("NextStep()")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lesson.Step < f.lesson.Steps {
+		f.lesson.Step++
+		f.lesson.Kind = "watch"
+		f.lesson.Text = "Watch the P1 line on the success chart."
+	}
+}
+func (f *fakeControls) Stop(ctx context.Context) error {
+	_, hasDeadline := ctx.Deadline()
+	f.record("Stop(deadline=%t)", hasDeadline)
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	return f.takeErr()
+}
+
+var errFake = errors.New("admin API said no")
+
+// fixedSamples is a deterministic run: 60 ticks at 4 Hz of a ramp into
+// overload, a node kill at tick 30, and two stale gateway scrapes.
+func fixedSamples() []lab.Sample {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	var out []lab.Sample
+	for i := 0; i < 60; i++ {
+		el := float64(i) * 0.25
+		target := 40 + float64(i)*2
+		capacity := 96.0
+		up2 := true
+		if i >= 30 {
+			capacity = 64
+			up2 = false
+		}
+		admitted := minf(target, capacity*1.05)
+		shed := target - admitted
+		good := admitted * 0.98
+		level := "green"
+		switch {
+		case target > capacity*1.2:
+			level = "red"
+		case target > capacity:
+			level = "yellow"
+		}
+		p1 := 1.0
+		if target > capacity {
+			p1 = capacity / target
+		}
+		s := lab.Sample{
+			Time: t0.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: el,
+			TargetRPS: target, OfferedRPS: target - 0.5, AdmittedRPS: admitted, GoodputRPS: good,
+			CapacityRPS: capacity, Outstanding: int(admitted),
+			OfferedTotal: uint64(i * 30),
+			ByPriority: map[string]lab.PrioritySample{
+				"P0": {OfferedTotal: uint64(i * 6), OKTotal: uint64(i * 6), SuccessRate: 1 - 0.0003*float64(i%3)},
+				"P1": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1), SuccessRate: p1},
+				"P2": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1 * p1), SuccessRate: p1 * p1 * 0.9},
+			},
+			AdmittedP50Ms: 400 + float64(i)*3, AdmittedP99Ms: 900 + float64(i)*12,
+			Level:             level,
+			LagProbeP99Ms:     2 + float64(i%7),
+			SchedLatencyP99Ms: 1 + float64(i%5)*0.5,
+			GCPauseP99Ms:      0.3,
+			HeapBytes:         float64(40+i) * (1 << 20),
+			Goroutines:        200 + float64(i)*10,
+			Inflight:          minf(admitted, 48),
+			QueueDepth:        maxf(0, admitted-48),
+			ConcurrencyLimit:  48,
+			ShedRPSByReason:   map[string]float64{"overload": shed * 0.7, "queue_full": shed * 0.3},
+			ShedRPSByPriority: map[string]float64{"P2": shed * 0.8, "P1": shed * 0.2},
+			Nodes: []lab.NodeSample{
+				{Index: 0, Addr: "127.0.0.1:41001", Up: true, Busy: minf(16, admitted/3), Slots: 16, Queued: 2},
+				{Index: 1, Addr: "127.0.0.1:41002", Up: up2, Busy: minf(16, admitted/3), Slots: 16},
+				{Index: 2, Addr: "127.0.0.1:41003", Up: true, Busy: minf(16, admitted/3), Slots: 16, Queued: 1},
+			},
+			Defenses: map[string]bool{"ratelimit": true, "guard": true, "bulkhead": true},
+		}
+		if !up2 {
+			s.Nodes[1].Busy = 0
+			s.Nodes[1].RestartIn = 10 - float64(i-30)*0.25
+			s.Faults = []lab.ActiveFault{{Name: "node_kill", Detail: "#2 for 10s"}}
+		}
+		if i == 20 || i == 21 { // the gateway scrape failed: nothing measured
+			s.GatewayStale = true
+			s.Level, s.LagProbeP99Ms, s.SchedLatencyP99Ms, s.GCPauseP99Ms = "", 0, 0, 0
+			s.HeapBytes, s.Goroutines, s.Inflight, s.QueueDepth, s.ConcurrencyLimit = 0, 0, 0, 0, 0
+			s.ShedRPSByReason, s.ShedRPSByPriority = nil, nil
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func minf(a, b float64) float64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxf(a, b float64) float64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,85 @@
+package tui
+
+import "github.com/charmbracelet/bubbles/key"
+
+// keyMap holds every key binding of the dashboard. It implements
+// help.KeyMap, so the help bar and the full help (?) are generated from it.
+type keyMap struct {
+	RateUp   key.Binding
+	RateDown key.Binding
+	Spike    key.Binding
+	Pause    key.Binding
+	Fault    key.Binding // 1–9: toggle the fault whose FaultStatus.Key matches
+	Defenses key.Binding
+	Record   key.Binding
+	Next     key.Binding
+	Page     key.Binding
+	PrevPage key.Binding
+	Help     key.Binding
+	Quit     key.Binding
+	// Defenses panel (active only while it is open).
+	PanelUp     key.Binding
+	PanelDown   key.Binding
+	PanelToggle key.Binding
+	PanelClose  key.Binding
+}
+
+func defaultKeyMap() keyMap {
+	return keyMap{
+		RateUp:      key.NewBinding(key.WithKeys("up", "+", "="), key.WithHelp("↑/+", "rate ×1.25")),
+		RateDown:    key.NewBinding(key.WithKeys("down", "-", "_"), key.WithHelp("↓/-", "rate ÷1.25")),
+		Spike:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "spike ×3 10s")),
+		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume ramp")),
+		Fault:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9"), key.WithHelp("1-9", "toggle fault")),
+		Defenses:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "defenses")),
+		Record:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "record")),
+		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		Page:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next page")),
+		PrevPage:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev page")),
+		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		PanelUp:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "select")),
+		PanelDown:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "select")),
+		PanelToggle: key.NewBinding(key.WithKeys(" ", "enter"), key.WithHelp("space/enter", "toggle")),
+		PanelClose:  key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc", "close")),
+	}
+}
+
+// ShortHelp is the one-line help bar: terse labels, so it fits in 80
+// columns; FullHelp has the long descriptions.
+func (k keyMap) ShortHelp() []key.Binding {
+	short := func(b key.Binding, keyText, desc string) key.Binding {
+		b.SetHelp(keyText, desc)
+		return b
+	}
+	return []key.Binding{
+		short(k.RateUp, "↑↓", "rate"),
+		short(k.Spike, "s", "spike"),
+		short(k.Pause, "p", "pause"),
+		short(k.Fault, "1-9", "fault"),
+		short(k.Defenses, "d", "defense"),
+		short(k.Record, "r", "rec"),
+		short(k.Next, "n", "next"),
+		short(k.Help, "?", "help"),
+		short(k.Quit, "q", "quit"),
+	}
+}
+
+// FullHelp is shown by ?, grouped in columns.
+func (k keyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.RateUp, k.RateDown, k.Spike, k.Pause},
+		{k.Fault, k.Defenses, k.Record, k.Next},
+		{k.Page, k.PrevPage, k.Help, k.Quit},
+		{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose},
+	}
+}
+
+// panelHelp is the help bar while the defenses panel is open.
+type panelHelp keyMap
+
+func (k panelHelp) ShortHelp() []key.Binding {
+	return []key.Binding{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose}
+}
+
+func (k panelHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

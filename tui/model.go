@@ -1,0 +1,380 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/levee-lab/levee/lab"
+)
+
+// Defaults for the Options.
+const (
+	DefaultStopTimeout = 15 * time.Second
+	DefaultHistory     = 400 // points kept per series: enough for a chart 200 cells wide
+	rateFactor         = 1.25
+	spikeFactor        = 3
+	spikeDuration      = 10 * time.Second
+)
+
+// defenseOrder is the order defenses are listed in; unknown names follow,
+// sorted.
+var defenseOrder = []string{"ratelimit", "guard", "bulkhead", "budget", "breaker", "retry", "fallback"}
+
+var defenseAbbrev = map[string]string{
+	"ratelimit": "RL", "guard": "GUARD", "bulkhead": "BULK", "budget": "BUDGET",
+	"breaker": "BRK", "retry": "RETRY", "fallback": "FB",
+}
+
+// Option configures a Model.
+type Option func(*Model)
+
+// WithStopTimeout bounds how long quitting waits for Controls.Stop.
+func WithStopTimeout(d time.Duration) Option {
+	return func(m *Model) {
+		if d > 0 {
+			m.stopTimeout = d
+		}
+	}
+}
+
+// WithHistory sets how many points each chart series keeps.
+func WithHistory(n int) Option {
+	return func(m *Model) {
+		if n > 0 {
+			m.history = n
+		}
+	}
+}
+
+// Model is the dashboard's Bubble Tea model. Use New; a *Model implements
+// tea.Model. All fields are owned by the Bubble Tea event loop.
+type Model struct {
+	ctrl        lab.Controls
+	samples     <-chan lab.Sample
+	keys        keyMap
+	help        help.Model
+	stopTimeout time.Duration
+	history     int
+
+	width, height int
+
+	last       lab.Sample // the newest Sample; valid when nSamples > 0
+	nSamples   int
+	series     [][]*ring // per panel, per series
+	lastFresh  float64   // Elapsed of the newest Sample with a fresh gateway scrape
+	everFresh  bool
+	recStart   float64 // Elapsed when recording was first seen on
+	recording  bool
+	recDir     string
+	faults     []lab.FaultStatus
+	defenses   map[string]bool
+	lesson     lab.LessonState
+	paused     bool
+	samplesEnd bool // the Samples channel closed: the lab stopped
+
+	panelOpen bool // the defenses panel
+	panelSel  int
+	showHelp  bool
+	page      int
+
+	status    string
+	statusErr bool
+	stopping  bool
+
+	// rendered panels for the current layout, indexed like panels.
+	lay      layout
+	rendered []string
+}
+
+// New returns a dashboard over ctrl. It reads ctrl.Samples() until the
+// channel closes.
+func New(ctrl lab.Controls, opts ...Option) *Model {
+	m := &Model{
+		ctrl:        ctrl,
+		samples:     ctrl.Samples(),
+		keys:        defaultKeyMap(),
+		help:        newHelp(),
+		stopTimeout: DefaultStopTimeout,
+		history:     DefaultHistory,
+		width:       80,
+		height:      24,
+	}
+	for _, o := range opts {
+		o(m)
+	}
+	m.series = make([][]*ring, len(panels))
+	for i, p := range panels {
+		m.series[i] = make([]*ring, len(p.series))
+		for j := range p.series {
+			m.series[i][j] = newRing(m.history)
+		}
+	}
+	m.refreshControls()
+	m.relayout()
+	return m
+}
+
+func newHelp() help.Model {
+	h := help.New()
+	h.ShortSeparator = "  "
+	return h
+}
+
+// Messages.
+type (
+	sampleMsg      lab.Sample
+	samplesDoneMsg struct{}
+	stoppedMsg     struct{ err error }
+)
+
+// waitSample is the command that blocks on the Samples channel; Update
+// issues it again after each Sample, so redraws follow the lab's ticks.
+func waitSample(ch <-chan lab.Sample) tea.Cmd {
+	return func() tea.Msg {
+		s, ok := <-ch
+		if !ok {
+			return samplesDoneMsg{}
+		}
+		return sampleMsg(s)
+	}
+}
+
+// Init starts reading Samples.
+func (m *Model) Init() tea.Cmd { return waitSample(m.samples) }
+
+// Update handles Samples, keys and window sizes.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case sampleMsg:
+		m.addSample(lab.Sample(msg))
+		m.refreshControls()
+		m.renderPanels()
+		return m, waitSample(m.samples)
+	case samplesDoneMsg:
+		m.samplesEnd = true
+		if !m.stopping {
+			m.setStatus("the lab stopped: no more samples (q quits)", false)
+		}
+		return m, nil
+	case stoppedMsg:
+		if msg.err != nil {
+			m.setStatus("stop: "+msg.err.Error(), true)
+		}
+		return m, tea.Quit
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.relayout()
+		return m, nil
+	case tea.KeyMsg:
+		return m.handleKey(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) setStatus(s string, isErr bool) {
+	m.status, m.statusErr = s, isErr
+}
+
+// refreshControls reads the lab's control state that Samples do not carry.
+// Controls methods return quickly by contract.
+func (m *Model) refreshControls() {
+	m.faults = m.ctrl.Faults()
+	m.defenses = m.ctrl.Defenses()
+	m.lesson = m.ctrl.Lesson()
+	m.paused = m.ctrl.RampPaused()
+	rec := m.ctrl.Recording()
+	if rec && !m.recording {
+		m.recStart = m.last.Elapsed
+	}
+	m.recording = rec
+}
+
+func (m *Model) addSample(s lab.Sample) {
+	m.last = s
+	m.nSamples++
+	if !s.GatewayStale {
+		m.lastFresh, m.everFresh = s.Elapsed, true
+	}
+	for i, p := range panels {
+		for j, sd := range p.series {
+			v, ok := sd.get(&s)
+			m.series[i][j].push(point{v: v, ok: ok})
+		}
+	}
+}
+
+func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	if m.stopping {
+		// A second quit while stopping gives up waiting.
+		if key.Matches(msg, k.Quit) {
+			return m, tea.Quit
+		}
+		return m, nil
+	}
+	if key.Matches(msg, k.Quit) {
+		return m, m.quit()
+	}
+	if m.panelOpen {
+		names := m.defenseNames()
+		switch {
+		case key.Matches(msg, k.PanelUp):
+			if m.panelSel > 0 {
+				m.panelSel--
+			}
+		case key.Matches(msg, k.PanelDown):
+			if m.panelSel < len(names)-1 {
+				m.panelSel++
+			}
+		case key.Matches(msg, k.PanelToggle):
+			if m.panelSel < len(names) {
+				name := names[m.panelSel]
+				on := !m.defenses[name]
+				if err := m.ctrl.SetDefense(name, on); err != nil {
+					m.setStatus(fmt.Sprintf("defense %s: %v", name, err), true)
+				} else {
+					m.setStatus(fmt.Sprintf("defense %s %s", name, onOff(on)), false)
+				}
+				m.defenses = m.ctrl.Defenses()
+			}
+		case key.Matches(msg, k.PanelClose):
+			m.panelOpen = false
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.RateUp):
+		r := m.ctrl.Rate() * rateFactor
+		m.ctrl.SetRate(r)
+		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+	case key.Matches(msg, k.RateDown):
+		r := m.ctrl.Rate() / rateFactor
+		m.ctrl.SetRate(r)
+		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+	case key.Matches(msg, k.Spike):
+		m.ctrl.Spike(spikeFactor, spikeDuration)
+		m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)
+	case key.Matches(msg, k.Pause):
+		p := !m.ctrl.RampPaused()
+		m.ctrl.PauseRamp(p)
+		m.paused = m.ctrl.RampPaused()
+		if p {
+			m.setStatus("ramp paused", false)
+		} else {
+			m.setStatus("ramp resumed", false)
+		}
+	case key.Matches(msg, k.Fault):
+		m.toggleFault(msg.String())
+	case key.Matches(msg, k.Defenses):
+		m.defenses = m.ctrl.Defenses()
+		m.panelOpen, m.showHelp = true, false
+		if m.panelSel >= len(m.defenseNames()) {
+			m.panelSel = 0
+		}
+	case key.Matches(msg, k.Record):
+		m.toggleRecording()
+	case key.Matches(msg, k.Next):
+		m.ctrl.NextStep()
+		m.lesson = m.ctrl.Lesson()
+		if m.lesson.Steps == 0 {
+			m.setStatus("no lesson: this run plays no experiment narration", false)
+		}
+	case key.Matches(msg, k.Page):
+		m.page = (m.page + 1) % m.lay.pages
+		m.renderPanels()
+	case key.Matches(msg, k.PrevPage):
+		m.page = (m.page + m.lay.pages - 1) % m.lay.pages
+		m.renderPanels()
+	case key.Matches(msg, k.Help):
+		m.showHelp = !m.showHelp
+		m.help.ShowAll = m.showHelp
+	}
+	return m, nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func (m *Model) toggleFault(k string) {
+	for _, f := range m.faults {
+		if f.Key != k {
+			continue
+		}
+		if err := m.ctrl.ToggleFault(f.Name); err != nil {
+			m.setStatus(fmt.Sprintf("fault %s: %v", f.Name, err), true)
+		} else if f.Active {
+			m.setStatus("fault "+f.Name+" reverted", false)
+		} else {
+			m.setStatus("fault "+f.Name+" applied", false)
+		}
+		m.faults = m.ctrl.Faults()
+		return
+	}
+	m.setStatus("no fault on key "+k, true)
+}
+
+func (m *Model) toggleRecording() {
+	if m.ctrl.Recording() {
+		if err := m.ctrl.StopRecording(); err != nil {
+			m.setStatus("stop recording: "+err.Error(), true)
+		} else {
+			m.setStatus("recording stopped: "+m.recDir, false)
+		}
+	} else {
+		dir, err := m.ctrl.StartRecording()
+		if err != nil {
+			m.setStatus("start recording: "+err.Error(), true)
+		} else {
+			m.recDir = dir
+			m.setStatus("recording to "+dir, false)
+		}
+	}
+	rec := m.ctrl.Recording()
+	if rec && !m.recording {
+		m.recStart = m.last.Elapsed
+	}
+	m.recording = rec
+}
+
+// quit asks the lab to stop (children stopped cleanly) on a command
+// goroutine, bounded by the stop timeout, then quits.
+func (m *Model) quit() tea.Cmd {
+	m.stopping = true
+	m.panelOpen = false
+	m.setStatus("stopping… (stopping load, reverting faults, stopping children)", false)
+	ctrl, d := m.ctrl, m.stopTimeout
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return stoppedMsg{err: ctrl.Stop(ctx)}
+	}
+}
+
+// defenseNames lists the known defenses in display order.
+func (m *Model) defenseNames() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range defenseOrder {
+		if _, ok := m.defenses[n]; ok {
+			out = append(out, n)
+			seen[n] = true
+		}
+	}
+	var rest []string
+	for n := range m.defenses {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}

@@ -1,0 +1,161 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/levee-lab/levee/lab"
+)
+
+// seriesDef is one line of a chart: how to read it from a Sample.
+type seriesDef struct {
+	name  string
+	color lipgloss.Color
+	// get returns the value and whether the Sample measured it.
+	get func(s *lab.Sample) (float64, bool)
+	// format prints the current value (without unit).
+	format func(v float64) string
+}
+
+// panelDef is one dashboard panel: a chart with a legend, or (series empty)
+// a custom body such as the large P0 number.
+type panelDef struct {
+	id     string
+	title  string
+	unit   string // printed after each current value
+	series []seriesDef
+	// gateway is true when the series come from the gateway scrape, so a
+	// stale scrape marks the panel STALE.
+	gateway bool
+	// ownScale gives each series its own 0..max scale (mixed units).
+	ownScale bool
+	// fixedTop, when > 0, is the scale top (e.g. 100 for percentages).
+	fixedTop float64
+	// minTop is the smallest scale top, so noise near zero stays flat.
+	minTop float64
+	// extra returns legend lines below the series (may be nil).
+	extra func(s *lab.Sample) []string
+}
+
+func client(f func(s *lab.Sample) float64) func(s *lab.Sample) (float64, bool) {
+	return func(s *lab.Sample) (float64, bool) { return f(s), true }
+}
+
+func gateway(f func(s *lab.Sample) float64) func(s *lab.Sample) (float64, bool) {
+	return func(s *lab.Sample) (float64, bool) {
+		if s.GatewayStale {
+			return 0, false
+		}
+		return f(s), true
+	}
+}
+
+func mapVal(m map[string]float64, k string) float64 { return m[k] }
+
+// Colours of the series, chosen to read on dark and light terminals.
+const (
+	cCyan    = lipgloss.Color("6")
+	cMagenta = lipgloss.Color("5")
+	cYellow  = lipgloss.Color("3")
+	cGreen   = lipgloss.Color("2")
+	cRed     = lipgloss.Color("1")
+	cBlue    = lipgloss.Color("4")
+	cWhite   = lipgloss.Color("7")
+	cGrey    = lipgloss.Color("8")
+	cOrange  = lipgloss.Color("208")
+)
+
+var shedReasons = []struct{ key, label string }{
+	{"overload", "overload"},
+	{"queue_full", "queue full"},
+	{"queue_timeout", "q timeout"},
+	{"ratelimit", "ratelimit"},
+	{"budget", "budget"},
+}
+
+var reasonColors = []lipgloss.Color{cRed, cOrange, cYellow, cMagenta, cBlue}
+
+var priorityColors = map[string]lipgloss.Color{"P0": cGreen, "P1": cYellow, "P2": cRed}
+
+// panels lists the dashboard's panels in display order (pages fold in this
+// order on small terminals).
+var panels = buildPanels()
+
+func buildPanels() []panelDef {
+	shedByReason := make([]seriesDef, 0, len(shedReasons))
+	for i, r := range shedReasons {
+		k := r.key
+		shedByReason = append(shedByReason, seriesDef{name: r.label, color: reasonColors[i],
+			get: gateway(func(s *lab.Sample) float64 { return mapVal(s.ShedRPSByReason, k) })})
+	}
+	var shedByPrio, success []seriesDef
+	for _, p := range lab.Priorities {
+		p := p
+		shedByPrio = append(shedByPrio, seriesDef{name: p, color: priorityColors[p],
+			get: gateway(func(s *lab.Sample) float64 { return mapVal(s.ShedRPSByPriority, p) })})
+		success = append(success, seriesDef{name: p, color: priorityColors[p], format: fmtPct,
+			get: client(func(s *lab.Sample) float64 { return s.ByPriority[p].SuccessRate * 100 })})
+	}
+	return []panelDef{
+		{id: "lag", title: "scheduler lag p99", unit: "ms", gateway: true, minTop: 1, series: []seriesDef{
+			{name: "probe", color: cCyan, get: gateway(func(s *lab.Sample) float64 { return s.LagProbeP99Ms })},
+			{name: "sched", color: cMagenta, get: gateway(func(s *lab.Sample) float64 { return s.SchedLatencyP99Ms })},
+			{name: "GC pause", color: cYellow, get: gateway(func(s *lab.Sample) float64 { return s.GCPauseP99Ms })},
+		}},
+		{id: "queue", title: "queue · in-flight · limit", gateway: true, minTop: 1, series: []seriesDef{
+			{name: "limit", color: cWhite, get: gateway(func(s *lab.Sample) float64 { return s.ConcurrencyLimit })},
+			{name: "in-flight", color: cCyan, get: gateway(func(s *lab.Sample) float64 { return s.Inflight })},
+			{name: "queue", color: cYellow, get: gateway(func(s *lab.Sample) float64 { return s.QueueDepth })},
+		}},
+		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
+			{name: "offered", color: cWhite, get: client(func(s *lab.Sample) float64 { return s.OfferedRPS })},
+			{name: "admitted", color: cCyan, get: client(func(s *lab.Sample) float64 { return s.AdmittedRPS })},
+			{name: "goodput", color: cGreen, get: client(func(s *lab.Sample) float64 { return s.GoodputRPS })},
+			{name: "capacity", color: cMagenta, get: client(func(s *lab.Sample) float64 { return s.CapacityRPS })},
+		}},
+		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
+		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},
+		{id: "success", title: "success by priority", unit: "%", fixedTop: 100, series: success},
+		{id: "latency", title: "admitted latency", unit: "ms", minTop: 1, series: []seriesDef{
+			{name: "p99", color: cRed, get: client(func(s *lab.Sample) float64 { return s.AdmittedP99Ms })},
+			{name: "p50", color: cCyan, get: client(func(s *lab.Sample) float64 { return s.AdmittedP50Ms })},
+		}},
+		{id: "gateway", title: "gateway heap · goroutines", gateway: true, ownScale: true, minTop: 1, series: []seriesDef{
+			{name: "heap MB", color: cBlue, get: gateway(func(s *lab.Sample) float64 { return s.HeapBytes / (1 << 20) })},
+			{name: "goroutines", color: cGreen, get: gateway(func(s *lab.Sample) float64 { return s.Goroutines })},
+		}, extra: func(s *lab.Sample) []string {
+			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}
+		}},
+		{id: "p0", title: "P0 success"},
+	}
+}
+
+// fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.
+func fmtNum(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case a == 0:
+		return "0"
+	case a < 10:
+		return fmt.Sprintf("%.1f", v)
+	case a < 1000:
+		return fmt.Sprintf("%.0f", v)
+	case a < 1e6:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case a < 1e9:
+		return fmt.Sprintf("%.1fM", v/1e6)
+	default:
+		return fmt.Sprintf("%.1fG", v/1e9)
+	}
+}
+
+// fmtPct prints a percentage with two decimals, never rounding up to 100.
+func fmtPct(v float64) string {
+	if v >= 100 {
+		return "100"
+	}
+	return fmt.Sprintf("%.2f", math.Floor(v*100)/100)
+}

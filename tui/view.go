@@ -1,0 +1,584 @@
+package tui
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/levee-lab/levee/lab"
+)
+
+// Sizes.
+const (
+	minWidth, minHeight = 40, 12
+	minPanelW           = 40 // a column is at least this wide
+	minPanelH           = 8  // a panel row is at least this tall
+	maxCols, maxRows    = 3, 3
+	bigLayoutW          = 120 // from here on the rows below the charts get more lines
+	bigLayoutH          = 36
+)
+
+// layout is where everything goes for one terminal size.
+type layout struct {
+	tooSmall bool
+	cols     int
+	rows     int
+	colW     []int
+	rowH     []int
+	perPage  int
+	pages    int
+	// lines of the rows below the charts
+	faultLines, nodeLines, lessonLines int
+}
+
+func computeLayout(w, h, nPanels int) layout {
+	l := layout{pages: 1}
+	if w < minWidth || h < minHeight {
+		l.tooSmall = true
+		return l
+	}
+	l.faultLines, l.nodeLines, l.lessonLines = 1, 1, 1
+	if w >= bigLayoutW && h >= bigLayoutH {
+		l.faultLines, l.nodeLines, l.lessonLines = 2, 2, 3
+	}
+	avail := h - 3 - l.faultLines - l.nodeLines - l.lessonLines // header, status, help
+	l.cols = clamp(w/minPanelW, 1, maxCols)
+	l.rows = clamp(avail/minPanelH, 1, maxRows)
+	l.colW = split(w, l.cols)
+	l.rowH = split(avail, l.rows)
+	l.perPage = l.cols * l.rows
+	l.pages = (nPanels + l.perPage - 1) / l.perPage
+	return l
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(v, hi)) }
+
+// split divides total into n near-equal parts, the larger ones first.
+func split(total, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = total / n
+		if i < total%n {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// relayout recomputes the layout for the window size and re-renders.
+func (m *Model) relayout() {
+	m.lay = computeLayout(m.width, m.height, len(panels))
+	m.help.Width = m.width
+	if m.page >= m.lay.pages {
+		m.page = 0
+	}
+	m.renderPanels()
+}
+
+// renderPanels renders the panels on the current page into m.rendered.
+func (m *Model) renderPanels() {
+	m.rendered = m.rendered[:0]
+	if m.lay.tooSmall {
+		return
+	}
+	for slot := 0; slot < m.lay.perPage; slot++ {
+		r, c := slot/m.lay.cols, slot%m.lay.cols
+		w, h := m.lay.colW[c], m.lay.rowH[r]
+		i := m.page*m.lay.perPage + slot
+		if i >= len(panels) {
+			m.rendered = append(m.rendered, blankBox(w, h))
+			continue
+		}
+		m.rendered = append(m.rendered, m.renderPanel(i, w, h))
+	}
+}
+
+func blankBox(w, h int) string {
+	line := strings.Repeat(" ", w)
+	lines := make([]string, h)
+	for i := range lines {
+		lines[i] = line
+	}
+	return strings.Join(lines, "\n")
+}
+
+// box draws a border of w×h cells with title in the top edge around body
+// lines (padded or cut to fit).
+func box(title string, w, h int, body []string) string {
+	iw := w - 2
+	var sb strings.Builder
+	t := ansi.Truncate(title, max(iw-2, 0), "…")
+	tw := ansi.StringWidth(t)
+	sb.WriteString(stBorder.Render("┌"))
+	if iw >= 2 {
+		sb.WriteString(stBorder.Render("─") + t + stBorder.Render(strings.Repeat("─", max(iw-1-tw, 0))))
+	} else {
+		sb.WriteString(stBorder.Render(strings.Repeat("─", max(iw, 0))))
+	}
+	sb.WriteString(stBorder.Render("┐"))
+	side := stBorder.Render("│")
+	for i := 0; i < h-2; i++ {
+		sb.WriteByte('\n')
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		sb.WriteString(side + fit(line, iw) + side)
+	}
+	sb.WriteByte('\n')
+	sb.WriteString(stBorder.Render("└" + strings.Repeat("─", max(iw, 0)) + "┘"))
+	return sb.String()
+}
+
+// fit pads or cuts s to exactly w cells.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	sw := ansi.StringWidth(s)
+	if sw > w {
+		return ansi.Truncate(s, w, "…")
+	}
+	return s + strings.Repeat(" ", w-sw)
+}
+
+func (m *Model) panelTitle(p panelDef) string {
+	t := " " + stTitle.Render(p.title)
+	if p.unit != "" {
+		t += stTitle.Render(" (" + p.unit + ")")
+	}
+	if p.gateway && m.nSamples > 0 && m.last.GatewayStale {
+		s := " STALE"
+		if m.everFresh {
+			s += fmt.Sprintf(" %.0fs", m.last.Elapsed-m.lastFresh)
+		}
+		t += stStale.Render(s)
+	}
+	return t + " "
+}
+
+func (m *Model) renderPanel(i, w, h int) string {
+	p := panels[i]
+	iw, ih := w-2, h-2
+	if p.id == "p0" {
+		return box(m.panelTitle(p), w, h, m.p0Body(iw, ih))
+	}
+	lw := min(20, iw/2)
+	cw := iw - lw - 1
+	// Scale tops over the points the chart can show.
+	tops := make([]float64, len(p.series))
+	styles := make([]lipgloss.Style, len(p.series))
+	shared := 0.0
+	for j, sd := range p.series {
+		styles[j] = lipgloss.NewStyle().Foreground(sd.color)
+		r := m.series[i][j]
+		mx := 0.0
+		for k := max(r.len()-2*cw, 0); k < r.len(); k++ {
+			if pt := r.at(k); pt.ok && !math.IsNaN(pt.v) {
+				mx = math.Max(mx, pt.v)
+			}
+		}
+		tops[j] = mx
+		shared = math.Max(shared, mx)
+	}
+	for j := range tops {
+		switch {
+		case p.fixedTop > 0:
+			tops[j] = p.fixedTop
+		case p.ownScale:
+			tops[j] = niceCeil(tops[j], p.minTop)
+		default:
+			tops[j] = niceCeil(shared, p.minTop)
+		}
+	}
+	chart := renderBraille(cw, ih, m.series[i], styles, tops)
+	legend := make([]string, 0, ih)
+	for j, sd := range p.series {
+		pt := m.series[i][j].last()
+		val := "—"
+		if pt.ok && m.nSamples > 0 {
+			f := sd.format
+			if f == nil {
+				f = fmtNum
+			}
+			val = f(pt.v) + unitSuffix(p.unit)
+		}
+		left := styles[j].Render("━") + " " + sd.name
+		pad := lw - ansi.StringWidth(left) - ansi.StringWidth(val)
+		legend = append(legend, left+strings.Repeat(" ", max(pad, 1))+val)
+	}
+	if !p.ownScale && p.fixedTop == 0 && len(tops) > 0 {
+		legend = append(legend, stDim.Render("top "+fmtNum(tops[0])+unitSuffix(p.unit)))
+	}
+	if p.extra != nil && m.nSamples > 0 {
+		legend = append(legend, p.extra(&m.last)...)
+	}
+	body := make([]string, ih)
+	for y := range body {
+		l := ""
+		if y < len(legend) {
+			l = legend[y]
+		}
+		body[y] = chart[y] + " " + fit(l, lw)
+	}
+	return box(m.panelTitle(p), w, h, body)
+}
+
+func unitSuffix(u string) string {
+	switch u {
+	case "", "%", "/s":
+		return u
+	default:
+		return " " + u
+	}
+}
+
+// p0Body is the large P0 success number with P1/P2 and P0 counts below.
+func (m *Model) p0Body(iw, ih int) []string {
+	if m.nSamples == 0 {
+		return []string{"", center("waiting for samples…", iw)}
+	}
+	p0 := m.last.ByPriority["P0"]
+	pct := p0.SuccessRate * 100
+	st := successStyle(pct)
+	var body []string
+	big := bigText(fmtPct(pct) + "%")
+	if ih >= 6 && ansi.StringWidth(big[0]) <= iw {
+		for _, l := range big {
+			body = append(body, center(st.Render(l), iw))
+		}
+	} else {
+		body = append(body, center(st.Render("P0 "+fmtPct(pct)+"%"), iw))
+	}
+	var others []string
+	for _, p := range lab.Priorities[1:] {
+		ps := m.last.ByPriority[p]
+		others = append(others, p+" "+successStyle(ps.SuccessRate*100).Render(fmtPct(ps.SuccessRate*100)+"%"))
+	}
+	body = append(body, center(strings.Join(others, "   "), iw))
+	body = append(body, center(stDim.Render(fmt.Sprintf("P0 ok %d of %d offered", p0.OKTotal, p0.OfferedTotal)), iw))
+	if pad := (ih - len(body)) / 2; pad > 0 {
+		body = append(make([]string, pad), body...)
+	}
+	return body
+}
+
+func center(s string, w int) string {
+	sw := ansi.StringWidth(s)
+	if sw >= w {
+		return s
+	}
+	return strings.Repeat(" ", (w-sw)/2) + s
+}
+
+// View composes the screen from the model's state. It never calls the lab.
+func (m *Model) View() string {
+	w, h := m.width, m.height
+	if m.lay.tooSmall {
+		msg := fmt.Sprintf("terminal %d×%d is too small: Levee needs %d×%d (80×24 or more is best)", w, h, minWidth, minHeight)
+		return ansi.Wordwrap(msg, max(w, 10), "")
+	}
+	lines := make([]string, 0, h)
+	lines = append(lines, fit(m.header(), w))
+	grid := m.grid()
+	if m.panelOpen {
+		grid = overlay(grid, m.defensesBox(), w)
+	} else if m.showHelp {
+		grid = overlay(grid, m.fullHelpBox(), w)
+	}
+	lines = append(lines, grid...)
+	lines = append(lines, m.faultRows()...)
+	lines = append(lines, m.nodeRows()...)
+	lines = append(lines, m.lessonRows()...)
+	lines = append(lines, fit(m.statusLine(), w))
+	if m.panelOpen {
+		lines = append(lines, fit(m.help.View(panelHelp(m.keys)), w))
+	} else {
+		lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) grid() []string {
+	var out []string
+	slot := 0
+	for r := 0; r < m.lay.rows; r++ {
+		cols := make([][]string, m.lay.cols)
+		for c := 0; c < m.lay.cols; c++ {
+			if slot < len(m.rendered) {
+				cols[c] = strings.Split(m.rendered[slot], "\n")
+			}
+			slot++
+		}
+		for y := 0; y < m.lay.rowH[r]; y++ {
+			var sb strings.Builder
+			for c := range cols {
+				if y < len(cols[c]) {
+					sb.WriteString(cols[c][y])
+				} else {
+					sb.WriteString(strings.Repeat(" ", m.lay.colW[c]))
+				}
+			}
+			out = append(out, sb.String())
+		}
+	}
+	return out
+}
+
+// overlay draws box (lines of equal width) centred over bg.
+func overlay(bg []string, b string, w int) []string {
+	bl := strings.Split(b, "\n")
+	bw := ansi.StringWidth(bl[0])
+	x := max((w-bw)/2, 0)
+	y := max((len(bg)-len(bl))/2, 0)
+	out := append([]string(nil), bg...)
+	for i, l := range bl {
+		if y+i >= len(out) {
+			break
+		}
+		row := fit(out[y+i], w)
+		out[y+i] = ansi.Truncate(row, x, "") + l + ansi.TruncateLeft(row, x+bw, "")
+	}
+	return out
+}
+
+func (m *Model) header() string {
+	parts := []string{stLogo.Render(" LEVEE")}
+	// Narrow terminals get terse labels; the order puts what matters most
+	// first, so truncation only eats the tail.
+	level := "—"
+	if m.nSamples > 0 && m.last.Level != "" && !m.last.GatewayStale {
+		level = m.last.Level
+	}
+	wide := m.width >= bigLayoutW
+	badge := levelStyle(level).Render("■ " + strings.ToUpper(level))
+	if wide {
+		badge = "level " + badge
+	}
+	parts = append(parts, badge)
+	if m.nSamples > 0 {
+		if wide {
+			parts = append(parts,
+				fmt.Sprintf("target %.0f/s", m.last.TargetRPS),
+				fmt.Sprintf("achieved %.0f/s", m.last.OfferedRPS))
+		} else {
+			parts = append(parts, fmt.Sprintf("target %.0f → %.0f/s", m.last.TargetRPS, m.last.OfferedRPS))
+		}
+	}
+	if m.paused {
+		parts = append(parts, stStale.Render("ramp paused"))
+	}
+	if m.recording {
+		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
+	}
+	var on []string
+	for _, n := range m.defenseNames() {
+		if m.defenses[n] {
+			a := defenseAbbrev[n]
+			if a == "" {
+				a = strings.ToUpper(n)
+			}
+			on = append(on, a)
+		}
+	}
+	label := "defenses "
+	if !wide {
+		label = ""
+	}
+	if len(on) == 0 {
+		parts = append(parts, label+stErr.Render("defenses OFF"))
+	} else {
+		parts = append(parts, label+stBold.Render(strings.Join(on, " ")))
+	}
+	if m.nSamples > 0 {
+		parts = append(parts, stDim.Render("t "+clock(m.last.Elapsed)))
+	}
+	return strings.Join(parts, "  ")
+}
+
+// clock prints seconds as mm:ss (h:mm:ss from an hour).
+func clock(sec float64) string {
+	s := int(math.Max(sec, 0))
+	if s >= 3600 {
+		return fmt.Sprintf("%d:%02d:%02d", s/3600, s/60%60, s%60)
+	}
+	return fmt.Sprintf("%02d:%02d", s/60, s%60)
+}
+
+// pack puts items on up to n lines of width w after a label, marking
+// what does not fit with "…".
+func pack(label string, items []string, w, n int) []string {
+	lines := make([]string, n)
+	indent := strings.Repeat(" ", ansi.StringWidth(label))
+	li := 0
+	cur := label
+	for _, it := range items {
+		cand := cur + "  " + it
+		if cur == label || cur == indent {
+			cand = cur + it
+		}
+		if ansi.StringWidth(cand) <= w {
+			cur = cand
+			continue
+		}
+		if cur == label || cur == indent { // one item longer than the line
+			cur = cand
+			continue
+		}
+		lines[li] = cur
+		li++
+		if li == n {
+			lines[n-1] = fit(lines[n-1]+"  …", w)
+			return fixAll(lines, w)
+		}
+		cur = indent + it
+	}
+	lines[li] = cur
+	return fixAll(lines, w)
+}
+
+func fixAll(lines []string, w int) []string {
+	for i := range lines {
+		lines[i] = fit(lines[i], w)
+	}
+	return lines
+}
+
+func (m *Model) faultRows() []string {
+	var items []string
+	for _, f := range m.faults {
+		it := "[" + f.Key + "] " + f.Name
+		if f.Active {
+			it = stActive.Render(it + " ●")
+			if f.Detail != "" {
+				it += " " + f.Detail
+			}
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		items = []string{stDim.Render("none")}
+	}
+	return pack(stBold.Render(" faults  "), items, m.width, m.lay.faultLines)
+}
+
+func (m *Model) nodeRows() []string {
+	var items []string
+	for _, n := range m.last.Nodes {
+		var it string
+		if n.Up {
+			it = fmt.Sprintf("#%d %s %.0f/%.0f q %.0f", n.Index+1, stUp.Render("●"), n.Busy, n.Slots, n.Queued)
+		} else {
+			it = fmt.Sprintf("#%d %s", n.Index+1, stDown.Render("✕ down"))
+			if n.RestartIn > 0 {
+				it += fmt.Sprintf(" (restart %.0f s)", math.Ceil(n.RestartIn))
+			}
+		}
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		items = []string{stDim.Render("—")}
+	}
+	return pack(stBold.Render(" nodes   "), items, m.width, m.lay.nodeLines)
+}
+
+func (m *Model) lessonRows() []string {
+	label := stBold.Render(" lesson  ")
+	n := m.lay.lessonLines
+	ls := m.lesson
+	text := ls.Text
+	if text == "" {
+		text = m.last.Lesson
+	}
+	if ls.Title == "" && text == "" {
+		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
+	}
+	head := ls.Title
+	if ls.Steps > 0 {
+		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
+	}
+	if ls.Kind != "" {
+		head += " · " + stStale.Render(strings.ToUpper(ls.Kind))
+	}
+	if n == 1 {
+		return []string{fit(label+head+" — "+text, m.width)}
+	}
+	lines := []string{label + head}
+	iw := m.width - ansi.StringWidth(label)
+	for _, l := range strings.Split(ansi.Wordwrap(text, iw, ""), "\n") {
+		lines = append(lines, strings.Repeat(" ", ansi.StringWidth(label))+l)
+	}
+	if len(lines) > n {
+		lines = lines[:n]
+		lines[n-1] = ansi.Truncate(lines[n-1], m.width-1, "") + "…"
+	}
+	for len(lines) < n {
+		lines = append(lines, "")
+	}
+	return fixAll(lines, m.width)
+}
+
+func (m *Model) statusLine() string {
+	left := ""
+	switch {
+	case m.status != "" && m.statusErr:
+		left = stErr.Render(" ✕ " + m.status)
+	case m.status != "":
+		left = stInfo.Render(" " + m.status)
+	case m.nSamples == 0:
+		left = stDim.Render(" waiting for the first sample…")
+	case m.recording && m.recDir != "":
+		left = stDim.Render(" recording to " + m.recDir)
+	}
+	right := ""
+	if m.lay.pages > 1 {
+		right = stDim.Render(fmt.Sprintf("page %d/%d · tab ", m.page+1, m.lay.pages))
+	}
+	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
+	if gap < 1 {
+		return fit(left, m.width-ansi.StringWidth(right)) + right
+	}
+	return left + strings.Repeat(" ", gap) + right
+}
+
+func (m *Model) defensesBox() string {
+	names := m.defenseNames()
+	body := []string{""}
+	for i, n := range names {
+		mark := "[ ]"
+		if m.defenses[n] {
+			mark = "[x]"
+		}
+		l := fmt.Sprintf(" %s %-10s %-6s ", mark, n, defenseAbbrev[n])
+		if i == m.panelSel {
+			body = append(body, "▸"+stSelected.Render(l))
+		} else {
+			body = append(body, " "+l)
+		}
+	}
+	if len(names) == 0 {
+		body = append(body, "  the lab reports no defenses")
+	}
+	body = append(body, "", stDim.Render(" ↑/↓ select · space toggle · esc close"))
+	return box(" "+stTitle.Render("defenses")+" ", 42, len(body)+2, body)
+}
+
+func (m *Model) fullHelpBox() string {
+	hm := m.help
+	hm.ShowAll = true
+	hm.Width = 0
+	lines := strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n")
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	w = min(w+4, m.width)
+	body := []string{""}
+	for _, l := range lines {
+		body = append(body, "  "+l)
+	}
+	body = append(body, "", stDim.Render("  ? closes this help"))
+	return box(" "+stTitle.Render("keys")+" ", w, len(body)+2, body)
+}
