@@ -1,0 +1,247 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Status is one active fault.
+type Status struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail"`
+}
+
+// Entry is one fault of the catalogue with its current state.
+type Entry struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Active      bool   `json:"active"`
+	Detail      string `json:"detail"` // the parameters in use (or to be used)
+}
+
+// Event reports an Apply or Revert made through a Controller.
+type Event struct {
+	Time   time.Time `json:"t"`
+	Fault  string    `json:"fault"`
+	Action string    `json:"action"` // "apply" or "revert"
+	Detail string    `json:"detail"`
+	Err    string    `json:"error,omitempty"`
+}
+
+// ControllerOption configures a Controller.
+type ControllerOption func(*Controller)
+
+// WithObserver makes the controller call fn after every Apply and Revert it
+// performs (including failed ones). Faults that end on their own (a duration
+// ran out) are not reported: compare Active between ticks for those. fn is
+// called on the caller's goroutine and must be quick.
+func WithObserver(fn func(Event)) ControllerOption { return func(c *Controller) { c.observe = fn } }
+
+// Controller holds one instance of every fault in a registry, applies and
+// reverts them on an Env by name, and reports which are active. It is safe
+// for concurrent use; operations on one fault are serialized, operations on
+// different faults run concurrently.
+type Controller struct {
+	reg     *Registry
+	env     Env
+	observe func(Event)
+
+	mu    sync.Mutex       // guards slots' f fields
+	slots map[string]*slot // fixed at construction
+	order []string
+}
+
+// slot is one fault name. op serializes the operations on it; f is read and
+// replaced under Controller.mu while op is held.
+type slot struct {
+	op sync.Mutex
+	f  Fault
+}
+
+// NewController returns a controller over every fault in reg, each with its
+// default parameters, acting on env.
+func NewController(reg *Registry, env Env, opts ...ControllerOption) *Controller {
+	c := &Controller{reg: reg, env: env, slots: map[string]*slot{}}
+	for _, name := range reg.Names() {
+		f, err := reg.Get(name)
+		if err != nil {
+			continue // cannot happen: the name comes from reg
+		}
+		c.slots[name] = &slot{f: f}
+		c.order = append(c.order, name)
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+func (c *Controller) slot(name string) (*slot, error) {
+	s, ok := c.slots[name]
+	if !ok {
+		_, err := c.reg.Get(name) // the registry's error lists the known names
+		if err == nil {
+			err = fmt.Errorf("chaos: fault %q was registered after the controller was made", name)
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+func (c *Controller) fault(s *slot) Fault {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return s.f
+}
+
+func (c *Controller) emit(f Fault, action string, err error) {
+	if c.observe == nil {
+		return
+	}
+	e := Event{Time: time.Now(), Fault: f.Name(), Action: action, Detail: f.Detail()}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	c.observe(e)
+}
+
+// Configure sets the parameters the next Apply or Toggle of name uses
+// (an experiment's parameters). It fails while the fault is active, for an
+// unknown name and for bad parameters.
+func (c *Controller) Configure(name string, params json.RawMessage) error {
+	s, err := c.slot(name)
+	if err != nil {
+		return err
+	}
+	nf, err := c.reg.New(name, params)
+	if err != nil {
+		return err
+	}
+	s.op.Lock()
+	defer s.op.Unlock()
+	if c.fault(s).Active() {
+		return fmt.Errorf("chaos: %s is active; revert it before changing its parameters", name)
+	}
+	c.mu.Lock()
+	s.f = nf
+	c.mu.Unlock()
+	return nil
+}
+
+// Apply applies name. With params (non-empty) those parameters are
+// configured first; if the fault is active with other parameters it is
+// reverted and applied again with the new ones. Without params the
+// configured parameters are used and an active fault stays as it is.
+func (c *Controller) Apply(ctx context.Context, name string, params json.RawMessage) error {
+	s, err := c.slot(name)
+	if err != nil {
+		return err
+	}
+	var nf Fault
+	if len(params) > 0 {
+		if nf, err = c.reg.New(name, params); err != nil {
+			return err
+		}
+	}
+	s.op.Lock()
+	defer s.op.Unlock()
+	cur := c.fault(s)
+	if nf != nil {
+		if cur.Active() {
+			err := cur.Revert(ctx, c.env)
+			c.emit(cur, "revert", err)
+			if err != nil {
+				return err
+			}
+		}
+		c.mu.Lock()
+		s.f = nf
+		c.mu.Unlock()
+		cur = nf
+	} else if cur.Active() {
+		return nil
+	}
+	err = cur.Apply(ctx, c.env)
+	c.emit(cur, "apply", err)
+	return err
+}
+
+// Revert reverts name if it is active.
+func (c *Controller) Revert(ctx context.Context, name string) error {
+	s, err := c.slot(name)
+	if err != nil {
+		return err
+	}
+	s.op.Lock()
+	defer s.op.Unlock()
+	return c.revertLocked(ctx, s)
+}
+
+func (c *Controller) revertLocked(ctx context.Context, s *slot) error {
+	f := c.fault(s)
+	if !f.Active() {
+		return nil
+	}
+	err := f.Revert(ctx, c.env)
+	c.emit(f, "revert", err)
+	return err
+}
+
+// Toggle reverts name when it is active and applies it (configured
+// parameters) when not. It returns whether the fault is active afterwards.
+func (c *Controller) Toggle(ctx context.Context, name string) (active bool, err error) {
+	s, err := c.slot(name)
+	if err != nil {
+		return false, err
+	}
+	s.op.Lock()
+	defer s.op.Unlock()
+	f := c.fault(s)
+	if f.Active() {
+		err = f.Revert(ctx, c.env)
+		c.emit(f, "revert", err)
+	} else {
+		err = f.Apply(ctx, c.env)
+		c.emit(f, "apply", err)
+	}
+	return f.Active(), err
+}
+
+// RevertAll reverts every active fault, in reverse catalogue order, trying
+// all of them and joining the errors.
+func (c *Controller) RevertAll(ctx context.Context) error {
+	var errs []error
+	for i := len(c.order) - 1; i >= 0; i-- {
+		s := c.slots[c.order[i]]
+		s.op.Lock()
+		errs = append(errs, c.revertLocked(ctx, s))
+		s.op.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Active lists the faults applied now, in catalogue order.
+func (c *Controller) Active() []Status {
+	var out []Status
+	for _, name := range c.order {
+		f := c.fault(c.slots[name])
+		if f.Active() {
+			out = append(out, Status{Name: name, Detail: f.Detail()})
+		}
+	}
+	return out
+}
+
+// Catalogue lists every fault in catalogue order with its state.
+func (c *Controller) Catalogue() []Entry {
+	out := make([]Entry, 0, len(c.order))
+	for _, name := range c.order {
+		f := c.fault(c.slots[name])
+		out = append(out, Entry{Name: name, Description: f.Description(), Active: f.Active(), Detail: f.Detail()})
+	}
+	return out
+}

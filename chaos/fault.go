@@ -1,0 +1,117 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Fault is one kind of trouble, in the manner of Toxiproxy's toxics. A
+// Fault value carries its parameters as JSON-tagged exported fields (set to
+// defaults by its constructor) and its applied state, which it guards itself.
+//
+// Apply and Revert are idempotent: applying an applied fault or reverting a
+// reverted one does nothing and returns nil. A fault with a duration (node_kill,
+// traffic_spike, redis_outage with for > 0) reverts itself through env.After;
+// Active then turns false. Apply and Revert of one fault are serialized; all
+// methods are safe for concurrent use.
+type Fault interface {
+	// Name is the catalogue name, e.g. "model_latency".
+	Name() string
+	// Description is one line for the catalogue.
+	Description() string
+	// Validate reports the first bad parameter, naming its JSON field.
+	Validate() error
+	// Apply injects the fault through env. On error nothing stays applied
+	// (what was changed is undone as far as env allows).
+	Apply(ctx context.Context, env Env) error
+	// Revert undoes Apply, restoring what Apply saved.
+	Revert(ctx context.Context, env Env) error
+	// Active reports whether the fault is applied now.
+	Active() bool
+	// Detail is a short human text of the parameters, e.g. "×3 all nodes".
+	Detail() string
+}
+
+// Duration is a time.Duration that reads and writes JSON as a Go duration
+// string ("10s", "500ms"). A bare number is rejected: its unit would be a guess.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string such as "10s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"10s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParamError names the parameter that is wrong.
+type ParamError struct {
+	Fault string // fault name
+	Field string // JSON name of the parameter
+	Msg   string
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("chaos: %s: %s: %s", e.Fault, e.Field, e.Msg)
+}
+
+func paramErr(fault, field, format string, args ...any) error {
+	return &ParamError{Fault: fault, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// nodeList resolves a node parameter (-1: every node) against env.
+func nodeList(fault string, env Env, node int) ([]int, error) {
+	n := env.NodeCount()
+	if node == -1 {
+		if n == 0 {
+			return nil, fmt.Errorf("chaos: %s: the lab has no model nodes", fault)
+		}
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	if node < 0 || node >= n {
+		return nil, paramErr(fault, "node", "node %d does not exist (the lab has %d nodes: 0..%d, or -1 for all)", node, n, n-1)
+	}
+	return []int{node}, nil
+}
+
+func validNode(fault string, node int) error {
+	if node < -1 {
+		return paramErr(fault, "node", "must be ≥ 0, or -1 for every node; got %d", node)
+	}
+	return nil
+}
+
+func nodeText(node int) string {
+	if node == -1 {
+		return "all nodes"
+	}
+	return fmt.Sprintf("#%d", node+1)
+}
+
+// fmtNum prints a float without trailing zeros.
+func fmtNum(f float64) string {
+	s := fmt.Sprintf("%.2f", f)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	return s
+}

@@ -1,0 +1,91 @@
+package chaos
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// expiryTimeout bounds the revert a fault runs on its own when its duration
+// ends (for example restarting a killed node).
+const expiryTimeout = 30 * time.Second
+
+// state is the applied state every fault embeds. mu serializes Apply,
+// Revert and expiry of one fault; active, gen and expiryErr are guarded by mu.
+type state struct {
+	mu        sync.Mutex
+	active    bool
+	gen       uint64 // bumped at every apply and revert, so a stale expiry does nothing
+	expiryErr error  // the last self-revert failure, shown in Detail
+}
+
+// Active reports whether the fault is applied.
+func (s *state) Active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// apply runs do unless already active; do gets the new generation for
+// scheduling an expiry.
+func (s *state) apply(do func(gen uint64) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active {
+		return nil
+	}
+	if err := do(s.gen + 1); err != nil {
+		return err
+	}
+	s.gen++
+	s.active = true
+	s.expiryErr = nil
+	return nil
+}
+
+// revert runs undo if active. When undo fails the fault stays active, so a
+// later Revert can try again.
+func (s *state) revert(undo func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.active {
+		return nil
+	}
+	if err := undo(); err != nil {
+		return err
+	}
+	s.gen++
+	s.active = false
+	s.expiryErr = nil
+	return nil
+}
+
+// expireAfter makes env run undo after d, if the fault is still active in
+// generation gen by then.
+func (s *state) expireAfter(env Env, d time.Duration, gen uint64, undo func(ctx context.Context) error) {
+	env.After(d, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.active || s.gen != gen {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), expiryTimeout)
+		defer cancel()
+		if err := undo(ctx); err != nil {
+			s.expiryErr = err
+			return
+		}
+		s.gen++
+		s.active = false
+		s.expiryErr = nil
+	})
+}
+
+func (s *state) errSuffix() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.expiryErr != nil {
+		return " (revert failed: " + s.expiryErr.Error() + ")"
+	}
+	return ""
+}
