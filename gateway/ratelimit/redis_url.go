@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -39,7 +40,8 @@ const (
 // deadline of a few milliseconds and its scripts are not idempotent: unless
 // the URL sets them, max_retries=-1 (no automatic command retry, which could
 // count one request twice) and context_timeout_enabled=true (the caller's
-// context deadline bounds socket reads and writes, not a 3 s read timeout).
+// context deadline bounds socket reads and writes, not a 5 s read timeout).
+// context_timeout_enabled is accepted in every form.
 //
 // OpenRedis does not connect; the first command does. Errors never include
 // the URL's password.
@@ -60,7 +62,18 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 	shown := u.Redacted()
 	query := u.Query()
 	noRetry := !query.Has("max_retries")
-	ctxTimeout := !query.Has("context_timeout_enabled")
+	// go-redis parses context_timeout_enabled only for sentinel URLs; take
+	// it out and apply it to every form.
+	ctxTimeout := true
+	if query.Has("context_timeout_enabled") {
+		v := query.Get("context_timeout_enabled")
+		if ctxTimeout, err = strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("ratelimit: redis URL %q: option context_timeout_enabled=%q, want true or false", shown, v)
+		}
+		query.Del("context_timeout_enabled")
+		u.RawQuery = query.Encode()
+		rawURL = u.String()
+	}
 
 	base, kind, _ := strings.Cut(u.Scheme, "+")
 	switch u.Scheme {
@@ -75,9 +88,7 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 		if noRetry {
 			o.MaxRetries = -1
 		}
-		if ctxTimeout {
-			o.ContextTimeoutEnabled = true
-		}
+		o.ContextTimeoutEnabled = ctxTimeout
 		return redis.NewClient(o), nil
 	case schemeCluster, schemeClusterTLS:
 		if u.Host == "" {
@@ -92,9 +103,7 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 		if noRetry {
 			o.MaxRetries = -1
 		}
-		if ctxTimeout {
-			o.ContextTimeoutEnabled = true
-		}
+		o.ContextTimeoutEnabled = ctxTimeout
 		return redis.NewClusterClient(o), nil
 	case schemeSentinel, schemeSentinelTLS:
 		if u.Host == "" {
@@ -112,9 +121,7 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 		if noRetry {
 			o.MaxRetries = -1
 		}
-		if ctxTimeout {
-			o.ContextTimeoutEnabled = true
-		}
+		o.ContextTimeoutEnabled = ctxTimeout
 		return redis.NewFailoverClient(o), nil
 	case "":
 		return nil, fmt.Errorf("ratelimit: redis URL %q has no scheme; want one of %s", shown, redisSupportedScheme)

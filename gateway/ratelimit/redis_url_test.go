@@ -18,8 +18,10 @@ func TestOpenRedisForms(t *testing.T) {
 			if o.Addr != "127.0.0.1:6390" || o.DB != 2 || o.TLSConfig != nil {
 				t.Errorf("addr %q db %d tls %v", o.Addr, o.DB, o.TLSConfig != nil)
 			}
-			if o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
-				t.Errorf("defaults: max_retries %d context_timeout_enabled %v, want -1 true", o.MaxRetries, o.ContextTimeoutEnabled)
+			// go-redis stores max_retries=-1 ("no retries") as 0 once
+			// the client is built; its own default would be 3.
+			if o.MaxRetries != 0 || !o.ContextTimeoutEnabled {
+				t.Errorf("defaults: max_retries %d context_timeout_enabled %v, want 0 (none) true", o.MaxRetries, o.ContextTimeoutEnabled)
 			}
 		}},
 		{"tls with user and password", "rediss://u:secret@example.com:6380", func(t *testing.T, c redis.UniversalClient) {
@@ -45,8 +47,9 @@ func TestOpenRedisForms(t *testing.T) {
 			if got := strings.Join(o.Addrs, " "); got != "10.0.0.1:7000 10.0.0.2:7000 10.0.0.3:7000" {
 				t.Errorf("addrs %q", got)
 			}
+			// a cluster client keeps -1 ("no retries"); its default is 0 → -1 too
 			if o.MaxRetries != -1 || !o.ContextTimeoutEnabled {
-				t.Errorf("defaults: max_retries %d context_timeout_enabled %v", o.MaxRetries, o.ContextTimeoutEnabled)
+				t.Errorf("defaults: max_retries %d context_timeout_enabled %v, want -1 (none) true", o.MaxRetries, o.ContextTimeoutEnabled)
 			}
 		}},
 		{"comma list is a cluster", "redis://:pw@10.0.0.1:7000,10.0.0.2:7001?pool_size=3", func(t *testing.T, c redis.UniversalClient) {
@@ -87,7 +90,9 @@ func TestOpenRedisBadURLs(t *testing.T) {
 	}{
 		{"empty", "", "redis URL is empty"},
 		{"blank", "  ", "redis URL is empty"},
-		{"no scheme", "127.0.0.1:6379", "scheme"},
+		{"no scheme", "127.0.0.1:6379", "does not parse"},
+		{"host as scheme", "localhost:6379", `unsupported scheme "localhost"`},
+		{"bad bool", "redis://127.0.0.1:6379?context_timeout_enabled=maybe", "context_timeout_enabled"},
 		{"unknown scheme", "http://127.0.0.1:6379", `unsupported scheme "http"`},
 		{"no host", "redis://", "has no host"},
 		{"bad db", "redis://127.0.0.1:6379/abc", "invalid database number"},
