@@ -1,0 +1,307 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// fakePrimary is a remote store whose health the test switches. It answers
+// "allowed, 99 remaining" when up, and fails (or blocks until ctx is done,
+// when hang is set) when down.
+type fakePrimary struct {
+	mu    sync.Mutex
+	down  bool // guarded by mu
+	hang  bool // guarded by mu
+	calls int  // guarded by mu
+}
+
+func (p *fakePrimary) set(down, hang bool) {
+	p.mu.Lock()
+	p.down, p.hang = down, hang
+	p.mu.Unlock()
+}
+
+func (p *fakePrimary) Calls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls
+}
+
+func (p *fakePrimary) Allow(ctx context.Context, _ string, rule Rule, _ int64, _ time.Time) (Decision, error) {
+	p.mu.Lock()
+	p.calls++
+	down, hang := p.down, p.hang
+	p.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return Decision{}, ctx.Err()
+	}
+	if down {
+		return Decision{}, errors.New("connection refused")
+	}
+	return Decision{Allowed: true, Remaining: 99, Limit: rule.Capacity()}, nil
+}
+
+// fakeClock is a manual clock for the breaker.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+var swRule = Rule{Algorithm: SlidingWindow, Limit: 9, Window: time.Minute}
+
+func newTestFailover(t *testing.T, p Store, opts ...FailoverOption) (*Failover, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	f, err := NewFailover(p, append([]FailoverOption{failoverClock(clk.Now), FailoverBreaker(3, time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, clk
+}
+
+func allow(t *testing.T, f *Failover, now time.Time) Decision {
+	t.Helper()
+	d, err := f.Allow(context.Background(), "tenant:ai", swRule, 1, now)
+	if err != nil {
+		t.Fatalf("Allow returned an error: %v", err)
+	}
+	return d
+}
+
+func TestFailoverBreaker(t *testing.T) {
+	p := &fakePrimary{}
+	f, clk := newTestFailover(t, p, FailoverShare(1.0/3))
+	now := clk.Now()
+
+	if d := allow(t, f, now); d.Remaining != 99 || f.State() != BreakerClosed {
+		t.Fatalf("healthy: %+v state %v, want the primary's decision", d, f.State())
+	}
+
+	p.set(true, false)
+	for i := 0; i < 3; i++ {
+		d := allow(t, f, now)
+		// Local share of 9 is 3: remaining 2, 1, 0.
+		if !d.Allowed || d.Limit != 3 || d.Remaining != int64(2-i) {
+			t.Fatalf("fallback %d: %+v, want the local share (limit 3)", i, d)
+		}
+	}
+	if f.State() != BreakerOpen {
+		t.Fatalf("after 3 failures: state %v, want open", f.State())
+	}
+	calls := p.Calls()
+	if d := allow(t, f, now); d.Allowed || d.RetryAfter <= 0 {
+		t.Fatalf("local share used up: %+v, want denied", d)
+	}
+	if p.Calls() != calls {
+		t.Fatal("an open breaker still called the primary")
+	}
+	if got := f.Fallbacks(); got != 4 {
+		t.Fatalf("Fallbacks() = %d, want 4", got)
+	}
+
+	// The probe is due after 1 s; it fails: open again, one call made.
+	clk.Advance(time.Second)
+	allow(t, f, now)
+	if p.Calls() != calls+1 || f.State() != BreakerOpen {
+		t.Fatalf("failed probe: calls %d state %v, want %d open", p.Calls(), f.State(), calls+1)
+	}
+	allow(t, f, now)
+	if p.Calls() != calls+1 {
+		t.Fatal("called the primary again before the next probe was due")
+	}
+
+	// Redis is back: the next probe closes the breaker.
+	p.set(false, false)
+	clk.Advance(time.Second)
+	if d := allow(t, f, now); d.Remaining != 99 || f.State() != BreakerClosed {
+		t.Fatalf("successful probe: %+v state %v, want primary decision and closed", d, f.State())
+	}
+	if d := allow(t, f, now); d.Remaining != 99 {
+		t.Fatalf("after recovery: %+v, want the primary's decision", d)
+	}
+	if got, want := f.RemoteDecisions(), uint64(3); got != want {
+		t.Errorf("RemoteDecisions() = %d, want %d", got, want)
+	}
+}
+
+func TestFailoverSuccessResetsFailureCount(t *testing.T) {
+	p := &fakePrimary{}
+	f, clk := newTestFailover(t, p)
+	for i := 0; i < 10; i++ {
+		p.set(i%3 == 2, false) // fail every third call: never 3 in a row
+		allow(t, f, clk.Now())
+	}
+	if f.State() != BreakerClosed {
+		t.Fatalf("state %v after scattered failures, want closed", f.State())
+	}
+}
+
+func TestFailoverTimeout(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(false, true) // hangs until the deadline
+	f, clk := newTestFailover(t, p, FailoverTimeout(5*time.Millisecond))
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		if d := allow(t, f, clk.Now()); !d.Allowed {
+			t.Fatalf("call %d: %+v, want a local allow", i, d)
+		}
+	}
+	if f.State() != BreakerOpen {
+		t.Fatalf("state %v after 3 timeouts, want open", f.State())
+	}
+	// Open: no more waiting for the deadline.
+	for i := 0; i < 100; i++ {
+		allow(t, f, clk.Now())
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		// 3 × 5 ms of timeouts plus 100 immediate fallbacks; the bound
+		// only catches calls that would each wait.
+		t.Fatalf("103 decisions took %v", took)
+	}
+	if f.Fallbacks() != 103 {
+		t.Fatalf("Fallbacks() = %d, want 103", f.Fallbacks())
+	}
+}
+
+func TestFailoverFailClosed(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(true, false)
+	f, clk := newTestFailover(t, p, FailoverFailClosed(true))
+	d := allow(t, f, clk.Now())
+	if d.Allowed || d.Remaining != 0 || d.Limit != 9 || d.RetryAfter != time.Second {
+		t.Fatalf("fail-closed while closed: %+v, want denied with RetryAfter = probe interval 1s", d)
+	}
+	allow(t, f, clk.Now())
+	allow(t, f, clk.Now()) // opens
+	clk.Advance(300 * time.Millisecond)
+	if d := allow(t, f, clk.Now()); d.Allowed || d.RetryAfter != 700*time.Millisecond {
+		t.Fatalf("fail-closed while open: %+v, want RetryAfter 700ms (until the probe)", d)
+	}
+}
+
+func TestFailoverCallerErrorsPassThrough(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(true, false)
+	f, clk := newTestFailover(t, p)
+	tests := []struct {
+		name string
+		ctx  func() context.Context
+		rule Rule
+		cost int64
+		want error
+		text string
+	}{
+		{"cost above capacity", context.Background, swRule, 10, ErrCostExceedsCapacity, "capacity"},
+		{"bad rule", context.Background, Rule{}, 1, nil, "algorithm"},
+		{"bad cost", context.Background, swRule, -1, nil, "cost -1"},
+		{"caller cancelled", func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, swRule, 1, context.Canceled, "canceled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := f.Allow(tt.ctx(), "k", tt.rule, tt.cost, clk.Now())
+			if err == nil || !strings.Contains(err.Error(), tt.text) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Fatalf("err %v, want %v containing %q", err, tt.want, tt.text)
+			}
+		})
+	}
+	if f.Fallbacks() != 0 || p.Calls() != 0 || f.State() != BreakerClosed {
+		t.Fatalf("caller errors touched the store: fallbacks %d calls %d state %v", f.Fallbacks(), p.Calls(), f.State())
+	}
+}
+
+func TestFailoverOnlyOneProbeAtATime(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(false, true)
+	f, clk := newTestFailover(t, p, FailoverTimeout(200*time.Millisecond))
+	for i := 0; i < 3; i++ {
+		allow(t, f, clk.Now())
+	}
+	clk.Advance(time.Second)
+	calls := p.Calls()
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			allow(t, f, clk.Now())
+		}()
+	}
+	wg.Wait()
+	if got := p.Calls() - calls; got != 1 {
+		t.Fatalf("%d concurrent calls reached the primary while half-open, want 1 probe", got)
+	}
+}
+
+func TestFailoverOptions(t *testing.T) {
+	p := &fakePrimary{}
+	tests := []struct {
+		name string
+		opt  FailoverOption
+		want string
+	}{
+		{"zero timeout", FailoverTimeout(0), "timeout"},
+		{"share 0", FailoverShare(0), "share"},
+		{"share above 1", FailoverShare(1.5), "share"},
+		{"no failures", FailoverBreaker(0, time.Second), "failures"},
+		{"no probe interval", FailoverBreaker(3, 0), "probe"},
+		{"empty name", FailoverName(""), "name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewFailover(p, tt.opt); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := NewFailover(nil); err == nil {
+		t.Fatal("NewFailover(nil) succeeded")
+	}
+}
+
+func TestFailoverMetric(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(true, false)
+	f, clk := newTestFailover(t, p)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(f.Collectors()...)
+	for i := 0; i < 5; i++ {
+		allow(t, f, clk.Now())
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) != 1 || mfs[0].GetName() != "levee_ratelimit_store_fallback_total" || len(mfs[0].GetMetric()) != 1 {
+		t.Fatalf("gathered %v, want one levee_ratelimit_store_fallback_total series", mfs)
+	}
+	m := mfs[0].GetMetric()[0]
+	if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "store" || l[0].GetValue() != "redis" {
+		t.Errorf("labels %v, want store=\"redis\"", l)
+	}
+	if v := m.GetCounter().GetValue(); v != 5 {
+		t.Errorf("counter %v, want 5", v)
+	}
+}
