@@ -85,6 +85,8 @@ type Model struct {
 	status    string
 	statusErr bool
 	stopping  bool
+	stopped   bool  // Controls.Stop returned
+	stopErr   error // what it returned
 
 	// rendered panels for the current layout, indexed like panels.
 	lay      layout
@@ -162,6 +164,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case stoppedMsg:
+		m.stopped, m.stopErr = true, msg.err
 		if msg.err != nil {
 			m.setStatus("stop: "+msg.err.Error(), true)
 		}

@@ -152,7 +152,7 @@ func (m *Model) panelTitle(p panelDef) string {
 	if p.gateway && m.nSamples > 0 && m.last.GatewayStale {
 		s := " STALE"
 		if m.everFresh {
-			s += fmt.Sprintf(" %.0fs", m.last.Elapsed-m.lastFresh)
+			s += " " + fmtNum(m.last.Elapsed-m.lastFresh) + "s"
 		}
 		t += stStale.Render(s)
 	}

@@ -1,0 +1,160 @@
+package tui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+
+// press sends keys to m through Update and runs any command that is not a
+// Samples wait (Stop), feeding its message back, like the program would.
+func press(m *Model, keys ...tea.KeyMsg) (quit bool) {
+	for _, k := range keys {
+		_, cmd := m.Update(k)
+		for cmd != nil {
+			msg := cmd()
+			if _, ok := msg.(tea.QuitMsg); ok {
+				return true
+			}
+			_, cmd = m.Update(msg)
+		}
+	}
+	return false
+}
+
+func TestKeyBindings(t *testing.T) {
+	tests := []struct {
+		name      string
+		keys      []tea.KeyMsg
+		setup     func(f *fakeControls)
+		wantCalls []string
+		wantView  string // substring of the view afterwards
+		wantQuit  bool
+	}{
+		{name: "up raises rate ×1.25", keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "target rate 125/s"},
+		{name: "+ raises rate", keys: []tea.KeyMsg{keyRunes("+")}, wantCalls: []string{"SetRate(125.00)"}},
+		{name: "down lowers rate ÷1.25", keys: []tea.KeyMsg{{Type: tea.KeyDown}}, wantCalls: []string{"SetRate(80.00)"}, wantView: "target rate 80/s"},
+		{name: "- lowers rate", keys: []tea.KeyMsg{keyRunes("-")}, wantCalls: []string{"SetRate(80.00)"}},
+		{name: "s spikes ×3 for 10s", keys: []tea.KeyMsg{keyRunes("s")}, wantCalls: []string{"Spike(3, 10s)"}, wantView: "spike ×3"},
+		{name: "p pauses the ramp", keys: []tea.KeyMsg{keyRunes("p")}, wantCalls: []string{"PauseRamp(true)"}, wantView: "ramp paused"},
+		{name: "p resumes a paused ramp", setup: func(f *fakeControls) { f.paused = true },
+			keys: []tea.KeyMsg{keyRunes("p")}, wantCalls: []string{"PauseRamp(false)"}, wantView: "ramp resumed"},
+		{name: "1 toggles the fault on key 1", keys: []tea.KeyMsg{keyRunes("1")}, wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "[1] node_kill ●"},
+		{name: "3 toggles the fault on key 3", keys: []tea.KeyMsg{keyRunes("3")}, wantCalls: []string{"ToggleFault(gc_pressure)"}, wantView: "fault gc_pressure applied"},
+		{name: "pressing 2 twice reverts", keys: []tea.KeyMsg{keyRunes("2"), keyRunes("2")},
+			wantCalls: []string{"ToggleFault(model_latency)", "ToggleFault(model_latency)"}, wantView: "fault model_latency reverted"},
+		{name: "9 without a fault says so", keys: []tea.KeyMsg{keyRunes("9")}, wantView: "no fault on key 9"},
+		{name: "fault error shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
+			keys: []tea.KeyMsg{keyRunes("1")}, wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "fault node_kill: admin API said no"},
+		{name: "d opens the defenses panel", keys: []tea.KeyMsg{keyRunes("d")}, wantView: "[x] ratelimit"},
+		{name: "d, space toggles the first defense", keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeySpace, Runes: []rune(" ")}},
+			wantCalls: []string{"SetDefense(ratelimit, false)"}, wantView: "[ ] ratelimit"},
+		{name: "d, down, down, enter toggles bulkhead", keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeyDown}, {Type: tea.KeyDown}, {Type: tea.KeyEnter}},
+			wantCalls: []string{"SetDefense(bulkhead, false)"}, wantView: "defense bulkhead off"},
+		{name: "d, up stays on top, retry turns on", keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeyUp}, keyRunes("j"), keyRunes("j"), keyRunes("j"), keyRunes("j"), keyRunes("j"), {Type: tea.KeyEnter}},
+			wantCalls: []string{"SetDefense(retry, true)"}, wantView: "defense retry on"},
+		{name: "arrows in the panel do not change the rate", keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeyDown}, {Type: tea.KeyUp}, {Type: tea.KeyEsc}}},
+		{name: "esc closes the panel", keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeyEsc}, {Type: tea.KeyUp}},
+			wantCalls: []string{"SetRate(125.00)"}},
+		{name: "defense error shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
+			keys: []tea.KeyMsg{keyRunes("d"), {Type: tea.KeyEnter}}, wantCalls: []string{"SetDefense(ratelimit, false)"}, wantView: "defense ratelimit: admin API said no"},
+		{name: "r starts recording and shows the folder", keys: []tea.KeyMsg{keyRunes("r")},
+			wantCalls: []string{"StartRecording()"}, wantView: "recording to runs/20261130-091500-default"},
+		{name: "r twice stops recording", keys: []tea.KeyMsg{keyRunes("r"), keyRunes("r")},
+			wantCalls: []string{"StartRecording()", "StopRecording()"}, wantView: "recording stopped"},
+		{name: "recording error shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
+			keys: []tea.KeyMsg{keyRunes("r")}, wantCalls: []string{"StartRecording()"}, wantView: "start recording: admin API said no"},
+		{name: "n shows the next lesson step", keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "step 3/5 · WATCH"},
+		{name: "tab flips the page", keys: []tea.KeyMsg{{Type: tea.KeyTab}}, wantView: "page 2/3"},
+		{name: "shift+tab flips back", keys: []tea.KeyMsg{{Type: tea.KeyShiftTab}}, wantView: "page 3/3"},
+		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "? closes this help"},
+		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
+			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
+		{name: "ctrl+c stops the lab and quits", keys: []tea.KeyMsg{{Type: tea.KeyCtrlC}},
+			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			m := New(f)
+			m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+			m.Update(sampleMsg(fixedSamples()[0]))
+			quit := press(m, tt.keys...)
+			if quit != tt.wantQuit {
+				t.Errorf("quit = %t, want %t", quit, tt.wantQuit)
+			}
+			if got := f.Calls(); !reflect.DeepEqual(got, tt.wantCalls) {
+				t.Errorf("calls = %q, want %q", got, tt.wantCalls)
+			}
+			view := ansi.Strip(m.View())
+			if tt.wantView != "" && !strings.Contains(view, tt.wantView) {
+				t.Errorf("view lacks %q:\n%s", tt.wantView, view)
+			}
+			checkFrame(t, m.View(), 80, 24)
+		})
+	}
+}
+
+// TestQuitShowsStopping checks that the screen says "stopping…" while
+// Controls.Stop runs, and that Stop's error is shown, not a crash.
+func TestQuitShowsStopping(t *testing.T) {
+	f := newFake()
+	f.failNext = errFake
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	_, cmd := m.Update(keyRunes("q"))
+	if cmd == nil {
+		t.Fatal("q returned no command")
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "stopping…") {
+		t.Fatalf("view while stopping lacks stopping…:\n%s", v)
+	}
+	// Keys other than quit do nothing while stopping.
+	m.Update(keyRunes("s"))
+	msg := cmd()
+	_, cmd = m.Update(msg)
+	if cmd == nil {
+		t.Fatal("no quit after Stop returned")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("Stop's return did not quit")
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "stop: admin API said no") {
+		t.Errorf("Stop error not shown:\n%s", v)
+	}
+	if got, want := f.Calls(), []string{"Stop(deadline=true)"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+}
+
+// TestKeyMapHelp checks every binding of the keyMap is listed in the full
+// help, and that the short help fits in 80 columns.
+func TestKeyMapHelp(t *testing.T) {
+	k := defaultKeyMap()
+	listed := map[string]bool{}
+	for _, col := range k.FullHelp() {
+		for _, b := range col {
+			listed[b.Help().Key+" "+b.Help().Desc] = true
+		}
+	}
+	v := reflect.ValueOf(k)
+	for i := 0; i < v.NumField(); i++ {
+		b := v.Field(i).Interface().(key.Binding)
+		if !listed[b.Help().Key+" "+b.Help().Desc] {
+			t.Errorf("binding %s (%q) is missing from the full help", v.Type().Field(i).Name, b.Help().Key)
+		}
+	}
+	h := newHelp()
+	if w := ansi.StringWidth(h.ShortHelpView(k.ShortHelp())); w > 80 {
+		t.Errorf("short help is %d cells wide, want ≤ 80", w)
+	}
+}

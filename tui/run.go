@@ -1,0 +1,49 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/levee-lab/levee/lab"
+)
+
+// Run shows the dashboard over ctrl on the terminal in/out (full screen)
+// until the user quits or ctx is cancelled. It returns only after
+// ctrl.Stop has been called: by the q key, or by Run itself, bounded by the
+// stop timeout, when the program ends any other way (ctx, a signal, an
+// error). in and out must be a terminal; callers check that first.
+func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, opts ...Option) error {
+	m := New(ctrl, opts...)
+	p := tea.NewProgram(m,
+		tea.WithContext(ctx),
+		tea.WithInput(in),
+		tea.WithOutput(out),
+		tea.WithAltScreen(),
+	)
+	final, runErr := p.Run()
+	fm, _ := final.(*Model)
+	if fm == nil {
+		fm = m
+	}
+	var stopErr error
+	if !fm.stopped {
+		sctx, cancel := context.WithTimeout(context.Background(), fm.stopTimeout)
+		stopErr = ctrl.Stop(sctx)
+		cancel()
+	} else {
+		stopErr = fm.stopErr
+	}
+	if stopErr != nil {
+		stopErr = fmt.Errorf("stopping the lab: %w", stopErr)
+	}
+	// Quitting, SIGINT/SIGTERM and a cancelled ctx are normal ends.
+	normal := runErr == nil || errors.Is(runErr, tea.ErrInterrupted) ||
+		(errors.Is(runErr, tea.ErrProgramKilled) && !errors.Is(runErr, tea.ErrProgramPanic) && ctx.Err() != nil)
+	if !normal {
+		return errors.Join(fmt.Errorf("dashboard: %w", runErr), stopErr)
+	}
+	return stopErr
+}
