@@ -1,0 +1,102 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	h := func(kv ...string) http.Header {
+		x := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			x.Set(kv[i], kv[i+1])
+		}
+		return x
+	}
+	for _, tc := range []struct {
+		name     string
+		status   int
+		header   http.Header
+		fallback bool
+		want     outcome
+	}{
+		{"200 plain", 200, h(), false, oOK},
+		{"204", 204, h(), false, oOK},
+		{"200 fallback header", 200, h(HeaderFallback, "true"), false, oFallback},
+		{"200 fallback body", 200, h(), true, oFallback},
+		{"header ok wins over body marker", 200, h(HeaderOutcome, "ok"), true, oOK},
+		{"429 bare", 429, h(), false, oShedRateLimit},
+		{"429 overload header", 429, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
+		{"503 bare", 503, h(), false, oError},
+		{"503 queue full", 503, h(HeaderOutcome, "shed_queue_full"), false, oShedQueueFull},
+		{"503 queue timeout", 503, h(HeaderOutcome, "shed_queue_timeout"), false, oShedQueueTimeout},
+		{"503 budget", 503, h(HeaderOutcome, "shed_budget"), false, oShedBudget},
+		{"503 overload", 503, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
+		{"504 bare", 504, h(), false, oTimeout},
+		{"504 header timeout", 504, h(HeaderOutcome, "timeout"), false, oTimeout},
+		{"500", 500, h(), false, oError},
+		{"502", 502, h(), false, oError},
+		{"400", 400, h(), false, oError},
+		{"302 not followed", 302, h(), false, oError},
+		{"200 header fallback", 200, h(HeaderOutcome, "fallback"), false, oFallback},
+		{"unknown header value", 200, h(HeaderOutcome, "great"), false, oError},
+		{"server may not claim generator_dropped", 200, h(HeaderOutcome, "generator_dropped"), false, oError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := classify(tc.status, tc.header, tc.fallback); got != tc.want {
+				t.Errorf("classify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestErrorOutcome(t *testing.T) {
+	live := context.Background()
+	dead, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-dead.Done()
+	if o := errorOutcome(live, errors.New("connection refused")); o != oError {
+		t.Errorf("refused: %s", o)
+	}
+	if o := errorOutcome(dead, errors.New("read: connection reset")); o != oTimeout {
+		t.Errorf("error after deadline: %s", o)
+	}
+	if o := errorOutcome(live, context.DeadlineExceeded); o != oTimeout {
+		t.Errorf("deadline exceeded: %s", o)
+	}
+}
+
+func TestReadSSE(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body string
+		want bodyResult
+	}{
+		{"done", "data: {\"x\":1}\n\ndata: [DONE]\n\n", bodyResult{done: true}},
+		{"no space, CRLF", "data:{\"x\":1}\r\n\r\ndata:[DONE]\r\n\r\n", bodyResult{done: true}},
+		{"cut", "data: {\"x\":1}\n\n", bodyResult{}},
+		{"fallback", "data: {\"fallback\":true}\n\ndata: [DONE]\n", bodyResult{done: true, fallback: true}},
+		{"long line", "data: " + strings.Repeat("x", 10000) + "\ndata: [DONE]\n", bodyResult{done: true}},
+		{"done without newline", "data: [DONE]", bodyResult{done: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readSSE(strings.NewReader(tc.body))
+			if err != nil || got != tc.want {
+				t.Errorf("readSSE = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	_, err := readSSE(io.MultiReader(strings.NewReader("data: x\n"), errReader{}))
+	if err == nil {
+		t.Error("readSSE swallowed a read error")
+	}
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("boom") }

@@ -1,0 +1,437 @@
+package load
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// writeOK writes a well-formed answer for the route of r.
+func writeOK(w http.ResponseWriter, r *http.Request, body map[string]any) {
+	switch {
+	case r.URL.Path == "/v1/export":
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		for i := range 20 {
+			fmt.Fprintf(w, "{\"row\":%d}\n", i)
+		}
+	case body["stream"] == true:
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 3 {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"delta\":{\"content\":\"t%d\"}}]}\n\n", i)
+			w.(http.Flusher).Flush()
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"choices":[{"message":{"content":"hi"}}]}`)
+	}
+}
+
+// behaviourServer answers requests in turn with each of its behaviours and
+// counts what it did, so the client's outcome counts can be checked exactly.
+type behaviourServer struct {
+	*httptest.Server
+	kinds    []string
+	next     atomic.Int64
+	mu       sync.Mutex
+	did      map[string]int // behaviour → times done
+	byKey    map[string]int // Authorization header → requests
+	problems []string       // malformed requests seen
+}
+
+func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behaviourServer {
+	s := &behaviourServer{kinds: kinds, did: map[string]int{}, byKey: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		problem := s.check(r, timeoutMs, &body)
+		kind := s.kinds[int(s.next.Add(1)-1)%len(s.kinds)]
+		s.mu.Lock()
+		s.did[kind]++
+		s.byKey[r.Header.Get("Authorization")]++
+		if problem != "" {
+			s.problems = append(s.problems, problem)
+		}
+		s.mu.Unlock()
+		switch kind {
+		case "ok":
+			writeOK(w, r, body)
+		case "fallback":
+			w.Header().Set(HeaderOutcome, OutcomeFallback)
+			w.Header().Set(HeaderFallback, "true")
+			writeOK(w, r, body)
+		case "ratelimit":
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "queue_full":
+			w.Header().Set(HeaderOutcome, OutcomeShedQueueFull)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "500":
+			w.WriteHeader(http.StatusInternalServerError)
+		case "truncated":
+			w.Header().Set("Content-Length", "1000")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, "short")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		case "hang":
+			<-r.Context().Done()
+		default:
+			panic("unknown behaviour " + kind)
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// check reports what is wrong with the request, "" when nothing.
+func (s *behaviourServer) check(r *http.Request, timeoutMs string, body *map[string]any) string {
+	if got := r.Header.Get(HeaderDeadlineMs); got != timeoutMs {
+		return fmt.Sprintf("%s %s: deadline header %q, want %q", r.Method, r.URL, got, timeoutMs)
+	}
+	switch r.URL.Path {
+	case "/v1/predict", "/v1/chat/completions", "/v1/agent":
+		if r.Method != http.MethodPost {
+			return r.URL.Path + " with " + r.Method
+		}
+		if err := json.NewDecoder(r.Body).Decode(body); err != nil {
+			return fmt.Sprintf("%s: body is not JSON: %v", r.URL.Path, err)
+		}
+		if r.URL.Path == "/v1/predict" {
+			if _, ok := (*body)["features"].(map[string]any); !ok {
+				return "predict without features"
+			}
+			return ""
+		}
+		if (*body)["model"] != "fake" || (*body)["max_tokens"] != float64(16) {
+			return fmt.Sprintf("%s: body %v", r.URL.Path, *body)
+		}
+		msgs, _ := (*body)["messages"].([]any)
+		if len(msgs) != 1 {
+			return "want one message"
+		}
+		content, _ := msgs[0].(map[string]any)["content"].(string)
+		if n := len(content) / 4; n < 8 || n > 12 {
+			return fmt.Sprintf("prompt of %d tokens, want 8..12", n)
+		}
+	case "/v1/export":
+		if r.URL.Query().Get("rows") == "" {
+			return "export without rows"
+		}
+	case "/v1/standard/ping":
+	default:
+		return "unexpected path " + r.URL.Path
+	}
+	return ""
+}
+
+func allRoutesConfig(url string) Config {
+	return Config{
+		Targets: []string{url},
+		Mix: Mix{
+			Priorities: map[string]float64{"P0": 1, "P1": 1, "P2": 1},
+			Keys:       map[string]string{"P0": "key0", "P1": "key1", "P2": ""},
+			Routes: map[string]float64{
+				"predict": 1, "chat": 1, "chat-stream": 1, "agent": 1, "export": 1, "standard": 1,
+			},
+			PromptTokens: [2]int{8, 12},
+			MaxTokens:    16,
+		},
+		Arrival:        ArrivalPoisson,
+		ClientTimeout:  1500 * time.Millisecond,
+		MaxOutstanding: 30,
+		Seed:           1,
+	}
+}
+
+// runFor runs g at rate for d, then cancels and waits for Run to return.
+func runFor(t *testing.T, g *Generator, rate float64, d time.Duration) {
+	t.Helper()
+	if err := g.SetRate(rate); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(d + 10*time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// Every offered request ends in exactly one outcome, and each outcome is
+// the one the server's behaviour implies — including requests still in
+// flight when the context is cancelled (hangs that then time out) and
+// arrivals dropped because the outstanding cap was full.
+func TestExactAccounting(t *testing.T) {
+	srv := newBehaviourServer(t, "1500", "ok", "fallback", "ratelimit", "queue_full", "500", "truncated", "hang")
+	g, err := New(allRoutesConfig(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, 200, time.Second)
+	tot := g.Totals()
+
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	for _, p := range srv.problems {
+		t.Errorf("server saw a malformed request: %s", p)
+	}
+	if tot.Unaccounted() != 0 {
+		t.Errorf("offered %d, outcomes %v: %d unaccounted", tot.Offered, tot.Outcomes, tot.Unaccounted())
+	}
+	if tot.Outstanding != 0 {
+		t.Errorf("%d outstanding after Run returned", tot.Outstanding)
+	}
+	want := map[string]uint64{
+		OutcomeOK:               uint64(srv.did["ok"]),
+		OutcomeFallback:         uint64(srv.did["fallback"]),
+		OutcomeShedRateLimit:    uint64(srv.did["ratelimit"]),
+		OutcomeShedQueueFull:    uint64(srv.did["queue_full"]),
+		OutcomeError:            uint64(srv.did["500"] + srv.did["truncated"]),
+		OutcomeTimeout:          uint64(srv.did["hang"]),
+		OutcomeShedOverload:     0,
+		OutcomeShedQueueTimeout: 0,
+		OutcomeShedBudget:       0,
+	}
+	for name, n := range want {
+		if tot.Outcomes[name] != n {
+			t.Errorf("outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
+		}
+	}
+	received := uint64(srv.next.Load())
+	if dropped := tot.Outcomes[OutcomeGeneratorDropped]; tot.Offered-dropped != received {
+		t.Errorf("offered %d − dropped %d ≠ %d received by the server", tot.Offered, dropped, received)
+	}
+	if tot.Outcomes[OutcomeGeneratorDropped] == 0 {
+		t.Error("no generator_dropped: the cap of 30 should overflow with hanging requests")
+	}
+	if srv.did["hang"] == 0 || srv.did["ok"] == 0 {
+		t.Fatalf("too few requests to mean anything: %v", srv.did)
+	}
+	// Per priority: offered and outcomes add up, and the keys reached the server.
+	var sumOffered uint64
+	for i, p := range Priorities {
+		pt := tot.ByPriority[p]
+		sumOffered += pt.Offered
+		var s uint64
+		for _, n := range pt.Outcomes {
+			s += n
+		}
+		if s != pt.Offered {
+			t.Errorf("%s: offered %d, outcomes sum %d", p, pt.Offered, s)
+		}
+		key := []string{"Bearer key0", "Bearer key1", ""}[i]
+		if sent := pt.Offered - pt.Outcomes[OutcomeGeneratorDropped]; uint64(srv.byKey[key]) != sent {
+			t.Errorf("%s: server got %d requests with %q, client sent %d", p, srv.byKey[key], key, sent)
+		}
+		if pt.Latency.TotalCount() != int64(pt.Offered-pt.Outcomes[OutcomeGeneratorDropped]) {
+			t.Errorf("%s: %d latencies for %d sent", p, pt.Latency.TotalCount(), pt.Offered-pt.Outcomes[OutcomeGeneratorDropped])
+		}
+	}
+	if sumOffered != tot.Offered {
+		t.Errorf("priorities offered %d, total %d", sumOffered, tot.Offered)
+	}
+	// Admitted = sent and not shed.
+	admitted := tot.Outcomes[OutcomeOK] + tot.Outcomes[OutcomeFallback] + tot.Outcomes[OutcomeError] + tot.Outcomes[OutcomeTimeout]
+	if uint64(tot.Admitted.TotalCount()) != admitted {
+		t.Errorf("admitted histogram has %d values, want %d", tot.Admitted.TotalCount(), admitted)
+	}
+	// Timeouts took at least the client timeout, from their intended time.
+	if max := tot.Admitted.Max(); max < 1500*1000 {
+		t.Errorf("admitted max latency %dµs < client timeout", max)
+	}
+}
+
+// A connection refused is an error, and the accounting still holds.
+func TestConnectionRefused(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	cfg := allRoutesConfig(url)
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, 100, 300*time.Millisecond)
+	tot := g.Totals()
+	if tot.Offered == 0 || tot.Outcomes[OutcomeError] != tot.Offered-tot.Outcomes[OutcomeGeneratorDropped] {
+		t.Errorf("refused: offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+}
+
+// Latency counts from the intended arrival time: an arrival sent late
+// carries its lateness.
+func TestLatencyFromIntendedTime(t *testing.T) {
+	srv := newBehaviourServer(t, "1500", "ok")
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mix := newMixer(cfg.Mix, 1)
+	g.arrive(time.Now().Add(-700*time.Millisecond), mix)
+	g.wg.Wait()
+	tot := g.Totals()
+	if tot.Outcomes[OutcomeOK] != 1 {
+		t.Fatalf("outcomes %v", tot.Outcomes)
+	}
+	if min := tot.Admitted.Min(); min < 700*1000 {
+		t.Errorf("latency %dµs: the 700 ms of lateness was not counted", min)
+	}
+}
+
+// A server that stalls makes the arrivals queued behind the stall show it:
+// the generator keeps sending on schedule (open loop) and each queued
+// request's latency runs from its intended time.
+func TestStallShowsInLatency(t *testing.T) {
+	var mu sync.Mutex // the server serves one request at a time
+	var first atomic.Bool
+	var served atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first.CompareAndSwap(false, true) {
+			time.Sleep(600 * time.Millisecond)
+		}
+		served.Add(1)
+		fmt.Fprint(w, "pong")
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	cfg.MaxOutstanding = 1000
+	cfg.ClientTimeout = 5 * time.Second
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, 100, time.Second)
+	tot := g.Totals()
+	if tot.Unaccounted() != 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+		t.Fatalf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+	// Open loop: the stall did not slow the arrivals (about 100 in 1 s; a
+	// closed loop would have sent a handful).
+	if tot.Offered < 50 {
+		t.Errorf("only %d arrivals in 1 s at 100/s: the stall throttled the rate", tot.Offered)
+	}
+	// Arrivals during the first ~600 ms waited for the stall: at 100/s that
+	// is dozens of requests with latencies spread up to ~600 ms.
+	h := tot.Admitted
+	slow := int64(0)
+	for _, b := range h.Distribution() {
+		if b.From >= 200*1000 {
+			slow += b.Count
+		}
+	}
+	if slow < 20 {
+		t.Errorf("%d requests ≥ 200 ms; want the ~40 queued behind the 600 ms stall", slow)
+	}
+	if h.Max() < 500*1000 {
+		t.Errorf("max latency %dµs, want ≥ 500 ms (the stall)", h.Max())
+	}
+}
+
+// Rate 0 pauses the arrivals; Tick windows count them.
+func TestPauseAndTick(t *testing.T) {
+	srv := newBehaviourServer(t, "1500", "ok")
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(200); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	time.Sleep(300 * time.Millisecond)
+	if err := g.SetRate(0); err != nil {
+		t.Fatal(err)
+	}
+	w1 := g.Tick()
+	time.Sleep(300 * time.Millisecond)
+	w2 := g.Tick()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if w1.Offered == 0 || w1.OfferedTotal != w1.Offered {
+		t.Errorf("first window: offered %d, total %d", w1.Offered, w1.OfferedTotal)
+	}
+	if w2.Offered > 1 { // one arrival may have been on its way when the rate changed
+		t.Errorf("paused window offered %d", w2.Offered)
+	}
+	if w2.TargetRPS != 0 || w1.Duration <= 0 || w2.Duration < 250*time.Millisecond {
+		t.Errorf("windows: %+v / %+v", w1, w2)
+	}
+	if err := g.Run(context.Background()); err == nil {
+		t.Error("second Run did not fail")
+	}
+	tot := g.Totals()
+	if tot.Unaccounted() != 0 {
+		t.Errorf("unaccounted %d", tot.Unaccounted())
+	}
+	p := w1.ByPriority["P0"]
+	if w1.ByPriority["P0"].Offered+w1.ByPriority["P1"].Offered+w1.ByPriority["P2"].Offered != w1.Offered {
+		t.Errorf("per-priority offered does not add up: %+v", w1.ByPriority)
+	}
+	if p.OK > p.Finished || p.Finished > p.OfferedTotal {
+		t.Errorf("P0 window inconsistent: %+v", p)
+	}
+	for _, name := range Outcomes {
+		if _, ok := w1.Outcomes[name]; !ok {
+			t.Errorf("window lacks outcome %s", name)
+		}
+	}
+}
+
+// Slow clients read at the set speed: 20 KB at 40 KB/s takes ≥ ~0.5 s.
+func TestSlowClients(t *testing.T) {
+	payload := strings.Repeat("x", 20<<10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, payload)
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"export": 1}
+	cfg.ClientTimeout = 5 * time.Second
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetSlowClients(1, 40); err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, 20, 200*time.Millisecond)
+	tot := g.Totals()
+	if tot.Outcomes[OutcomeOK] == 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+		t.Fatalf("outcomes %v", tot.Outcomes)
+	}
+	if min := tot.Admitted.Min(); min < 400*1000 {
+		t.Errorf("a slow reader finished 20 KB at 40 KB/s in %dµs", min)
+	}
+	// A slow reader past the client timeout is a timeout.
+	g2, _ := New(func() Config { c := cfg; c.ClientTimeout = 200 * time.Millisecond; return c }())
+	_ = g2.SetSlowClients(1, 10)
+	runFor(t, g2, 20, 100*time.Millisecond)
+	if tot := g2.Totals(); tot.Outcomes[OutcomeTimeout] != tot.Offered || tot.Offered == 0 {
+		t.Errorf("slow reader past deadline: %v", tot.Outcomes)
+	}
+}
