@@ -1,0 +1,189 @@
+package fakemodel
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultKnobsValid(t *testing.T) {
+	k := DefaultKnobs()
+	if err := k.Validate(); err != nil {
+		t.Fatalf("DefaultKnobs().Validate() = %v", err)
+	}
+	// The doc comment promises 3 nodes ≈ 215 req/s of capacity.
+	capacity := 3 * float64(k.Slots) / k.MeanService().Seconds()
+	if capacity < 200 || capacity > 230 {
+		t.Fatalf("default 3-node capacity %.1f req/s, doc says ≈ 215", capacity)
+	}
+}
+
+func TestKnobsValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Knobs)
+		field string // "" when valid
+	}{
+		{"defaults", func(*Knobs) {}, ""},
+		{"fixed zero", func(k *Knobs) { k.Latency = Latency{Dist: DistFixed, P50Ms: 1, P99Ms: 1} }, ""},
+		{"uniform", func(k *Knobs) { k.Latency.Dist, k.Latency.MinMs, k.Latency.MaxMs = DistUniform, 10, 10 }, ""},
+		{"reject", func(k *Knobs) { k.Overflow = OverflowReject }, ""},
+		{"error+hang 1", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.5, 0.5 }, ""},
+		{"bad dist", func(k *Knobs) { k.Latency.Dist = "normal" }, "latency.dist"},
+		{"p50 zero", func(k *Knobs) { k.Latency.P50Ms = 0 }, "latency.p50_ms"},
+		{"p50 nan", func(k *Knobs) { k.Latency.P50Ms = math.NaN() }, "latency.p50_ms"},
+		{"p99 below p50", func(k *Knobs) { k.Latency.P99Ms = 100 }, "latency.p99_ms"},
+		{"p99 huge", func(k *Knobs) { k.Latency.P99Ms = maxMs + 1 }, "latency.p99_ms"},
+		{"fixed negative", func(k *Knobs) { k.Latency.FixedMs = -1 }, "latency.fixed_ms"},
+		{"max below min", func(k *Knobs) { k.Latency.MinMs, k.Latency.MaxMs = 50, 40 }, "latency.max_ms"},
+		{"multiplier", func(k *Knobs) { k.LatencyMultiplier = 101 }, "latency_multiplier"},
+		{"add negative", func(k *Knobs) { k.LatencyAddMs = -5 }, "latency_add_ms"},
+		{"ttft inf", func(k *Knobs) { k.TTFTMs = math.Inf(1) }, "ttft_ms"},
+		{"tokens zero", func(k *Knobs) { k.TokensPerS = 0 }, "tokens_per_s"},
+		{"ms per 1k", func(k *Knobs) { k.MsPer1kTokens = -1 }, "ms_per_1k_tokens"},
+		{"slots zero", func(k *Knobs) { k.Slots = 0 }, "slots"},
+		{"overflow", func(k *Knobs) { k.Overflow = "drop" }, "overflow"},
+		{"queue size", func(k *Knobs) { k.QueueSize = -1 }, "queue_size"},
+		{"slowdown", func(k *Knobs) { k.Slowdown = -1 }, "slowdown"},
+		{"error rate", func(k *Knobs) { k.ErrorRate = 1.5 }, "error_rate"},
+		{"hang rate", func(k *Knobs) { k.HangRate = -0.1 }, "hang_rate"},
+		{"rates sum", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.6, 0.6 }, "hang_rate"},
+		{"churn", func(k *Knobs) { k.ChurnMBPerS = -1 }, "churn_mb_per_s"},
+		{"hog duty", func(k *Knobs) { k.CPUHogDuty = 1 }, "cpu_hog_duty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := DefaultKnobs()
+			tt.edit(&k)
+			err := k.Validate()
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			var ke *KnobError
+			if !errors.As(err, &ke) || ke.Field != tt.field {
+				t.Fatalf("Validate() = %v, want a KnobError on %q", err, tt.field)
+			}
+			if !strings.Contains(ke.Msg, "must be") {
+				t.Fatalf("message %q does not state the allowed values", ke.Msg)
+			}
+		})
+	}
+}
+
+func TestKnobsPatch(t *testing.T) {
+	base := DefaultKnobs()
+	tests := []struct {
+		name  string
+		patch string
+		field string // error field; "-" for an error without field; "" for success
+		check func(t *testing.T, k Knobs)
+	}{
+		{"empty object", `{}`, "", func(t *testing.T, k Knobs) {
+			if k != base {
+				t.Fatalf("got %+v, want unchanged", k)
+			}
+		}},
+		{"nested partial", `{"latency":{"p99_ms":900},"slots":4}`, "", func(t *testing.T, k Knobs) {
+			if k.Latency.P99Ms != 900 || k.Latency.P50Ms != 200 || k.Latency.Dist != DistLognormal || k.Slots != 4 {
+				t.Fatalf("got %+v", k)
+			}
+		}},
+		{"pressure flat", `{"ballast_mb":8,"cpu_hog_goroutines":2,"cpu_hog_duty":0.5}`, "", func(t *testing.T, k Knobs) {
+			if k.BallastMB != 8 || k.CPUHogGoroutines != 2 || k.CPUHogDuty != 0.5 {
+				t.Fatalf("got %+v", k.Config)
+			}
+		}},
+		{"bool", `{"abort_on_disconnect":true}`, "", func(t *testing.T, k Knobs) {
+			if !k.AbortOnDisconnect {
+				t.Fatal("abort_on_disconnect not set")
+			}
+		}},
+		{"unknown knob", `{"slotz":3}`, "slotz", nil},
+		{"unknown nested", `{"latency":{"p95_ms":3}}`, "p95_ms", nil},
+		{"wrong type", `{"slots":"many"}`, "slots", nil},
+		{"wrong nested type", `{"latency":{"p50_ms":true}}`, "latency.p50_ms", nil},
+		{"out of range", `{"error_rate":2}`, "error_rate", nil},
+		{"cross-field", `{"latency":{"p50_ms":1000}}`, "latency.p99_ms", nil},
+		{"not an object", `[1,2]`, "-", nil},
+		{"trailing", `{"slots":3} {"slots":4}`, "-", nil},
+		{"empty", ``, "-", nil},
+		{"malformed", `{"slots":`, "-", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := base.Patch([]byte(tt.patch))
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("Patch = %v", err)
+				}
+				tt.check(t, got)
+				return
+			}
+			var ke *KnobError
+			if !errors.As(err, &ke) {
+				t.Fatalf("Patch = %v, want a KnobError", err)
+			}
+			if tt.field != "-" && ke.Field != tt.field {
+				t.Fatalf("error field %q (%v), want %q", ke.Field, err, tt.field)
+			}
+			if got != base {
+				t.Fatalf("failed Patch returned changed knobs %+v", got)
+			}
+		})
+	}
+	if base != DefaultKnobs() {
+		t.Fatal("Patch changed its receiver")
+	}
+}
+
+func TestLoadKnobsYAML(t *testing.T) {
+	k, err := LoadKnobsYAML(strings.NewReader("latency:\n  dist: fixed\n  fixed_ms: 50\nslots: 8\nballast_mb: 4\n"), DefaultKnobs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.Latency.Dist != DistFixed || k.Latency.FixedMs != 50 || k.Slots != 8 || k.BallastMB != 4 || k.TTFTMs != 200 {
+		t.Fatalf("got %+v", k)
+	}
+	if k.MeanService() != 50*time.Millisecond {
+		t.Fatalf("MeanService = %v, want 50ms", k.MeanService())
+	}
+	for _, bad := range []string{"slotz: 3\n", "slots: 0\n", "latency: [1]\n", "slots: many\n"} {
+		if _, err := LoadKnobsYAML(strings.NewReader(bad), DefaultKnobs()); err == nil {
+			t.Errorf("LoadKnobsYAML(%q) = nil error", bad)
+		}
+	}
+	if k, err := LoadKnobsYAML(strings.NewReader(""), DefaultKnobs()); err != nil || k != DefaultKnobs() {
+		t.Errorf("empty YAML: %v, %+v", err, k)
+	}
+}
+
+func TestServiceTimeAndMean(t *testing.T) {
+	k := DefaultKnobs()
+	// Lognormal mean = exp(mu + sigma²/2).
+	mu, sigma := math.Log(200), (math.Log(600)-math.Log(200))/z99
+	want := math.Exp(mu + sigma*sigma/2)
+	if got := k.MeanService().Seconds() * 1000; math.Abs(got-want) > 1e-6 {
+		t.Fatalf("MeanService = %.6f ms, want %.6f", got, want)
+	}
+	k.LatencyMultiplier, k.LatencyAddMs = 2, 10
+	if got := k.MeanService().Seconds() * 1000; math.Abs(got-(2*want+10)) > 1e-6 {
+		t.Fatalf("MeanService with ×2 +10 = %.6f ms, want %.6f", got, 2*want+10)
+	}
+	k.MsPer1kTokens, k.Slowdown, k.Slots = 100, 1, 10
+	// (100×2 + 10 + 500 tokens × 0.1 ms) × (1 + 1 × 5/10) = 260 × 1.5 = 390 ms.
+	if got := k.ServiceTime(100*time.Millisecond, 500, 5); got != 390*time.Millisecond {
+		t.Fatalf("ServiceTime = %v, want 390ms", got)
+	}
+	// TTFT: (200×2 + 10) × (1 + 10/10) = 820 ms; interval 20 ms × 2.
+	if got := k.TTFT(10); got != 820*time.Millisecond {
+		t.Fatalf("TTFT = %v, want 820ms", got)
+	}
+	if got := k.TokenInterval(10); got != 40*time.Millisecond {
+		t.Fatalf("TokenInterval = %v, want 40ms", got)
+	}
+}
