@@ -1,0 +1,132 @@
+package upstream
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchWorkers is the number of concurrent callers: well above Go's default
+// of 2 idle connections per host, as behind a busy gateway.
+const benchWorkers = 16
+
+func benchNodes(b *testing.B) []string {
+	b.Helper()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"decision":"APPROVE","score":0.87}`)
+	})
+	var urls []string
+	for range 2 {
+		s := httptest.NewServer(h)
+		b.Cleanup(s.Close)
+		urls = append(urls, s.URL)
+	}
+	return urls
+}
+
+// benchPool builds a pool over nodes; defaultTransport swaps in a clone of
+// http.DefaultTransport (MaxIdleConnsPerHost 0 → 2). The counter counts
+// TCP dials.
+func benchPool(b *testing.B, nodes []string, defaultTransport bool) (*Pool, *atomic.Int64) {
+	b.Helper()
+	cfg := Config{Nodes: nodes}
+	tr := NewTransport(cfg)
+	if defaultTransport {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	dial := tr.DialContext
+	dials := new(atomic.Int64)
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	p, err := New(cfg, WithTransport(tr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Close)
+	return p, dials
+}
+
+var benchBody = []byte(`{"features":[1,2,3]}`)
+
+// drive sends n requests through p from benchWorkers goroutines and returns
+// the elapsed time.
+func drive(b *testing.B, p *Pool, n int) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range benchWorkers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				resp, err := p.Do(context.Background(), http.MethodPost, "/v1/predict", benchBody, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// BenchmarkPoolDo reports req/s through the pool with its tuned transport and
+// with Go's default transport.
+func BenchmarkPoolDo(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		def  bool
+	}{{"tuned", false}, {"default_transport", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, dials := benchPool(b, benchNodes(b), tc.def)
+			drive(b, p, 200) // warm up connections
+			d0 := dials.Load()
+			b.ReportAllocs()
+			b.ResetTimer()
+			el := drive(b, p, b.N)
+			b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
+			b.ReportMetric(float64(dials.Load()-d0)/float64(b.N), "dials/op")
+		})
+	}
+}
+
+// BenchmarkPoolDoTransportRatio pushes the same b.N requests through both
+// pools in one run and reports the throughput ratio tuned/default. The two
+// pools take turns in ten interleaved rounds, so noise from a shared machine
+// falls on both alike.
+func BenchmarkPoolDoTransportRatio(b *testing.B) {
+	nodes := benchNodes(b)
+	tuned, _ := benchPool(b, nodes, false)
+	def, _ := benchPool(b, nodes, true)
+	drive(b, tuned, 200)
+	drive(b, def, 200)
+	b.ResetTimer()
+	const rounds = 10
+	var et, ed time.Duration
+	for r := range rounds {
+		n := b.N / rounds
+		if r == 0 {
+			n += b.N % rounds
+		}
+		if r%2 == 0 {
+			et += drive(b, tuned, n)
+			ed += drive(b, def, n)
+		} else {
+			ed += drive(b, def, n)
+			et += drive(b, tuned, n)
+		}
+	}
+	b.ReportMetric(float64(b.N)/et.Seconds(), "tuned_req/s")
+	b.ReportMetric(float64(b.N)/ed.Seconds(), "default_req/s")
+	b.ReportMetric(ed.Seconds()/et.Seconds(), "tuned/default")
+}
