@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/levee-lab/levee/lab/load"
+)
+
+func init() {
+	register(command{
+		name:    "loadtest",
+		summary: "open-loop load against a URL (or a loopback server): target vs achieved rate",
+		run:     runLoadtest,
+	})
+}
+
+func runLoadtest(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]", stderr)
+	rate := fs.Float64("rate", 2000, "target arrival rate, requests per second")
+	duration := fs.Duration("duration", 5*time.Second, "how long to offer load")
+	url := fs.String("url", "", "base URL of a gateway; empty starts a trivial loopback server in-process")
+	route := fs.String("route", "standard", "route to send: predict, chat, chat-stream, agent, export, standard")
+	arrival := fs.String("arrival", load.ArrivalConstant, "arrival process: constant or poisson")
+	timeout := fs.Duration("timeout", 2*time.Second, "client timeout per request")
+	maxOut := fs.Int("max-outstanding", 10000, "cap on requests in flight; arrivals beyond it are generator_dropped")
+	key := fs.String("key", "", "API key sent as Authorization: Bearer KEY (empty: none)")
+	seed := fs.Int64("seed", 1, "seed of the arrival schedule and the mix")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "levee loadtest: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *duration <= 0 {
+		fmt.Fprintln(stderr, "levee loadtest: --duration must be > 0")
+		return 2
+	}
+
+	target := *url
+	var served func() uint64
+	if target == "" {
+		addr, count, stop, err := startLoopbackServer()
+		if err != nil {
+			fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
+			return 1
+		}
+		defer stop()
+		target, served = "http://"+addr, count
+		fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+	}
+
+	cfg := load.Config{
+		Targets: []string{target},
+		Mix: load.Mix{
+			Priorities:   map[string]float64{"P0": 1},
+			Keys:         map[string]string{"P0": *key},
+			Routes:       map[string]float64{*route: 1},
+			PromptTokens: [2]int{16, 64},
+			MaxTokens:    32,
+		},
+		Arrival:        *arrival,
+		ClientTimeout:  *timeout,
+		MaxOutstanding: *maxOut,
+		Seed:           *seed,
+	}
+	g, err := load.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
+		return 2
+	}
+	if err := g.SetRate(*rate); err != nil {
+		fmt.Fprintf(stderr, "levee loadtest: --rate: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	defer cancel()
+	if err := g.Run(ctx); err != nil {
+		fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
+		return 1
+	}
+	t := g.Totals()
+	printLoadtest(stdout, *rate, t)
+	if served != nil {
+		fmt.Fprintf(stdout, "server received %d\n", served())
+	}
+	if u := t.Unaccounted(); u != 0 {
+		fmt.Fprintf(stderr, "levee loadtest: %d offered requests have no outcome\n", u)
+		return 1
+	}
+	return 0
+}
+
+func printLoadtest(w io.Writer, target float64, t load.Totals) {
+	errPct := 0.0
+	if target > 0 {
+		errPct = 100 * loadtestAbs(t.AchievedRPS-target) / target
+	}
+	fmt.Fprintf(w, "target %.1f req/s  achieved %.1f req/s  error %.3f %%  (offered %d in %.3f s)\n",
+		target, t.AchievedRPS, errPct, t.Offered, t.Elapsed.Seconds())
+	var parts []string
+	for _, o := range load.Outcomes {
+		if n := t.Outcomes[o]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	fmt.Fprintf(w, "outcomes: %s  (unaccounted %d)\n", strings.Join(parts, ", "), t.Unaccounted())
+	h := t.Admitted
+	if h.TotalCount() > 0 {
+		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
+			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,
+			float64(h.ValueAtQuantile(99.9))/1000, float64(h.Max())/1000)
+	}
+}
+
+func loadtestAbs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// startLoopbackServer serves every load route trivially on 127.0.0.1 and
+// counts the requests.
+func startLoopbackServer() (addr string, served func() uint64, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("loopback server: %w", err)
+	}
+	var count loadtestCounter
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			count.add()
+			_, _ = io.Copy(io.Discard, r.Body)
+			switch {
+			case r.URL.Path == "/v1/export":
+				w.Header().Set("Content-Type", "application/x-ndjson")
+				for i := range 10 {
+					fmt.Fprintf(w, "{\"row\":%d}\n", i)
+				}
+			case r.Header.Get("Accept") == "text/event-stream":
+				w.Header().Set("Content-Type", "text/event-stream")
+				fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
+			default:
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"ok":true}`)
+			}
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Printf("loopback server: %v\n", err)
+		}
+	}()
+	stop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+	return ln.Addr().String(), count.get, stop, nil
+}
+
+// loadtestCounter is a tiny atomic counter.
+type loadtestCounter struct{ n atomic.Uint64 }
+
+func (c *loadtestCounter) add()        { c.n.Add(1) }
+func (c *loadtestCounter) get() uint64 { return c.n.Load() }
