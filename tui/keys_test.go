@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/levee-lab/levee/lab"
 )
 
 func keyRunes(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
@@ -46,10 +47,12 @@ func TestKeyBindings(t *testing.T) {
 		{name: "p resumes a paused ramp", setup: func(f *fakeControls) { f.paused = true },
 			keys: []tea.KeyMsg{keyRunes("p")}, wantCalls: []string{"PauseRamp(false)"}, wantView: "ramp resumed"},
 		{name: "1 toggles the fault on key 1", keys: []tea.KeyMsg{keyRunes("1")}, wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "[1] node_kill ●"},
-		{name: "3 toggles the fault on key 3", keys: []tea.KeyMsg{keyRunes("3")}, wantCalls: []string{"ToggleFault(gc_pressure)"}, wantView: "fault gc_pressure applied"},
+		{name: "3 toggles the fault on key 3", keys: []tea.KeyMsg{keyRunes("3")}, wantCalls: []string{"ToggleFault(gc_pressure)"}, wantView: "fault gc_pressure: applying"},
 		{name: "pressing 2 twice reverts", keys: []tea.KeyMsg{keyRunes("2"), keyRunes("2")},
-			wantCalls: []string{"ToggleFault(model_latency)", "ToggleFault(model_latency)"}, wantView: "fault model_latency reverted"},
+			wantCalls: []string{"ToggleFault(model_latency)", "ToggleFault(model_latency)"}, wantView: "fault model_latency: reverting"},
 		{name: "9 without a fault says so", keys: []tea.KeyMsg{keyRunes("9")}, wantView: "no fault on key 9"},
+		{name: "0 toggles a tenth fault", setup: func(f *fakeControls) { f.faults = append(f.faults, lab.FaultStatus{Key: "0", Name: "redis_down"}) },
+			keys: []tea.KeyMsg{keyRunes("0")}, wantCalls: []string{"ToggleFault(redis_down)"}, wantView: "fault redis_down: applying"},
 		{name: "fault error shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
 			keys: []tea.KeyMsg{keyRunes("1")}, wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "fault node_kill: admin API said no"},
 		{name: "d opens the defenses panel", keys: []tea.KeyMsg{keyRunes("d")}, wantView: "[x] ratelimit"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -60,6 +61,7 @@ type Model struct {
 	help        help.Model
 	stopTimeout time.Duration
 	history     int
+	log         *Log // may be nil
 
 	width, height int
 
@@ -147,7 +149,12 @@ func waitSample(ch <-chan lab.Sample) tea.Cmd {
 }
 
 // Init starts reading Samples.
-func (m *Model) Init() tea.Cmd { return waitSample(m.samples) }
+func (m *Model) Init() tea.Cmd {
+	if m.log != nil {
+		return tea.Batch(waitSample(m.samples), waitLog(m.log))
+	}
+	return waitSample(m.samples)
+}
 
 // Update handles Samples, keys and window sizes.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -157,6 +164,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshControls()
 		m.renderPanels()
 		return m, waitSample(m.samples)
+	case logMsg:
+		low := strings.ToLower(string(msg))
+		m.setStatus(string(msg), strings.Contains(low, "error") || strings.Contains(low, "fail"))
+		return m, waitLog(m.log)
 	case samplesDoneMsg:
 		m.samplesEnd = true
 		if !m.stopping {
@@ -315,9 +326,9 @@ func (m *Model) toggleFault(k string) {
 		if err := m.ctrl.ToggleFault(f.Name); err != nil {
 			m.setStatus(fmt.Sprintf("fault %s: %v", f.Name, err), true)
 		} else if f.Active {
-			m.setStatus("fault "+f.Name+" reverted", false)
+			m.setStatus("fault "+f.Name+": reverting", false)
 		} else {
-			m.setStatus("fault "+f.Name+" applied", false)
+			m.setStatus("fault "+f.Name+": applying", false)
 		}
 		m.faults = m.ctrl.Faults()
 		return

@@ -17,6 +17,10 @@ import (
 // error). in and out must be a terminal; callers check that first.
 func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, opts ...Option) error {
 	m := New(ctrl, opts...)
+	if m.log != nil {
+		m.log.setCapture(true)
+		defer m.log.setCapture(false)
+	}
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx),
 		tea.WithInput(in),
