@@ -237,6 +237,9 @@ func contains(ns []*node, n *node) bool {
 // The node counts the request as outstanding until the returned response's
 // body is closed; the caller must close it.
 func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Response, error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("upstream: path %q must start with /", path)
+	}
 	p.budget.Deposit()
 	var tried []*node
 	var lastErr error

@@ -567,6 +567,22 @@ func TestPoolCallerCancel(t *testing.T) {
 	}
 }
 
+func TestPoolBadPath(t *testing.T) {
+	a := newTestNode(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL}})
+	for _, path := range []string{"", "work", "http://elsewhere/x"} {
+		if _, err := p.Do(context.Background(), http.MethodGet, path, nil, nil); err == nil || !strings.Contains(err.Error(), "must start with /") {
+			t.Errorf("path %q: err %v", path, err)
+		}
+	}
+	if _, err := p.Do(context.Background(), "BAD METHOD", "/work", nil, nil); err == nil {
+		t.Errorf("bad method accepted")
+	}
+	if a.hits.Load() != 0 || p.Stats()[0].Inflight != 0 {
+		t.Fatalf("bad input reached the node or leaked inflight: %+v", p.Stats()[0])
+	}
+}
+
 func TestPoolMetrics(t *testing.T) {
 	checkGoroutines(t)
 	a := newTestNode(t)

@@ -158,8 +158,11 @@ func TestPoolNodeProcessKilled(t *testing.T) {
 				if c := p.Counters(); c.RetriesSent != 1 || good.hits.Load() != 1 {
 					t.Fatalf("counters %+v, good hits %d", c, good.hits.Load())
 				}
-			} else if t.Logf("killed mid-request, no retry: %v", r.err); !errors.Is(r.err, ErrConn) {
-				t.Fatalf("without retry: err %v, want ErrConn", r.err)
+			} else {
+				t.Logf("killed mid-request, no retry: %v", r.err)
+				if !errors.Is(r.err, ErrConn) {
+					t.Fatalf("without retry: err %v, want ErrConn", r.err)
+				}
 			}
 			cmd.Wait() // reaped: its port now refuses connections
 
