@@ -245,10 +245,10 @@ type AgentConfig struct {
 type UpstreamConfig struct {
 	// Nodes are model node addresses (host:port or http://host:port). ≥ 1.
 	Nodes []string `yaml:"nodes" json:"nodes"`
-	// HealthInterval between active health checks (GET HealthPath). > 0.
+	// HealthInterval between active health checks (GET HealthPath, 200 =
+	// up; each check times out after one interval). > 0.
 	HealthInterval time.Duration `yaml:"health_interval" json:"health_interval"`
 	HealthPath     string        `yaml:"health_path" json:"health_path"`
-	HealthTimeout  time.Duration `yaml:"health_timeout" json:"health_timeout"`
 	// Breaker is the per-node circuit breaker.
 	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
 	// RetryBudget bounds retries (connection failures only).
@@ -388,7 +388,7 @@ func DefaultConfig() Config {
 			Standard: RouteConfig{Timeout: 2 * time.Second},
 		},
 		RateLimit: RateLimitConfig{
-			Store: StoreConfig{Kind: "local", Timeout: 20 * time.Millisecond, FailOpen: true, Share: 1},
+			Store: StoreConfig{Kind: "local", Timeout: 5 * time.Millisecond, FailOpen: true, Share: 1},
 		},
 		Guard: GuardConfig{
 			Interval:             100 * time.Millisecond,
@@ -416,7 +416,6 @@ func DefaultConfig() Config {
 		Upstream: UpstreamConfig{
 			HealthInterval: time.Second,
 			HealthPath:     "/healthz",
-			HealthTimeout:  500 * time.Millisecond,
 			Breaker: BreakerConfig{
 				FailureRatio: 0.5, MinRequests: 20, Window: 10 * time.Second,
 				OpenFor: 5 * time.Second, HalfOpenProbes: 3,
@@ -836,9 +835,6 @@ func (u *UpstreamConfig) validate() error {
 	}
 	if !strings.HasPrefix(u.HealthPath, "/") {
 		return fieldErr("upstream.health_path", "must start with / (got %q)", u.HealthPath)
-	}
-	if u.HealthTimeout <= 0 {
-		return fieldErr("upstream.health_timeout", "must be > 0 (got %s)", u.HealthTimeout)
 	}
 	b := u.Breaker
 	if !(b.FailureRatio > 0 && b.FailureRatio <= 1) {

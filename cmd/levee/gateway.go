@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/levee-lab/levee/gateway"
+)
+
+func init() {
+	register(command{
+		name:    "gateway",
+		summary: "run the AI gateway (the defense chain) in front of model nodes",
+		run:     runGateway,
+	})
+}
+
+func runGateway(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("gateway", "gateway --config FILE [flags]", stderr)
+	configPath := fs.String("config", "", "gateway YAML config `file` (required; see gateway/testdata/example.yaml)")
+	listen := fs.String("listen", "", "traffic `address`, overrides the config's listen (127.0.0.1:0 picks a free port)")
+	admin := fs.String("admin", "", "admin API `address`, overrides the config's admin")
+	token := fs.String("admin-token", "", "admin bearer `token` (else env LEVEE_ADMIN_TOKEN, the config's admin_token, or a generated one printed on stderr)")
+	logLevel := fs.String("log-level", "info", "stderr log `level`: debug, info, warn, error")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "levee gateway: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *configPath == "" {
+		fmt.Fprintln(stderr, "levee gateway: --config FILE is required")
+		fs.Usage()
+		return 2
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "levee gateway: --log-level: %v\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+
+	cfg, err := gateway.LoadConfig(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee gateway: %v\n", err)
+		return 1
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *admin != "" {
+		cfg.Admin = *admin
+	}
+	tok := *token
+	if tok == "" {
+		tok = os.Getenv("LEVEE_ADMIN_TOKEN")
+	}
+	if tok == "" {
+		tok = cfg.AdminToken
+	}
+	if tok == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		tok = hex.EncodeToString(b[:])
+		fmt.Fprintf(stderr, "admin token: %s\n", tok)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	srv, err := gateway.Start(context.Background(), cfg, tok, gateway.WithLogger(log))
+	if err != nil {
+		fmt.Fprintf(stderr, "levee gateway: %v\n", err)
+		return 1
+	}
+	ready, _ := json.Marshal(map[string]any{"levee_ready": map[string]any{
+		"kind": "gateway", "listen": srv.Addr(), "admin": srv.AdminAddr(), "pid": os.Getpid(),
+	}})
+	fmt.Fprintf(stdout, "%s\n", ready)
+	log.Info("gateway ready", "listen", srv.Addr(), "admin", srv.AdminAddr(), "nodes", len(cfg.Upstream.Nodes))
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		log.Info("gateway draining", "timeout", cfg.DrainTimeout)
+	case err := <-srv.Err():
+		log.Error("gateway listener failed", "err", err)
+		code = 1
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(dctx); err != nil {
+		log.Warn("gateway drain incomplete", "err", err)
+	}
+	log.Info("gateway stopped")
+	return code
+}

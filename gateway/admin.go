@@ -1,0 +1,354 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/pressure"
+)
+
+// State is the answer of GET /admin/state and of every PUT.
+type State struct {
+	Defenses  map[string]bool      `json:"defenses"`
+	Level     string               `json:"level"`
+	Limits    LimitsState          `json:"limits"`
+	Upstreams []upstream.NodeStats `json:"upstreams"`
+	Retries   upstream.Counters    `json:"retries"`
+	Guard     admit.GuardStats     `json:"guard"`
+	Pressure  pressure.Config      `json:"pressure"`
+}
+
+// LimitsState is the limits part of State.
+type LimitsState struct {
+	Classes             map[string]ClassState `json:"classes"`
+	TokenBudget         int64                 `json:"token_budget"`
+	TokensInflight      int64                 `json:"tokens_inflight"`
+	MaxSubcallsInflight int64                 `json:"max_subcalls_inflight"`
+	RateLimit           RateLimitState        `json:"ratelimit"`
+}
+
+// RateLimitState lists the rate-limit rules in force.
+type RateLimitState struct {
+	Store string     `json:"store"`
+	Rules []ruleJSON `json:"rules"`
+}
+
+// ClassState is one bulkhead: its configuration and what it holds now.
+type ClassState struct {
+	Algorithm      string `json:"algorithm"`
+	Limit          int    `json:"limit"`            // current (adaptive limiters move it)
+	ConfiguredLmt  int    `json:"configured_limit"` // configured (initial) limit
+	Min            int    `json:"min"`
+	Max            int    `json:"max"`
+	QueueSize      int    `json:"queue_size"`
+	QueueTimeoutMs int64  `json:"queue_timeout_ms"`
+	Inflight       int    `json:"inflight"`
+	Queued         []int  `json:"queued"` // by priority P0, P1, P2
+}
+
+// State returns the gateway's current state.
+func (g *Gateway) State() State {
+	g.limMu.Lock()
+	defer g.limMu.Unlock()
+	return g.stateLocked()
+}
+
+func (g *Gateway) stateLocked() State {
+	st := State{
+		Defenses:  g.Defenses().Map(),
+		Level:     g.guard.Level().String(),
+		Upstreams: g.pool.Stats(),
+		Retries:   g.pool.Counters(),
+		Guard:     g.guard.Snapshot(),
+		Pressure:  g.press.Config(),
+		Limits: LimitsState{
+			Classes:             make(map[string]ClassState, numClasses),
+			TokenBudget:         g.budget.Capacity(),
+			TokensInflight:      g.budget.Inflight(),
+			MaxSubcallsInflight: g.subCap.Load(),
+			RateLimit:           RateLimitState{Store: g.cfg.RateLimit.Store.Kind, Rules: []ruleJSON{}},
+		},
+	}
+	for c, cc := range g.classConfigs() {
+		bs := g.bulkheads[c].Stats()
+		st.Limits.Classes[classID(c).String()] = ClassState{
+			Algorithm: cc.Algorithm, Limit: bs.Limit, ConfiguredLmt: cc.Limit, Min: cc.Min, Max: cc.Max,
+			QueueSize: cc.QueueSize, QueueTimeoutMs: cc.QueueTimeout.Milliseconds(),
+			Inflight: bs.Inflight, Queued: bs.QueueDepth[:],
+		}
+	}
+	for _, r := range g.rules.Load().rules {
+		st.Limits.RateLimit.Rules = append(st.Limits.RateLimit.Rules, toRuleJSON(r))
+	}
+	return st
+}
+
+// requireToken wraps h with bearer-token authentication (constant time).
+func requireToken(token string, h http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="levee-admin"`)
+			writeError(w, http.StatusUnauthorized, 0, false, "Authorization", "missing or wrong admin token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (g *Gateway) newAdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/state", func(w http.ResponseWriter, r *http.Request) {
+		writeAdmin(w, g.State())
+	})
+	mux.HandleFunc("PUT /admin/defenses", g.putDefenses)
+	mux.HandleFunc("PUT /admin/limits", g.putLimits)
+	mux.HandleFunc("PUT /admin/pressure", g.putPressure)
+	mux.HandleFunc("PUT /admin/level", g.putLevel)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, 0, false, "", "no admin route "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+func writeAdmin(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// decodeAdmin decodes one JSON object with no unknown fields. On error it
+// answers 400 naming the field and returns false.
+func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, 0, false, "", "body: "+err.Error())
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		field := ""
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			field = te.Field
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			field = strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		}
+		writeError(w, http.StatusBadRequest, 0, false, field, "malformed JSON: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, 0, false, "", "trailing data after the JSON object")
+		return false
+	}
+	return true
+}
+
+// putDefenses is PUT /admin/defenses: a partial object of booleans.
+func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
+	var patch map[string]*bool
+	if !decodeAdmin(w, r, &patch) {
+		return
+	}
+	d := g.Defenses()
+	for _, name := range sortedKeys(patch) {
+		v := patch[name]
+		if v == nil {
+			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
+			return
+		}
+		if !d.Set(name, *v) {
+			writeError(w, http.StatusBadRequest, 0, false, name, "unknown defense; want one of "+strings.Join(DefenseNames, ", "))
+			return
+		}
+	}
+	g.applyDefenses(d)
+	g.log.Info("gateway: defenses", "defenses", fmt.Sprint(d.Map()))
+	writeAdmin(w, g.State())
+}
+
+// limitsPatch is the body of PUT /admin/limits; every part is optional.
+type limitsPatch struct {
+	Classes             map[string]classPatch `json:"classes"`
+	TokenBudget         *int64                `json:"token_budget"`
+	MaxSubcallsInflight *int64                `json:"max_subcalls_inflight"`
+	RateLimit           *struct {
+		Rules *[]ruleJSON `json:"rules"`
+	} `json:"ratelimit"`
+}
+
+type classPatch struct {
+	Algorithm      *string `json:"algorithm"`
+	Limit          *int    `json:"limit"`
+	Min            *int    `json:"min"`
+	Max            *int    `json:"max"`
+	QueueSize      *int    `json:"queue_size"`
+	QueueTimeoutMs *int64  `json:"queue_timeout_ms"`
+}
+
+func (p classPatch) apply(cc ClassConfig) ClassConfig {
+	if p.Algorithm != nil {
+		cc.Algorithm = *p.Algorithm
+	}
+	if p.Limit != nil {
+		cc.Limit = *p.Limit
+	}
+	if p.Min != nil {
+		cc.Min = *p.Min
+	}
+	if p.Max != nil {
+		cc.Max = *p.Max
+	}
+	if p.QueueSize != nil {
+		cc.QueueSize = *p.QueueSize
+	}
+	if p.QueueTimeoutMs != nil {
+		cc.QueueTimeout = time.Duration(*p.QueueTimeoutMs) * time.Millisecond
+	}
+	return cc
+}
+
+// putLimits is PUT /admin/limits. The whole patch is validated before any
+// of it applies; a bad field is a 400 naming it.
+func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
+	var patch limitsPatch
+	if !decodeAdmin(w, r, &patch) {
+		return
+	}
+	bad := func(err error) {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			writeError(w, http.StatusBadRequest, 0, false, strings.ReplaceAll(ce.Field, "queue_timeout", "queue_timeout_ms"), ce.Msg)
+			return
+		}
+		writeError(w, http.StatusBadRequest, 0, false, "", err.Error())
+	}
+	g.limMu.Lock()
+	defer g.limMu.Unlock()
+	classes := g.cfg.Classes
+	ptrs := map[string]*ClassConfig{ClassAI: &classes.AI, ClassAgent: &classes.Agent, ClassStream: &classes.Stream, ClassStandard: &classes.Standard}
+	for _, name := range sortedKeys(patch.Classes) {
+		cc, ok := ptrs[name]
+		if !ok {
+			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, "unknown class; want ai, agent, stream or standard")
+			return
+		}
+		*cc = patch.Classes[name].apply(*cc)
+		if err := cc.validate("classes." + name); err != nil {
+			bad(err)
+			return
+		}
+	}
+	if patch.TokenBudget != nil && *patch.TokenBudget < 1 {
+		writeError(w, http.StatusBadRequest, 0, false, "token_budget", fmt.Sprintf("must be ≥ 1 (got %d)", *patch.TokenBudget))
+		return
+	}
+	if patch.MaxSubcallsInflight != nil && *patch.MaxSubcallsInflight < 1 {
+		writeError(w, http.StatusBadRequest, 0, false, "max_subcalls_inflight", fmt.Sprintf("must be ≥ 1 (got %d)", *patch.MaxSubcallsInflight))
+		return
+	}
+	var newRules *ruleTable
+	var ruleCfgs []RuleConfig
+	if patch.RateLimit != nil && patch.RateLimit.Rules != nil {
+		ruleCfgs = make([]RuleConfig, 0, len(*patch.RateLimit.Rules))
+		for _, rj := range *patch.RateLimit.Rules {
+			ruleCfgs = append(ruleCfgs, rj.config())
+		}
+		rl := RateLimitConfig{Store: g.cfg.RateLimit.Store, Rules: ruleCfgs}
+		if err := rl.validate(); err != nil {
+			bad(err)
+			return
+		}
+		var err error
+		if newRules, err = newRuleTable(ruleCfgs, g.keys.tenants); err != nil {
+			bad(err)
+			return
+		}
+	}
+	// Everything is valid: apply.
+	newCfgs := [numClasses]ClassConfig{classes.AI, classes.Agent, classes.Stream, classes.Standard}
+	for c, cc := range newCfgs {
+		if err := g.bulkheads[c].SetConfig(bulkheadConfig(cc)); err != nil {
+			writeError(w, http.StatusBadRequest, 0, false, "classes."+classID(c).String(), err.Error())
+			return
+		}
+	}
+	g.cfg.Classes = classes
+	if g.aiLimitRef.Swap(int64(classes.AI.Limit)) != int64(classes.AI.Limit) {
+		th := g.thresholds(g.cfg.Guard)
+		_ = g.guard.SetThresholds(th) // valid: same watermarks, new reference
+	}
+	if patch.TokenBudget != nil {
+		g.budget.SetCapacity(*patch.TokenBudget)
+		g.cfg.TokenBudget = *patch.TokenBudget
+	}
+	if patch.MaxSubcallsInflight != nil {
+		g.subCap.Store(*patch.MaxSubcallsInflight)
+	}
+	if newRules != nil {
+		g.rules.Store(newRules)
+		g.cfg.RateLimit.Rules = ruleCfgs
+	}
+	writeAdmin(w, g.stateLocked())
+}
+
+// putPressure is PUT /admin/pressure: in-gateway GC pressure and a
+// bounded CPU hog (chaos). The object replaces the current pressure;
+// zeros turn it off.
+func (g *Gateway) putPressure(w http.ResponseWriter, r *http.Request) {
+	var c pressure.Config
+	if !decodeAdmin(w, r, &c) {
+		return
+	}
+	if err := c.Validate(); err != nil {
+		var fe *pressure.FieldError
+		if errors.As(err, &fe) {
+			writeError(w, http.StatusBadRequest, 0, false, fe.Field, fe.Msg)
+			return
+		}
+		writeError(w, http.StatusBadRequest, 0, false, "", err.Error())
+		return
+	}
+	if err := g.press.Set(c); err != nil {
+		writeError(w, http.StatusServiceUnavailable, 0, false, "", err.Error())
+		return
+	}
+	writeAdmin(w, g.State())
+}
+
+// putLevel is PUT /admin/level {"level":"black"} pins the overload level
+// (lessons, tests); {"level":""} or null returns to the measured level.
+func (g *Gateway) putLevel(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Level *string `json:"level"`
+	}
+	if !decodeAdmin(w, r, &body) {
+		return
+	}
+	if body.Level == nil || *body.Level == "" {
+		g.guard.SetForced(nil)
+		g.localGuard.SetForced(nil)
+	} else {
+		l, err := admit.ParseLevel(*body.Level)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, 0, false, "level", err.Error())
+			return
+		}
+		g.guard.SetForced(&l)
+		g.localGuard.SetForced(&l)
+	}
+	writeAdmin(w, g.State())
+}

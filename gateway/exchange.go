@@ -1,0 +1,236 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// exchange is one traffic request on its way through the chain. Its
+// outcome is counted exactly once, by finish.
+type exchange struct {
+	g        *Gateway
+	w        http.ResponseWriter
+	r        *http.Request
+	route    routeID
+	id       Identity
+	ctx      context.Context // ends at the request's deadline
+	deadline time.Time
+	start    time.Time
+
+	counted bool // finish ran
+	started bool // response headers were sent
+	abort   bool // cut the connection when the handler returns
+}
+
+// finish counts the request's outcome once; later calls do nothing.
+func (x *exchange) finish(o Outcome) {
+	if x.counted {
+		return
+	}
+	x.counted = true
+	p := x.id.Priority
+	x.g.m.requests[x.route][p][o].Inc()
+	if reason, ok := o.ShedReason(); ok {
+		x.g.m.shed[reason][p].Inc()
+	}
+}
+
+// fail answers with a JSON error and counts o.
+func (x *exchange) fail(status int, o Outcome, field, msg string) {
+	if !x.started {
+		x.started = true
+		writeError(x.w, status, o, true, field, msg)
+	}
+	x.finish(o)
+}
+
+// shed answers a refused request and counts it.
+func (x *exchange) shed(s *shed) {
+	if !x.started {
+		x.started = true
+		writeShed(x.w, s.outcome, s.status, s.retryAfter, s.msg)
+	}
+	x.finish(s.outcome)
+}
+
+// reply answers 200 with v as JSON and counts o (ok or fallback).
+func (x *exchange) reply(o Outcome, v any) {
+	if !x.started {
+		x.started = true
+		writeJSON(x.w, o, v)
+	}
+	x.finish(o)
+}
+
+// ctxOutcome maps the end of the request's context to an outcome: its
+// deadline passing, or the client leaving (whose own deadline is the
+// usual reason), is a timeout.
+func (x *exchange) timedOut() bool { return x.ctx.Err() != nil }
+
+// readBody reads the request body within the body limit: 413 above it,
+// 400 when the body cannot be read. It returns false after answering.
+func (x *exchange) readBody() ([]byte, bool) {
+	limit := x.g.cfg.BodyLimitBytes
+	if x.r.ContentLength > limit {
+		x.fail(http.StatusRequestEntityTooLarge, OutcomeError, "", fmt.Sprintf("body of %d bytes exceeds the limit of %d", x.r.ContentLength, limit))
+		return nil, false
+	}
+	_ = http.NewResponseController(x.w).SetReadDeadline(x.deadline)
+	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			x.fail(http.StatusRequestEntityTooLarge, OutcomeError, "", fmt.Sprintf("body exceeds the limit of %d bytes", limit))
+			return nil, false
+		}
+		if x.timedOut() || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline passed while reading the body")
+			return nil, false
+		}
+		x.fail(http.StatusBadRequest, OutcomeError, "", "reading body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// badRequest answers a *RequestError as 400 naming its field.
+func (x *exchange) badRequest(err error) {
+	var re *RequestError
+	if errors.As(err, &re) {
+		x.fail(http.StatusBadRequest, OutcomeError, re.Field, re.Msg)
+		return
+	}
+	x.fail(http.StatusBadRequest, OutcomeError, "", err.Error())
+}
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// parseDeadline returns the client's remaining time from
+// X-Levee-Deadline-Ms (or X-Request-Timeout-Ms), 0 when absent.
+func parseDeadline(r *http.Request) (time.Duration, string, error) {
+	for _, h := range []string{HeaderDeadline, HeaderDeadlineAlt} {
+		v := r.Header.Get(h)
+		if v == "" {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms <= 0 {
+			return 0, h, fmt.Errorf("must be a positive integer of milliseconds, got %q", v)
+		}
+		return time.Duration(min(ms, maxDeadlineMs)) * time.Millisecond, h, nil
+	}
+	return 0, "", nil
+}
+
+// maxDeadlineMs caps a client deadline (a day) before it meets the route's.
+const maxDeadlineMs = 24 * 3600 * 1000
+
+// routeTimeout returns the configured timeout of route r.
+func (g *Gateway) routeTimeout(r routeID) time.Duration {
+	rt := g.cfg.Routes
+	switch r {
+	case routeChat:
+		return rt.Chat.Timeout
+	case routePredict:
+		return rt.Predict.Timeout
+	case routeAgent:
+		return rt.Agent.Timeout
+	case routeExport:
+		return rt.Export.Timeout
+	}
+	return rt.Standard.Timeout
+}
+
+// serveRoute wraps a route handler: method check, classification,
+// deadline, panic recovery, and the exactly-once outcome count.
+func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		x := &exchange{g: g, w: w, r: req, route: r, start: time.Now()}
+		x.ctx = req.Context()
+		defer func() {
+			v := recover()
+			if v == nil {
+				if !x.counted { // a handler returned without an outcome: a bug, but count it
+					g.log.Error("gateway: request ended without an outcome", "route", r.String())
+					x.fail(http.StatusInternalServerError, OutcomeError, "", "internal error")
+				}
+				return
+			}
+			if v != http.ErrAbortHandler {
+				g.log.Error("gateway: panic serving request", "route", r.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			}
+			started := x.started
+			x.fail(http.StatusInternalServerError, OutcomeError, "", "internal error")
+			if started || v == http.ErrAbortHandler {
+				panic(http.ErrAbortHandler) // cut the connection: the answer is broken
+			}
+		}()
+		id, ok := g.keys.classify(req)
+		x.id = id
+		if !ok {
+			x.fail(http.StatusUnauthorized, OutcomeError, "Authorization", "missing or unknown API key")
+			return
+		}
+		if req.Method != method {
+			w.Header().Set("Allow", method)
+			x.fail(http.StatusMethodNotAllowed, OutcomeError, "", "method "+req.Method+" not allowed; use "+method)
+			return
+		}
+		timeout := g.routeTimeout(r)
+		d, hdr, err := parseDeadline(req)
+		if err != nil {
+			x.fail(http.StatusBadRequest, OutcomeError, hdr, err.Error())
+			return
+		}
+		if d > 0 && d < timeout {
+			timeout = d
+		}
+		x.deadline = x.start.Add(timeout)
+		ctx, cancel := context.WithDeadline(req.Context(), x.deadline)
+		defer cancel()
+		x.ctx = ctx
+		serve(x)
+		if x.abort {
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+func (g *Gateway) newTrafficHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/chat/completions", g.serveRoute(routeChat, http.MethodPost, g.serveChat))
+	mux.Handle("/v1/predict", g.serveRoute(routePredict, http.MethodPost, g.servePredict))
+	mux.Handle("/v1/agent", g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
+	mux.Handle("/v1/export", g.serveRoute(routeExport, http.MethodGet, g.serveExport))
+	mux.Handle("/v1/standard/", g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
+	mux.Handle("/v1/", g.serveRoute(routeOther, http.MethodGet, func(x *exchange) {
+		x.fail(http.StatusNotFound, OutcomeError, "", "no route "+x.r.URL.Path)
+	}))
+	mux.Handle("/metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if g.draining.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"status":"draining"}`+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"ready"}`+"\n")
+	})
+	return mux
+}

@@ -1,0 +1,476 @@
+// Package gateway is Levee's AI gateway: an HTTP server in front of slow,
+// expensive model nodes that runs every request through a defense chain —
+// classify → rate limit → overload guard → bulkhead (concurrency limit and
+// priority queue) → token budget → upstream pool (balancing, health,
+// breakers, retry budget, deadline propagation) → fallback — and streams
+// with bounded buffers and write deadlines. Each defense can be switched
+// at run time through the admin API; with all of them off the gateway is a
+// plain pass-through.
+//
+// Every response of a traffic route carries X-Levee-Outcome and is counted
+// exactly once in levee_requests_total{route,priority,outcome}
+// (docs/CONTRACTS.md).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
+	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Option configures a Gateway in New.
+type Option func(*options)
+
+type options struct {
+	log          *slog.Logger
+	upstreamOpts []upstream.Option
+	guardOpts    []admit.GuardOption
+	store        ratelimit.Store
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithUpstreamOptions passes options to the upstream pool (tests: transport).
+func WithUpstreamOptions(opts ...upstream.Option) Option {
+	return func(o *options) { o.upstreamOpts = append(o.upstreamOpts, opts...) }
+}
+
+// WithGuardOptions passes options to the overload guard (tests: a fixed
+// signal source with admit.WithSource).
+func WithGuardOptions(opts ...admit.GuardOption) Option {
+	return func(o *options) { o.guardOpts = append(o.guardOpts, opts...) }
+}
+
+// WithStore replaces the rate-limit store built from the config.
+func WithStore(s ratelimit.Store) Option { return func(o *options) { o.store = s } }
+
+// defense bits of Gateway.defenses.
+const (
+	defRateLimit uint32 = 1 << iota
+	defGuard
+	defBulkhead
+	defBudget
+	defBreaker
+	defRetry
+	defFallback
+)
+
+// Gateway is the defense chain and its HTTP handlers. Create it with New,
+// start its background loops with Run, serve Handler (traffic) and
+// AdminHandler, and Close it when done. Safe for concurrent use.
+type Gateway struct {
+	cfg  Config // immutable after New, except fields guarded by limMu
+	log  *slog.Logger
+	keys *keyTable
+
+	rules       atomic.Pointer[ruleTable]
+	store       ratelimit.Store
+	storeCloser io.Closer
+
+	guard      *admit.Guard // all signals: gates the model classes
+	localGuard *admit.Guard // gateway-runtime signals only: stream, standard
+	bulkheads  [numClasses]*admit.Bulkhead
+	budget     *admit.Budget
+	pool       *upstream.Pool
+	press      *pressure.Generator
+	lat        latencyTracker
+
+	defenses    atomic.Uint32
+	subInflight atomic.Int64 // agent sub-calls reserved
+	subCap      atomic.Int64
+	agentSeq    atomic.Uint64 // complex agent requests seen at red
+	aiLimitRef  atomic.Int64  // configured ai limit: reference of inflight_ratio
+
+	limMu sync.Mutex // serializes admin changes of limits and thresholds
+
+	m        *metrics
+	draining atomic.Bool
+	traffic  http.Handler
+	admin    http.Handler
+
+	runOnce sync.Once
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// New validates cfg and builds the gateway. It opens the rate-limit store
+// and the upstream pool but starts nothing: call Run.
+func New(cfg Config, opts ...Option) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg, log: o.log, keys: newKeyTable(&cfg), press: pressure.New(), done: make(chan struct{})}
+
+	rt, err := newRuleTable(cfg.RateLimit.Rules, g.keys.tenants)
+	if err != nil {
+		return nil, err
+	}
+	g.rules.Store(rt)
+	g.store = o.store
+	if g.store == nil {
+		fo := cfg.RateLimit.Store.FailOpen
+		st, closer, err := ratelimit.Open(ratelimit.StoreConfig{
+			Kind:      cfg.RateLimit.Store.Kind,
+			URL:       cfg.RateLimit.Store.URL,
+			TimeoutMs: int(max(1, cfg.RateLimit.Store.Timeout.Milliseconds())),
+			FailOpen:  &fo,
+			Share:     cfg.RateLimit.Store.Share,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("gateway: ratelimit.store: %w", err)
+		}
+		g.store, g.storeCloser = st, closer
+	}
+
+	nodes := make([]string, len(cfg.Upstream.Nodes))
+	for i, n := range cfg.Upstream.Nodes {
+		nodes[i], _ = NormalizeNode(n) // validated
+	}
+	u := cfg.Upstream
+	g.pool, err = upstream.New(upstream.Config{
+		Nodes:               nodes,
+		HealthPath:          u.HealthPath,
+		HealthInterval:      u.HealthInterval,
+		Breaker:             upstream.BreakerConfig(u.Breaker),
+		RetryBudget:         upstream.RetryBudgetConfig{Ratio: u.RetryBudget.Ratio, MinPerSecond: u.RetryBudget.MinPerSecond},
+		MinServiceTime:      u.MinServiceTime,
+		MaxIdleConnsPerHost: u.MaxIdleConnsPerHost,
+		DialTimeout:         u.DialTimeout,
+	}, append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
+	if err != nil {
+		g.closeStore()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+
+	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limit))
+	th := g.thresholds(cfg.Guard)
+	if err := th.Validate(); err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: guard: %w", err)
+	}
+	gopts := []admit.GuardOption{
+		admit.WithExternal(g.signals),
+		admit.WithHold(cfg.Guard.Cooldown),
+		admit.WithProbeInterval(cfg.Guard.ProbeTick),
+		admit.WithEvalInterval(cfg.Guard.Interval),
+	}
+	g.guard = admit.NewGuard(th, append(gopts, o.guardOpts...)...)
+	g.localGuard = admit.NewGuard(localThresholds(th),
+		admit.WithSource(g.localSignals), admit.WithHold(cfg.Guard.Cooldown), admit.WithEvalInterval(cfg.Guard.Interval))
+
+	for c, cc := range g.classConfigs() {
+		b, err := admit.NewBulkhead(classID(c).String(), bulkheadConfig(cc))
+		if err != nil {
+			g.Close()
+			return nil, fmt.Errorf("gateway: classes.%s: %w", classID(c), err)
+		}
+		g.bulkheads[c] = b
+	}
+	g.budget = admit.NewBudget(cfg.TokenBudget)
+	g.subCap.Store(int64(cfg.Agent.MaxSubcallsInflight))
+
+	g.m = newMetrics(g)
+	g.m.reg.MustRegister(g.pool.Collectors()...)
+	if c, ok := g.store.(interface{ Collectors() []prometheus.Collector }); ok {
+		g.m.reg.MustRegister(c.Collectors()...)
+	}
+	g.applyDefenses(cfg.Defenses)
+	g.traffic = g.newTrafficHandler()
+	g.admin = g.newAdminHandler()
+	return g, nil
+}
+
+// Config returns the configuration the gateway was built with.
+func (g *Gateway) Config() Config { return g.cfg }
+
+// Registry returns the Prometheus registry served on /metrics.
+func (g *Gateway) Registry() *prometheus.Registry { return g.m.reg }
+
+// Handler returns the traffic handler (routes, /metrics, /healthz, /readyz).
+func (g *Gateway) Handler() http.Handler { return g.traffic }
+
+// AdminHandler returns the admin API handler; it checks the bearer token.
+func (g *Gateway) AdminHandler(token string) http.Handler { return requireToken(token, g.admin) }
+
+// Run starts the guard and the upstream health checks; it returns at once.
+// They stop when ctx ends or Close is called.
+func (g *Gateway) Run(ctx context.Context) {
+	g.runOnce.Do(func() {
+		ctx, g.stop = context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { g.guard.Run(ctx) })
+		wg.Go(func() { g.localGuard.Run(ctx) })
+		wg.Go(func() { g.pool.Run(ctx) })
+		go func() { wg.Wait(); close(g.done) }()
+	})
+}
+
+// SetDraining makes /readyz answer 503 (called when shutdown begins).
+func (g *Gateway) SetDraining(on bool) { g.draining.Store(on) }
+
+// Close stops the background loops, the pressure generator, the pool and
+// the rate-limit store. Requests in flight should be drained first.
+func (g *Gateway) Close() {
+	started := false
+	g.runOnce.Do(func() {}) // no Run after Close
+	if g.stop != nil {
+		g.stop()
+		started = true
+	}
+	if started {
+		<-g.done
+	}
+	if g.press != nil {
+		g.press.Stop()
+	}
+	if g.pool != nil {
+		g.pool.Close()
+	}
+	g.closeStore()
+}
+
+func (g *Gateway) closeStore() {
+	if g.storeCloser != nil {
+		_ = g.storeCloser.Close()
+		g.storeCloser = nil
+	}
+}
+
+// Defenses reports the current defense switches.
+func (g *Gateway) Defenses() Defenses {
+	b := g.defenses.Load()
+	return Defenses{
+		RateLimit: b&defRateLimit != 0, Guard: b&defGuard != 0, Bulkhead: b&defBulkhead != 0,
+		Budget: b&defBudget != 0, Breaker: b&defBreaker != 0, Retry: b&defRetry != 0, Fallback: b&defFallback != 0,
+	}
+}
+
+// SetDefenses switches every defense to d at once.
+func (g *Gateway) SetDefenses(d Defenses) { g.applyDefenses(d) }
+
+func (g *Gateway) applyDefenses(d Defenses) {
+	var b uint32
+	for i, on := range []bool{d.RateLimit, d.Guard, d.Bulkhead, d.Budget, d.Breaker, d.Retry, d.Fallback} {
+		if on {
+			b |= 1 << i
+		}
+	}
+	g.limMu.Lock()
+	defer g.limMu.Unlock()
+	g.defenses.Store(b)
+	for _, bh := range g.bulkheads {
+		bh.SetEnabled(d.Bulkhead)
+	}
+	g.pool.SetBreakerEnabled(d.Breaker)
+	g.pool.SetRetryEnabled(d.Retry)
+}
+
+func (g *Gateway) on(bit uint32) bool { return g.defenses.Load()&bit != 0 }
+
+// Level returns the overload level that gates the model routes.
+func (g *Gateway) Level() admit.Level { return g.guard.Level() }
+
+// classConfigs returns the class configs in classID order.
+func (g *Gateway) classConfigs() [numClasses]ClassConfig {
+	c := g.cfg.Classes
+	return [numClasses]ClassConfig{c.AI, c.Agent, c.Stream, c.Standard}
+}
+
+func bulkheadConfig(cc ClassConfig) admit.BulkheadConfig {
+	return admit.BulkheadConfig{
+		Limiter:      admit.LimiterConfig{Algorithm: cc.Algorithm, Limit: cc.Limit, Min: cc.Min, Max: cc.Max},
+		QueueSize:    cc.QueueSize,
+		QueueTimeout: cc.QueueTimeout,
+	}
+}
+
+// thresholds converts the config's watermarks to the guard's thresholds.
+// inflight_ratio becomes an absolute in-flight count against the ai
+// class's configured limit.
+func (g *Gateway) thresholds(gc GuardConfig) admit.Thresholds {
+	ref := float64(g.aiLimitRef.Load())
+	level := func(pick func(Watermarks) float64) admit.Signals {
+		infl := pick(gc.InflightRatio) * ref
+		return admit.Signals{
+			LagMs:                pick(gc.LagProbeP99Ms),
+			SchedMs:              pick(gc.SchedLatencyP99Ms),
+			GCPauseMs:            pick(gc.GCPauseP99Ms),
+			HeapBytes:            uint64(pick(gc.HeapMB) * (1 << 20)),
+			Inflight:             int64(math.Ceil(infl)),
+			QueueFill:            min(pick(gc.QueueFill), 1),
+			UpstreamLatencyRatio: pick(gc.UpstreamLatencyRatio),
+		}
+	}
+	return admit.Thresholds{
+		Yellow: level(func(w Watermarks) float64 { return w.Yellow }),
+		Red:    level(func(w Watermarks) float64 { return w.Red }),
+		Black:  level(func(w Watermarks) float64 { return w.Black }),
+	}
+}
+
+// localThresholds keeps only the gateway-runtime signals of th.
+func localThresholds(th admit.Thresholds) admit.Thresholds {
+	strip := func(s admit.Signals) admit.Signals {
+		s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = 0, 0, 0
+		return s
+	}
+	return admit.Thresholds{Yellow: strip(th.Yellow), Red: strip(th.Red), Black: strip(th.Black)}
+}
+
+// signals are the upstream-side signals fed to the guard: upstream
+// requests in flight, the fullest model-class queue, and upstream latency
+// over its baseline.
+func (g *Gateway) signals() admit.Signals {
+	var infl int64
+	for _, s := range g.pool.Stats() {
+		infl += s.Inflight
+	}
+	fill := 0.0
+	for _, c := range []classID{classAI, classAgent} {
+		st := g.bulkheads[c].Stats()
+		if st.Enabled && st.QueueSize > 0 {
+			fill = max(fill, float64(st.Queued())/float64(st.QueueSize))
+		}
+	}
+	return admit.Signals{Inflight: infl, QueueFill: fill, UpstreamLatencyRatio: g.lat.ratio(infl)}
+}
+
+// localSignals are the main guard's own runtime measurements.
+func (g *Gateway) localSignals() admit.Signals {
+	s := g.guard.Snapshot().Signals
+	s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = 0, 0, 0
+	return s
+}
+
+// guardFor returns the guard gating class c.
+func (g *Gateway) guardFor(c classID) *admit.Guard {
+	if c == classAI || c == classAgent {
+		return g.guard
+	}
+	return g.localGuard
+}
+
+// ticket is an admitted request's hold on the chain: release it once.
+type ticket struct {
+	permit admit.Permit
+	tokens int64 // budget tokens held (0 when the budget was off)
+}
+
+// shed describes why admission refused a request.
+type shed struct {
+	outcome    Outcome
+	status     int
+	retryAfter int  // seconds, for 429s
+	black      bool // level black: serve the route's fallback when it has one
+	msg        string
+}
+
+// admitRequest runs rate limit → guard → bulkhead → budget for one request
+// of identity id on route r costing tokens. On success it returns a ticket
+// to release; otherwise the shed. It does not allocate on the success path
+// with the local store.
+func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) (ticket, *shed) {
+	class := routeClass[r]
+	if g.on(defRateLimit) {
+		if s := g.rateLimit(ctx, id, r, tokens, now); s != nil {
+			return ticket{}, s
+		}
+	}
+	if g.on(defGuard) {
+		lvl := g.guardFor(class).Level()
+		if lvl == admit.Black {
+			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+		}
+		if !lvl.Admits(id.Priority) {
+			if lvl == admit.Yellow {
+				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusTooManyRequests,
+					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level yellow: P2 shed"}
+			}
+			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level red: only P0 admitted"}
+		}
+	}
+	var t ticket
+	start := time.Now()
+	p, err := g.bulkheads[class].Acquire(ctx, id.Priority)
+	if waited := time.Since(start); waited > 50*time.Microsecond || err != nil {
+		g.m.queueWait[class].Observe(waited.Seconds())
+	} else {
+		g.m.queueWait[class].Observe(0)
+	}
+	switch {
+	case err == nil:
+		t.permit = p
+	case errors.Is(err, admit.ErrQueueFull):
+		return t, &shed{outcome: OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
+	case errors.Is(err, admit.ErrQueueTimeout):
+		return t, &shed{outcome: OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
+	default: // the request's deadline passed or the client left while queued
+		return t, &shed{outcome: OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+	}
+	if g.on(defBudget) && tokens > 0 {
+		if !g.budget.Acquire(tokens) {
+			t.permit.Release(0, false)
+			return ticket{}, &shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
+		}
+		t.tokens = tokens
+	}
+	return t, nil
+}
+
+// release gives back what admitRequest took; rtt > 0 feeds the limiter.
+func (g *Gateway) release(t *ticket, rtt time.Duration, dropped bool) {
+	t.permit.Release(rtt, dropped)
+	if t.tokens > 0 {
+		g.budget.Release(t.tokens)
+		t.tokens = 0
+	}
+}
+
+// rateLimit applies the rule matching id and r, if any.
+func (g *Gateway) rateLimit(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) *shed {
+	e := g.rules.Load().lookup(id.tid, r)
+	if e == nil {
+		return nil
+	}
+	cost := int64(1)
+	if e.tokens {
+		cost = max(tokens, 1)
+	}
+	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
+	if err != nil {
+		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
+			return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
+				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
+		}
+		if g.cfg.RateLimit.Store.FailOpen {
+			return nil
+		}
+		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+	}
+	if !d.Allowed {
+		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests,
+			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit exceeded"}
+	}
+	return nil
+}

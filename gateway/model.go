@@ -1,0 +1,280 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/upstream"
+)
+
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads.
+const maxUpstreamBody = 4 << 20
+
+// jsonHeader is sent with every upstream call; the pool clones it.
+var jsonHeader = http.Header{"Content-Type": {"application/json"}}
+
+// Fallback answers. Every fallback says so in the body and in the
+// X-Levee-Fallback header.
+var (
+	predictFallback = map[string]any{"decision": "REVIEW", "score": 0.5, "fallback": true}
+)
+
+func chatFallback() map[string]any {
+	return map[string]any{
+		"id": "levee-fallback", "object": "chat.completion", "model": "levee-fallback",
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."},
+			"finish_reason": "stop",
+		}},
+		"fallback": true,
+	}
+}
+
+// Fallback reasons (levee_fallbacks_total{reason}).
+const (
+	fallbackBlack    = "black"    // overload level black
+	fallbackUpstream = "upstream" // no node, breaker open, connection failure, 5xx
+	fallbackRules    = "rules"    // agent at red: answered by rules, no model
+)
+
+// Which failures fall back (when the fallback defense is on): level black
+// and upstream failures, on predict, chat and agent. Rate limiting, yellow
+// and red shedding, queue full/timeout and the budget stay sheds, so
+// clients see backpressure; a passed deadline stays a timeout.
+
+// fallback answers with the route's fallback and counts it.
+func (x *exchange) fallback(reason string) {
+	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	switch x.route {
+	case routePredict:
+		x.reply(OutcomeFallback, predictFallback)
+	case routeAgent:
+		x.reply(OutcomeFallback, map[string]any{
+			"answer": "Handled by rules: the model is not consulted right now.", "depth": 0, "fallback": true,
+		})
+	default:
+		x.reply(OutcomeFallback, chatFallback())
+	}
+}
+
+// fallbackStream answers a streaming chat request with one SSE event of
+// the fallback answer.
+func (x *exchange) fallbackStream(reason string) {
+	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	h := x.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set(HeaderOutcome, OutcomeFallback.String())
+	h.Set(HeaderFallback, "true")
+	x.started = true
+	x.w.WriteHeader(http.StatusOK)
+	chunk := map[string]any{
+		"id": "levee-fallback", "object": "chat.completion.chunk", "model": "levee-fallback",
+		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
+		"fallback": true,
+	}
+	b, _ := json.Marshal(chunk)
+	_, _ = fmt.Fprintf(x.w, "data: %s\n\ndata: [DONE]\n\n", b)
+	x.finish(OutcomeFallback)
+}
+
+// upstreamFailed answers an upstream failure: the fallback when it is on
+// and the route has one, else an error with status.
+func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
+	if x.g.on(defFallback) && x.route != routeExport && x.route != routeStandard {
+		if stream {
+			x.fallbackStream(fallbackUpstream)
+		} else {
+			x.fallback(fallbackUpstream)
+		}
+		return
+	}
+	x.fail(status, OutcomeError, "", msg)
+}
+
+// shedOrFallback answers a refused request: level black serves the
+// fallback (when on), anything else is a shed.
+func (x *exchange) shedOrFallback(s *shed, stream bool) {
+	if s.black && x.g.on(defFallback) {
+		if stream {
+			x.fallbackStream(fallbackBlack)
+		} else {
+			x.fallback(fallbackBlack)
+		}
+		return
+	}
+	x.shed(s)
+}
+
+// callResult is one upstream call's result as the limiter sees it.
+type callResult struct {
+	rtt     time.Duration
+	dropped bool
+}
+
+// callModel makes one upstream call for x and classifies a failure. On
+// success it returns the response (status < 500 and not 429) for the
+// caller to read and close. On failure it returns the outcome to answer:
+// timeout (deadline) or an upstream failure (fallback-eligible).
+func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*http.Response, callResult, Outcome, error) {
+	start := time.Now()
+	resp, err := g.pool.Do(ctx, http.MethodPost, path, body, jsonHeader)
+	rtt := time.Since(start)
+	if err != nil {
+		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
+			g.lat.observe(rtt)
+			return nil, callResult{rtt, true}, OutcomeTimeout, err
+		}
+		return nil, callResult{rtt, true}, OutcomeError, err
+	}
+	g.lat.observe(rtt)
+	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, callResult{rtt, true}, OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+	}
+	return resp, callResult{rtt, false}, OutcomeOK, nil
+}
+
+// readAnswer reads a non-streamed upstream answer (closing it) and checks
+// it is JSON.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxUpstreamBody {
+		return nil, fmt.Errorf("upstream answer exceeds %d bytes", maxUpstreamBody)
+	}
+	if !json.Valid(b) {
+		return nil, errors.New("upstream answer is not JSON")
+	}
+	return b, nil
+}
+
+// proxyJSON forwards body to path and relays a JSON answer; it reports
+// the call for the limiter. stream is false here.
+func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
+	callStart := time.Now()
+	resp, res, o, err := g.callModel(x.ctx, path, body)
+	if err != nil {
+		if o == OutcomeTimeout {
+			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
+		} else {
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false)
+		}
+		return res
+	}
+	status, ctype := resp.StatusCode, resp.Header.Get("Content-Type")
+	b, err := readAnswer(resp)
+	res.rtt = time.Since(callStart)
+	if err != nil {
+		res.dropped = true
+		if x.timedOut() {
+			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline passed reading the upstream answer")
+		} else {
+			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
+		}
+		return res
+	}
+	if status != http.StatusOK {
+		// A 4xx from the model: relay it; the request was bad, not the model.
+		x.started = true
+		h := x.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set(HeaderOutcome, OutcomeError.String())
+		x.w.WriteHeader(status)
+		_, _ = x.w.Write(b)
+		x.finish(OutcomeError)
+		return res
+	}
+	x.started = true
+	h := x.w.Header()
+	if ctype == "" {
+		ctype = "application/json"
+	}
+	h.Set("Content-Type", ctype)
+	h.Set(HeaderOutcome, OutcomeOK.String())
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(b)
+	x.finish(OutcomeOK)
+	return res
+}
+
+// servePredict is POST /v1/predict (seed 000's decision call).
+func (g *Gateway) servePredict(x *exchange) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	pr, err := ParsePredictRequest(body)
+	if err != nil {
+		x.badRequest(err)
+		return
+	}
+	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), x.start)
+	if s != nil {
+		x.shedOrFallback(s, false)
+		return
+	}
+	res := g.proxyJSON(x, "/v1/predict", body)
+	g.release(&t, res.rtt, res.dropped)
+}
+
+// serveChat is POST /v1/chat/completions, streamed (SSE relay) or not.
+func (g *Gateway) serveChat(x *exchange) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	cr, err := ParseChatRequest(body)
+	if err != nil {
+		x.badRequest(err)
+		return
+	}
+	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), x.start)
+	if s != nil {
+		x.shedOrFallback(s, cr.Stream)
+		return
+	}
+	if !cr.Stream {
+		res := g.proxyJSON(x, "/v1/chat/completions", body)
+		g.release(&t, res.rtt, res.dropped)
+		return
+	}
+	res := g.relaySSE(x, body)
+	g.release(&t, res.rtt, res.dropped)
+}
+
+// serveStandard is GET /v1/standard/...: a light route served locally.
+func (g *Gateway) serveStandard(x *exchange) {
+	t, s := g.admitRequest(x.ctx, x.id, routeStandard, 0, x.start)
+	if s != nil {
+		x.shed(s)
+		return
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"ok":true,"path":`)
+	p, _ := json.Marshal(x.r.URL.Path)
+	buf.Write(p)
+	buf.WriteString(`,"tenant":`)
+	tn, _ := json.Marshal(x.id.Tenant)
+	buf.Write(tn)
+	buf.WriteString(`,"priority":"` + x.id.Priority.String() + `"}` + "\n")
+	g.release(&t, 0, false)
+	x.started = true
+	h := x.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(HeaderOutcome, OutcomeOK.String())
+	x.w.WriteHeader(http.StatusOK)
+	_, _ = x.w.Write(buf.Bytes())
+	x.finish(OutcomeOK)
+}

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+)
+
+// Server runs a Gateway on its traffic and admin listeners.
+type Server struct {
+	G       *Gateway
+	traffic *http.Server
+	admin   *http.Server
+	tl, al  net.Listener
+	errc    chan error
+
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// Start builds the gateway from cfg, binds cfg.Listen and cfg.Admin, starts
+// the gateway's loops and serves both listeners. The admin API requires
+// adminToken (which must not be empty). Stop it with Shutdown.
+func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (*Server, error) {
+	if adminToken == "" {
+		return nil, errors.New("gateway: empty admin token")
+	}
+	g, err := New(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		g.Close()
+		return nil, fmt.Errorf("gateway: listen: %w", err)
+	}
+	al, err := net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		tl.Close()
+		g.Close()
+		return nil, fmt.Errorf("gateway: admin: %w", err)
+	}
+	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelWarn)
+	s := &Server{
+		G: g, tl: tl, al: al, errc: make(chan error, 2),
+		traffic: &http.Server{
+			Handler:           g.Handler(),
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			MaxHeaderBytes:    cfg.MaxHeaderBytes,
+			IdleTimeout:       cfg.IdleTimeout,
+			ErrorLog:          errLog,
+		},
+		admin: &http.Server{
+			Handler:           g.AdminHandler(adminToken),
+			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+			MaxHeaderBytes:    cfg.MaxHeaderBytes,
+			IdleTimeout:       cfg.IdleTimeout,
+			ErrorLog:          errLog,
+		},
+	}
+	g.Run(ctx)
+	for _, p := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{s.traffic, tl}, {s.admin, al}} {
+		go func() {
+			if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.errc <- err
+			}
+		}()
+	}
+	return s, nil
+}
+
+// Addr is the bound traffic address; AdminAddr the admin one.
+func (s *Server) Addr() string      { return s.tl.Addr().String() }
+func (s *Server) AdminAddr() string { return s.al.Addr().String() }
+
+// Err delivers a listener's fatal serve error.
+func (s *Server) Err() <-chan error { return s.errc }
+
+// Shutdown drains: /readyz turns 503, the listeners stop accepting, and
+// in-flight requests finish until ctx ends; then remaining connections are
+// closed (their requests end as timeouts or errors) and the gateway stops.
+// It returns ctx's error when the drain did not finish in time.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutOnce.Do(func() {
+		s.G.SetDraining(true)
+		var wg sync.WaitGroup
+		var terr error
+		wg.Go(func() { _ = s.admin.Shutdown(ctx) })
+		wg.Go(func() { terr = s.traffic.Shutdown(ctx) })
+		wg.Wait()
+		if terr != nil {
+			_ = s.traffic.Close()
+			_ = s.admin.Close()
+			s.shutErr = fmt.Errorf("gateway: drain: %w", terr)
+		}
+		s.G.Close()
+	})
+	return s.shutErr
+}

@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// clientWriter writes to a client with a write deadline on every write
+// and flushes each write to the socket, so a slow client blocks the
+// writer (backpressure) for at most timeout, and the gateway never holds
+// more than the caller's bounded buffer plus net/http's own.
+type clientWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	n       int64 // bytes written
+}
+
+func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
+	return &clientWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+func (c *clientWriter) Write(p []byte) (int, error) {
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout)) // unsupported writers: no deadline
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err == nil {
+		err = c.rc.Flush()
+	}
+	return n, err
+}
+
+// done clears the write deadline so a kept-alive connection is not cut later.
+func (c *clientWriter) done() { _ = c.rc.SetWriteDeadline(time.Time{}) }
+
+// startStream sends the headers of a streamed 200 answer. The outcome
+// header promises ok; the final outcome travels as the trailer
+// X-Levee-Outcome-Final, and a stream that fails midway is cut (the
+// client sees a broken body, never a clean end).
+func (x *exchange) startStream(contentType string) {
+	h := x.w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set(HeaderOutcome, OutcomeOK.String())
+	h.Set("Trailer", HeaderFinalOutcome)
+	x.started = true
+	x.w.WriteHeader(http.StatusOK)
+}
+
+// endStream counts o; ok sets the trailer, anything else has the
+// connection cut once the handler returns (and has released what it
+// held), so the client cannot mistake a truncated stream for a whole.
+func (x *exchange) endStream(o Outcome) {
+	x.w.Header().Set(HeaderFinalOutcome, o.String())
+	x.finish(o)
+	if o != OutcomeOK {
+		x.abort = true
+	}
+}
+
+// streamFailure classifies a failed write or read mid-stream.
+func (x *exchange) streamFailure(err error) Outcome {
+	if x.timedOut() || isTimeout(err) || errors.Is(err, http.ErrHandlerTimeout) {
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}
+
+// relaySSE forwards a streamed chat completion: events are read from the
+// model through a buffer of stream.buffer_bytes and written to the client
+// one at a time with a write deadline, flushed per event. The model is
+// read only as fast as the client takes the events.
+func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
+	callStart := time.Now()
+	resp, res, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
+	if err != nil {
+		if o == OutcomeTimeout {
+			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
+		} else {
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true)
+		}
+		return res
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		x.started = true
+		h := x.w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set(HeaderOutcome, OutcomeError.String())
+		x.w.WriteHeader(resp.StatusCode)
+		_, _ = x.w.Write(b)
+		x.finish(OutcomeError)
+		return res
+	}
+	x.startStream("text/event-stream")
+	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
+	br := bufio.NewReaderSize(resp.Body, g.cfg.Stream.BufferBytes)
+	var event []byte // pending bytes of the current event, ≤ buffer size
+	flush := func() error {
+		if len(event) == 0 {
+			return nil
+		}
+		_, err := cw.Write(event)
+		event = event[:0]
+		return err
+	}
+	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
+	for {
+		line, rerr := br.ReadSlice('\n')
+		if len(line) > 0 {
+			if len(event)+len(line) > cap(event) {
+				if err := flush(); err != nil {
+					res.rtt, res.dropped = time.Since(callStart), true
+					x.endStream(x.streamFailure(err))
+					return res
+				}
+			}
+			if len(line) > cap(event) { // one line larger than the buffer: pass it through
+				if _, err := cw.Write(line); err != nil {
+					res.rtt, res.dropped = time.Since(callStart), true
+					x.endStream(x.streamFailure(err))
+					return res
+				}
+			} else {
+				event = append(event, line...)
+			}
+			if len(line) <= 2 && (line[0] == '\n' || line[0] == '\r') { // blank line: event ends
+				if err := flush(); err != nil {
+					res.rtt, res.dropped = time.Since(callStart), true
+					x.endStream(x.streamFailure(err))
+					return res
+				}
+			}
+		}
+		switch {
+		case rerr == nil || errors.Is(rerr, bufio.ErrBufferFull):
+			continue
+		case errors.Is(rerr, io.EOF):
+			if err := flush(); err != nil {
+				res.rtt, res.dropped = time.Since(callStart), true
+				x.endStream(x.streamFailure(err))
+				return res
+			}
+			cw.done()
+			res.rtt = time.Since(callStart)
+			x.endStream(OutcomeOK)
+			return res
+		default:
+			res.rtt, res.dropped = time.Since(callStart), true
+			x.endStream(x.streamFailure(rerr))
+			return res
+		}
+	}
+}
+
+// serveExport is GET /v1/export?rows=N: a large NDJSON export generated
+// locally and streamed with backpressure (seed 001): the next row is made
+// only after the previous write returned, through a buffer of
+// stream.buffer_bytes, each write bounded by stream.write_timeout. A slow
+// client therefore costs a bounded amount of memory, and a stalled one is
+// cut after the write timeout.
+func (g *Gateway) serveExport(x *exchange) {
+	rows := g.cfg.Stream.ExportRows
+	if v := x.r.URL.Query().Get("rows"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > g.cfg.Stream.ExportMaxRows {
+			x.fail(http.StatusBadRequest, OutcomeError, "rows", fmt.Sprintf("must be an integer in [1, %d], got %q", g.cfg.Stream.ExportMaxRows, v))
+			return
+		}
+		rows = n
+	}
+	t, s := g.admitRequest(x.ctx, x.id, routeExport, 0, x.start)
+	if s != nil {
+		x.shed(s)
+		return
+	}
+	defer g.release(&t, 0, false)
+	x.startStream("application/x-ndjson")
+	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
+	bw := bufio.NewWriterSize(cw, g.cfg.Stream.BufferBytes)
+	row := make([]byte, 0, g.cfg.Stream.ExportRowBytes+64)
+	for i := 0; i < rows; i++ {
+		if i%64 == 0 && x.ctx.Err() != nil {
+			x.endStream(OutcomeTimeout)
+			return
+		}
+		row = exportRow(row[:0], i, x.id.Tenant, g.cfg.Stream.ExportRowBytes)
+		if _, err := bw.Write(row); err != nil {
+			x.endStream(x.streamFailure(err))
+			return
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		x.endStream(x.streamFailure(err))
+		return
+	}
+	cw.done()
+	x.endStream(OutcomeOK)
+}
+
+// exportRow appends one NDJSON row of about size bytes.
+func exportRow(b []byte, i int, tenant string, size int) []byte {
+	start := len(b)
+	b = append(b, `{"row":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, `,"tenant":`...)
+	b = strconv.AppendQuote(b, tenant)
+	b = append(b, `,"amount":`...)
+	b = strconv.AppendInt(b, int64((i*7919)%100000), 10)
+	b = append(b, `,"pad":"`...)
+	for len(b)-start < size-3 {
+		b = append(b, 'x')
+	}
+	b = append(b, "\"}\n"...)
+	return b
+}
