@@ -77,7 +77,7 @@ func (x *exchange) fallbackStream(reason string) {
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
 		"id": "levee-fallback", "object": "chat.completion.chunk", "model": "levee-fallback",
-		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
+		"choices":  []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
 		"fallback": true,
 	}
 	b, _ := json.Marshal(chunk)
