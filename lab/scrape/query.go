@@ -174,7 +174,8 @@ func (f Families) ByLabelMatch(name, label string, match map[string]string) map[
 // linear interpolation within the bucket as Prometheus's histogram_quantile
 // does. It reports false when the family is missing, is not a histogram, has
 // no observations, or q is out of range. A quantile in the +Inf bucket
-// returns the highest finite bound.
+// returns the highest finite bound. Merged series should share bucket bounds,
+// as series of one histogram do.
 func (f Families) HistogramQuantile(name string, q float64, match map[string]string) (float64, bool) {
 	if math.IsNaN(q) || q < 0 || q > 1 {
 		return 0, false
