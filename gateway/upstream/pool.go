@@ -170,7 +170,9 @@ func (p *Pool) Close() {
 }
 
 // pick chooses an eligible node not in tried and, with breakers on, gets
-// its breaker's admission. It returns nil and the reason when none is left.
+// its breaker's admission. The chosen node's outstanding count is already
+// raised (so concurrent picks see it); undo with release if it is not used.
+// It returns nil and the reason when no node is left.
 func (p *Pool) pick(tried []*node) (*node, uint64, error) {
 	var candBuf [16]*node
 	var loadBuf [16]int64
@@ -195,9 +197,11 @@ func (p *Pool) pick(tried []*node) (*node, uint64, error) {
 		}
 		n := cand[i]
 		if !breakerOn {
+			n.inflight.Add(1)
 			return n, 0, nil
 		}
 		if gen, ok := n.breaker.Allow(); ok {
+			n.inflight.Add(1)
 			return n, gen, nil
 		}
 		// Half-open with all probes out (or just reopened): drop and repick.
@@ -287,8 +291,10 @@ func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header 
 	}
 }
 
-// release undoes a breaker admission that was not used.
+// release undoes a pick that was not used for a call: the outstanding count
+// and the breaker admission.
 func (p *Pool) release(n *node, gen uint64) {
+	n.inflight.Add(-1)
 	if p.breakerOn.Load() {
 		// An unused admission counts as a success: it is harmless in the
 		// closed state and frees a half-open probe slot.
@@ -321,17 +327,16 @@ func (p *Pool) send(ctx context.Context, n *node, gen uint64, method, path strin
 	} else {
 		req.Header.Del(DeadlineHeader)
 	}
-	n.inflight.Add(1)
 	n.requests.Add(1)
 	start := time.Now()
 	resp, err := p.rt.RoundTrip(req)
 	if err != nil {
-		n.inflight.Add(-1)
 		if ctx.Err() != nil {
 			// The caller gave up: says nothing about the node.
 			p.release(n, gen)
 			return nil, fmt.Errorf("upstream %s: %w", n.addr, ctx.Err())
 		}
+		n.inflight.Add(-1)
 		n.failures.Add(1)
 		p.record(n, gen, true)
 		return nil, fmt.Errorf("%w: %s: %w", ErrConn, n.addr, err)

@@ -335,6 +335,9 @@ func TestPoolRetryBudgetStorm(t *testing.T) {
 	var attempts uint64
 	for _, s := range p.Stats() {
 		attempts += s.Requests
+		if s.Inflight != 0 || s.Failures != s.Requests {
+			t.Fatalf("node %+v: want inflight 0 and every attempt failed", s)
+		}
 	}
 	if attempts != n+c.RetriesSent {
 		t.Fatalf("attempts %d, want requests+retries = %d", attempts, n+c.RetriesSent)
