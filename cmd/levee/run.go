@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/levee-lab/levee/lab"
+)
+
+func init() {
+	register(command{
+		name:    "run",
+		summary: "run an experiment headless and record it (runs/<time>-<name>/); non-zero exit when a threshold fails",
+		run:     runRun,
+	})
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick]", stderr)
+	out := fs.String("out", "", "run folder (default runs/<time>-<name>)")
+	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
+	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s (stages, faults, narration)")
+	quiet := fs.Bool("quiet", false, "no progress lines, only the result")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "levee run: want exactly one experiment file")
+		fs.Usage()
+		return 2
+	}
+	exp, err := lab.LoadExperiment(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "levee run: %v\n", err)
+		return 2
+	}
+	var progress io.Writer = stderr
+	if *quiet {
+		progress = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	l, err := lab.Open(ctx, exp, lab.Options{
+		Record: true, Out: *out, RunsDir: *runsDir, Quick: *quick,
+		Args: append([]string{"levee", "run"}, args...), Progress: progress,
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "levee run: %v\n", err)
+		return 1
+	}
+	dir := l.Dir()
+	fmt.Fprintf(stderr, "levee run: %s → %s\n", exp.Name, dir)
+
+	// SIGINT/SIGTERM end the run early but still write summary.json.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			fmt.Fprintln(stderr, "levee run: stopping…")
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = l.Stop(sctx)
+		}
+	}()
+
+	werr := l.Wait()
+	sum := l.Summary()
+	if sum == nil {
+		fmt.Fprintf(stderr, "levee run: no summary: %v\n", werr)
+		return 1
+	}
+	run := &lab.Run{Dir: dir, Summary: sum}
+	if err := lab.WriteReport(stdout, []*lab.Run{run}); err != nil {
+		fmt.Fprintf(stderr, "levee run: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "\nrun folder: %s\n", dir)
+	if werr != nil {
+		fmt.Fprintf(stderr, "levee run: %v\n", werr)
+		return 1
+	}
+	if fails := sum.FailedThresholds(); len(fails) > 0 {
+		for _, f := range fails {
+			fmt.Fprintf(stderr, "levee run: threshold failed: %s\n", f)
+		}
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,334 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// readyLine is the one line a server process prints on stdout once its
+// listeners are bound (docs/CONTRACTS.md).
+type readyLine struct {
+	Ready *readyInfo `json:"levee_ready"`
+}
+
+type readyInfo struct {
+	Kind   string   `json:"kind"`
+	Listen string   `json:"listen"`
+	Admin  string   `json:"admin"`
+	PID    int      `json:"pid"`
+	Nodes  []string `json:"nodes"`
+}
+
+// parseReady returns the ready info of line, or nil when line is not a
+// ready line.
+func parseReady(line []byte) *readyInfo {
+	line = bytes.TrimSpace(line)
+	if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte("levee_ready")) {
+		return nil
+	}
+	var r readyLine
+	if json.Unmarshal(line, &r) != nil || r.Ready == nil || r.Ready.Listen == "" {
+		return nil
+	}
+	return r.Ready
+}
+
+// child is one supervised process: a fake model node, a gateway. It can be
+// killed and started again with the same arguments (same ports once the
+// first start has learned them).
+type child struct {
+	name  string // "node-0", "gateway-1"
+	kind  string // "node" or "gateway"
+	index int    // 0-based within its kind
+	exe   string // binary to run
+	// args returns the arguments of the next start, given the addresses
+	// learned so far ("" before the first start). Called without mu held.
+	args    func(index int, listen, admin string) []string
+	env     []string // extra environment
+	logPath string
+	// readyTimeout bounds one start.
+	readyTimeout time.Duration
+	// onExit is called (from the waiter goroutine) when a process ends that
+	// nobody was stopping or killing on purpose.
+	onExit func(c *child, err error)
+
+	mu sync.Mutex
+	// guarded by mu:
+	cmd      *exec.Cmd
+	pid      int
+	listen   string // traffic address learned from the first ready line
+	admin    string // admin address (gateway); "" for nodes
+	up       bool
+	expected bool          // the current process is being stopped or killed on purpose
+	exited   chan struct{} // closed when the current process has been waited for
+	starts   int           // processes started so far
+	downAt   time.Time
+	restart  time.Time // when a scheduled restart is due (zero: none)
+}
+
+// Start starts the process and waits until it prints its ready line, ctx
+// ends, or readyTimeout passes. It fails when the process is running.
+func (c *child) Start(ctx context.Context) error {
+	c.mu.Lock()
+	if c.up {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: already running", c.name)
+	}
+	listen, admin := c.listen, c.admin
+	c.mu.Unlock()
+	args := c.args(c.index, listen, admin)
+
+	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("%s: log: %w", c.name, err)
+	}
+	fmt.Fprintf(logf, "---- %s start: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), c.exe, strings.Join(args, " "))
+	cmd := exec.Command(c.exe, args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Stderr = logf
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logf.Close()
+		return fmt.Errorf("%s: %w", c.name, err)
+	}
+	if err := StartProcess(cmd); err != nil {
+		logf.Close()
+		return fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
+	}
+	ready := make(chan *readyInfo, 1)
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		br := bufio.NewReader(stdout)
+		sent := false
+		for {
+			line, err := br.ReadBytes('\n')
+			if len(line) > 0 {
+				if !sent {
+					if r := parseReady(line); r != nil {
+						ready <- r
+						sent = true
+					}
+				}
+				logf.Write(line)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	exited := make(chan struct{})
+	c.mu.Lock()
+	c.cmd, c.pid, c.exited, c.expected = cmd, cmd.Process.Pid, exited, false
+	c.starts++
+	c.mu.Unlock()
+	var waitErr error
+	go func() {
+		<-copied // stdout EOF first, as exec.Cmd.Wait requires for pipes
+		waitErr = cmd.Wait()
+		fmt.Fprintf(logf, "---- %s exit: %v\n", time.Now().UTC().Format(time.RFC3339Nano), exitText(waitErr))
+		logf.Close()
+		c.mu.Lock()
+		c.up = false
+		c.downAt = time.Now()
+		expected := c.expected
+		c.mu.Unlock()
+		close(exited)
+		if !expected && c.onExit != nil {
+			c.onExit(c, waitErr)
+		}
+	}()
+
+	timeout := c.readyTimeout
+	if timeout <= 0 {
+		timeout = 15 * time.Second
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case r := <-ready:
+		c.mu.Lock()
+		if c.listen == "" {
+			c.listen = r.Listen
+		}
+		if c.admin == "" {
+			c.admin = r.Admin
+		}
+		c.up = true
+		c.restart = time.Time{}
+		c.mu.Unlock()
+		return nil
+	case <-exited:
+		return fmt.Errorf("%s: exited before ready (%s); log %s:\n%s", c.name, exitText(waitErr), c.logPath, tail(c.logPath, 12))
+	case <-timer.C:
+		c.Kill()
+		return fmt.Errorf("%s: not ready after %s; log %s:\n%s", c.name, timeout, c.logPath, tail(c.logPath, 12))
+	case <-ctx.Done():
+		c.Kill()
+		return fmt.Errorf("%s: %w", c.name, ctx.Err())
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+// tail returns the last n lines of the file at path (best effort).
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// Kill SIGKILLs the process group and waits until the process is reaped.
+// Killing a child that is not running is harmless.
+func (c *child) Kill() {
+	c.signal(syscall.SIGKILL, 0)
+}
+
+// Stop sends SIGTERM (drain), waits up to grace, then SIGKILLs.
+func (c *child) Stop(grace time.Duration) {
+	c.signal(syscall.SIGTERM, grace)
+}
+
+func (c *child) signal(sig syscall.Signal, grace time.Duration) {
+	c.mu.Lock()
+	cmd, exited := c.cmd, c.exited
+	if cmd == nil || cmd.Process == nil || exited == nil {
+		c.mu.Unlock()
+		return
+	}
+	select {
+	case <-exited:
+		c.mu.Unlock()
+		return
+	default:
+	}
+	c.expected = true
+	pid := cmd.Process.Pid
+	c.mu.Unlock()
+
+	_ = syscall.Kill(-pid, sig) // the group: anything the child started
+	_ = syscall.Kill(pid, sig)
+	if sig != syscall.SIGKILL {
+		select {
+		case <-exited:
+			return
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-exited
+}
+
+// Up reports whether the process is running and was ready.
+func (c *child) Up() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.up
+}
+
+// PID is the current (or last) process id; 0 before the first start.
+func (c *child) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pid
+}
+
+// Listen is the traffic address ("127.0.0.1:port").
+func (c *child) Listen() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listen
+}
+
+// Admin is the admin address (gateways).
+func (c *child) Admin() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.admin
+}
+
+// Starts is how many processes were started.
+func (c *child) Starts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.starts
+}
+
+// setRestart records when a scheduled restart is due (zero clears it).
+func (c *child) setRestart(t time.Time) {
+	c.mu.Lock()
+	c.restart = t
+	c.mu.Unlock()
+}
+
+// RestartIn is the time until a scheduled restart, or 0.
+func (c *child) RestartIn(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.restart.IsZero() || c.up {
+		return 0
+	}
+	if d := c.restart.Sub(now); d > 0 {
+		return d
+	}
+	return 0
+}
+
+// readRSS returns VmRSS of pid from /proc, in bytes.
+func readRSS(pid int) (uint64, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseVmRSS(f)
+}
+
+// parseVmRSS finds "VmRSS:   1234 kB" in a /proc/PID/status text.
+func parseVmRSS(r io.Reader) (uint64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, "VmRSS:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("VmRSS: unexpected %q", line)
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("VmRSS: %w", err)
+		}
+		return kb * 1024, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("VmRSS: not found (process gone or a kernel thread)")
+}

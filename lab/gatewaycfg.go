@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/gateway"
+)
+
+// apiKeys are the API keys the generator sends per priority; the generated
+// gateway config maps each to a tenant of that priority.
+func apiKeys(token string) map[string]string {
+	suffix := token
+	if len(suffix) > 8 {
+		suffix = suffix[:8]
+	}
+	return map[string]string{
+		"P0": "lab-p0-" + suffix,
+		"P1": "lab-p1-" + suffix,
+		"P2": "lab-p2-" + suffix,
+	}
+}
+
+// gatewayParams is what varies between gateway configs of one lab.
+type gatewayParams struct {
+	listen, admin string // "127.0.0.1:0" on a first start
+	token         string
+	nodes         []string // node addresses
+	keys          map[string]string
+	defenses      map[string]bool // current switches (start from the experiment's)
+	redisURL      string          // "" for the in-process store
+	gateways      int             // how many gateways share limits
+}
+
+// gatewayConfig builds the YAML config of one gateway from the experiment
+// and p: the lab's own keys, listeners and nodes; the experiment's
+// defenses, limits (PUT /admin/limits shape), guard thresholds; then its
+// raw overrides. The result is validated with gateway.ParseConfig, whose
+// errors name the field.
+func gatewayConfig(e *Experiment, p gatewayParams) ([]byte, map[string]any, error) {
+	keys := make([]any, 0, len(p.keys))
+	for _, pr := range Priorities {
+		if k, ok := p.keys[pr]; ok {
+			keys = append(keys, map[string]any{"key": k, "tenant": "tenant-" + strings.ToLower(pr), "priority": pr})
+		}
+	}
+	nodes := make([]any, len(p.nodes))
+	for i, n := range p.nodes {
+		nodes[i] = n
+	}
+	m := map[string]any{
+		"listen":      p.listen,
+		"admin":       p.admin,
+		"admin_token": p.token,
+		"keys":        keys,
+		"upstream":    map[string]any{"nodes": nodes},
+	}
+	if len(p.defenses) > 0 {
+		d := map[string]any{}
+		for k, v := range p.defenses {
+			d[k] = v
+		}
+		m["defenses"] = d
+	}
+	if p.redisURL != "" {
+		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": map[string]any{"kind": "redis", "url": p.redisURL}}})
+	} else if p.gateways > 1 {
+		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": map[string]any{"share": 1 / float64(p.gateways)}}})
+	}
+	lim, err := limitsToConfig(e.Gateway.Limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	mergeInto(m, lim)
+	if len(e.Gateway.Guard) > 0 {
+		mergeInto(m, map[string]any{"guard": cloneMap(e.Gateway.Guard)})
+	}
+	mergeInto(m, cloneMap(e.Gateway.Config))
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gateway config: %w", err)
+	}
+	if _, err := gateway.ParseConfig(b); err != nil {
+		return nil, nil, fmt.Errorf("gateway config: %w", err)
+	}
+	return b, m, nil
+}
+
+// limitsToConfig turns a PUT /admin/limits body ({"classes":{"ai":{…,
+// "queue_timeout_ms":500}},"token_budget":N,"ratelimit":{…}}) into config
+// keys (queue_timeout as a duration).
+func limitsToConfig(lim map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	for k, v := range lim {
+		switch k {
+		case "classes":
+			cm, ok := v.(map[string]any)
+			if !ok {
+				return nil, errors.New("gateway.limits.classes: want a map of class → limits")
+			}
+			classes := map[string]any{}
+			for name, cv := range cm {
+				c, ok := cv.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("gateway.limits.classes.%s: want a map", name)
+				}
+				c = cloneMap(c)
+				if ms, ok := c["queue_timeout_ms"]; ok {
+					f, ok := toFloat(ms)
+					if !ok {
+						return nil, fmt.Errorf("gateway.limits.classes.%s.queue_timeout_ms: want a number", name)
+					}
+					delete(c, "queue_timeout_ms")
+					c["queue_timeout"] = fmt.Sprintf("%gms", f)
+				}
+				classes[name] = c
+			}
+			out["classes"] = classes
+		case "token_budget", "ratelimit":
+			out[k] = cloneValue(v)
+		default:
+			return nil, fmt.Errorf("gateway.limits.%s: unknown (want classes, token_budget, ratelimit)", k)
+		}
+	}
+	return out, nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch t := v.(type) {
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case float64:
+		return t, true
+	case uint64:
+		return float64(t), true
+	}
+	return 0, false
+}
+
+// mergeInto deep-merges src into dst: maps merge key by key, anything else
+// replaces.
+func mergeInto(dst, src map[string]any) {
+	for k, v := range src {
+		sm, sok := v.(map[string]any)
+		dm, dok := dst[k].(map[string]any)
+		if sok && dok {
+			mergeInto(dm, sm)
+			continue
+		}
+		dst[k] = cloneValue(v)
+	}
+}
+
+// validateNodeKnobs checks a knob patch the way a node would: decoded over
+// the defaults with unknown names rejected, then validated.
+func validateNodeKnobs(patch map[string]any) error {
+	if len(patch) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	k := fakemodel.DefaultKnobs()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&k); err != nil {
+		return err
+	}
+	return k.Validate()
+}
+
+// nodeMeanService returns slots and the configured mean service time
+// (seconds) of knobs, for capacity estimates before the first scrape.
+func nodeMeanService(patch map[string]any) (slots float64, mean float64) {
+	b, _ := json.Marshal(patch)
+	k := fakemodel.DefaultKnobs()
+	_ = json.Unmarshal(b, &k)
+	return float64(k.Slots), k.MeanService().Seconds()
+}

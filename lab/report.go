@@ -1,0 +1,281 @@
+package lab
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+)
+
+// Run is one run folder read back.
+type Run struct {
+	Dir     string
+	Info    *RunInfo // nil when run.json is missing or unreadable
+	Summary *Summary
+	// Partial is true when summary.json is missing (the run was killed):
+	// Summary is then rebuilt from the last sample and has no latencies.
+	Partial bool
+}
+
+// ReadRun reads a run folder. A folder without summary.json (a killed run)
+// is summarized from its last sample.
+func ReadRun(dir string) (*Run, error) {
+	r := &Run{Dir: dir}
+	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
+		var info RunInfo
+		if json.Unmarshal(b, &info) == nil {
+			r.Info = &info
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	switch {
+	case err == nil:
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
+		}
+		r.Summary = &s
+		return r, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	samples, err := ReadSamples(dir)
+	if err != nil && len(samples) == 0 {
+		return nil, fmt.Errorf("%s: no summary.json and no samples: %w", dir, err)
+	}
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("%s: no summary.json and no samples", dir)
+	}
+	r.Summary = partialSummary(samples)
+	if r.Info != nil {
+		r.Summary.Name, r.Summary.Title = r.Info.Name, r.Info.Experiment.Title
+	}
+	r.Partial = true
+	return r, nil
+}
+
+// partialSummary rebuilds the counters of a Summary from samples (no
+// latency histograms, no thresholds).
+func partialSummary(samples []Sample) *Summary {
+	last := samples[len(samples)-1]
+	s := &Summary{
+		Started:      samples[0].Time,
+		DurationS:    last.Elapsed,
+		Offered:      last.OfferedTotal,
+		Outcomes:     map[string]uint64{},
+		ByPriority:   map[string]PrioritySummary{},
+		ShedByReason: map[string]uint64{},
+	}
+	var sum uint64
+	for _, o := range Outcomes {
+		s.Outcomes[o] = last.OutcomeTotal[o]
+		sum += last.OutcomeTotal[o]
+		if r, ok := strings.CutPrefix(o, "shed_"); ok {
+			s.ShedByReason[r] = last.OutcomeTotal[o]
+		}
+	}
+	s.Unaccounted = int64(s.Offered) - int64(sum)
+	for _, p := range Priorities {
+		ps := last.ByPriority[p]
+		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
+		if ps.OfferedTotal > 0 {
+			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
+		}
+		s.ByPriority[p] = v
+	}
+	var capSum, capT float64
+	prev := 0.0
+	for _, x := range samples {
+		dt := x.Elapsed - prev
+		prev = x.Elapsed
+		capSum += x.CapacityRPS * dt
+		capT += dt
+		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
+		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
+		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
+		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
+		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
+	}
+	s.Gateway.OOMKills = last.OOMKills
+	if capT > 0 {
+		s.CapacityRPS = round(capSum/capT, 3)
+	}
+	if last.Elapsed > 0 {
+		s.GoodputRPS = round(float64(s.Outcomes[OutcomeOK])/last.Elapsed, 3)
+		s.AchievedRPS = round(float64(s.Offered)/last.Elapsed, 3)
+	}
+	if s.CapacityRPS > 0 {
+		s.GoodputRatio = round(s.GoodputRPS/s.CapacityRPS, 6)
+	}
+	return s
+}
+
+// reportRow is one line of the side-by-side table.
+type reportRow struct {
+	label string
+	value func(r *Run) string
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
+
+func count(v uint64) string { return groupDigits(fmt.Sprintf("%d", v)) }
+
+// groupDigits puts thin separators in long integers: 1234567 → 1,234,567.
+func groupDigits(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+var reportRows = []reportRow{
+	{"experiment", func(r *Run) string {
+		if r.Partial {
+			return r.Summary.Name + " (killed)"
+		}
+		return r.Summary.Name
+	}},
+	{"duration", func(r *Run) string {
+		q := ""
+		if r.Summary.Quick {
+			q = " quick"
+		}
+		return fmt.Sprintf("%.1fs%s", r.Summary.DurationS, q)
+	}},
+	{"offered", func(r *Run) string { return count(r.Summary.Offered) }},
+	{"target / achieved req/s", func(r *Run) string {
+		return fmt.Sprintf("%.0f / %.0f", r.Summary.TargetRPS, r.Summary.AchievedRPS)
+	}},
+	{"P0 success", func(r *Run) string { return pct(r.Summary.ByPriority["P0"].SuccessRate) }},
+	{"P1 success", func(r *Run) string { return pct(r.Summary.ByPriority["P1"].SuccessRate) }},
+	{"P2 success", func(r *Run) string { return pct(r.Summary.ByPriority["P2"].SuccessRate) }},
+	{"P0 p99", func(r *Run) string { return ms(r.Summary.ByPriority["P0"].P99Ms) }},
+	{"admitted p99", func(r *Run) string { return ms(r.Summary.AdmittedP99Ms) }},
+	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
+	{"capacity req/s", func(r *Run) string {
+		s := fmt.Sprintf("%.1f", r.Summary.CapacityRPS)
+		if r.Summary.CapacityMeasuredRPS > 0 {
+			s += fmt.Sprintf(" (measured %.1f)", r.Summary.CapacityMeasuredRPS)
+		}
+		return s
+	}},
+	{"goodput ratio", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
+	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},
+	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},
+	{"gateway max RSS", func(r *Run) string { return mb(r.Summary.Gateway.MaxRSSBytes) }},
+	{"OOM kills", func(r *Run) string { return fmt.Sprintf("%d", r.Summary.Gateway.OOMKills) }},
+	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedRateLimit]) }},
+	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedOverload]) }},
+	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedQueueFull]) }},
+	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedQueueTimeout]) }},
+	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedBudget]) }},
+	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeFallback]) }},
+	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeTimeout]) }},
+	{"error", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeError]) }},
+	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeGeneratorDropped]) }},
+	{"unaccounted", func(r *Run) string { return groupDigits(fmt.Sprintf("%d", r.Summary.Unaccounted)) }},
+	{"shed check (gw/client)", func(r *Run) string {
+		if r.Partial {
+			return "-"
+		}
+		c := r.Summary.ShedCheck
+		s := fmt.Sprintf("%s / %s", count(c.Gateway), count(c.Client))
+		if !c.Exact {
+			s += " ~"
+		}
+		return s
+	}},
+	{"thresholds", func(r *Run) string {
+		if r.Partial {
+			return "-"
+		}
+		n, fail := len(r.Summary.Thresholds), len(r.Summary.FailedThresholds())
+		if n == 0 {
+			return "none"
+		}
+		if fail == 0 {
+			return fmt.Sprintf("pass (%d)", n)
+		}
+		return fmt.Sprintf("FAIL %d of %d", fail, n)
+	}},
+}
+
+func ms(v float64) string {
+	if v >= 10000 {
+		return groupDigits(fmt.Sprintf("%.0f", v)) + " ms"
+	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0f ms", v)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
+
+// WriteReport prints the runs side by side: one column per run, one row per
+// figure, then the failed thresholds of each run.
+func WriteReport(w io.Writer, runs []*Run) error {
+	if len(runs) == 0 {
+		return errors.New("report: no runs")
+	}
+	cells := make([][]string, len(reportRows))
+	width := make([]int, len(runs)+1)
+	for i, row := range reportRows {
+		cells[i] = make([]string, len(runs)+1)
+		cells[i][0] = row.label
+		for j, r := range runs {
+			cells[i][j+1] = row.value(r)
+		}
+		for j, c := range cells[i] {
+			width[j] = max(width[j], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for i, row := range cells {
+		for j, c := range row {
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			pad := width[j] - utf8.RuneCountInString(c)
+			if j == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString(strings.Repeat(" ", pad) + c)
+			}
+		}
+		b.WriteString("\n")
+		if i == 0 {
+			total := 0
+			for _, wd := range width {
+				total += wd
+			}
+			b.WriteString(strings.Repeat("─", total+2*(len(width)-1)) + "\n")
+		}
+	}
+	for _, r := range runs {
+		fails := r.Summary.FailedThresholds()
+		if len(fails) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: failed thresholds\n", r.Summary.Name)
+		for _, f := range fails {
+			fmt.Fprintf(&b, "  ✗ %s\n", f)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

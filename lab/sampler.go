@@ -1,0 +1,386 @@
+package lab
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/scrape"
+)
+
+// successWindow is how far back Sample.ByPriority[…].SuccessRate looks.
+const successWindow = 3 * time.Second
+
+var levelNames = []string{"green", "yellow", "red", "black"}
+
+// nodeConfig is what a node last reported about its configuration.
+type nodeConfig struct {
+	slots, mean float64 // mean service time in seconds
+	known       bool
+}
+
+// prioCount is one tick of one priority: ok and finished.
+type prioCount struct{ ok, finished uint64 }
+
+// sampler scrapes every child each tick, merges the scrapes with the
+// generator's window into one Sample, and hands it to the recorder and the
+// subscribers. Only its own goroutine calls take; shedTotal is safe from
+// any goroutine.
+type sampler struct {
+	l      *Lab
+	tick   time.Duration
+	stopCh chan struct{}
+	doneCh chan struct{}
+	once   sync.Once
+
+	// Used by the sampling goroutine only:
+	prevGW      []scrape.Families
+	prevGWAt    []time.Time
+	gwStarts    []int
+	prevNode    []scrape.Families
+	prevNodeAt  []time.Time
+	nodeStarts  []int
+	nodeCfg     []nodeConfig
+	recent      map[string][]prioCount // per priority, newest last
+	lastPrinted time.Time
+
+	mu      sync.Mutex
+	shedAcc []float64 // guarded by mu: per gateway, levee_shed_total accumulated across restarts
+}
+
+func newSampler(l *Lab) *sampler {
+	ng, nn := len(l.gateways), len(l.nodes)
+	return &sampler{
+		l: l, tick: l.exp.Tick.D(),
+		stopCh: make(chan struct{}), doneCh: make(chan struct{}),
+		prevGW: make([]scrape.Families, ng), prevGWAt: make([]time.Time, ng), gwStarts: make([]int, ng),
+		prevNode: make([]scrape.Families, nn), prevNodeAt: make([]time.Time, nn), nodeStarts: make([]int, nn),
+		nodeCfg: make([]nodeConfig, nn),
+		recent:  map[string][]prioCount{},
+		shedAcc: make([]float64, ng),
+	}
+}
+
+func (s *sampler) loop() {
+	defer close(s.doneCh)
+	t := time.NewTicker(s.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCh:
+			return
+		case <-t.C:
+			s.take()
+		}
+	}
+}
+
+// stop ends the loop and takes one last sample.
+func (s *sampler) stop() {
+	s.once.Do(func() {
+		close(s.stopCh)
+		<-s.doneCh
+		s.take()
+	})
+}
+
+// shedTotal is the gateways' shed counters summed and accumulated across
+// restarts.
+func (s *sampler) shedTotal() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := 0.0
+	for _, v := range s.shedAcc {
+		t += v
+	}
+	return t
+}
+
+// take builds and delivers one Sample.
+func (s *sampler) take() {
+	l := s.l
+	timeout := s.tick * 9 / 10
+	ctx, cancel := context.WithTimeout(l.ctx, timeout)
+	gw := make([]scrape.Families, len(l.gateways))
+	nodes := make([]scrape.Families, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, c := range l.gateways {
+		if !c.Up() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := scrape.Scrape(ctx, l.httpc, "http://"+c.Listen()+"/metrics")
+			if err == nil {
+				gw[i] = f
+			}
+		}()
+	}
+	for i, c := range l.nodes {
+		if !c.Up() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := scrape.Scrape(ctx, l.httpc, "http://"+c.Listen()+"/metrics")
+			if err == nil {
+				nodes[i] = f
+			}
+		}()
+	}
+	wg.Wait()
+	cancel()
+	w := l.gen.Tick()
+	now := time.Now()
+	smp, completions, saturated := s.merge(now, w, gw, nodes)
+
+	l.mu.Lock()
+	rec := l.rec
+	l.mu.Unlock()
+	if rec != nil {
+		smp.Recording = true
+		dt := w.Duration.Seconds()
+		if rec.agg != nil {
+			rec.agg.add(smp, dt, completions, saturated)
+		}
+		rec.writeError(rec.samples.Write(smp), l.opts.Progress)
+	}
+	l.broadcast(smp)
+	if l.opts.Progress != nil && now.Sub(s.lastPrinted) >= 2*time.Second {
+		s.lastPrinted = now
+		s.print(smp)
+	}
+}
+
+// merge builds the Sample from the generator's window and the scrapes (nil
+// for a child that did not answer). It also returns the nodes' completion
+// rate and whether every live node had all its slots busy.
+func (s *sampler) merge(now time.Time, w load.Window, gw, nodes []scrape.Families) (Sample, float64, bool) {
+	l := s.l
+	dt := w.Duration.Seconds()
+	per := func(n uint64) float64 {
+		if dt <= 0 {
+			return 0
+		}
+		return float64(n) / dt
+	}
+	smp := Sample{
+		Time:              now.UTC(),
+		Elapsed:           round(now.Sub(l.start).Seconds(), 3),
+		TargetRPS:         w.TargetRPS,
+		OfferedRPS:        per(w.Offered),
+		Outstanding:       w.Outstanding,
+		OutcomeRPS:        map[string]float64{},
+		OutcomeTotal:      map[string]uint64{},
+		OfferedTotal:      w.OfferedTotal,
+		ByPriority:        map[string]PrioritySample{},
+		AdmittedP50Ms:     w.AdmittedP50Ms,
+		AdmittedP99Ms:     w.AdmittedP99Ms,
+		ShedRPSByReason:   map[string]float64{},
+		ShedRPSByPriority: map[string]float64{},
+	}
+	var shed uint64
+	for _, o := range Outcomes {
+		smp.OutcomeRPS[o] = per(w.Outcomes[o])
+		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
+		if len(o) > 5 && o[:5] == "shed_" {
+			shed += w.Outcomes[o]
+		}
+	}
+	smp.GoodputRPS = per(w.Outcomes[OutcomeOK])
+	admitted := int64(w.Offered) - int64(shed) - int64(w.Outcomes[OutcomeGeneratorDropped])
+	if admitted > 0 {
+		smp.AdmittedRPS = per(uint64(admitted))
+	}
+	keep := int(successWindow / s.tick)
+	if keep < 1 {
+		keep = 1
+	}
+	for _, p := range Priorities {
+		pw := w.ByPriority[p]
+		r := append(s.recent[p], prioCount{ok: pw.OK, finished: pw.Finished})
+		if len(r) > keep {
+			r = r[len(r)-keep:]
+		}
+		s.recent[p] = r
+		var ok, fin uint64
+		for _, c := range r {
+			ok += c.ok
+			fin += c.finished
+		}
+		rate := 1.0
+		if fin > 0 {
+			rate = float64(ok) / float64(fin)
+		}
+		smp.ByPriority[p] = PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
+	}
+
+	// Gateways.
+	level := -1.0
+	var defenses map[string]bool
+	l.mu.Lock()
+	for i := range l.gateways {
+		smp.RSSBytes += float64(l.gwRSS[i])
+	}
+	smp.OOMKills = l.oomKills
+	labDefenses := make(map[string]bool, len(l.defenses))
+	for k, v := range l.defenses {
+		labDefenses[k] = v
+	}
+	lesson := l.lessonLocked()
+	l.mu.Unlock()
+	for i, c := range l.gateways {
+		f := gw[i]
+		if starts := c.Starts(); starts != s.gwStarts[i] {
+			s.gwStarts[i] = starts
+			s.prevGW[i] = scrape.Families{} // a new process counts from zero
+			s.prevGWAt[i] = time.Time{}
+		}
+		if f == nil {
+			smp.GatewayStale = true
+			continue
+		}
+		if v, ok := f.Max("levee_overload_level", nil); ok {
+			level = math.Max(level, v)
+		}
+		if v, ok := f.Value("levee_lag_probe_seconds", map[string]string{"quantile": "0.99"}); ok {
+			smp.LagProbeP99Ms = math.Max(smp.LagProbeP99Ms, v*1000)
+		}
+		if v, ok := f.Value("levee_sched_latency_seconds", map[string]string{"quantile": "0.99"}); ok {
+			smp.SchedLatencyP99Ms = math.Max(smp.SchedLatencyP99Ms, v*1000)
+		}
+		if v, ok := f.Value("levee_gc_pause_seconds", map[string]string{"quantile": "0.99"}); ok {
+			smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
+		}
+		smp.HeapBytes += f.Sum("levee_heap_bytes", nil)
+		smp.Goroutines += f.Sum("go_goroutines", nil)
+		smp.Inflight += f.Sum("levee_inflight", nil)
+		smp.QueueDepth += f.Sum("levee_queue_depth", nil)
+		smp.ConcurrencyLimit += f.Sum("levee_concurrency_limit", map[string]string{"class": "ai"})
+		smp.TokensInflight += f.Sum("levee_tokens_inflight", nil)
+		if defenses == nil && f.Has("levee_defense_enabled") {
+			defenses = map[string]bool{}
+			for k, v := range f.ByLabel("levee_defense_enabled", "defense") {
+				defenses[k] = v > 0
+			}
+		}
+		prev := s.prevGW[i]
+		if prev == nil {
+			prev = scrape.Families{}
+		}
+		since := now.Sub(s.prevGWAt[i]).Seconds()
+		if s.prevGWAt[i].IsZero() {
+			since = dt
+		}
+		if since > 0 {
+			for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "reason", nil) {
+				smp.ShedRPSByReason[k] += v / since
+			}
+			for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
+				smp.ShedRPSByPriority[k] += v / since
+			}
+		}
+		d := f.SumDelta(prev, "levee_shed_total", nil)
+		s.mu.Lock()
+		s.shedAcc[i] += d
+		s.mu.Unlock()
+		s.prevGW[i], s.prevGWAt[i] = f, now
+	}
+	if level >= 0 && int(level) < len(levelNames) {
+		smp.Level = levelNames[int(level)]
+	}
+	if defenses == nil {
+		defenses = labDefenses
+	}
+	smp.Defenses = defenses
+
+	// Nodes.
+	completions := 0.0
+	saturated := true
+	live := 0
+	for i, c := range l.nodes {
+		f := nodes[i]
+		up := c.Up()
+		if starts := c.Starts(); starts != s.nodeStarts[i] {
+			s.nodeStarts[i] = starts
+			s.prevNode[i] = scrape.Families{}
+			s.prevNodeAt[i] = time.Time{}
+		}
+		ns := NodeSample{Index: i, Addr: c.Listen(), Up: up && f != nil}
+		if !up {
+			ns.RestartIn = round(c.RestartIn(now).Seconds(), 1)
+		}
+		if f != nil {
+			ns.Busy = f.Sum("levee_fakemodel_in_service", nil)
+			ns.Queued = f.Sum("levee_fakemodel_queued", nil)
+			ns.Slots = f.Sum("levee_fakemodel_slots", nil)
+			if mean, ok := f.Max("levee_fakemodel_mean_service_seconds", nil); ok && mean > 0 {
+				s.nodeCfg[i] = nodeConfig{slots: ns.Slots, mean: mean, known: true}
+			}
+			prev := s.prevNode[i]
+			if prev == nil {
+				prev = scrape.Families{}
+			}
+			since := now.Sub(s.prevNodeAt[i]).Seconds()
+			if s.prevNodeAt[i].IsZero() {
+				since = dt
+			}
+			if since > 0 {
+				completions += f.SumDelta(prev, "levee_fakemodel_requests_total", map[string]string{"outcome": "ok"}) / since
+			}
+			s.prevNode[i], s.prevNodeAt[i] = f, now
+			if ns.Slots <= 0 || ns.Busy < ns.Slots {
+				saturated = false
+			}
+		} else if up {
+			saturated = false // a live node we could not read
+		} else if cfg := s.nodeCfg[i]; cfg.known {
+			ns.Slots = cfg.slots
+		}
+		if up {
+			live++
+			// Capacity counts every live process with its configured
+			// slots / mean service time (as last reported by the node).
+			if cfg := s.nodeCfg[i]; cfg.known {
+				smp.CapacityRPS += cfg.slots / cfg.mean
+			}
+		}
+		smp.Nodes = append(smp.Nodes, ns)
+	}
+	if live == 0 {
+		saturated = false
+	}
+	smp.CapacityRPS = round(smp.CapacityRPS, 3)
+
+	for _, a := range l.ctl.Active() {
+		smp.Faults = append(smp.Faults, ActiveFault{Name: a.Name, Detail: a.Detail})
+	}
+	if lesson.Step > 0 {
+		smp.Lesson = lesson.Text
+	}
+	return smp, completions, saturated
+}
+
+// print writes one progress line.
+func (s *sampler) print(smp Sample) {
+	p0 := smp.ByPriority["P0"].SuccessRate
+	lvl := smp.Level
+	if lvl == "" {
+		lvl = "?"
+	}
+	s.l.progress("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
+		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, p0*100, lvl,
+		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, sumMap(smp.ShedRPSByReason), smp.OOMKills)
+}
+
+func sumMap(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}

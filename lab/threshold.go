@@ -1,0 +1,145 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Threshold is one pass/fail check of a run, declared in an experiment as
+// k6 does: `thresholds: {p0_success_rate: ">= 0.999"}`. Name is a metric of
+// the summary (see ThresholdMetrics); Expr is the original text.
+type Threshold struct {
+	Name  string
+	Expr  string
+	Op    string  // one of >=, <=, ==, !=, >, <
+	Value float64 // right-hand side
+}
+
+// ThresholdResult is one evaluated threshold in summary.json.
+type ThresholdResult struct {
+	Expr  string  `json:"expr"`
+	Value float64 `json:"value"`
+	Pass  bool    `json:"pass"`
+	// Note explains a value that is not a plain measurement (for example a
+	// limit that never settled), when there is one.
+	Note string `json:"note,omitempty"`
+}
+
+// ThresholdMetrics names every metric a threshold may test, with what it
+// measures. The values come from the Summary (see Summary.Metric).
+var ThresholdMetrics = map[string]string{
+	"p0_success_rate":          "P0 ok / P0 offered",
+	"p1_success_rate":          "P1 ok / P1 offered",
+	"p2_success_rate":          "P2 ok / P2 offered",
+	"goodput_rps":              "ok per second over the run",
+	"goodput_ratio":            "ok / what the nodes could have served (min(offered, capacity) over time)",
+	"capacity_rps":             "mean capacity: live nodes × slots / mean service time",
+	"unaccounted":              "offered minus the sum of outcomes",
+	"oom_kills":                "gateway OOM kills at the memory limit",
+	"lag_p99_ms":               "worst recent-window p99 of the gateway lag probe",
+	"sched_latency_p99_ms":     "worst recent-window p99 of the gateway scheduler latency",
+	"max_heap_bytes":           "largest gateway live heap seen",
+	"max_goroutines":           "largest gateway goroutine count seen",
+	"rss_growth_mb":            "gateway RSS growth: max RSS minus RSS once load started (MB)",
+	"admitted_p99_ms":          "p99 latency of admitted requests",
+	"p0_p99_ms":                "p99 latency of P0 ok requests",
+	"achieved_rate_error":      "|achieved − target| / target over the run",
+	"shed_mismatch":            "|gateway shed counters − client-observed sheds|",
+	"limit_settle_s":           "seconds from a node kill until the concurrency limit stays within ±15% of the live slots",
+	"p0_success_during_faults": "lowest P0 ok / P0 offered over any fault's window",
+	"error_rate":               "error / offered",
+	"timeout_rate":             "timeout / offered",
+	"generator_dropped":        "requests the generator could not send (outstanding cap)",
+}
+
+// MarshalJSON writes a value that is not finite (a limit that never
+// settled, a metric that does not apply) as null.
+func (r ThresholdResult) MarshalJSON() ([]byte, error) {
+	type plain struct {
+		Expr  string   `json:"expr"`
+		Value *float64 `json:"value"`
+		Pass  bool     `json:"pass"`
+		Note  string   `json:"note,omitempty"`
+	}
+	p := plain{Expr: r.Expr, Pass: r.Pass, Note: r.Note}
+	if !math.IsNaN(r.Value) && !math.IsInf(r.Value, 0) {
+		v := r.Value
+		p.Value = &v
+	}
+	return json.Marshal(p)
+}
+
+// UnmarshalJSON reads null as NaN.
+func (r *ThresholdResult) UnmarshalJSON(b []byte) error {
+	var p struct {
+		Expr  string   `json:"expr"`
+		Value *float64 `json:"value"`
+		Pass  bool     `json:"pass"`
+		Note  string   `json:"note"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*r = ThresholdResult{Expr: p.Expr, Pass: p.Pass, Note: p.Note, Value: math.NaN()}
+	if p.Value != nil {
+		r.Value = *p.Value
+	}
+	return nil
+}
+
+var thresholdOps = []string{">=", "<=", "==", "!=", ">", "<"}
+
+// ParseThreshold parses "OP NUMBER" for the named metric.
+func ParseThreshold(name, expr string) (Threshold, error) {
+	if _, ok := ThresholdMetrics[name]; !ok {
+		return Threshold{}, fmt.Errorf("threshold %q: unknown metric (known: %s)", name, strings.Join(sortedKeys(ThresholdMetrics), ", "))
+	}
+	s := strings.TrimSpace(expr)
+	for _, op := range thresholdOps {
+		if !strings.HasPrefix(s, op) {
+			continue
+		}
+		rest := strings.TrimSpace(strings.TrimPrefix(s, op))
+		v, err := strconv.ParseFloat(rest, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return Threshold{}, fmt.Errorf("threshold %q: %q: want OP NUMBER, e.g. \">= 0.999\"", name, expr)
+		}
+		return Threshold{Name: name, Expr: s, Op: op, Value: v}, nil
+	}
+	return Threshold{}, fmt.Errorf("threshold %q: %q: want one of %s followed by a number", name, expr, strings.Join(thresholdOps, " "))
+}
+
+// Check reports whether v satisfies the threshold.
+func (t Threshold) Check(v float64) bool {
+	if math.IsNaN(v) {
+		return false
+	}
+	switch t.Op {
+	case ">=":
+		return v >= t.Value
+	case "<=":
+		return v <= t.Value
+	case "==":
+		return v == t.Value
+	case "!=":
+		return v != t.Value
+	case ">":
+		return v > t.Value
+	case "<":
+		return v < t.Value
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
