@@ -624,3 +624,58 @@ func TestPoolMetrics(t *testing.T) {
 		}
 	}
 }
+
+// Concurrent callers, one node resetting every connection: every call is
+// accounted for exactly and retries stay within the budget.
+func TestPoolConcurrentAccounting(t *testing.T) {
+	checkGoroutines(t)
+	badURL, badHits := resetNode(t)
+	good := newTestNode(t)
+	p := newPool(t, Config{
+		Nodes:       []string{badURL, good.srv.URL},
+		RetryBudget: RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 0},
+	}, WithClock(newFakeClock()))
+	p.SetBreakerEnabled(false) // keep sending to the bad node
+	const workers, each = 8, 60
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				resp, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
+				if err != nil {
+					if !errors.Is(err, ErrConn) {
+						t.Errorf("err %v, want ErrConn", err)
+					}
+					failed.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	const n = workers * each
+	c := p.Counters()
+	st := p.Stats()
+	if ok.Load()+failed.Load() != n {
+		t.Fatalf("ok %d + failed %d != %d", ok.Load(), failed.Load(), n)
+	}
+	// Every call that hit the bad node first either was retried (and then
+	// succeeded on the good one) or failed with the budget denying it.
+	if uint64(failed.Load()) != c.RetriesDenied || int64(st[0].Requests) != badHits.Load() ||
+		st[0].Requests != c.RetriesSent+c.RetriesDenied || uint64(good.hits.Load()) != st[1].Requests ||
+		uint64(ok.Load()) != st[1].Requests {
+		t.Fatalf("accounting: ok %d failed %d counters %+v stats %+v bad hits %d good hits %d",
+			ok.Load(), failed.Load(), c, st, badHits.Load(), good.hits.Load())
+	}
+	if c.RetriesSent > n/10 {
+		t.Fatalf("retries %d exceed 10%% of %d requests", c.RetriesSent, n)
+	}
+	if c.RetriesSent == 0 || st[0].Inflight != 0 || st[1].Inflight != 0 {
+		t.Fatalf("counters %+v stats %+v", c, st)
+	}
+	t.Logf("%d calls: bad node first %d, retries sent %d denied %d", n, st[0].Requests, c.RetriesSent, c.RetriesDenied)
+}
