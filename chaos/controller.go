@@ -211,17 +211,28 @@ func (c *Controller) Toggle(ctx context.Context, name string) (active bool, err 
 	return f.Active(), err
 }
 
-// RevertAll reverts every active fault, in reverse catalogue order, trying
-// all of them and joining the errors.
+// RevertAll reverts every active fault in catalogue order (node_kill first,
+// so nodes are back before their knobs are restored), then retries the ones
+// that failed once, and returns the errors of that second pass.
 func (c *Controller) RevertAll(ctx context.Context) error {
+	var failed []string
+	for _, name := range c.order {
+		if c.revertName(ctx, name) != nil {
+			failed = append(failed, name)
+		}
+	}
 	var errs []error
-	for i := len(c.order) - 1; i >= 0; i-- {
-		s := c.slots[c.order[i]]
-		s.op.Lock()
-		errs = append(errs, c.revertLocked(ctx, s))
-		s.op.Unlock()
+	for _, name := range failed {
+		errs = append(errs, c.revertName(ctx, name))
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Controller) revertName(ctx context.Context, name string) error {
+	s := c.slots[name]
+	s.op.Lock()
+	defer s.op.Unlock()
+	return c.revertLocked(ctx, s)
 }
 
 // Active lists the faults applied now, in catalogue order.
