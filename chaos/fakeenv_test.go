@@ -53,7 +53,9 @@ func newFakeEnv(nodes int) *fakeEnv {
 	return e
 }
 
-func (e *fakeEnv) record(format string, args ...any) { e.calls = append(e.calls, fmt.Sprintf(format, args...)) }
+func (e *fakeEnv) record(format string, args ...any) {
+	e.calls = append(e.calls, fmt.Sprintf(format, args...))
+}
 
 func (e *fakeEnv) NodeCount() int { return e.nodes }
 
