@@ -521,7 +521,7 @@ func scrape(t testing.TB, url string) map[string]float64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parser := newParser()
 	fams, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -542,6 +542,8 @@ func scrape(t testing.TB, url string) map[string]float64 {
 	return out
 }
 
+func newParser() expfmt.TextParser { return expfmt.NewTextParser(model.UTF8Validation) }
+
 func TestMetricsNamesAndLabels(t *testing.T) {
 	n, url := startNode(t, fixedKnobs(5, 3, OverflowQueue))
 	if code, _, err := post(context.Background(), url+"/v1/chat/completions", chatBody); err != nil || code != 200 {
@@ -552,7 +554,7 @@ func TestMetricsNamesAndLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parser := newParser()
 	fams, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatal(err)
