@@ -68,7 +68,7 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "YAML knob file (knobs it does not name keep their defaults)")
 	knobsJSON := fs.String("knobs", "", "JSON knob patch applied after --config, e.g. '{\"slots\":8}'")
 	drain := fs.Duration("drain", 10*time.Second, "on SIGTERM, how long in-flight and queued requests may take to finish")
-	printDefaults := fs.Bool("print-knobs", false, "print the resulting knobs as JSON and exit")
+	printKnobs := fs.Bool("print-knobs", false, "print the resulting knobs as JSON and exit")
 	for _, kf := range fakemodelKnobFlags {
 		if kf.kind == 'b' {
 			fs.Bool(kf.flag, false, kf.usage)
@@ -90,7 +90,7 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
 		return 2
 	}
-	if *printDefaults {
+	if *printKnobs {
 		b, _ := json.MarshalIndent(knobs, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 		return 0
@@ -141,6 +141,12 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	log.Info("fakemodel ready", "nodes", *nodes, "first", srv.Nodes()[0].Addr(),
 		"mean_service", knobs.MeanService(), "slots", knobs.Slots, "overflow", knobs.Overflow)
 	if err := srv.Run(ctx, *drain); err != nil {
+		if ctx.Err() != nil {
+			// Signalled: the drain deadline passed and the rest was closed.
+			// The stop was asked for, so it is still a clean exit.
+			log.Warn("fakemodel drain incomplete", "err", err)
+			return 0
+		}
 		log.Error("fakemodel stopped", "err", err)
 		return 1
 	}
