@@ -17,8 +17,8 @@ const (
 	RoutePredict    Route = "predict"     // POST /v1/predict
 	RouteChat       Route = "chat"        // POST /v1/chat/completions
 	RouteChatStream Route = "chat-stream" // POST /v1/chat/completions, "stream":true, SSE read to [DONE]
-	RouteAgent      Route = "agent"       // POST /v1/agent
-	RouteExport     Route = "export"      // GET /v1/export?rows=N, read to the end
+	RouteAgent      Route = "agent"       // POST /v1/agent {"prompt":…,"max_tokens":N}
+	RouteExport     Route = "export"      // GET /v1/export?rows=N (N: the prompt-token draw, ≥ 1), read to the end
 	RouteStandard   Route = "standard"    // GET /v1/standard/ping
 )
 
@@ -52,7 +52,8 @@ type Mix struct {
 	// Routes maps a Route name to its share of arrivals.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
 	// PromptTokens is the [min, max] prompt size in tokens, drawn uniformly.
-	// A "token" is one 4-byte word of the prompt. Export uses it as row count.
+	// A "token" is one 4-byte word of the prompt. Export uses the draw as its
+	// row count (at least 1); agent prompts have at least one token.
 	PromptTokens [2]int `yaml:"prompt_tokens" json:"prompt_tokens"`
 	// MaxTokens is max_tokens of chat and agent requests; it must be > 0 when
 	// a chat, chat-stream or agent route has a positive share.

@@ -222,6 +222,7 @@ func (g *Generator) Run(ctx context.Context) error {
 	g.stopped = time.Now()
 	g.timeMu.Unlock()
 	g.wg.Wait()
+	g.client.CloseIdleConnections()
 	return nil
 }
 

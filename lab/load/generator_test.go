@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,13 @@ func (s *behaviourServer) check(r *http.Request, timeoutMs string, body *map[str
 			}
 			return ""
 		}
+		if r.URL.Path == "/v1/agent" {
+			p, _ := (*body)["prompt"].(string)
+			if n := len(p) / 4; n < 8 || n > 12 || (*body)["max_tokens"] != float64(16) {
+				return fmt.Sprintf("agent body %v", *body)
+			}
+			return ""
+		}
 		if (*body)["model"] != "fake" || (*body)["max_tokens"] != float64(16) {
 			return fmt.Sprintf("%s: body %v", r.URL.Path, *body)
 		}
@@ -121,8 +129,8 @@ func (s *behaviourServer) check(r *http.Request, timeoutMs string, body *map[str
 			return fmt.Sprintf("prompt of %d tokens, want 8..12", n)
 		}
 	case "/v1/export":
-		if r.URL.Query().Get("rows") == "" {
-			return "export without rows"
+		if n, err := strconv.Atoi(r.URL.Query().Get("rows")); err != nil || n < 8 || n > 12 {
+			return fmt.Sprintf("export rows %q, want the prompt draw 8..12", r.URL.Query().Get("rows"))
 		}
 	case "/v1/standard/ping":
 	default:

@@ -71,19 +71,19 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 		method, path = http.MethodPost, "/v1/predict"
 		body = fmt.Appendf(nil, `{"features":{"amount":%.2f,"account_age_days":%d,"txn_count_24h":%d,"prompt_tokens":%d}}`,
 			s.amount, s.ageDays, s.txn24h, s.tokens)
-	case RouteChat, RouteChatStream, RouteAgent:
+	case RouteChat, RouteChatStream:
 		method, path = http.MethodPost, "/v1/chat/completions"
-		if s.route == RouteAgent {
-			path = "/v1/agent"
-		}
 		stream := ""
 		if s.route == RouteChatStream {
 			stream = `,"stream":true`
 		}
 		body = fmt.Appendf(nil, `{"model":"fake","messages":[{"role":"user","content":%q}],"max_tokens":%d%s}`,
 			prompt(s.tokens), s.maxTokens, stream)
+	case RouteAgent:
+		method, path = http.MethodPost, "/v1/agent"
+		body = fmt.Appendf(nil, `{"prompt":%q,"max_tokens":%d}`, prompt(max(s.tokens, 1)), s.maxTokens)
 	case RouteExport:
-		method, path = http.MethodGet, "/v1/export?rows="+strconv.Itoa(s.tokens)
+		method, path = http.MethodGet, "/v1/export?rows="+strconv.Itoa(max(s.tokens, 1))
 	case RouteStandard:
 		method, path = http.MethodGet, "/v1/standard/ping"
 	default:
