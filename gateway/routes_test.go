@@ -1,0 +1,631 @@
+package gateway
+
+import (
+	"bufio"
+	"fmt"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRoutesHappy(t *testing.T) {
+	fm := newFakeModel(t, 8, 5*time.Millisecond)
+	s := startServer(t, testConfig(fm.addr()))
+	base := "http://" + s.Addr()
+	for _, tc := range []struct {
+		name, method, path, key, body string
+		want                          string // substring of the body
+	}{
+		{"predict", "POST", "/v1/predict", "k1", predictBody, `"decision":"APPROVE"`},
+		{"chat", "POST", "/v1/chat/completions", "k1", chatBody, `"content":"answer"`},
+		{"chat stream", "POST", "/v1/chat/completions", "k1", streamBody, "data: [DONE]"},
+		{"agent", "POST", "/v1/agent", "k0", agentBody, `"subcalls_ok":4`},
+		{"export", "GET", "/v1/export?rows=5", "k2", "", `"row":4`},
+		{"standard", "GET", "/v1/standard/profile", "", "", `"path":"/v1/standard/profile"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := call(t, tc.method, base+tc.path, tc.key, tc.body)
+			if a.status != 200 || a.outcome != "ok" || !strings.Contains(string(a.body), tc.want) {
+				t.Fatalf("%v; want 200 ok containing %s", a, tc.want)
+			}
+			if a.header.Get(HeaderFallback) != "" {
+				t.Errorf("fallback header on a real answer")
+			}
+		})
+	}
+	fams := scrape(t, s)
+	if got := counterSum(fams, "levee_requests_total", map[string]string{"outcome": "ok"}); got != 6 {
+		t.Errorf("levee_requests_total{outcome=ok} = %v, want 6", got)
+	}
+	if got := counterSum(fams, "levee_requests_total", map[string]string{"route": "standard", "priority": "P2"}); got != 1 {
+		t.Errorf("anonymous standard request counted %v times as P2, want 1", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	fm := newFakeModel(t, 8, time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.BodyLimitBytes = 1024
+	cfg.MaxHeaderBytes = 4096
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	big := `{"features":{"pad":"` + strings.Repeat("x", 2000) + `"}}`
+	for _, tc := range []struct {
+		name, method, path, key, body string
+		hdr                           []string
+		status                        int
+		field                         string
+	}{
+		{"body over limit", "POST", "/v1/predict", "k1", big, nil, 413, ""},
+		{"not json", "POST", "/v1/predict", "k1", `{"features":`, nil, 400, ""},
+		{"not an object", "POST", "/v1/predict", "k1", `[1]`, nil, 400, ""},
+		{"missing features", "POST", "/v1/predict", "k1", `{"x":1}`, nil, 400, "features"},
+		{"empty messages", "POST", "/v1/chat/completions", "k1", `{"messages":[]}`, nil, 400, "messages"},
+		{"message without role", "POST", "/v1/chat/completions", "k1", `{"messages":[{"content":"a"}]}`, nil, 400, "messages[0].role"},
+		{"content wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"},{"role":"u","content":7}]}`, nil, 400, "messages[1].content"},
+		{"max_tokens negative", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":-1}`, nil, 400, "max_tokens"},
+		{"max_tokens wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":"x"}`, nil, 400, "max_tokens"},
+		{"agent without prompt", "POST", "/v1/agent", "k1", `{"max_tokens":3}`, nil, 400, "prompt"},
+		{"bad deadline", "POST", "/v1/predict", "k1", predictBody, []string{HeaderDeadline, "soon"}, 400, HeaderDeadline},
+		{"bad rows", "GET", "/v1/export?rows=0", "k1", "", nil, 400, "rows"},
+		{"wrong method", "GET", "/v1/predict", "k1", "", nil, 405, ""},
+		{"unknown route", "GET", "/v1/nope", "k1", "", nil, 404, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := call(t, tc.method, base+tc.path, tc.key, tc.body, tc.hdr...)
+			if a.status != tc.status || a.outcome != "error" {
+				t.Fatalf("%v; want %d with outcome error", a, tc.status)
+			}
+			if f := a.errorField(); f != tc.field {
+				t.Errorf("error field %q, want %q", f, tc.field)
+			}
+		})
+	}
+	if n := fm.arrivals.Load(); n != 0 {
+		t.Errorf("bad requests reached the model %d times", n)
+	}
+	// Headers over MaxHeaderBytes: net/http answers 431 itself.
+	a := call(t, "GET", base+"/v1/standard/x", "", "", "X-Big", strings.Repeat("y", 20000))
+	if a.status != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("huge header: %v, want 431", a)
+	}
+	fams := scrape(t, s)
+	if got := counterSum(fams, "levee_requests_total", map[string]string{"outcome": "error"}); got != 14 {
+		t.Errorf("levee_requests_total{outcome=error} = %v, want 14", got)
+	}
+}
+
+func TestUnknownKeyPolicy(t *testing.T) {
+	fm := newFakeModel(t, 8, time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.UnknownKey = UnknownKeyReject
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	for _, key := range []string{"", "nope"} {
+		a := call(t, "POST", base+"/v1/predict", key, predictBody)
+		if a.status != 401 || a.outcome != "error" || a.errorField() != "Authorization" {
+			t.Errorf("key %q: %v; want 401 naming Authorization", key, a)
+		}
+	}
+	if a := call(t, "POST", base+"/v1/predict", "k0", predictBody); a.status != 200 {
+		t.Errorf("known key: %v", a)
+	}
+	// A client's own priority header is never trusted: with the anonymous
+	// policy, a keyless request claiming P0 is still P2 and shed in yellow.
+	cfg2 := testConfig(fm.addr())
+	s2 := startServer(t, cfg2)
+	admin(t, s2, "PUT", "/admin/level", `{"level":"yellow"}`)
+	a := call(t, "POST", "http://"+s2.Addr()+"/v1/predict", "", predictBody, "X-Priority", "P0", "X-Levee-Priority", "P0")
+	if a.status != 429 || a.outcome != "shed_overload" {
+		t.Errorf("keyless request claiming P0 in yellow: %v; want 429 shed_overload", a)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	fm := newFakeModel(t, 8, time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.RateLimit.Rules = []RuleConfig{
+		{Tenant: "*", Route: "predict", Algorithm: AlgoSlidingWindow, Limit: 3, Window: 10 * time.Second, Cost: CostRequests},
+		{Tenant: "batch", Route: "chat", Algorithm: AlgoTokenBucket, ReplenishRate: 1, Burst: 100, Cost: CostTokens},
+	}
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	for i := range 3 {
+		if a := call(t, "POST", base+"/v1/predict", "k1", predictBody); a.status != 200 {
+			t.Fatalf("request %d: %v", i, a)
+		}
+	}
+	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
+	ra, _ := strconv.Atoi(a.header.Get("Retry-After"))
+	if a.status != 429 || a.outcome != "shed_ratelimit" || ra < 1 || ra > 10 {
+		t.Fatalf("4th request: %v Retry-After %q; want 429 shed_ratelimit with Retry-After in [1,10]", a, a.header.Get("Retry-After"))
+	}
+	// Another tenant has its own bucket.
+	if a := call(t, "POST", base+"/v1/predict", "k0", predictBody); a.status != 200 {
+		t.Errorf("other tenant: %v", a)
+	}
+	// Token-cost bucket: 8 max_tokens + 3 prompt tokens = 11 per request,
+	// burst 100: the 10th request does not fit.
+	var shedAt int
+	for i := 1; i <= 12 && shedAt == 0; i++ {
+		if a := call(t, "POST", base+"/v1/chat/completions", "k2", chatBody); a.outcome == "shed_ratelimit" {
+			shedAt = i
+		}
+	}
+	if shedAt != 10 {
+		t.Errorf("token bucket shed at request %d, want 10", shedAt)
+	}
+	// Off: the limit no longer applies.
+	admin(t, s, "PUT", "/admin/defenses", `{"ratelimit":false}`)
+	if a := call(t, "POST", base+"/v1/predict", "k1", predictBody); a.status != 200 {
+		t.Errorf("ratelimit off: %v", a)
+	}
+	fams := scrape(t, s)
+	if got := counterSum(fams, "levee_shed_total", map[string]string{"reason": "ratelimit"}); got != 2 {
+		t.Errorf("levee_shed_total{reason=ratelimit} = %v, want 2", got)
+	}
+}
+
+func TestGuardLevels(t *testing.T) {
+	fm := newFakeModel(t, 8, time.Millisecond)
+	s := startServer(t, testConfig(fm.addr()))
+	base := "http://" + s.Addr()
+	type want struct {
+		status  int
+		outcome string
+	}
+	for _, tc := range []struct {
+		level    string
+		fallback bool
+		path     string
+		body     string
+		key      string
+		want     want
+	}{
+		{"yellow", true, "/v1/predict", predictBody, "k2", want{429, "shed_overload"}},
+		{"yellow", true, "/v1/predict", predictBody, "k1", want{200, "ok"}},
+		{"red", true, "/v1/predict", predictBody, "k1", want{503, "shed_overload"}},
+		{"red", true, "/v1/predict", predictBody, "k0", want{200, "ok"}},
+		{"black", true, "/v1/predict", predictBody, "k0", want{200, "fallback"}},
+		{"black", true, "/v1/chat/completions", chatBody, "k0", want{200, "fallback"}},
+		{"black", true, "/v1/chat/completions", streamBody, "k0", want{200, "fallback"}},
+		{"black", true, "/v1/agent", agentBody, "k0", want{200, "fallback"}},
+		{"black", true, "/v1/standard/x", "", "k0", want{503, "shed_overload"}},
+		{"black", false, "/v1/predict", predictBody, "k0", want{503, "shed_overload"}},
+	} {
+		t.Run(tc.level+" "+tc.key+" "+tc.path, func(t *testing.T) {
+			admin(t, s, "PUT", "/admin/defenses", `{"fallback":`+strconv.FormatBool(tc.fallback)+`}`)
+			admin(t, s, "PUT", "/admin/level", `{"level":"`+tc.level+`"}`)
+			method := "POST"
+			if tc.body == "" {
+				method = "GET"
+			}
+			a := call(t, method, base+tc.path, tc.key, tc.body)
+			if a.status != tc.want.status || a.outcome != tc.want.outcome {
+				t.Fatalf("%v; want %d %s", a, tc.want.status, tc.want.outcome)
+			}
+			if tc.want.status == 429 && a.header.Get("Retry-After") == "" {
+				t.Errorf("429 without Retry-After")
+			}
+			if tc.want.outcome == "fallback" {
+				if a.header.Get(HeaderFallback) != "true" || !strings.Contains(string(a.body), `"fallback":true`) {
+					t.Errorf("fallback not marked: %v", a)
+				}
+			}
+		})
+	}
+	// The predict fallback is seed 000's static rule answer.
+	admin(t, s, "PUT", "/admin/defenses", `{"fallback":true}`)
+	admin(t, s, "PUT", "/admin/level", `{"level":"black"}`)
+	a := call(t, "POST", base+"/v1/predict", "k0", predictBody)
+	var fb map[string]any
+	_ = json.Unmarshal(a.body, &fb)
+	if fb["decision"] != "REVIEW" || fb["score"] != 0.5 || fb["fallback"] != true {
+		t.Errorf("predict fallback %s", a.body)
+	}
+	// Guard off: the forced level no longer sheds.
+	admin(t, s, "PUT", "/admin/defenses", `{"guard":false}`)
+	if a := call(t, "POST", base+"/v1/predict", "k2", predictBody); a.status != 200 || a.outcome != "ok" {
+		t.Errorf("guard off: %v", a)
+	}
+	if st := admin(t, s, "PUT", "/admin/level", `{"level":""}`); st.status != 200 {
+		t.Errorf("unforce: %v", st)
+	}
+}
+
+func TestGuardReactsToUpstreamSignals(t *testing.T) {
+	// One slot of 30 ms, no bulkhead: in-flight requests pile up upstream,
+	// and the level must rise although the gateway's own CPU is idle.
+	fm := newFakeModel(t, 1, 30*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Defenses.Bulkhead = false
+	cfg.Classes.AI.Limit, cfg.Classes.AI.Min = 4, 1
+	cfg.Guard.InflightRatio = Watermarks{Yellow: 2, Red: 4}
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	done := make(chan answer, 20)
+	for range 20 {
+		go func() { done <- call(t, "POST", base+"/v1/predict", "k0", predictBody, HeaderDeadline, "3000") }()
+	}
+	eventually(t, 3*time.Second, func() bool { return s.G.Level() >= 2 }, "level red from upstream in-flight")
+	for range 20 {
+		<-done
+	}
+}
+
+func TestBulkheadQueue(t *testing.T) {
+	fm := newFakeModel(t, 8, 300*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 1, QueueTimeout: 2 * time.Second}
+	cfg.Defenses.Guard = false // a full queue of one would turn the level red
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	results := make(chan answer, 3)
+	send := func(key string) { results <- call(t, "POST", base+"/v1/predict", key, predictBody) }
+	go send("k2") // takes the only permit
+	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, "first request upstream")
+	go send("k2") // waits in the queue
+	eventually(t, 2*time.Second, func() bool { return s.G.bulkheads[classAI].Stats().Queued() == 1 }, "P2 queued")
+	go send("k0") // displaces the P2 waiter
+	got := map[string]int{}
+	for range 3 {
+		a := <-results
+		got[a.outcome]++
+		if a.outcome == "shed_queue_full" && a.status != 503 {
+			t.Errorf("queue full status %d", a.status)
+		}
+	}
+	if got["ok"] != 2 || got["shed_queue_full"] != 1 {
+		t.Errorf("outcomes %v; want 2 ok, 1 shed_queue_full (P2 displaced by P0)", got)
+	}
+
+	// Queue timeout.
+	if a := admin(t, s, "PUT", "/admin/limits", `{"classes":{"ai":{"queue_timeout_ms":50}}}`); a.status != 200 {
+		t.Fatalf("set queue timeout: %v", a)
+	}
+	go send("k1")
+	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, fmt.Sprintf("request upstream (%+v, model %d)", s.G.bulkheads[classAI].Stats(), fm.inflight.Load()))
+	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
+	if a.status != 503 || a.outcome != "shed_queue_timeout" {
+		t.Errorf("queued past the timeout: %v", a)
+	}
+	<-results
+
+	// Bulkhead off: no limit, no queue.
+	admin(t, s, "PUT", "/admin/defenses", `{"bulkhead":false}`)
+	for range 4 {
+		go send("k2")
+	}
+	for range 4 {
+		if a := <-results; a.outcome != "ok" {
+			t.Errorf("bulkhead off: %v", a)
+		}
+	}
+	if m := fm.maxInfl.Load(); m < 4 {
+		t.Errorf("bulkhead off: at most %d upstream at once, want 4", m)
+	}
+}
+
+func TestStandardHasItsOwnPool(t *testing.T) {
+	fm := newFakeModel(t, 1, 200*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 0, QueueTimeout: time.Second}
+	cfg.Defenses.Guard = false
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	done := make(chan answer, 1)
+	go func() { done <- call(t, "POST", base+"/v1/predict", "k1", predictBody) }()
+	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, "ai busy")
+	if a := call(t, "POST", base+"/v1/predict", "k1", predictBody); a.outcome != "shed_queue_full" {
+		t.Errorf("ai full: %v", a)
+	}
+	if a := call(t, "GET", base+"/v1/standard/x", "k1", ""); a.outcome != "ok" {
+		t.Errorf("standard while ai is full: %v", a)
+	}
+	<-done
+}
+
+func TestBudget(t *testing.T) {
+	fm := newFakeModel(t, 8, 200*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.TokenBudget = 100
+	cfg.Defenses.Guard = false
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	heavy := `{"messages":[{"role":"user","content":"x"}],"max_tokens":90}`
+	done := make(chan answer, 1)
+	go func() { done <- call(t, "POST", base+"/v1/chat/completions", "k1", heavy) }()
+	eventually(t, 2*time.Second, func() bool { return s.G.budget.Inflight() == 91 }, "tokens held")
+	a := call(t, "POST", base+"/v1/chat/completions", "k1", heavy)
+	if a.status != 503 || a.outcome != "shed_budget" {
+		t.Errorf("over budget: %v", a)
+	}
+	if a := <-done; a.outcome != "ok" {
+		t.Errorf("first: %v", a)
+	}
+	if got := s.G.budget.Inflight(); got != 0 {
+		t.Errorf("tokens in flight after completion: %d", got)
+	}
+	admin(t, s, "PUT", "/admin/defenses", `{"budget":false}`)
+	go func() { done <- call(t, "POST", base+"/v1/chat/completions", "k1", heavy) }()
+	if a := call(t, "POST", base+"/v1/chat/completions", "k1", heavy); a.outcome != "ok" {
+		t.Errorf("budget off: %v", a)
+	}
+	<-done
+}
+
+func TestUpstreamFailureFallsBack(t *testing.T) {
+	fm := newFakeModel(t, 8, time.Millisecond)
+	s := startServer(t, testConfig(fm.addr()))
+	base := "http://" + s.Addr()
+	fm.status.Store(500)
+	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
+	if a.outcome != "fallback" || a.header.Get(HeaderFallback) != "true" {
+		t.Errorf("model 500, fallback on: %v", a)
+	}
+	admin(t, s, "PUT", "/admin/defenses", `{"fallback":false}`)
+	a = call(t, "POST", base+"/v1/predict", "k1", predictBody)
+	if a.status != 502 || a.outcome != "error" {
+		t.Errorf("model 500, fallback off: %v", a)
+	}
+	// A 4xx from the model is relayed as an error (the request was bad).
+	fm.status.Store(400)
+	a = call(t, "POST", base+"/v1/predict", "k1", predictBody)
+	if a.status != 400 || a.outcome != "error" {
+		t.Errorf("model 400: %v", a)
+	}
+	// A dead node: connection refused.
+	admin(t, s, "PUT", "/admin/defenses", `{"fallback":true}`)
+	fm.srv.Close()
+	a = call(t, "POST", base+"/v1/chat/completions", "k1", chatBody)
+	if a.outcome != "fallback" {
+		t.Errorf("dead node: %v", a)
+	}
+	fams := scrape(t, s)
+	if got := counterSum(fams, "levee_fallbacks_total", map[string]string{"reason": "upstream"}); got != 2 {
+		t.Errorf("levee_fallbacks_total{reason=upstream} = %v, want 2", got)
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	fm := newFakeModel(t, 8, 300*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Upstream.MinServiceTime = 50 * time.Millisecond
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	start := time.Now()
+	a := call(t, "POST", base+"/v1/predict", "k1", predictBody, HeaderDeadline, "100")
+	if a.status != 504 || a.outcome != "timeout" {
+		t.Errorf("deadline 100ms, model 300ms: %v", a)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("answered after %v; the deadline was 100ms", el)
+	}
+	before := fm.arrivals.Load()
+	a = call(t, "POST", base+"/v1/predict", "k1", predictBody, HeaderDeadlineAlt, "20")
+	if a.status != 504 || a.outcome != "timeout" {
+		t.Errorf("deadline below min service time: %v", a)
+	}
+	if fm.arrivals.Load() != before {
+		t.Errorf("the model was called although the deadline could not be met")
+	}
+	// The remaining time travels upstream.
+	var seen string
+	up := newFakeModel(t, 1, 0)
+	up.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/predict" {
+			seen = r.Header.Get(HeaderDeadline)
+		}
+		_, _ = io.WriteString(w, `{"decision":"APPROVE","score":1}`)
+	})
+	s2 := startServer(t, testConfig(up.addr()))
+	call(t, "POST", "http://"+s2.Addr()+"/v1/predict", "k1", predictBody, HeaderDeadline, "1500")
+	if ms, err := strconv.Atoi(seen); err != nil || ms <= 1000 || ms > 1500 {
+		t.Errorf("upstream saw %s %q, want (1000, 1500]", HeaderDeadline, seen)
+	}
+}
+
+func TestAgentFanOut(t *testing.T) {
+	fm := newFakeModel(t, 16, 5*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Agent.RedRulesShare = 1
+	cfg.Agent.ComplexTokens = 10
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	depth := func(a answer) int {
+		var v struct {
+			Depth int `json:"depth"`
+		}
+		_ = json.Unmarshal(a.body, &v)
+		return v.Depth
+	}
+	for _, tc := range []struct {
+		level, limits string
+		wantOutcome   string
+		wantDepth     int
+	}{
+		{"green", "", "ok", 4},
+		{"yellow", "", "ok", 2},
+		{"red", "", "fallback", 0}, // complex, share 1: rules only
+		{"green", `{"max_subcalls_inflight":3}`, "ok", 3},
+	} {
+		t.Run(tc.level+tc.limits, func(t *testing.T) {
+			admin(t, s, "PUT", "/admin/level", `{"level":"`+tc.level+`"}`)
+			if tc.limits != "" {
+				admin(t, s, "PUT", "/admin/limits", tc.limits)
+			}
+			before := fm.arrivals.Load()
+			a := call(t, "POST", base+"/v1/agent", "k0", agentBody)
+			if a.outcome != tc.wantOutcome || depth(a) != tc.wantDepth {
+				t.Fatalf("%v; want %s depth %d", a, tc.wantOutcome, tc.wantDepth)
+			}
+			if got := fm.arrivals.Load() - before; got != int64(tc.wantDepth) {
+				t.Errorf("%d sub-calls reached the model, want %d", got, tc.wantDepth)
+			}
+		})
+	}
+	if n := s.G.subInflight.Load(); n != 0 {
+		t.Errorf("sub-calls still reserved: %d", n)
+	}
+}
+
+func TestChatStreamRelaysProgressively(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	fm.streamGate = make(chan struct{})
+	s := startServer(t, testConfig(fm.addr()))
+	req, _ := http.NewRequest("POST", "http://"+s.Addr()+"/v1/chat/completions", strings.NewReader(streamBody))
+	req.Header.Set("Authorization", "Bearer k1")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	// The first event arrives while the model still holds the rest.
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(line, "tok0") {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	close(fm.streamGate)
+	rest, err := io.ReadAll(br)
+	if err != nil || !strings.Contains(string(rest), "tok2") || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
+		t.Fatalf("rest %q, %v", rest, err)
+	}
+	if got := resp.Trailer.Get(HeaderFinalOutcome); got != "ok" {
+		t.Errorf("trailer %s = %q, want ok", HeaderFinalOutcome, got)
+	}
+}
+
+func TestExportSlowClientIsCut(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	cfg := testConfig(fm.addr())
+	cfg.Stream.WriteTimeout = 200 * time.Millisecond
+	cfg.Stream.BufferBytes = 4096
+	s := startServer(t, cfg)
+	const rows = 200000 // × 200 B = 40 MB
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	_, _ = io.WriteString(conn, "GET /v1/export?rows="+strconv.Itoa(rows)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k2\r\n\r\n")
+	// Read nothing: the gateway's writes block, then hit the write deadline.
+	eventually(t, 5*time.Second, func() bool {
+		return counterSum(scrape(t, s), "levee_requests_total", map[string]string{"route": "export"}) == 1
+	}, "export to end")
+	fams := scrape(t, s)
+	if got := counterSum(fams, "levee_requests_total", map[string]string{"route": "export", "outcome": "timeout"}); got != 1 {
+		t.Errorf("stalled export counted as %v timeouts, want 1", got)
+	}
+	// Whatever was sent is a fraction of the export, and the stream was cut.
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := io.Copy(io.Discard, conn)
+	if n >= rows*200/2 {
+		t.Errorf("client received %d bytes of a %d-byte export: the gateway did not stop at the slow client", n, rows*200)
+	}
+	if err != nil && !strings.Contains(err.Error(), "reset") {
+		t.Logf("read ended with %v", err)
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	for _, tc := range []struct {
+		name, method, path, body, tok string
+		status                        int
+		field                         string
+	}{
+		{"no token", "GET", "/admin/state", "", "", 401, "Authorization"},
+		{"wrong token", "GET", "/admin/state", "", "nope", 401, "Authorization"},
+		{"state", "GET", "/admin/state", "", testToken, 200, ""},
+		{"unknown defense", "PUT", "/admin/defenses", `{"moat":true}`, testToken, 400, "moat"},
+		{"defense not bool", "PUT", "/admin/defenses", `{"guard":1}`, testToken, 400, ""},
+		{"bad limit", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":0}}}`, testToken, 400, "classes.ai.limit"},
+		{"bad algorithm", "PUT", "/admin/limits", `{"classes":{"ai":{"algorithm":"magic"}}}`, testToken, 400, "classes.ai.algorithm"},
+		{"unknown class", "PUT", "/admin/limits", `{"classes":{"gpu":{"limit":3}}}`, testToken, 400, "classes.gpu"},
+		{"unknown limits field", "PUT", "/admin/limits", `{"clases":{}}`, testToken, 400, "clases"},
+		{"bad rule", "PUT", "/admin/limits", `{"ratelimit":{"rules":[{"tenant":"*","route":"chat","algorithm":"token_bucket","replenish_rate":1}]}}`, testToken, 400, "ratelimit.rules[0].burst"},
+		{"bad budget", "PUT", "/admin/limits", `{"token_budget":0}`, testToken, 400, "token_budget"},
+		{"bad pressure", "PUT", "/admin/pressure", `{"cpu_hog_duty":2}`, testToken, 400, "cpu_hog_duty"},
+		{"bad level", "PUT", "/admin/level", `{"level":"purple"}`, testToken, 400, "level"},
+		{"unknown route", "GET", "/admin/nope", "", testToken, 404, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := admin(t, s, tc.method, tc.path, tc.body, tc.tok)
+			if a.status != tc.status || a.errorField() != tc.field {
+				t.Fatalf("%v field %q; want %d field %q", a, a.errorField(), tc.status, tc.field)
+			}
+		})
+	}
+	// Good patches apply and show in the state.
+	a := admin(t, s, "PUT", "/admin/limits", `{"classes":{"ai":{"algorithm":"aimd","limit":20,"queue_size":7,"queue_timeout_ms":250}},"token_budget":5000,"ratelimit":{"rules":[{"tenant":"*","route":"*","algorithm":"sliding_window","limit":5,"window_ms":1000}]}}`)
+	var st State
+	if err := json.Unmarshal(a.body, &st); err != nil || a.status != 200 {
+		t.Fatalf("%v", a)
+	}
+	ai := st.Limits.Classes["ai"]
+	if ai.Algorithm != "aimd" || ai.ConfiguredLmt != 20 || ai.QueueSize != 7 || ai.QueueTimeoutMs != 250 || st.Limits.TokenBudget != 5000 || len(st.Limits.RateLimit.Rules) != 1 || st.Limits.RateLimit.Rules[0].Cost != "requests" {
+		t.Errorf("state after patch: %+v", st.Limits)
+	}
+	a = admin(t, s, "PUT", "/admin/defenses", `{"bulkhead":false,"retry":false}`)
+	_ = json.Unmarshal(a.body, &st)
+	if st.Defenses["bulkhead"] || st.Defenses["retry"] || !st.Defenses["guard"] {
+		t.Errorf("defenses %v", st.Defenses)
+	}
+	if fams := scrape(t, s); counterSum(fams, "levee_defense_enabled", map[string]string{"defense": "bulkhead"}) != 0 ||
+		counterSum(fams, "levee_defense_enabled", map[string]string{"defense": "guard"}) != 1 {
+		t.Errorf("levee_defense_enabled disagrees with the state")
+	}
+	a = admin(t, s, "PUT", "/admin/pressure", `{"ballast_mb":1}`)
+	_ = json.Unmarshal(a.body, &st)
+	if a.status != 200 || st.Pressure.BallastMB != 1 {
+		t.Errorf("pressure: %v", a)
+	}
+	admin(t, s, "PUT", "/admin/pressure", `{}`)
+}
+
+func TestShutdownDrains(t *testing.T) {
+	fm := newFakeModel(t, 1, 300*time.Millisecond)
+	s, err := Start(t.Context(), testConfig(fm.addr()), testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan answer, 1)
+	go func() { done <- call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody) }()
+	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, "request in flight")
+	if err := s.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-done; a.status != 200 || a.outcome != "ok" {
+		t.Errorf("in-flight request during drain: %v", a)
+	}
+	if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
+		t.Errorf("still accepting after shutdown")
+	}
+}
+
+func TestPanicIsRecoveredAndCounted(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	cfg := testConfig(fm.addr())
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 9, Window: time.Second, Cost: CostRequests}}
+	s := startServer(t, cfg, WithStore(panicStore{}))
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody)
+	if a.status != 500 || a.outcome != "error" {
+		t.Fatalf("%v", a)
+	}
+	if got := counterSum(scrape(t, s), "levee_requests_total", map[string]string{"outcome": "error", "route": "predict"}); got != 1 {
+		t.Errorf("panicking request counted %v times", got)
+	}
+	if a := call(t, "GET", "http://"+s.Addr()+"/healthz", "", ""); a.status != 200 {
+		t.Errorf("gateway unhealthy after a panic: %v", a)
+	}
+}
