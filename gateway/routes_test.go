@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"bufio"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
