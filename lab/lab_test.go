@@ -1,0 +1,538 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// shortExperiment is a few seconds of real load through a real gateway in
+// front of two real fake model nodes, offered about 4× their capacity,
+// with node 1 killed and restarted on its port midway.
+const shortExperiment = `
+name: e2e
+duration: 4s
+stages:
+  - {duration: 1s, target: 300}
+  - {duration: 3s, target: 300}
+mix:
+  priorities: {P0: 0.2, P1: 0.3, P2: 0.5}
+  routes: {predict: 1}
+client_timeout: 1s
+nodes:
+  count: 2
+  knobs: {slots: 4, latency: {dist: fixed, fixed_ms: 100}}
+gateway:
+  limits: {classes: {ai: {algorithm: static, limit: 8, min: 1, max: 64, queue_size: 8, queue_timeout_ms: 200}}}
+faults:
+  - {at: 1500ms, fault: node_kill, params: {node: 1, for: 0s}, for: 1s}
+narration:
+  - {at: 0s, kind: predict, text: "predict"}
+  - {at: 1s, kind: watch, text: "watch"}
+  - {at: 3s, kind: explain, text: "explain"}
+thresholds:
+  unaccounted: "== 0"
+  shed_mismatch: "== 0"
+  p0_success_rate: ">= 0"
+  goodput_ratio: "> 100"
+`
+
+func mustParse(t *testing.T, y string) *Experiment {
+	t.Helper()
+	e, err := ParseExperiment([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// A zombie (state Z) is dead; it waits only for its reaper.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z'
+	}
+	return false
+}
+
+func waitGone(t *testing.T, pids map[string]int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for name, pid := range pids {
+		for !processGone(pid) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s (pid %d) still running", name, pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestRunEndToEnd plays a short experiment as `levee run` does and checks
+// the recording: exact accounting, the gateway's shed counters equal to
+// what the client saw, samples at ≥ 4 Hz, events, and read-back.
+func TestRunEndToEnd(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	exp := mustParse(t, shortExperiment)
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := l.Samples()
+	pids := l.ChildPIDs()
+	var got []Sample
+	for s := range samples { // closes when the lab stops
+		got = append(got, s)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sum := l.Summary()
+	if sum == nil {
+		t.Fatal("no summary")
+	}
+	waitGone(t, pids, 5*time.Second)
+
+	// Accounting is exact.
+	var outs uint64
+	for _, o := range Outcomes {
+		if _, ok := sum.Outcomes[o]; !ok {
+			t.Errorf("summary.outcomes lacks %s", o)
+		}
+		outs += sum.Outcomes[o]
+	}
+	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
+		t.Errorf("offered %d, outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
+	}
+	var prioOff uint64
+	for _, p := range Priorities {
+		prioOff += sum.ByPriority[p].Offered
+	}
+	if prioOff != sum.Offered {
+		t.Errorf("by_priority offered sums to %d, offered %d", prioOff, sum.Offered)
+	}
+	// 4× overload: the gateway sheds, and its counters match the client's.
+	if sum.ShedCheck.Client == 0 {
+		t.Errorf("no sheds at 4× overload: %+v", sum.Outcomes)
+	}
+	if !sum.ShedCheck.Exact || sum.ShedCheck.Gateway != sum.ShedCheck.Client {
+		t.Errorf("shed check: %+v", sum.ShedCheck)
+	}
+	if sum.CapacityRPS <= 0 || sum.GoodputRPS <= 0 {
+		t.Errorf("capacity %v goodput %v", sum.CapacityRPS, sum.GoodputRPS)
+	}
+	// Thresholds: the impossible one fails, the others pass.
+	if r := sum.Thresholds["goodput_ratio"]; r.Pass {
+		t.Errorf("goodput_ratio > 100 passed: %+v", r)
+	}
+	for _, n := range []string{"unaccounted", "shed_mismatch", "p0_success_rate"} {
+		if r, ok := sum.Thresholds[n]; !ok || !r.Pass {
+			t.Errorf("threshold %s: %+v", n, r)
+		}
+	}
+	if f := sum.FailedThresholds(); len(f) != 1 || !strings.HasPrefix(f[0], "goodput_ratio") {
+		t.Errorf("failed thresholds %q", f)
+	}
+	// The node kill shows in the summary's faults.
+	if len(sum.Faults) != 1 || sum.Faults[0].Fault != "node_kill" || sum.Faults[0].EndS <= sum.Faults[0].AtS {
+		t.Errorf("faults: %+v", sum.Faults)
+	}
+
+	// Files read back.
+	fromDisk, err := ReadSamples(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fromDisk) < 8 { // 4 s at 4 Hz is 16; the machine is shared
+		t.Errorf("%d samples in 4 s", len(fromDisk))
+	}
+	if len(got) == 0 {
+		t.Errorf("Samples() delivered nothing")
+	}
+	sawDown := false
+	for i, s := range fromDisk {
+		if i > 0 && s.Elapsed < fromDisk[i-1].Elapsed {
+			t.Errorf("sample %d goes back in time", i)
+		}
+		if len(s.OutcomeTotal) != len(Outcomes) || len(s.ByPriority) != 3 || len(s.Nodes) != 2 {
+			t.Fatalf("sample %d incomplete: %+v", i, s)
+		}
+		if !s.Nodes[1].Up {
+			sawDown = true
+		}
+	}
+	if !sawDown {
+		t.Errorf("node 1 never showed down in the samples")
+	}
+	last := fromDisk[len(fromDisk)-1]
+	if last.OfferedTotal != sum.Offered {
+		t.Errorf("last sample offered %d, summary %d", last.OfferedTotal, sum.Offered)
+	}
+	evs, err := ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	nodeRestarted := false
+	for _, e := range evs {
+		kinds[e.Kind]++
+		if e.Kind == EventChildStart && e.Detail == "node-1" && e.Fields["restart"] != nil {
+			nodeRestarted = true
+		}
+	}
+	for _, k := range []string{EventRunStart, EventRunEnd, EventFaultApply, EventFaultRevert, EventNarration, EventLoadFinished, EventStage} {
+		if kinds[k] == 0 {
+			t.Errorf("no %s event (got %v)", k, kinds)
+		}
+	}
+	if kinds[EventChildStart] < 4 || !nodeRestarted {
+		t.Errorf("child starts %d, node-1 restarted %v", kinds[EventChildStart], nodeRestarted)
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Partial || run.Info == nil || run.Summary.Offered != sum.Offered || len(run.Info.Resolved.Nodes) != 2 {
+		t.Errorf("read back: partial %v info %v offered %d", run.Partial, run.Info != nil, run.Summary.Offered)
+	}
+	if run.Info != nil && run.Info.Machine.Cores == 0 {
+		t.Errorf("run.json machine: %+v", run.Info.Machine)
+	}
+	for _, f := range []string{"logs/node-0.log", "logs/node-1.log", "logs/gateway-0.log"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, []*Run{run}); err != nil || !strings.Contains(buf.String(), "P0 success") {
+		t.Errorf("report: %v\n%s", err, buf.String())
+	}
+}
+
+// TestControls drives a lab the way the dashboard does: samples, rate,
+// defenses, faults, recording, lesson steps, stop.
+func TestControls(t *testing.T) {
+	exp := mustParse(t, `
+name: controls
+duration: forever
+stages: [{duration: 1s, target: 50}]
+mix: {routes: {predict: 1}}
+nodes:
+  count: 2
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 50}}
+faults:
+  - {at: 1h, fault: model_latency, params: {node: -1, multiplier: 2}}
+narration:
+  - {at: 0s, kind: predict, text: "one"}
+  - {at: 1h, kind: watch, text: "two"}
+  - {at: 2h, kind: explain, text: "three"}
+`)
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	var c Controls = l
+	ch := c.Samples()
+	next := func() Sample {
+		t.Helper()
+		select {
+		case s, ok := <-ch:
+			if !ok {
+				t.Fatal("samples closed")
+			}
+			return s
+		case <-time.After(5 * time.Second):
+			t.Fatal("no sample in 5 s")
+		}
+		return Sample{}
+	}
+	waitFor := func(what string, f func(Sample) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if f(next()) {
+				return
+			}
+		}
+		t.Fatalf("%s: not seen in 10 s", what)
+	}
+	waitFor("load", func(s Sample) bool { return s.GoodputRPS > 0 })
+
+	// Rate: a manual override pauses the ramp; resuming returns to it.
+	c.SetRate(20)
+	if !c.RampPaused() {
+		t.Error("SetRate did not pause the ramp")
+	}
+	waitFor("manual rate", func(s Sample) bool { return s.TargetRPS == 20 })
+	c.PauseRamp(false)
+	waitFor("schedule rate", func(s Sample) bool { return s.TargetRPS == 50 })
+	c.Spike(2, time.Second)
+	waitFor("spike", func(s Sample) bool { return s.TargetRPS == 100 })
+
+	// Defenses go to the gateway and come back in its metrics.
+	if err := c.SetDefense("moat", true); err == nil {
+		t.Error("unknown defense accepted")
+	}
+	if err := c.SetDefense("guard", false); err != nil {
+		t.Fatal(err)
+	}
+	if c.Defenses()["guard"] {
+		t.Error("Defenses still has guard on")
+	}
+	waitFor("guard off in samples", func(s Sample) bool { on, ok := s.Defenses["guard"]; return ok && !on })
+
+	// Faults: the experiment's parameters are used by the toggle.
+	if err := c.ToggleFault("meteor"); err == nil {
+		t.Error("unknown fault accepted")
+	}
+	if err := c.ToggleFault("model_latency"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("fault active", func(s Sample) bool { return len(s.Faults) == 1 && s.Faults[0].Name == "model_latency" })
+	var knobs map[string]any
+	if err := l.adminJSON(context.Background(), "GET", "http://"+l.nodes[1].Listen()+"/admin/knobs", nil, &knobs); err != nil {
+		t.Fatal(err)
+	}
+	if knobs["latency_multiplier"] != 2.0 {
+		t.Errorf("node knobs after model_latency: %v", knobs["latency_multiplier"])
+	}
+	active := 0
+	for _, f := range c.Faults() {
+		if f.Active {
+			active++
+		}
+		if f.Key == "" && f.Name != "" && len(c.Faults()) <= 10 {
+			t.Errorf("fault %s has no key", f.Name)
+		}
+	}
+	if active != 1 {
+		t.Errorf("%d faults active", active)
+	}
+	if err := c.ToggleFault("model_latency"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("fault reverted", func(s Sample) bool { return len(s.Faults) == 0 })
+
+	// Lesson: the first step shows at 0 s; NextStep moves on by hand.
+	if ls := c.Lesson(); ls.Step != 1 || ls.Steps != 3 || ls.Kind != "predict" {
+		t.Errorf("lesson %+v", ls)
+	}
+	c.NextStep()
+	if ls := c.Lesson(); ls.Step != 2 || ls.Text != "two" {
+		t.Errorf("after NextStep: %+v", ls)
+	}
+
+	// Recording from the dashboard writes the same files.
+	if c.Recording() {
+		t.Error("recording before StartRecording")
+	}
+	dir, err := c.StartRecording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartRecording(); err == nil {
+		t.Error("second StartRecording accepted")
+	}
+	waitFor("recording flag", func(s Sample) bool { return s.Recording })
+	time.Sleep(time.Second)
+	if err := c.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[OutcomeOK] == 0 {
+		t.Errorf("recording summary: %+v", run.Summary)
+	}
+	if !strings.HasPrefix(dir, runs) {
+		t.Errorf("recording in %s, not under %s", dir, runs)
+	}
+
+	pids := l.ChildPIDs()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range ch { // drains, then the channel is closed
+	}
+	waitGone(t, pids, 5*time.Second)
+	if _, ok := <-l.Samples(); ok {
+		t.Error("Samples after Stop delivered a sample")
+	}
+}
+
+// TestOOMKill gives the gateway a pod limit below its RSS: the lab kills
+// it, counts the kill, logs it and restarts it.
+func TestOOMKill(t *testing.T) {
+	exp := mustParse(t, `
+name: oom
+duration: 3s
+stages: [{duration: 3s, target: 20}]
+mix: {routes: {predict: 1}}
+nodes: {count: 1, knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}}
+gateway: {memory_limit_mb: 16, restart_delay: 300ms}
+thresholds: {oom_kills: "== 0", unaccounted: "== 0"}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sum := l.Summary()
+	if sum.Gateway.OOMKills < 1 || sum.Thresholds["oom_kills"].Pass {
+		t.Fatalf("oom kills %d, threshold %+v", sum.Gateway.OOMKills, sum.Thresholds["oom_kills"])
+	}
+	if sum.Unaccounted != 0 {
+		t.Errorf("unaccounted %d", sum.Unaccounted)
+	}
+	evs, err := ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ooms, restarts := 0, 0
+	for _, e := range evs {
+		switch {
+		case e.Kind == EventOOMKill:
+			ooms++
+		case e.Kind == EventChildStart && e.Fields["restart"] == "oom":
+			restarts++
+		}
+	}
+	if ooms != sum.Gateway.OOMKills || restarts < 1 {
+		t.Errorf("oom events %d (summary %d), restarts %d", ooms, sum.Gateway.OOMKills, restarts)
+	}
+}
+
+// TestKilledRunLeavesNoOrphans SIGKILLs `levee run` midway: every child it
+// started must die with it, and samples.jsonl must read back.
+func TestKilledRunLeavesNoOrphans(t *testing.T) {
+	tmp := t.TempDir()
+	expPath := filepath.Join(tmp, "long.yaml")
+	if err := os.WriteFile(expPath, []byte(`
+name: long
+duration: 60s
+stages: [{duration: 60s, target: 100}]
+mix: {routes: {predict: 1}}
+nodes: {count: 2, knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 50}}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(tmp, "run")
+	cmd := exec.Command(leveeBin, "run", "--quiet", "--out", dir, expPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	// Wait for a few samples.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if n := countLines(filepath.Join(dir, SamplesFile)); n >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no samples after 30 s; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	evs, err := ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == EventChildStart {
+			if pid, ok := e.Fields["pid"].(float64); ok {
+				pids[e.Detail] = int(pid)
+			}
+		}
+	}
+	if len(pids) != 3 {
+		t.Fatalf("child pids from events: %v", pids)
+	}
+	for name, pid := range pids {
+		if processGone(pid) {
+			t.Fatalf("%s (pid %d) not running before the kill", name, pid)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	killed = true
+	waitGone(t, pids, 5*time.Second)
+
+	samples, err := ReadSamples(dir)
+	if err != nil {
+		t.Fatalf("samples after kill -9: %v", err)
+	}
+	if len(samples) < 6 {
+		t.Errorf("%d samples read back", len(samples))
+	}
+	run, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Partial || run.Summary.Offered == 0 {
+		t.Errorf("killed run read back: partial %v offered %d", run.Partial, run.Summary.Offered)
+	}
+}
+
+func countLines(path string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		n++
+	}
+	return n
+}
+
+// TestOpenFailsCleanly: a child that cannot start fails Open with its log,
+// and leaves nothing running.
+func TestOpenFailsCleanly(t *testing.T) {
+	exp := mustParse(t, "name: x\nduration: 1s\nnodes: {count: 1}\n")
+	_, err := Open(context.Background(), exp, Options{Executable: "/bin/false", WorkDir: t.TempDir(), ReadyTimeout: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "node-0") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = Open(context.Background(), nil, Options{})
+	if err == nil {
+		t.Fatal("nil experiment accepted")
+	}
+}
+
+var _ = json.Marshal
