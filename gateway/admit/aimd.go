@@ -1,57 +1,23 @@
 package admit
 
-import (
-	"sync"
-	"sync/atomic"
-	"time"
-)
-
 // AIMD is an additive-increase, multiplicative-decrease limit. Samples are
 // gathered into windows of about one round trip (max(WindowSamples, limit)
 // samples). A window with a drop, or whose mean RTT exceeds Tolerance × the
-// no-load baseline (the lowest window mean of the last BaselineWindows
-// windows), multiplies the limit by Backoff; any other window in which the
-// limit was actually used (some request saw inflight ≥ limit/2) adds 1.
-type AIMD struct {
-	limit atomic.Int64 // read without mu
+// no-load baseline (measured by periodic probes, see LimiterConfig
+// ProbeInterval), multiplies the limit by Backoff, and the next round
+// trip's samples are ignored (they started before the cut); any other
+// window in which the limit was used (some request saw inflight ≥ limit/2)
+// adds 1. The limit starts at the configured Limit.
+type AIMD struct{ *adaptive }
 
-	mu   sync.Mutex
-	cfg  LimiterConfig // guarded by mu
-	est  float64       // guarded by mu; the limit before rounding
-	win  window        // guarded by mu
-	base baseline      // guarded by mu
-}
+func newAIMD(cfg LimiterConfig) *AIMD { return &AIMD{newAdaptive(cfg, aimdStep)} }
 
-func newAIMD(cfg LimiterConfig) *AIMD {
-	a := &AIMD{cfg: cfg, est: float64(cfg.Limit)}
-	a.base.init(cfg.BaselineWindows)
-	a.limit.Store(int64(cfg.Limit))
-	return a
-}
-
-// Limit returns the current limit.
-func (a *AIMD) Limit() int { return int(a.limit.Load()) }
-
-// OnSample records one finished request.
-func (a *AIMD) OnSample(rtt time.Duration, inflight int, dropped bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c := &a.cfg
-	if c.TimeoutMs > 0 && rtt > time.Duration(c.TimeoutMs)*time.Millisecond {
-		dropped = true
-	}
-	lim := int(a.limit.Load())
-	if !a.win.add(rtt, inflight, dropped, max(c.WindowSamples, lim)) {
-		return
-	}
-	mean, drops, used := a.win.close(lim)
-	base := a.base.add(mean)
+func aimdStep(c *LimiterConfig, est float64, s windowStats) float64 {
 	switch {
-	case drops > 0 || (mean > 0 && base > 0 && mean > c.Tolerance*base):
-		a.est *= c.Backoff
-	case used:
-		a.est++
+	case s.drops > 0 || (s.base > 0 && s.mean > c.Tolerance*s.base):
+		return est * c.Backoff
+	case s.used && s.base > 0:
+		return est + 1
 	}
-	a.est = clampF(a.est, c.Min, c.Max)
-	a.limit.Store(int64(a.est + 0.5))
+	return est
 }

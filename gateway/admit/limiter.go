@@ -54,7 +54,10 @@ type LimiterConfig struct {
 	Backoff float64 `yaml:"backoff" json:"backoff"`
 	// Tolerance is how much the window's mean RTT may exceed the no-load
 	// baseline before the window counts as congested (AIMD) or the gradient
-	// falls below 1 (gradient), ≥ 1 (default 1.1).
+	// falls below 1 (gradient), ≥ 1 (default 1.1 for AIMD, whose cut is a
+	// fixed ×Backoff; 1.05 for gradient, whose cut aims at the bottom of
+	// the band). A window's mean RTT is noisy (±5 % blended over two
+	// windows of lognormal samples) and so is the baseline (±1–2 %).
 	Tolerance float64 `yaml:"tolerance" json:"tolerance"`
 	// TimeoutMs: a sample slower than this counts as dropped (0: never).
 	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
@@ -62,12 +65,23 @@ type LimiterConfig struct {
 	// a window also needs at least Limit samples, about one round trip
 	// (default 16).
 	WindowSamples int `yaml:"window_samples" json:"window_samples"`
-	// BaselineWindows is how many recent windows the no-load RTT baseline
-	// remembers (default 50): a lasting slowdown becomes the new baseline
-	// after that many windows.
-	BaselineWindows int `yaml:"baseline_windows" json:"baseline_windows"`
-	// Smoothing is the gradient limiter's step toward its new estimate per
-	// window, in (0, 1] (default 0.5).
+	// ProbeInterval is how many windows pass between baseline probes
+	// (default 40, about 10 s at 200 ms round trips). A probe lowers the
+	// limit to ProbeFraction of itself until ProbeSamples requests started
+	// at that concurrency have finished; their mean RTT is the no-load
+	// baseline the adaptive limiters compare with (an EWMA over probes, so
+	// a lasting slowdown of the backend becomes the new baseline within a
+	// few probes). The first probe runs at the first window.
+	ProbeInterval int `yaml:"probe_interval" json:"probe_interval"`
+	// ProbeFraction is the probe's share of the limit, in (0, 1)
+	// (default 0.5).
+	ProbeFraction float64 `yaml:"probe_fraction" json:"probe_fraction"`
+	// ProbeSamples is the samples one probe needs (default 64; the first
+	// probe takes twice as many).
+	ProbeSamples int `yaml:"probe_samples" json:"probe_samples"`
+	// Smoothing is the gradient limiter's step toward a higher target per
+	// window, in (0, 1] (default 0.2); a lower target is approached 2.5×
+	// faster (at most all the way).
 	Smoothing float64 `yaml:"smoothing" json:"smoothing"`
 	// MinGradient clamps the gradient's fall per window, in (0, 1]
 	// (default 0.5).
@@ -87,15 +101,24 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 	}
 	if c.Tolerance == 0 {
 		c.Tolerance = 1.1
+		if c.Algorithm == AlgoGradient {
+			c.Tolerance = 1.05
+		}
 	}
 	if c.WindowSamples == 0 {
-		c.WindowSamples = 16
+		c.WindowSamples = 48
 	}
-	if c.BaselineWindows == 0 {
-		c.BaselineWindows = 50
+	if c.ProbeInterval == 0 {
+		c.ProbeInterval = 60
+	}
+	if c.ProbeFraction == 0 {
+		c.ProbeFraction = 0.75
+	}
+	if c.ProbeSamples == 0 {
+		c.ProbeSamples = 128
 	}
 	if c.Smoothing == 0 {
-		c.Smoothing = 0.5
+		c.Smoothing = 0.2
 	}
 	if c.MinGradient == 0 {
 		c.MinGradient = 0.5
@@ -144,8 +167,14 @@ func (c LimiterConfig) Validate() error {
 	if c.WindowSamples < 0 {
 		return fmt.Errorf("admit: limiter field window_samples: %d, want ≥ 1", c.WindowSamples)
 	}
-	if c.BaselineWindows < 0 {
-		return fmt.Errorf("admit: limiter field baseline_windows: %d, want ≥ 1", c.BaselineWindows)
+	if c.ProbeInterval < 0 {
+		return fmt.Errorf("admit: limiter field probe_interval: %d, want ≥ 1", c.ProbeInterval)
+	}
+	if bad(c.ProbeFraction) || c.ProbeFraction < 0 || c.ProbeFraction >= 1 {
+		return fmt.Errorf("admit: limiter field probe_fraction: %v, want a value in (0, 1)", c.ProbeFraction)
+	}
+	if c.ProbeSamples < 0 {
+		return fmt.Errorf("admit: limiter field probe_samples: %d, want ≥ 1", c.ProbeSamples)
 	}
 	if bad(c.Smoothing) || c.Smoothing < 0 || c.Smoothing > 1 {
 		return fmt.Errorf("admit: limiter field smoothing: %v, want a value in (0, 1]", c.Smoothing)
