@@ -21,11 +21,15 @@ type Log struct {
 	capture bool      // guarded by mu: lines go to ch, not w
 	partial []byte    // guarded by mu: an unfinished line
 	ch      chan string
+	skip    func(line string) bool
 }
 
 // NewLog returns a Log passing lines to w until a dashboard captures it.
-func NewLog(w io.Writer) *Log {
-	return &Log{w: w, ch: make(chan string, 64)}
+// While captured, lines for which skip returns true are dropped (nil skip
+// keeps every line): e.g. periodic progress that repeats what the charts
+// show.
+func NewLog(w io.Writer, skip func(line string) bool) *Log {
+	return &Log{w: w, ch: make(chan string, 64), skip: skip}
 }
 
 // Write implements io.Writer.
@@ -43,7 +47,7 @@ func (l *Log) Write(p []byte) (int, error) {
 		}
 		line := strings.TrimSpace(string(l.partial[:i]))
 		l.partial = l.partial[i+1:]
-		if line == "" {
+		if line == "" || (l.skip != nil && l.skip(line)) {
 			continue
 		}
 		select {

@@ -12,9 +12,10 @@ import (
 
 func TestLogPassThroughAndCapture(t *testing.T) {
 	var out bytes.Buffer
-	l := NewLog(&out)
+	l := NewLog(&out, func(line string) bool { return strings.HasPrefix(line, "t=") })
 	fmt.Fprintln(l, "starting 3 nodes")
 	l.setCapture(true)
+	fmt.Fprintln(l, "t= 6.5s target 278/s")
 	fmt.Fprint(l, "fault node_kill: ")
 	fmt.Fprintln(l, "error: admin API 500")
 	fmt.Fprint(l, "half a line")
@@ -39,7 +40,7 @@ func TestLogPassThroughAndCapture(t *testing.T) {
 }
 
 func TestLogShowsInStatusLine(t *testing.T) {
-	l := NewLog(&bytes.Buffer{})
+	l := NewLog(&bytes.Buffer{}, nil)
 	l.setCapture(true)
 	m := New(newFake(), WithLog(l))
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})

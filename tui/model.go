@@ -165,8 +165,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.renderPanels()
 		return m, waitSample(m.samples)
 	case logMsg:
-		low := strings.ToLower(string(msg))
-		m.setStatus(string(msg), strings.Contains(low, "error") || strings.Contains(low, "fail"))
+		line := string(msg)
+		low := strings.ToLower(line)
+		if m.stopping {
+			line = "stopping… " + line
+		}
+		m.setStatus(line, strings.Contains(low, "error") || strings.Contains(low, "fail"))
 		return m, waitLog(m.log)
 	case samplesDoneMsg:
 		m.samplesEnd = true

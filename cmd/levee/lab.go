@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"github.com/charmbracelet/x/term"
+
+	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/tui"
 )
 
 func init() {
@@ -18,10 +26,17 @@ func init() {
 	})
 }
 
-// runLab is `levee lab [flags] [EXPERIMENT.yaml]`. stdin and stdout must be
-// a terminal; without one it explains, points at `levee run`, and returns 2.
+// runLab is `levee lab [flags] [EXPERIMENT.yaml]`: it opens the lab (the
+// default experiment, or the file given) and shows the dashboard over it
+// until the user quits; quitting stops every child. stdin and stdout must be
+// a terminal; without one it explains, points at `levee run`, and returns 2
+// before starting anything.
 func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml]", stderr)
+	record := fs.Bool("record", false, "record from the start into a run folder, as levee run does (r toggles recording at any time)")
+	runsDir := fs.String("runs", "runs", "`folder` for run folders")
+	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s")
+	stopTimeout := fs.Duration("stop-timeout", tui.DefaultStopTimeout, "how long quitting waits for load to drain and children to stop")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -34,8 +49,47 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		noTerminal(stderr, fs.Arg(0))
 		return 2
 	}
-	fmt.Fprintln(stderr, "levee lab: the lab runner is not wired in yet")
-	return 1
+	exp := lab.DefaultExperiment()
+	if path := fs.Arg(0); path != "" {
+		var err error
+		if exp, err = lab.LoadExperiment(path); err != nil {
+			fmt.Fprintf(stderr, "levee lab: %v\n", err)
+			return 2
+		}
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	// While the dashboard shows, the lab's progress lines go to its status
+	// line, except the once-a-second "t= …" line: the charts show that.
+	log := tui.NewLog(stderr, func(line string) bool { return strings.HasPrefix(line, "t=") })
+	fmt.Fprintf(stderr, "levee lab: starting %s (ctrl+c aborts)…\n", exp.Name)
+	l, err := lab.Open(ctx, exp, lab.Options{
+		Record:   *record,
+		RunsDir:  *runsDir,
+		Quick:    *quick,
+		Args:     append([]string{"lab"}, args...),
+		Progress: log,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "levee lab: %v\n", err)
+		return 1
+	}
+	runErr := tui.Run(ctx, l, stdin, stdout, tui.WithStopTimeout(*stopTimeout), tui.WithLog(log))
+	if runErr != nil {
+		// The dashboard already asked the lab to stop; make sure it did.
+		sctx, scancel := context.WithTimeout(context.Background(), *stopTimeout)
+		_ = l.Stop(sctx)
+		scancel()
+		fmt.Fprintf(stderr, "levee lab: %v\n", runErr)
+		return 1
+	}
+	if err := l.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "levee lab: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stderr, "levee lab: stopped; every child process has exited")
+	return 0
 }
 
 // noTerminal explains why the dashboard cannot start and what to run instead.

@@ -2,8 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLabWithoutTerminal: with non-TTY stdin/stdout, `levee lab` says why,
@@ -47,4 +54,161 @@ func TestLeveeNoArgsIsLab(t *testing.T) {
 	if code := dispatch(nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "levee run") {
 		t.Errorf("levee with no args: code %d, stderr %q; want 2 and the levee run hint", code, stderr.String())
 	}
+}
+
+// TestLabInTmux runs `levee lab` in a real terminal (a private tmux server,
+// 160×48), waits for the charts to fill, toggles fault 1, switches a
+// defense on, raises the rate, and reads the screen after each key to see
+// the change; then q must stop every child and exit 0.
+func TestLabInTmux(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the tmux end-to-end test starts the whole lab")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "levee")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	sock := filepath.Join(dir, "tmux.sock")
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := tmux("new-session", "-d", "-s", "e2e", "-x", "160", "-y", "48", "-c", dir,
+		"env", "TERM=xterm-256color", bin, "lab", "--runs", filepath.Join(dir, "runs"),
+		";", "set-option", "-t", "e2e", "remain-on-exit", "on"); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if !paneDead(tmux) { // stop the lab the way a person would
+			_, _ = tmux("send-keys", "-t", "e2e", "q")
+			waitScreen(t, tmux, 40*time.Second, "the lab to exit", func(string) bool { return paneDead(tmux) })
+		}
+		_, _ = tmux("kill-server")
+	})
+	keys := func(k ...string) {
+		t.Helper()
+		if out, err := tmux(append([]string{"send-keys", "-t", "e2e"}, k...)...); err != nil {
+			t.Fatalf("send-keys %v: %v\n%s", k, err, out)
+		}
+	}
+
+	// Charts fill: offered and goodput measured above zero.
+	screen := waitScreen(t, tmux, 90*time.Second, "charts with traffic", func(s string) bool {
+		return legendValue(s, "offered") > 0 && legendValue(s, "goodput") > 0
+	})
+	t.Logf("first screen with traffic:\n%s", screen)
+
+	// Fault 1 toggles on, then off.
+	m := regexp.MustCompile(`\[1\] (\w+)`).FindStringSubmatch(screen)
+	if m == nil {
+		t.Fatalf("no fault on key 1 in the faults row:\n%s", screen)
+	}
+	fault := m[1]
+	active := regexp.MustCompile(`\[1\] ` + fault + ` ●`)
+	keys("1")
+	waitScreen(t, tmux, 30*time.Second, "fault "+fault+" active", active.MatchString)
+	keys("1")
+	waitScreen(t, tmux, 30*time.Second, "fault "+fault+" reverted", func(s string) bool { return !active.MatchString(s) })
+
+	// Defenses panel: the first defense (ratelimit, off by default) turns on.
+	keys("d")
+	s := waitScreen(t, tmux, 10*time.Second, "the defenses panel", func(s string) bool { return strings.Contains(s, "space toggle") })
+	on := strings.Contains(s, "[x] ratelimit")
+	keys("Enter")
+	want := fmt.Sprintf("defense ratelimit %s", map[bool]string{true: "off", false: "on"}[on])
+	waitScreen(t, tmux, 10*time.Second, want, func(s string) bool { return strings.Contains(s, want) })
+	keys("Escape")
+	waitScreen(t, tmux, 10*time.Second, "the panel closed, header shows RL", func(s string) bool {
+		hdr := strings.SplitN(s, "\n", 2)[0]
+		return !strings.Contains(s, "space toggle") && strings.Contains(hdr, " RL ") != on
+	})
+
+	// Rate up: the header's target grows by about ×1.25.
+	before := headerTarget(waitScreen(t, tmux, 10*time.Second, "a target rate", func(s string) bool { return headerTarget(s) > 0 }))
+	keys("Up")
+	waitScreen(t, tmux, 10*time.Second, fmt.Sprintf("target above %.0f", before*1.15), func(s string) bool {
+		return headerTarget(s) > before*1.15
+	})
+
+	// q stops the lab cleanly: exit status 0 and no child left.
+	keys("q")
+	waitScreen(t, tmux, 40*time.Second, "the lab to exit", func(string) bool { return paneDead(tmux) })
+	if st, _ := tmux("display-message", "-p", "-t", "e2e", "#{pane_dead_status}"); strings.TrimSpace(st) != "0" {
+		out, _ := tmux("capture-pane", "-p", "-t", "e2e")
+		t.Errorf("levee lab exited with status %q:\n%s", strings.TrimSpace(st), out)
+	}
+	if left := processesOf(bin); len(left) > 0 {
+		t.Errorf("processes of %s still running after quit: %v", bin, left)
+	}
+}
+
+// processesOf lists the pids whose executable is bin (Linux /proc; none
+// elsewhere).
+func processesOf(bin string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if exe, err := os.Readlink(filepath.Join(d, "exe")); err == nil && exe == bin {
+			out = append(out, filepath.Base(d))
+		}
+	}
+	return out
+}
+
+func paneDead(tmux func(...string) (string, error)) bool {
+	out, err := tmux("display-message", "-p", "-t", "e2e", "#{pane_dead}")
+	return err != nil || strings.TrimSpace(out) == "1"
+}
+
+// waitScreen polls the pane until ok(screen) or the timeout, and returns the
+// screen that satisfied it.
+func waitScreen(t *testing.T, tmux func(...string) (string, error), d time.Duration, what string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var s string
+	for time.Now().Before(deadline) {
+		s, _ = tmux("capture-pane", "-p", "-t", "e2e")
+		if ok(s) {
+			return s
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("waited %s for %s; screen:\n%s", d, what, s)
+	return s
+}
+
+var numRE = `([0-9]+(?:\.[0-9]+)?)(k?)`
+
+// legendValue reads a chart legend value such as "━ offered   1.2k/s".
+func legendValue(screen, name string) float64 {
+	m := regexp.MustCompile(`━ ` + name + `\s+` + numRE).FindStringSubmatch(screen)
+	if m == nil {
+		return -1
+	}
+	return parseNum(m[1], m[2])
+}
+
+// headerTarget reads "target 400/s" (wide) or "target 400 → 398/s" (narrow).
+func headerTarget(screen string) float64 {
+	hdr := strings.SplitN(screen, "\n", 2)[0]
+	m := regexp.MustCompile(`target ` + numRE).FindStringSubmatch(hdr)
+	if m == nil {
+		return -1
+	}
+	return parseNum(m[1], m[2])
+}
+
+func parseNum(n, k string) float64 {
+	v, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return -1
+	}
+	if k == "k" {
+		v *= 1000
+	}
+	return v
 }
