@@ -67,6 +67,11 @@ func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behavi
 			w.Header().Set(HeaderOutcome, OutcomeFallback)
 			w.Header().Set(HeaderFallback, "true")
 			writeOK(w, r, body)
+		case "trailer_fallback": // the stream's final word overrides its header
+			w.Header().Set("Trailer", HeaderFinalOutcome)
+			w.Header().Set(HeaderOutcome, OutcomeOK)
+			writeOK(w, r, body)
+			w.Header().Set(HeaderFinalOutcome, OutcomeFallback)
 		case "ratelimit":
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
@@ -183,7 +188,7 @@ func runFor(t *testing.T, g *Generator, rate float64, d time.Duration) {
 // flight when the context is cancelled (hangs that then time out) and
 // arrivals dropped because the outstanding cap was full.
 func TestExactAccounting(t *testing.T) {
-	srv := newBehaviourServer(t, "1500", "ok", "fallback", "ratelimit", "queue_full", "500", "truncated", "hang")
+	srv := newBehaviourServer(t, "1500", "ok", "fallback", "ratelimit", "queue_full", "500", "truncated", "hang", "trailer_fallback")
 	g, err := New(allRoutesConfig(srv.URL))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +209,7 @@ func TestExactAccounting(t *testing.T) {
 	}
 	want := map[string]uint64{
 		OutcomeOK:               uint64(srv.did["ok"]),
-		OutcomeFallback:         uint64(srv.did["fallback"]),
+		OutcomeFallback:         uint64(srv.did["fallback"] + srv.did["trailer_fallback"]),
 		OutcomeShedRateLimit:    uint64(srv.did["ratelimit"]),
 		OutcomeShedQueueFull:    uint64(srv.did["queue_full"]),
 		OutcomeError:            uint64(srv.did["500"] + srv.did["truncated"]),

@@ -19,6 +19,10 @@ const (
 	HeaderOutcome    = "X-Levee-Outcome"
 	HeaderFallback   = "X-Levee-Fallback"
 	HeaderDeadlineMs = "X-Levee-Deadline-Ms"
+	// HeaderFinalOutcome is a trailer of streamed answers: the outcome once
+	// the stream has ended. When present it overrides HeaderOutcome, which
+	// was sent before the stream began.
+	HeaderFinalOutcome = "X-Levee-Outcome-Final"
 )
 
 // maxSmallBody bounds how much of a JSON answer is kept to look for the
@@ -54,7 +58,12 @@ func (g *Generator) send(s spec) outcome {
 	if err != nil {
 		return errorOutcome(ctx, err)
 	}
-	o := classify(resp.StatusCode, resp.Header, r.fallback)
+	h := resp.Header
+	if final := resp.Trailer.Get(HeaderFinalOutcome); final != "" {
+		h = h.Clone()
+		h.Set(HeaderOutcome, final)
+	}
+	o := classify(resp.StatusCode, h, r.fallback)
 	// A stream that ends without [DONE] is a malformed answer.
 	if s.route == RouteChatStream && (o == oOK || o == oFallback) && !r.done {
 		return oError
