@@ -399,7 +399,7 @@ func DefaultConfig() Config {
 			GCPauseP99Ms:         Watermarks{Yellow: 20, Red: 50, Black: 250},
 			HeapMB:               Watermarks{Yellow: 512, Red: 1024, Black: 2048},
 			InflightRatio:        Watermarks{Yellow: 1.25, Red: 2, Black: 6},
-			QueueFill:            Watermarks{Yellow: 0.5, Red: 0.9, Black: 0},
+			QueueFill:            Watermarks{Yellow: 0.8, Red: 0, Black: 0},
 			UpstreamLatencyRatio: Watermarks{Yellow: 2, Red: 4, Black: 10},
 		},
 		Classes: ClassesConfig{

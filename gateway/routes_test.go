@@ -526,13 +526,16 @@ func TestExportSlowClientIsCut(t *testing.T) {
 		t.Errorf("stalled export counted as %v timeouts, want 1", got)
 	}
 	// Whatever was sent is a fraction of the export, and the stream was cut.
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // a closed orphan socket may never send its FIN
 	n, err := io.Copy(io.Discard, conn)
 	if n >= rows*200/2 {
 		t.Errorf("client received %d bytes of a %d-byte export: the gateway did not stop at the slow client", n, rows*200)
 	}
 	if err != nil && !strings.Contains(err.Error(), "reset") {
 		t.Logf("read ended with %v", err)
+	}
+	if testing.Verbose() {
+		t.Logf("received %d bytes, err %v", n, err)
 	}
 }
 

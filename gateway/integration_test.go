@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+)
+
+// TestOverloadAccounting is the acceptance test: the real gateway
+// over loopback in front of an upstream of C slots and fixed latency,
+// offered 10× its capacity open loop for 3 s with P0 at half of capacity.
+// P0 must succeed (≥ 99.9 %), every offered request must end in exactly
+// one outcome, the gateway's counters must equal what the client saw, and
+// the goroutines must return to their baseline.
+func TestOverloadAccounting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("3 s of load")
+	}
+	const (
+		slots    = 8
+		latency  = 100 * time.Millisecond
+		capacity = slots * int(time.Second/latency) // 80 req/s
+		rate     = 10 * capacity                    // 800 req/s offered
+		duration = 3 * time.Second
+		p0Every  = 20 // P0 = rate/20 = 40 req/s = 50 % of capacity
+	)
+	baseline := runtime.NumGoroutine()
+
+	fm := newFakeModel(t, slots, latency)
+	cfg := testConfig(fm.addr())
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: 250 * time.Millisecond}
+	s, err := Start(context.Background(), cfg, testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second} // longer than any deadline: the gateway answers first
+
+	prioKey := func(i int) (admit.Priority, string) {
+		switch {
+		case i%p0Every == 0:
+			return admit.P0, "k0"
+		case i%p0Every <= 6:
+			return admit.P1, "k1"
+		}
+		return admit.P2, "k2"
+	}
+	var mu sync.Mutex
+	seen := map[admit.Priority]map[string]int{admit.P0: {}, admit.P1: {}, admit.P2: {}}
+	var wg sync.WaitGroup
+	n := int(float64(rate) * duration.Seconds())
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := range n {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		p, key := prioKey(i)
+		wg.Go(func() {
+			o := sendOnce(client, "http://"+s.Addr()+"/v1/predict", key)
+			mu.Lock()
+			seen[p][o]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	total := 0
+	clientOutcome := map[string]int{}
+	for p, m := range seen {
+		for o, c := range m {
+			total += c
+			clientOutcome[o] += c
+			_ = p
+		}
+	}
+	t.Logf("offered %d in %v (%.0f req/s, capacity %d req/s): %v", n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), capacity, clientOutcome)
+	for _, p := range []admit.Priority{admit.P0, admit.P1, admit.P2} {
+		t.Logf("%s: %v", p, seen[p])
+	}
+	if total != n {
+		t.Errorf("outcomes sum to %d, offered %d", total, n)
+	}
+	p0 := 0
+	for _, c := range seen[admit.P0] {
+		p0 += c
+	}
+	if ok := seen[admit.P0]["ok"]; float64(ok) < 0.999*float64(p0) {
+		t.Errorf("P0 success %d/%d < 99.9%%: %v", ok, p0, seen[admit.P0])
+	}
+	sheds := 0
+	for o, c := range clientOutcome {
+		if strings.HasPrefix(o, "shed_") {
+			sheds += c
+		}
+	}
+	if sheds < n/2 {
+		t.Errorf("only %d of %d requests shed at 10× capacity: the test did not overload", sheds, n)
+	}
+
+	// The gateway's own counters tell the same story.
+	fams := scrape(t, s)
+	for p, m := range seen {
+		for _, o := range outcomeNames {
+			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o})
+			if int(got) != m[o] {
+				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o])
+			}
+		}
+	}
+	for r := range numShedReasons {
+		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": ShedReason(r).String()})
+		if want := clientOutcome["shed_"+ShedReason(r).String()]; int(got) != want {
+			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", ShedReason(r), got, want)
+		}
+	}
+
+	// Everything stops: back to the baseline of goroutines.
+	tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	fm.srv.Close()
+	testClient.CloseIdleConnections()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > baseline {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines after the test, baseline %d:\n%s", g, baseline, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// sendOnce sends one predict call and classifies it as the lab's client
+// does: by X-Levee-Outcome, else by status; no answer is an error.
+func sendOnce(c *http.Client, url, key string) string {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(predictBody))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set(HeaderDeadline, "2000")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "error"
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return "error"
+	}
+	if o := resp.Header.Get(HeaderOutcome); o != "" {
+		return o
+	}
+	switch {
+	case resp.StatusCode == 200:
+		return "ok"
+	case resp.StatusCode == 504:
+		return "timeout"
+	}
+	return "error"
+}
