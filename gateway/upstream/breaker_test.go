@@ -93,3 +93,32 @@ func TestBreakerStateString(t *testing.T) {
 		}
 	}
 }
+
+// An admission given back unused frees its half-open probe slot and records
+// no outcome.
+func TestBreakerUnadmit(t *testing.T) {
+	clk := newFakeClock()
+	b := NewBreaker(BreakerConfig{FailureRatio: 1, MinRequests: 1, Window: time.Second, OpenFor: time.Second, HalfOpenProbes: 1}, clk)
+	g, _ := b.Allow()
+	b.Record(g, true)
+	clk.Advance(time.Second)
+	g, ok := b.Allow()
+	if !ok {
+		t.Fatal("half-open refused its first probe")
+	}
+	if _, ok := b.Allow(); ok {
+		t.Fatal("half-open admitted a second probe")
+	}
+	b.unadmit(g)
+	if b.State() != StateHalfOpen {
+		t.Fatalf("unadmit changed state to %v", b.State())
+	}
+	g, ok = b.Allow()
+	if !ok {
+		t.Fatal("probe slot not freed by unadmit")
+	}
+	b.Record(g, false)
+	if b.State() != StateClosed {
+		t.Fatalf("state %v, want closed", b.State())
+	}
+}

@@ -296,8 +296,7 @@ func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header 
 func (p *Pool) release(n *node, gen uint64) {
 	n.inflight.Add(-1)
 	if p.breakerOn.Load() {
-		// An unused admission counts as a success: it is harmless in the
-		// closed state and frees a half-open probe slot.
+		// No outcome is recorded; a half-open probe slot is freed.
 		n.breaker.unadmit(gen)
 	}
 }
