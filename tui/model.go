@@ -90,8 +90,10 @@ type Model struct {
 	stopped   bool  // Controls.Stop returned
 	stopErr   error // what it returned
 
-	// rendered panels for the current layout, indexed like panels.
+	// The current layout: which panels show (indexes into panels, in page
+	// order) and their rendered boxes for the current page, by slot.
 	lay      layout
+	visible  []int
 	rendered []string
 }
 

@@ -36,6 +36,9 @@ type panelDef struct {
 	minTop float64
 	// extra returns legend lines below the series (may be nil).
 	extra func(s *lab.Sample) []string
+	// onePageOnly panels are left out when the panels fold into pages
+	// (the header carries their number instead).
+	onePageOnly bool
 }
 
 func client(f func(s *lab.Sample) float64) func(s *lab.Sample) (float64, bool) {
@@ -127,7 +130,7 @@ func buildPanels() []panelDef {
 		}, extra: func(s *lab.Sample) []string {
 			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}
 		}},
-		{id: "p0", title: "P0 success"},
+		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
 }
 

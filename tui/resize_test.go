@@ -35,8 +35,11 @@ func TestResize(t *testing.T) {
 			t.Errorf("%d×%d: %d pages but no page indicator", s.w, s.h, m.lay.pages)
 		}
 	}
-	if m.lay.pages != 3 {
-		t.Errorf("80×24 folds into %d pages, want 3", m.lay.pages)
+	if m.lay.pages != 2 {
+		t.Errorf("80×24 folds into %d pages, want 2", m.lay.pages)
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "P0 99.94%") {
+		t.Errorf("80×24 header lacks the P0 success rate:\n%s", v)
 	}
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	if m.lay.pages != 1 {
@@ -53,9 +56,9 @@ func TestResize(t *testing.T) {
 func TestResizeKeepsPage(t *testing.T) {
 	m := New(newFake())
 	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	press(m, tea.KeyMsg{Type: tea.KeyTab}, tea.KeyMsg{Type: tea.KeyTab})
-	if m.page != 2 {
-		t.Fatalf("page = %d after two tabs, want 2", m.page)
+	press(m, tea.KeyMsg{Type: tea.KeyTab})
+	if m.page != 1 {
+		t.Fatalf("page = %d after a tab, want 1", m.page)
 	}
 	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	if m.page != 0 {

@@ -69,7 +69,20 @@ func split(total, n int) []int {
 
 // relayout recomputes the layout for the window size and re-renders.
 func (m *Model) relayout() {
-	m.lay = computeLayout(m.width, m.height, len(panels))
+	m.visible = m.visible[:0]
+	for i := range panels {
+		m.visible = append(m.visible, i)
+	}
+	m.lay = computeLayout(m.width, m.height, len(m.visible))
+	if m.lay.pages > 1 {
+		m.visible = m.visible[:0]
+		for i, p := range panels {
+			if !p.onePageOnly {
+				m.visible = append(m.visible, i)
+			}
+		}
+		m.lay = computeLayout(m.width, m.height, len(m.visible))
+	}
 	m.help.Width = m.width
 	if m.page >= m.lay.pages {
 		m.page = 0
@@ -86,12 +99,12 @@ func (m *Model) renderPanels() {
 	for slot := 0; slot < m.lay.perPage; slot++ {
 		r, c := slot/m.lay.cols, slot%m.lay.cols
 		w, h := m.lay.colW[c], m.lay.rowH[r]
-		i := m.page*m.lay.perPage + slot
-		if i >= len(panels) {
+		k := m.page*m.lay.perPage + slot
+		if k >= len(m.visible) {
 			m.rendered = append(m.rendered, blankBox(w, h))
 			continue
 		}
-		m.rendered = append(m.rendered, m.renderPanel(i, w, h))
+		m.rendered = append(m.rendered, m.renderPanel(m.visible[k], w, h))
 	}
 }
 
@@ -367,6 +380,10 @@ func (m *Model) header() string {
 			parts = append(parts, fmt.Sprintf("target %.0f → %.0f/s", m.last.TargetRPS, m.last.OfferedRPS))
 		}
 	}
+	if m.nSamples > 0 {
+		pct := m.last.ByPriority["P0"].SuccessRate * 100
+		parts = append(parts, "P0 "+successStyle(pct).Render(fmtPct(pct)+"%"))
+	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))
 	}
@@ -537,8 +554,8 @@ func (m *Model) statusLine() string {
 		right = stDim.Render(fmt.Sprintf("page %d/%d · tab ", m.page+1, m.lay.pages))
 	}
 	gap := m.width - ansi.StringWidth(left) - ansi.StringWidth(right)
-	if gap < 1 {
-		return fit(left, m.width-ansi.StringWidth(right)) + right
+	if gap < 2 {
+		return fit(left, m.width-ansi.StringWidth(right)-2) + "  " + right
 	}
 	return left + strings.Repeat(" ", gap) + right
 }

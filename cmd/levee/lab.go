@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -61,8 +62,11 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	// While the dashboard shows, the lab's progress lines go to its status
-	// line, except the once-a-second "t= …" line: the charts show that.
-	log := tui.NewLog(stderr, func(line string) bool { return strings.HasPrefix(line, "t=") })
+	// line, except the once-a-second "t= …" line (the charts show it) and
+	// narration lines "[kind] text" (the lesson row shows them).
+	log := tui.NewLog(stderr, func(line string) bool {
+		return strings.HasPrefix(line, "t=") || narrationLine.MatchString(line)
+	})
 	fmt.Fprintf(stderr, "levee lab: starting %s (ctrl+c aborts)…\n", exp.Name)
 	l, err := lab.Open(ctx, exp, lab.Options{
 		Record:   *record,
@@ -91,6 +95,8 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "levee lab: stopped; every child process has exited")
 	return 0
 }
+
+var narrationLine = regexp.MustCompile(`^\[(predict|watch|explain)\] `)
 
 // noTerminal explains why the dashboard cannot start and what to run instead.
 func noTerminal(stderr io.Writer, exp string) {

@@ -100,7 +100,6 @@ func TestLabInTmux(t *testing.T) {
 	screen := waitScreen(t, tmux, 90*time.Second, "charts with traffic", func(s string) bool {
 		return legendValue(s, "offered") > 0 && legendValue(s, "goodput") > 0
 	})
-	t.Logf("first screen with traffic:\n%s", screen)
 
 	// Fault 1 toggles on, then off.
 	m := regexp.MustCompile(`\[1\] (\w+)`).FindStringSubmatch(screen)
