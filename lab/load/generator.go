@@ -216,10 +216,10 @@ func (g *Generator) Run(ctx context.Context) error {
 	g.started = start
 	g.timeMu.Unlock()
 
-	g.schedule(ctx, start)
+	end := g.schedule(ctx, start)
 
 	g.timeMu.Lock()
-	g.stopped = time.Now()
+	g.stopped = end
 	g.timeMu.Unlock()
 	g.wg.Wait()
 	g.client.CloseIdleConnections()
@@ -229,20 +229,39 @@ func (g *Generator) Run(ctx context.Context) error {
 // schedule is the arrival loop. It owns the random sources. Arrivals whose
 // intended time has passed (the loop was late) are sent at once with their
 // intended time, so latency includes the lateness and the count is exact.
-func (g *Generator) schedule(ctx context.Context, start time.Time) {
+// When ctx ends, the arrivals intended before the end that the loop had not
+// reached yet are still offered; schedule returns the end: ctx's deadline
+// when it has passed, else the moment the loop saw ctx end.
+func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 	arr := newArrivals(g.cfg.Arrival, g.cfg.Seed)
 	mix := newMixer(g.cfg.Mix, g.cfg.Seed)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 
+	// finish offers the arrivals intended before the end, from next on at rate.
+	finish := func(next time.Time, rate float64) time.Time {
+		end := endOf(ctx)
+		for !next.IsZero() && next.Before(end) {
+			g.arrive(next, mix)
+			next = next.Add(arr.gap(rate))
+		}
+		return end
+	}
+
+	// A SetRate before Run left a wake-up that means nothing now; dropping it
+	// keeps the schedule a pure function of the seed and the rate changes.
+	select {
+	case <-g.wake:
+	default:
+	}
 	last := start // intended time of the previous arrival
 	for {
 		rate := g.Rate()
 		if rate <= 0 {
 			select {
 			case <-ctx.Done():
-				return
+				return endOf(ctx)
 			case <-g.wake:
 				last = time.Now()
 				continue
@@ -258,7 +277,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
-				return
+				return finish(next, rate)
 			case <-g.wake:
 				timer.Stop()
 				r := g.Rate()
@@ -270,6 +289,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) {
 				}
 				// The new rate takes effect now: redraw the gap from the
 				// previous arrival, but never schedule into the past.
+				rate = r
 				if n := last.Add(arr.gap(r)); n.After(time.Now()) {
 					next = n
 				} else {
@@ -281,12 +301,23 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) {
 		if next.IsZero() {
 			continue
 		}
-		if ctx.Err() != nil {
-			return
+		// The context's timer may fire a little late: an arrival intended at
+		// or after the deadline is past the end even before ctx says so.
+		if dl, ok := ctx.Deadline(); ctx.Err() != nil || ok && !next.Before(dl) {
+			return finish(next, rate)
 		}
 		g.arrive(next, mix)
 		last = next
 	}
+}
+
+// endOf is when ctx ended: its deadline if that has passed, else now.
+func endOf(ctx context.Context) time.Time {
+	now := time.Now()
+	if dl, ok := ctx.Deadline(); ok && dl.Before(now) {
+		return dl
+	}
+	return now
 }
 
 // arrive offers one request intended at t: it is sent, or dropped when the
