@@ -275,6 +275,16 @@ func (f *Failover) release(probe bool) {
 	}
 }
 
+// Trip opens the breaker now, as if the threshold of failures had just
+// been reached: decisions fall back at once and the first probe goes out
+// one probe interval later. Use it when the store is known to be down (a
+// failed warm-up at start) so that no caller pays the timeout to find out.
+func (f *Failover) Trip() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state, f.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
+}
+
 // State reports the breaker's state: BreakerClosed means decisions are
 // global (made by the shared store).
 func (f *Failover) State() BreakerState {

@@ -62,6 +62,33 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
 	return s
 }
 
+// Warm gets the store ready for its first decisions, so they do not pay
+// for connecting: it opens up to conns connections at once (each answering
+// PING) and loads both scripts (SCRIPT LOAD), so the first EVALSHA needs no
+// EVAL. It returns the first error; a store that failed to warm still works.
+func (s *RedisStore) Warm(ctx context.Context, conns int) error {
+	conns = max(1, conns)
+	errs := make(chan error, conns)
+	for range conns {
+		go func() { errs <- s.client.Ping(ctx).Err() }()
+	}
+	var first error
+	for range conns {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("ratelimit: redis warm-up: %w", first)
+	}
+	for _, sc := range []*redis.Script{redisSlidingWindowScript, redisTokenBucketScript} {
+		if err := sc.Load(ctx, s.client).Err(); err != nil {
+			return fmt.Errorf("ratelimit: redis warm-up: load script: %w", err)
+		}
+	}
+	return nil
+}
+
 // RedisKey is the Redis key (the first one, for a sliding window) that holds
 // key's state under algorithm a.
 func (s *RedisStore) RedisKey(key string, a Algorithm) string {

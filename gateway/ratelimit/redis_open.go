@@ -1,16 +1,25 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
 )
 
+// Warm-up at Open: connections opened and how long it may take.
+const (
+	redisWarmConns   = 8
+	redisWarmTimeout = time.Second
+)
+
 // openRedis builds the store for StoreConfig kind "redis": a RedisStore over
 // OpenRedis(cfg.URL), wrapped in a Failover with cfg's timeout, share and
-// fail-open choice. It does not contact Redis, so a Redis that is down at
-// start only means the first decisions fall back. The Closer closes the
-// Redis client.
+// fail-open choice. It warms the store (connections, scripts) for up to a
+// second, so the first decisions do not spend their few milliseconds
+// connecting; when Redis is down or slow at start, Open still succeeds with
+// the breaker open — decisions fall back at once and a probe finds Redis
+// when it comes. The Closer closes the Redis client.
 func openRedis(cfg StoreConfig) (Store, io.Closer, error) {
 	client, err := OpenRedis(cfg.URL)
 	if err != nil {
@@ -26,10 +35,16 @@ func openRedis(cfg StoreConfig) (Store, io.Closer, error) {
 	if cfg.FailOpen != nil && !*cfg.FailOpen {
 		opts = append(opts, FailoverFailClosed(true))
 	}
-	f, err := NewFailover(NewRedis(client), opts...)
+	rs := NewRedis(client)
+	f, err := NewFailover(rs, opts...)
 	if err != nil {
 		_ = client.Close()
 		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), redisWarmTimeout)
+	defer cancel()
+	if err := rs.Warm(ctx, redisWarmConns); err != nil {
+		f.Trip()
 	}
 	return f, client, nil
 }
