@@ -434,7 +434,7 @@ func TestSlowClients(t *testing.T) {
 	if err := g.SetSlowClients(1, 40); err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, g, 20, 200*time.Millisecond)
+	runFor(t, g, 20, 400*time.Millisecond)
 	tot := g.Totals()
 	if tot.Outcomes[OutcomeOK] == 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
 		t.Fatalf("outcomes %v", tot.Outcomes)
@@ -445,7 +445,7 @@ func TestSlowClients(t *testing.T) {
 	// A slow reader past the client timeout is a timeout.
 	g2, _ := New(func() Config { c := cfg; c.ClientTimeout = 200 * time.Millisecond; return c }())
 	_ = g2.SetSlowClients(1, 10)
-	runFor(t, g2, 20, 100*time.Millisecond)
+	runFor(t, g2, 20, 300*time.Millisecond)
 	if tot := g2.Totals(); tot.Outcomes[OutcomeTimeout] != tot.Offered || tot.Offered == 0 {
 		t.Errorf("slow reader past deadline: %v", tot.Outcomes)
 	}
