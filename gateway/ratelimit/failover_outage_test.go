@@ -149,6 +149,9 @@ func TestOpenRedisDownAtStart(t *testing.T) {
 	if !ok {
 		t.Fatalf("Open kind redis returned %T, want *Failover", store)
 	}
+	if f.State() != BreakerOpen {
+		t.Errorf("breaker %v after a failed warm-up, want open (no caller should pay the timeout)", f.State())
+	}
 	rule := Rule{Algorithm: SlidingWindow, Limit: 4, Window: time.Minute}
 	var allowed int
 	for i := 0; i < 5; i++ {
@@ -165,6 +168,29 @@ func TestOpenRedisDownAtStart(t *testing.T) {
 	}
 	if allowed != 2 || f.Fallbacks() != 5 {
 		t.Fatalf("allowed %d fallbacks %d, want 2 and 5", allowed, f.Fallbacks())
+	}
+}
+
+// Open warms a reachable Redis: scripts loaded, breaker closed, and the
+// first decision comes from Redis.
+func TestOpenRedisWarmsUp(t *testing.T) {
+	srv := redistest.Start(t)
+	store, closer, err := Open(StoreConfig{Kind: "redis", URL: srv.URL(), Share: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	f := store.(*Failover)
+	if f.State() != BreakerClosed {
+		t.Fatalf("breaker %v after warm-up, want closed", f.State())
+	}
+	exists, err := rawClient(t, srv).ScriptExists(context.Background(), redisSlidingWindowScript.Hash(), redisTokenBucketScript.Hash()).Result()
+	if err != nil || len(exists) != 2 || !exists[0] || !exists[1] {
+		t.Fatalf("SCRIPT EXISTS = %v %v, want both loaded", exists, err)
+	}
+	d, err := f.Allow(context.Background(), "k", Rule{Algorithm: SlidingWindow, Limit: 4, Window: time.Minute}, 1, time.Now())
+	if err != nil || !d.Allowed || d.Limit != 4 || f.RemoteDecisions() != 1 {
+		t.Fatalf("%+v %v remote %d, want a Redis decision with the global limit 4", d, err, f.RemoteDecisions())
 	}
 }
 
