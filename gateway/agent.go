@@ -86,7 +86,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	k := g.cfg.Agent.FanOut
 	per := ar.SubTokens()
 	plan := g.planAgent(per*int64(k) >= g.cfg.Agent.ComplexTokens)
-	t, s := g.admitRequest(x.ctx, x.id, routeAgent, per*int64(plan.depth), x.start)
+	t, s := g.admitRequest(x.ctx, x.id, routeAgent, per*int64(plan.depth), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, false)
 		return

@@ -387,9 +387,10 @@ type shed struct {
 }
 
 // admitRequest runs rate limit → guard → bulkhead → budget for one request
-// of identity id on route r costing tokens. On success it returns a ticket
-// to release; otherwise the shed. It does not allocate on the success path
-// with the local store.
+// of identity id on route r costing tokens; now is the start of admission
+// (a monotonic reading: the queue wait is measured from it). On success it
+// returns a ticket to release; otherwise the shed. It does not allocate on
+// the success path with the local store.
 func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) (ticket, *shed) {
 	class := routeClass[r]
 	if g.on(defRateLimit) {
@@ -411,13 +412,10 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 		}
 	}
 	var t ticket
-	start := time.Now()
 	p, err := g.bulkheads[class].Acquire(ctx, id.Priority)
-	if waited := time.Since(start); waited > 50*time.Microsecond || err != nil {
-		g.m.queueWait[class].Observe(waited.Seconds())
-	} else {
-		g.m.queueWait[class].Observe(0)
-	}
+	// The wait runs from the start of admission (now): the rate-limit
+	// and guard steps before the queue take microseconds.
+	g.m.queueWait[class].Observe(time.Since(now).Seconds())
 	switch {
 	case err == nil:
 		t.permit = p

@@ -220,7 +220,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), x.start)
+	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, false)
 		return
@@ -240,7 +240,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), x.start)
+	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, cr.Stream)
 		return
@@ -256,7 +256,7 @@ func (g *Gateway) serveChat(x *exchange) {
 
 // serveStandard is GET /v1/standard/...: a light route served locally.
 func (g *Gateway) serveStandard(x *exchange) {
-	t, s := g.admitRequest(x.ctx, x.id, routeStandard, 0, x.start)
+	t, s := g.admitRequest(x.ctx, x.id, routeStandard, 0, time.Now())
 	if s != nil {
 		x.shed(s)
 		return

@@ -176,7 +176,7 @@ func (g *Gateway) serveExport(x *exchange) {
 		}
 		rows = n
 	}
-	t, s := g.admitRequest(x.ctx, x.id, routeExport, 0, x.start)
+	t, s := g.admitRequest(x.ctx, x.id, routeExport, 0, time.Now())
 	if s != nil {
 		x.shed(s)
 		return

@@ -1,0 +1,241 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/upstream"
+	"golang.org/x/time/rate"
+)
+
+// admitGateway builds (does not start) a gateway whose admission chain
+// has every layer on: a matching token-bucket rule on the local store,
+// the guard at green, the bulkhead and the budget.
+func admitGateway(tb testing.TB) (*Gateway, *http.Request) {
+	tb.Helper()
+	cfg := testConfig("127.0.0.1:9")
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e12, Burst: 1 << 50, Cost: CostRequests}}
+	cfg.Classes.AI.Limit, cfg.Classes.AI.Max = 1024, 1024
+	g, err := New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(g.Close)
+	req := httptest.NewRequest("POST", "/v1/predict", nil)
+	req.Header.Set("Authorization", "Bearer k1")
+	return g, req
+}
+
+// admitOnce is the measured unit: classify, rate limit, guard, bulkhead
+// acquire, budget, release.
+func admitOnce(g *Gateway, req *http.Request, ctx context.Context) bool {
+	id, ok := g.keys.classify(req)
+	if !ok {
+		return false
+	}
+	t, s := g.admitRequest(ctx, id, routePredict, 100, time.Now())
+	if s != nil {
+		return false
+	}
+	g.release(&t, 0, false)
+	return true
+}
+
+func TestAdmitDoesNotAllocate(t *testing.T) {
+	g, req := admitGateway(t)
+	ctx := context.Background()
+	if !admitOnce(g, req, ctx) {
+		t.Fatal("not admitted")
+	}
+	if n := testing.AllocsPerRun(1000, func() { admitOnce(g, req, ctx) }); n != 0 {
+		t.Errorf("admission allocates %v times per request, want 0", n)
+	}
+}
+
+// BenchmarkAdmit measures the admission chain (classify + local rate
+// limit + guard + bulkhead acquire/release + budget); compare its ns/op
+// with BenchmarkRateAllow's in the same run (goal ≤ 5×).
+func BenchmarkAdmit(b *testing.B) {
+	g, req := admitGateway(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if !admitOnce(g, req, ctx) {
+			b.Fatal("not admitted")
+		}
+	}
+}
+
+// BenchmarkRateAllow is golang.org/x/time/rate's Allow, the yardstick of
+// BenchmarkAdmit.
+func BenchmarkRateAllow(b *testing.B) {
+	l := rate.NewLimiter(rate.Limit(1e12), 1<<50)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.Allow() {
+			b.Fatal("denied")
+		}
+	}
+}
+
+// closedLoop sends n requests from workers goroutines, each waiting for
+// its answer before sending the next, and returns the throughput.
+func closedLoop(tb testing.TB, c *http.Client, url, key, body string, n, workers int) float64 {
+	tb.Helper()
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := c.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		tb.Fatalf("%d of %d requests failed", f, n)
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// BenchmarkGatewayVsReverseProxy pushes the same closed-loop load through
+// the full gateway (every defense on, generous limits) and through a bare
+// httputil.ReverseProxy with the same tuned transport, to the same
+// loopback upstream, and reports both throughputs and their ratio (goal
+// ≥ 0.85).
+func BenchmarkGatewayVsReverseProxy(b *testing.B) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"decision":"APPROVE","score":0.87}`)
+	}))
+	defer up.Close()
+	cfg := testConfig(strings.TrimPrefix(up.URL, "http://"))
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e9, Burst: 1e9, Cost: CostRequests}}
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 512, Min: 1, Max: 512, QueueSize: 512, QueueTimeout: time.Second}
+	cfg.TokenBudget = 1 << 40
+	gw := startServer(b, cfg)
+
+	u, _ := url.Parse(up.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = upstream.NewTransport(upstream.Config{Nodes: []string{up.URL}, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
+
+	const workers = 32
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * workers}}
+	defer client.CloseIdleConnections()
+	// Warm both paths (connections, pools).
+	closedLoop(b, client, "http://"+gw.Addr()+"/v1/predict", "k1", predictBody, 200, workers)
+	closedLoop(b, client, proxy.URL+"/v1/predict", "k1", predictBody, 200, workers)
+	b.ResetTimer()
+	// Two rounds in alternating order, so drift on the shared machine
+	// weighs on both sides alike; throughput is the harmonic mean.
+	n := max(b.N, 1000) / 2
+	var gwSec, proxySec float64
+	for round := range 2 {
+		if round == 0 {
+			gwSec += float64(n) / closedLoop(b, client, "http://"+gw.Addr()+"/v1/predict", "k1", predictBody, n, workers)
+			proxySec += float64(n) / closedLoop(b, client, proxy.URL+"/v1/predict", "k1", predictBody, n, workers)
+		} else {
+			proxySec += float64(n) / closedLoop(b, client, proxy.URL+"/v1/predict", "k1", predictBody, n, workers)
+			gwSec += float64(n) / closedLoop(b, client, "http://"+gw.Addr()+"/v1/predict", "k1", predictBody, n, workers)
+		}
+	}
+	gwRPS, proxyRPS := float64(2*n)/gwSec, float64(2*n)/proxySec
+	b.ReportMetric(gwRPS, "gateway_req/s")
+	b.ReportMetric(proxyRPS, "proxy_req/s")
+	b.ReportMetric(gwRPS/proxyRPS, "ratio")
+}
+
+// BenchmarkStandardUnderAIOverload reports the standard route's p99 with
+// the gateway idle and while the ai class is offered 10× its upstream's
+// capacity, and their ratio (goal ≤ 2: the bulkheads isolate).
+func BenchmarkStandardUnderAIOverload(b *testing.B) {
+	const (
+		slots    = 8
+		latency  = 200 * time.Millisecond
+		capacity = slots * int(time.Second/latency) // 40 req/s
+	)
+	fm := newFakeModel(b, slots, latency)
+	cfg := testConfig(fm.addr())
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: 250 * time.Millisecond}
+	s := startServer(b, cfg)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	defer client.CloseIdleConnections()
+	n := max(b.N, 400)
+	p99 := func() time.Duration {
+		lat := make([]time.Duration, 0, n)
+		for range n {
+			start := time.Now()
+			resp, err := client.Get("http://" + s.Addr() + "/v1/standard/item")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("standard: %d", resp.StatusCode)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		slices.Sort(lat)
+		return lat[len(lat)*99/100]
+	}
+	p99() // warm
+	b.ResetTimer()
+	idle := p99()
+
+	// 10× overload on ai, open loop, until the measurement ends.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var offered, shed atomic.Int64
+	wg.Go(func() {
+		t := time.NewTicker(time.Second / time.Duration(10*capacity))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				offered.Add(1)
+				wg.Go(func() {
+					if o := sendOnce(client, "http://"+s.Addr()+"/v1/predict", "k1"); strings.HasPrefix(o, "shed_") {
+						shed.Add(1)
+					}
+				})
+			}
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // let the queue fill
+	loaded := p99()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(idle.Microseconds())/1e3, "idle_p99_ms")
+	b.ReportMetric(float64(loaded.Microseconds())/1e3, "overload_p99_ms")
+	b.ReportMetric(float64(loaded)/float64(idle), "ratio")
+	b.ReportMetric(float64(shed.Load())/float64(max(offered.Load(), 1)), "ai_shed_share")
+}
