@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/levee-lab/levee/internal/pressure"
 )
 
 // NodeKill SIGKILLs a node's process and restarts it after For (a pod
@@ -83,8 +85,8 @@ func (f *NodeKill) Detail() string {
 type GCPressure struct {
 	Target      string  `json:"target"`         // "gateway" or "node"
 	Node        int     `json:"node"`           // target node: 0-based node, -1 for every node
-	ChurnMBPerS float64 `json:"churn_mb_per_s"` // garbage allocated per second, [0, 10000]
-	BallastMB   float64 `json:"ballast_mb"`     // live heap held, [0, 16384]
+	ChurnMBPerS float64 `json:"churn_mb_per_s"` // garbage allocated per second, [0, pressure.MaxChurnMBPerS]
+	BallastMB   float64 `json:"ballast_mb"`     // live heap held, [0, pressure.MaxBallastMB]
 	knobState
 }
 
@@ -106,11 +108,11 @@ func (f *GCPressure) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
 		return err
 	}
-	if !(f.ChurnMBPerS >= 0 && f.ChurnMBPerS <= 10000) {
-		return paramErr(f.Name(), "churn_mb_per_s", "must be within [0, 10000], got %v", f.ChurnMBPerS)
+	if !(f.ChurnMBPerS >= 0 && f.ChurnMBPerS <= pressure.MaxChurnMBPerS) {
+		return paramErr(f.Name(), "churn_mb_per_s", "must be within [0, %d], got %v", pressure.MaxChurnMBPerS, f.ChurnMBPerS)
 	}
-	if !(f.BallastMB >= 0 && f.BallastMB <= 16384) {
-		return paramErr(f.Name(), "ballast_mb", "must be within [0, 16384], got %v", f.BallastMB)
+	if !(f.BallastMB >= 0 && f.BallastMB <= pressure.MaxBallastMB) {
+		return paramErr(f.Name(), "ballast_mb", "must be within [0, %d], got %v", pressure.MaxBallastMB, f.BallastMB)
 	}
 	if f.ChurnMBPerS == 0 && f.BallastMB == 0 {
 		return paramErr(f.Name(), "churn_mb_per_s", "churn_mb_per_s and ballast_mb are both 0: the fault would do nothing")
@@ -156,8 +158,8 @@ func (f *GCPressure) Detail() string {
 // for Duty of the time and yielding, so the gateway's scheduler lags but
 // never starves.
 type CPUHog struct {
-	Goroutines int     `json:"goroutines"` // [1, 64]
-	Duty       float64 `json:"duty"`       // share of each period spent busy, (0, 1]
+	Goroutines int     `json:"goroutines"` // [1, pressure.MaxCPUHogGoroutines]
+	Duty       float64 `json:"duty"`       // share of each period spent busy, (0, pressure.MaxCPUHogDuty]
 	state
 }
 
@@ -170,11 +172,11 @@ func (*CPUHog) Description() string {
 }
 
 func (f *CPUHog) Validate() error {
-	if f.Goroutines < 1 || f.Goroutines > 64 {
-		return paramErr(f.Name(), "goroutines", "must be within [1, 64], got %d", f.Goroutines)
+	if f.Goroutines < 1 || f.Goroutines > pressure.MaxCPUHogGoroutines {
+		return paramErr(f.Name(), "goroutines", "must be within [1, %d], got %d", pressure.MaxCPUHogGoroutines, f.Goroutines)
 	}
-	if !(f.Duty > 0 && f.Duty <= 1) {
-		return paramErr(f.Name(), "duty", "must be within (0, 1], got %v", f.Duty)
+	if !(f.Duty > 0 && f.Duty <= pressure.MaxCPUHogDuty) {
+		return paramErr(f.Name(), "duty", "must be within (0, %v], got %v", pressure.MaxCPUHogDuty, f.Duty)
 	}
 	return nil
 }

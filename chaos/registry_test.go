@@ -66,6 +66,8 @@ func TestRegistryNew(t *testing.T) {
 		{"gc_pressure", `{"churn_mb_per_s":0,"ballast_mb":0}`, "churn_mb_per_s", "nothing"},
 		{"cpu_hog", `{"goroutines":1000}`, "goroutines", ""},
 		{"cpu_hog", `{"duty":0}`, "duty", ""},
+		{"cpu_hog", `{"duty":1}`, "duty", "0.95"},
+		{"gc_pressure", `{"ballast_mb":5000}`, "ballast_mb", "4096"},
 		{"slow_clients", `{"share":0}`, "share", ""},
 		{"slow_clients", `{"kbps":-1}`, "kbps", ""},
 		{"traffic_spike", `{"factor":0}`, "factor", ""},
