@@ -183,7 +183,7 @@ func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) ht
 			x.fail(http.StatusUnauthorized, OutcomeError, "Authorization", "missing or unknown API key")
 			return
 		}
-		if req.Method != method {
+		if method != "" && req.Method != method {
 			w.Header().Set("Allow", method)
 			x.fail(http.StatusMethodNotAllowed, OutcomeError, "", "method "+req.Method+" not allowed; use "+method)
 			return
@@ -215,7 +215,7 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux.Handle("/v1/agent", g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
 	mux.Handle("/v1/export", g.serveRoute(routeExport, http.MethodGet, g.serveExport))
 	mux.Handle("/v1/standard/", g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
-	mux.Handle("/v1/", g.serveRoute(routeOther, http.MethodGet, func(x *exchange) {
+	mux.Handle("/v1/", g.serveRoute(routeOther, "", func(x *exchange) {
 		x.fail(http.StatusNotFound, OutcomeError, "", "no route "+x.r.URL.Path)
 	}))
 	mux.Handle("/metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -201,8 +202,15 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 	return g, nil
 }
 
-// Config returns the configuration the gateway was built with.
-func (g *Gateway) Config() Config { return g.cfg }
+// Config returns the configuration in force: the one New was given, with
+// the admin API's limit changes applied.
+func (g *Gateway) Config() Config {
+	g.limMu.Lock()
+	defer g.limMu.Unlock()
+	c := g.cfg
+	c.RateLimit.Rules = slices.Clone(c.RateLimit.Rules)
+	return c
+}
 
 // Registry returns the Prometheus registry served on /metrics.
 func (g *Gateway) Registry() *prometheus.Registry { return g.m.reg }

@@ -81,7 +81,6 @@ const (
 	HeaderDeadline     = "X-Levee-Deadline-Ms"
 	HeaderDeadlineAlt  = "X-Request-Timeout-Ms"
 	HeaderFinalOutcome = "X-Levee-Outcome-Final" // trailer of streamed responses
-	HeaderLevel        = "X-Levee-Level"
 )
 
 // errorBody is the contract's JSON error shape.

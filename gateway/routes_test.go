@@ -632,3 +632,38 @@ func TestPanicIsRecoveredAndCounted(t *testing.T) {
 		t.Errorf("gateway unhealthy after a panic: %v", a)
 	}
 }
+
+func TestAllDefensesOffIsAPassThrough(t *testing.T) {
+	// One slot of 50 ms: 20 requests at once queue at the model without
+	// bound; with no defense the gateway forwards every one, sheds none,
+	// and the late ones run out of their 300 ms deadline (collapse).
+	fm := newFakeModel(t, 1, 50*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.Defenses = AllDefenses(false)
+	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 1, QueueSize: 0, QueueTimeout: time.Millisecond}
+	cfg.TokenBudget = 1
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 1, Window: time.Minute, Cost: CostRequests}}
+	s := startServer(t, cfg)
+	admin(t, s, "PUT", "/admin/level", `{"level":"black"}`)
+	const n = 20
+	results := make(chan answer, n)
+	for range n {
+		go func() {
+			results <- call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k2", predictBody, HeaderDeadline, "300")
+		}()
+	}
+	got := map[string]int{}
+	for range n {
+		a := <-results
+		got[a.outcome]++
+	}
+	if got["ok"]+got["timeout"] != n || got["ok"] == 0 || got["timeout"] == 0 {
+		t.Errorf("outcomes %v; want only ok and timeout, some of each", got)
+	}
+	if a := fm.arrivals.Load(); a != n {
+		t.Errorf("%d of %d requests reached the model", a, n)
+	}
+	if m := fm.maxInfl.Load(); m < n/2 {
+		t.Errorf("at most %d requests at the model at once: something still limits", m)
+	}
+}
