@@ -217,6 +217,9 @@ func (g *Generator) Run(ctx context.Context) error {
 	g.timeMu.Unlock()
 
 	end := g.schedule(ctx, start)
+	if end.Before(start) { // ctx had ended before Run began
+		end = start
+	}
 
 	g.timeMu.Lock()
 	g.stopped = end

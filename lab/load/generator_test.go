@@ -450,3 +450,53 @@ func TestSlowClients(t *testing.T) {
 		t.Errorf("slow reader past deadline: %v", tot.Outcomes)
 	}
 }
+
+// Run with a context that has already ended offers nothing and returns.
+func TestRunEndedContext(t *testing.T) {
+	g, err := New(allRoutesConfig("http://127.0.0.1:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = g.SetRate(1000)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if err := g.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tot := g.Totals()
+	if tot.Offered != 0 || tot.Elapsed < 0 || tot.Unaccounted() != 0 {
+		t.Errorf("offered %d, elapsed %v", tot.Offered, tot.Elapsed)
+	}
+}
+
+// A rate change takes effect at once, not after the gap the old rate had
+// scheduled: from 1/s (next arrival due in ~1 s) to 500/s.
+func TestSetRateLive(t *testing.T) {
+	srv := newBehaviourServer(t, "1500", "ok")
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	cfg.MaxOutstanding = 10000
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = g.SetRate(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	g.Tick()
+	_ = g.SetRate(500)
+	time.Sleep(300 * time.Millisecond)
+	w := g.Tick()
+	cancel()
+	<-done
+	// 300 ms at 500/s is 150 arrivals; a rate stuck at 1/s would give 0.
+	if w.Offered < 50 {
+		t.Errorf("%d arrivals in the 300 ms after SetRate(500)", w.Offered)
+	}
+	if w.TargetRPS != 500 || g.Rate() != 500 {
+		t.Errorf("target %v", w.TargetRPS)
+	}
+}
