@@ -524,7 +524,8 @@ func (m *Model) lessonRows() []string {
 	}
 	lines := []string{label + head}
 	iw := m.width - ansi.StringWidth(label)
-	for _, l := range strings.Split(ansi.Wordwrap(text, iw, ""), "\n") {
+	// One cell of slack: Wordwrap may keep a breaking hyphen past the limit.
+	for _, l := range strings.Split(ansi.Wordwrap(text, iw-1, ""), "\n") {
 		lines = append(lines, strings.Repeat(" ", ansi.StringWidth(label))+l)
 	}
 	if len(lines) > n {
