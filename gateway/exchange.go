@@ -71,9 +71,9 @@ func (x *exchange) reply(o Outcome, v any) {
 	x.finish(o)
 }
 
-// ctxOutcome maps the end of the request's context to an outcome: its
-// deadline passing, or the client leaving (whose own deadline is the
-// usual reason), is a timeout.
+// timedOut reports whether the request's context ended: its deadline
+// passed, or the client left (whose own deadline is the usual reason).
+// Either is answered as a timeout.
 func (x *exchange) timedOut() bool { return x.ctx.Err() != nil }
 
 // readBody reads the request body within the body limit: 413 above it,

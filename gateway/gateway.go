@@ -10,6 +10,25 @@
 // Every response of a traffic route carries X-Levee-Outcome and is counted
 // exactly once in levee_requests_total{route,priority,outcome}
 // (docs/CONTRACTS.md).
+//
+// Request bodies (Authorization: Bearer KEY picks tenant and priority;
+// X-Levee-Deadline-Ms bounds the whole request, capped by the route's
+// timeout):
+//
+//	POST /v1/chat/completions  OpenAI chat body: messages (non-empty), max_tokens, stream
+//	POST /v1/predict           {"features":{…}}  → {"decision":…,"score":…}
+//	POST /v1/agent             {"prompt":"…","max_tokens":64} → {"answer":…,"depth":k,…}
+//	GET  /v1/export?rows=N     NDJSON rows, streamed
+//	GET  /v1/standard/…        small JSON, served locally
+//
+// Fallbacks (when the fallback defense is on) answer level black and
+// upstream failures (no node, breaker open, connection failure, 5xx) on
+// predict, chat and agent, and the red-level rules share of complex agent
+// requests. Rate limiting, yellow/red shedding, full or timed-out queues
+// and the budget stay sheds (429/503), so clients see backpressure; a
+// passed deadline stays a timeout (504). Streamed answers promise "ok" in
+// X-Levee-Outcome, carry the final outcome in the X-Levee-Outcome-Final
+// trailer, and are cut (never cleanly ended) when they fail midway.
 package gateway
 
 import (
