@@ -119,6 +119,12 @@ func (g *Gateway) serveAgent(x *exchange) {
 		})
 		wg.Go(func() {
 			defer g.subInflight.Add(-1)
+			defer func() {
+				if v := recover(); v != nil { // a bug must not take the process down
+					g.log.Error("gateway: panic in agent sub-call", "panic", v)
+					results[i] = subResult{}
+				}
+			}()
 			results[i] = g.subcall(x, sub)
 		})
 	}
