@@ -10,8 +10,15 @@ import (
 	"github.com/charmbracelet/lipgloss"
 )
 
-// renderBraille draws the newest 2·w points of each series as braille lines
-// into a w×h block of cells and returns h lines of exactly w cells.
+// secPerDot is the time one braille dot column stands for: the lab's
+// nominal tick, so at 4 Hz every Sample gets its own dot.
+const secPerDot = 0.25
+
+// renderBraille draws each series as braille lines into a w×h block of
+// cells and returns h lines of exactly w cells. The x axis is time: the
+// right edge is now (seconds, Sample.Elapsed) and each dot column is
+// secPerDot older, so a late tick shows as a longer segment, not a
+// squeezed chart.
 //
 // Series i is scaled from 0 to tops[i]; values outside are clamped. A point
 // that is not ok breaks its line (a gap: nothing is drawn for it). Where
@@ -19,7 +26,7 @@ import (
 // colour of the first series drawn there, so list the most important first.
 // The braille grid and line rasterisation are ntcharts'; compositing is done
 // here so that each run of one colour is styled once, not each cell.
-func renderBraille(w, h int, series []*ring, styles []lipgloss.Style, tops []float64) []string {
+func renderBraille(w, h int, now float64, series []*ring, styles []lipgloss.Style, tops []float64) []string {
 	lines := make([]string, h)
 	if w <= 0 || h <= 0 {
 		return lines
@@ -36,22 +43,19 @@ func renderBraille(w, h int, series []*ring, styles []lipgloss.Style, tops []flo
 			top = 1
 		}
 		grid := graph.NewBrailleGrid(w, h, 0, float64(gw-1), 0, top)
-		n := r.len()
-		if n > gw {
-			n = gw
-		}
-		start := gw - n
+		first := visibleFrom(r, now, gw)
 		var prev canvas.Point
 		prevOK := false
 		drawn := false
-		for i := 0; i < n; i++ {
-			p := r.at(r.len() - n + i)
+		for i := first; i < r.len(); i++ {
+			p := r.at(i)
 			if !p.ok || math.IsNaN(p.v) {
 				prevOK = false
 				continue
 			}
+			x := float64(gw-1) - math.Round((now-p.t)/secPerDot)
 			v := math.Min(math.Max(p.v, 0), top)
-			gp := grid.GridPoint(canvas.Float64Point{X: float64(start + i), Y: v})
+			gp := grid.GridPoint(canvas.Float64Point{X: x, Y: v})
 			if prevOK {
 				for _, lp := range graph.GetLinePoints(prev, gp) {
 					grid.Set(lp)
@@ -102,6 +106,21 @@ func renderBraille(w, h int, series []*ring, styles []lipgloss.Style, tops []flo
 		lines[y] = sb.String()
 	}
 	return lines
+}
+
+// visibleFrom returns the index of the oldest point of r that falls inside
+// a chart gw dots wide ending at now; the point just before it is included
+// too, so the line enters from the left edge instead of starting mid-air.
+func visibleFrom(r *ring, now float64, gw int) int {
+	oldest := now - float64(gw-1)*secPerDot
+	i := r.len()
+	for i > 0 && r.at(i-1).t >= oldest {
+		i--
+	}
+	if i > 0 {
+		i--
+	}
+	return i
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten (at least floor),

@@ -223,7 +223,7 @@ func (m *Model) addSample(s lab.Sample) {
 	for i, p := range panels {
 		for j, sd := range p.series {
 			v, ok := sd.get(&s)
-			m.series[i][j].push(point{v: v, ok: ok})
+			m.series[i][j].push(point{t: s.Elapsed, v: v, ok: ok})
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package tui
 
-// point is one measured value of a series at one Sample. ok is false when
-// the Sample could not measure it (a stale scrape): the chart leaves a gap.
+// point is one measured value of a series at one Sample (t is the
+// Sample's Elapsed seconds). ok is false when the Sample could not measure
+// it (a stale scrape): the chart leaves a gap.
 type point struct {
+	t  float64
 	v  float64
 	ok bool
 }

@@ -188,7 +188,7 @@ func (m *Model) renderPanel(i, w, h int) string {
 		styles[j] = lipgloss.NewStyle().Foreground(sd.color)
 		r := m.series[i][j]
 		mx := 0.0
-		for k := max(r.len()-2*cw, 0); k < r.len(); k++ {
+		for k := visibleFrom(r, m.last.Elapsed, 2*cw); k < r.len(); k++ {
 			if pt := r.at(k); pt.ok && !math.IsNaN(pt.v) {
 				mx = math.Max(mx, pt.v)
 			}
@@ -206,7 +206,7 @@ func (m *Model) renderPanel(i, w, h int) string {
 			tops[j] = niceCeil(shared, p.minTop)
 		}
 	}
-	chart := renderBraille(cw, ih, m.series[i], styles, tops)
+	chart := renderBraille(cw, ih, m.last.Elapsed, m.series[i], styles, tops)
 	legend := make([]string, 0, ih)
 	for j, sd := range p.series {
 		pt := m.series[i][j].last()
@@ -222,8 +222,11 @@ func (m *Model) renderPanel(i, w, h int) string {
 		pad := lw - ansi.StringWidth(left) - ansi.StringWidth(val)
 		legend = append(legend, left+strings.Repeat(" ", max(pad, 1))+val)
 	}
+	span := fmt.Sprintf("%.0fs", float64(2*cw-1)*secPerDot)
 	if !p.ownScale && p.fixedTop == 0 && len(tops) > 0 {
-		legend = append(legend, stDim.Render("top "+fmtNum(tops[0])+unitSuffix(p.unit)))
+		legend = append(legend, stDim.Render("top "+fmtNum(tops[0])+unitSuffix(p.unit)+" · "+span))
+	} else {
+		legend = append(legend, stDim.Render("last "+span))
 	}
 	if p.extra != nil && m.nSamples > 0 {
 		legend = append(legend, p.extra(&m.last)...)

@@ -1,0 +1,112 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+)
+
+func ringOf(pts ...point) *ring {
+	r := newRing(16)
+	for _, p := range pts {
+		r.push(p)
+	}
+	return r
+}
+
+// columns returns which cell columns of the rendered lines hold any dot.
+func columns(lines []string, w int) []bool {
+	cols := make([]bool, w)
+	for _, l := range lines {
+		for x, c := range []rune(l) {
+			if c != ' ' && x < w {
+				cols[x] = true
+			}
+		}
+	}
+	return cols
+}
+
+func TestRenderBraille(t *testing.T) {
+	st := []lipgloss.Style{lipgloss.NewStyle()}
+	tests := []struct {
+		name     string
+		now      float64
+		pts      []point
+		wantCols string // per cell column: # has dots, . empty
+	}{
+		{name: "empty", now: 10, wantCols: "......"},
+		{name: "point now is at the right edge", now: 10, pts: []point{{t: 10, v: 1, ok: true}}, wantCols: ".....#"},
+		{name: "1 s ago is 4 dots = 2 cells left", now: 10, pts: []point{{t: 9, v: 1, ok: true}}, wantCols: "...#.."},
+		{name: "older than the window is not drawn", now: 10, pts: []point{{t: 5, v: 1, ok: true}}, wantCols: "......"},
+		{name: "a line enters from the left edge", now: 10, pts: []point{{t: 5, v: 1, ok: true}, {t: 10, v: 1, ok: true}}, wantCols: "######"},
+		{name: "a late tick is a longer segment", now: 10, pts: []point{{t: 9, v: 1, ok: true}, {t: 10, v: 1, ok: true}}, wantCols: "...###"},
+		{name: "a stale point leaves a gap", now: 10, pts: []point{{t: 8.5, v: 1, ok: true}, {t: 9.25, ok: false}, {t: 10, v: 1, ok: true}}, wantCols: "..#..#"},
+		{name: "values above top are clamped, not dropped", now: 10, pts: []point{{t: 10, v: 1e9, ok: true}}, wantCols: ".....#"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines := renderBraille(6, 2, tt.now, []*ring{ringOf(tt.pts...)}, st, []float64{1})
+			if len(lines) != 2 {
+				t.Fatalf("%d lines, want 2", len(lines))
+			}
+			var got strings.Builder
+			for _, c := range columns(lines, 6) {
+				if c {
+					got.WriteByte('#')
+				} else {
+					got.WriteByte('.')
+				}
+			}
+			if got.String() != tt.wantCols {
+				t.Errorf("columns %s, want %s:\n%s", got.String(), tt.wantCols, strings.Join(lines, "\n"))
+			}
+			for _, l := range lines {
+				if n := len([]rune(l)); n != 6 {
+					t.Errorf("line %q is %d cells, want 6", l, n)
+				}
+			}
+		})
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	tests := []struct{ v, floor, want float64 }{
+		{0, 1, 1}, {0.3, 1, 1}, {1.5, 1, 2}, {3, 1, 5}, {7, 1, 10}, {10, 1, 10}, {11, 1, 20}, {420, 1, 500}, {1200, 1, 2000},
+	}
+	for _, tt := range tests {
+		if got := niceCeil(tt.v, tt.floor); got != tt.want {
+			t.Errorf("niceCeil(%g, %g) = %g, want %g", tt.v, tt.floor, got, tt.want)
+		}
+	}
+}
+
+func TestRing(t *testing.T) {
+	r := newRing(3)
+	if r.last().ok {
+		t.Error("empty ring has an ok last point")
+	}
+	for i := 1; i <= 5; i++ {
+		r.push(point{t: float64(i), v: float64(i), ok: true})
+	}
+	if r.len() != 3 || r.at(0).v != 3 || r.last().v != 5 {
+		t.Errorf("ring after 5 pushes into 3: len %d, oldest %g, newest %g; want 3, 3, 5", r.len(), r.at(0).v, r.last().v)
+	}
+}
+
+func TestFmt(t *testing.T) {
+	tests := []struct {
+		f    func(float64) string
+		v    float64
+		want string
+	}{
+		{fmtNum, 0, "0"}, {fmtNum, 0.42, "0.4"}, {fmtNum, 87.4, "87"}, {fmtNum, 1234, "1.2k"}, {fmtNum, 3.4e6, "3.4M"},
+		{fmtPct, 100, "100"}, {fmtPct, 99.999, "99.99"}, {fmtPct, 71.2, "71.20"}, {fmtPct, 0, "0.00"},
+	}
+	for _, tt := range tests {
+		if got := tt.f(tt.v); got != tt.want {
+			t.Errorf("fmt(%g) = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
