@@ -421,14 +421,16 @@ func (l *Lab) watchMemory(c *child) {
 		if limit == 0 || rss < limit || l.isFinishing() {
 			continue
 		}
+		// Counted and logged before the kill completes, so a kill racing
+		// the end of a recording is in both its summary and its events.
 		pid := c.PID()
-		c.Kill()
 		l.mu.Lock()
 		l.oomKills++
 		n := l.oomKills
 		l.gwRSS[c.index] = 0
 		l.mu.Unlock()
 		l.event(EventOOMKill, c.name, map[string]any{"pid": pid, "rss_bytes": rss, "limit_bytes": limit, "oom_kills": n})
+		c.Kill()
 		l.progress("%s OOM-killed at %.0f MB (limit %.0f MB)", c.name, float64(rss)/(1<<20), float64(limit)/(1<<20))
 		l.restartGatewayLater(c, "oom")
 	}

@@ -122,6 +122,15 @@ type reportRow struct {
 
 func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
 
+// prioPct is a priority's success rate, or "-" when it was not offered.
+func prioPct(r *Run, p string) string {
+	ps := r.Summary.ByPriority[p]
+	if ps.Offered == 0 {
+		return "-"
+	}
+	return pct(ps.SuccessRate)
+}
+
 func count(v uint64) string { return groupDigits(fmt.Sprintf("%d", v)) }
 
 // groupDigits puts thin separators in long integers: 1234567 → 1,234,567.
@@ -159,9 +168,9 @@ var reportRows = []reportRow{
 	{"target / achieved req/s", func(r *Run) string {
 		return fmt.Sprintf("%.0f / %.0f", r.Summary.TargetRPS, r.Summary.AchievedRPS)
 	}},
-	{"P0 success", func(r *Run) string { return pct(r.Summary.ByPriority["P0"].SuccessRate) }},
-	{"P1 success", func(r *Run) string { return pct(r.Summary.ByPriority["P1"].SuccessRate) }},
-	{"P2 success", func(r *Run) string { return pct(r.Summary.ByPriority["P2"].SuccessRate) }},
+	{"P0 success", func(r *Run) string { return prioPct(r, "P0") }},
+	{"P1 success", func(r *Run) string { return prioPct(r, "P1") }},
+	{"P2 success", func(r *Run) string { return prioPct(r, "P2") }},
 	{"P0 p99", func(r *Run) string { return ms(r.Summary.ByPriority["P0"].P99Ms) }},
 	{"admitted p99", func(r *Run) string { return ms(r.Summary.AdmittedP99Ms) }},
 	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},

@@ -145,7 +145,7 @@ func (s *sampler) take() {
 		smp.Recording = true
 		dt := w.Duration.Seconds()
 		if rec.agg != nil {
-			rec.agg.add(smp, dt, completions, saturated)
+			rec.agg.add(smp, dt, completions, saturated, w.ByPriority["P0"].FinishedTotal)
 		}
 		rec.writeError(rec.samples.Write(smp), l.opts.Progress)
 	}

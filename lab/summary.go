@@ -42,8 +42,10 @@ type Summary struct {
 	// happened.
 	CapacityMeasuredRPS float64 `json:"capacity_measured_rps"`
 	// GoodputRatio is ok over what the nodes could have served well:
-	// Σ over ticks of min(offered, capacity) × tick. At 10× overload that is
-	// goodput / capacity; below capacity it is ok / offered.
+	// Σ over 1 s buckets of min(offered, capacity × 1 s). At 10× overload
+	// that is goodput / capacity; below capacity it is ok / offered. Requests
+	// offered near the end and answered after load stopped count as ok, so
+	// a fully served run can read slightly above 1.
 	GoodputRatio      float64        `json:"goodput_ratio"`
 	AdmittedP50Ms     float64        `json:"admitted_p50_ms"`
 	AdmittedP99Ms     float64        `json:"admitted_p99_ms"`
@@ -76,9 +78,12 @@ type GatewaySummary struct {
 	MaxHeapBytes      float64 `json:"max_heap_bytes"`
 	MaxGoroutines     float64 `json:"max_goroutines"`
 	MaxRSSBytes       float64 `json:"max_rss_bytes"`
-	RSSGrowthMB       float64 `json:"rss_growth_mb"` // max RSS minus RSS when load started
-	OOMKills          int     `json:"oom_kills"`
-	Restarts          int     `json:"restarts"` // gateway restarts for any reason
+	// RSSGrowthMB is how far RSS rose above its steady state: the largest
+	// RSS from the first fault on minus the largest before it (without
+	// faults: after the first quarter of the run minus within it).
+	RSSGrowthMB float64 `json:"rss_growth_mb"`
+	OOMKills    int     `json:"oom_kills"`
+	Restarts    int     `json:"restarts"` // gateway restarts for any reason
 }
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
@@ -96,10 +101,12 @@ type FaultSummary struct {
 	Fault string  `json:"fault"`
 	AtS   float64 `json:"at_s"`
 	EndS  float64 `json:"end_s"` // revert time, or the end of the run
-	// P0SuccessRate is P0 ok / P0 offered over [at, end].
+	// P0SuccessRate is P0 ok / P0 finished over [at, end + client timeout]
+	// (requests offered during the fault finish up to a timeout later).
 	P0SuccessRate float64 `json:"p0_success_rate"`
-	// For node_kill: the live slots after the kill and when the gateways'
-	// summed concurrency limit entered ±15 % of them for good.
+	// For node_kill: the live slots after the kill, and when the trailing
+	// 3 s median of the gateways' summed concurrency limit entered ±15 % of
+	// them for good (until the fault ended).
 	LiveSlots    float64 `json:"live_slots,omitempty"`
 	LimitSettleS float64 `json:"limit_settle_s,omitempty"`
 	Settled      bool    `json:"settled,omitempty"`
@@ -115,6 +122,7 @@ type digest struct {
 	liveSlots float64
 	p0Offered uint64
 	p0OK      uint64
+	p0Fin     uint64 // P0 requests finished (any outcome) since the start
 	rss       float64
 }
 
@@ -132,8 +140,6 @@ type aggregator struct {
 	digests        []digest
 	lag, sched     float64
 	heap, gor, rss float64
-	rssStart       float64
-	rssStartSet    bool
 	oomKills       int
 	measuredSum    float64 // Σ completions/s over saturated ticks
 	measuredN      int
@@ -188,9 +194,10 @@ func (a *aggregator) faultReverted(name string, t time.Time) {
 	}
 }
 
-// add folds one sample; completions is the nodes' completion rate this tick
-// and saturated whether every live node had every slot busy.
-func (a *aggregator) add(s Sample, dt float64, completions float64, saturated bool) {
+// add folds one sample; completions is the nodes' completion rate this tick,
+// saturated whether every live node had every slot busy, and p0Finished
+// the P0 requests finished so far (any outcome).
+func (a *aggregator) add(s Sample, dt float64, completions float64, saturated bool, p0Finished uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	d := digest{
@@ -200,6 +207,7 @@ func (a *aggregator) add(s Sample, dt float64, completions float64, saturated bo
 		capacity: s.CapacityRPS,
 		limit:    s.ConcurrencyLimit,
 		rss:      s.RSSBytes,
+		p0Fin:    p0Finished,
 	}
 	for _, n := range s.Nodes {
 		if n.Up {
@@ -215,9 +223,6 @@ func (a *aggregator) add(s Sample, dt float64, completions float64, saturated bo
 	a.heap = math.Max(a.heap, s.HeapBytes)
 	a.gor = math.Max(a.gor, s.Goroutines)
 	a.rss = math.Max(a.rss, s.RSSBytes)
-	if !a.rssStartSet && s.OfferedRPS > 0 && s.RSSBytes > 0 {
-		a.rssStart, a.rssStartSet = s.RSSBytes, true
-	}
 	a.oomKills = s.OOMKills
 	if saturated {
 		a.measuredSum += completions
@@ -284,14 +289,22 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 			s.AchievedRateError = round(math.Abs(float64(t.Offered)-target)/target, 6)
 		}
 	}
+	// Usable capacity: min(offered, capacity) over ~1 s buckets (per tick,
+	// Poisson noise in the offered count would bias the minimum down).
 	var capSum, capT, usable float64
-	for _, d := range a.digests {
-		if d.dt <= 0 {
-			continue
+	var bOff, bCap, bT float64
+	for i, d := range a.digests {
+		if d.dt > 0 {
+			capSum += d.capacity * d.dt
+			capT += d.dt
+			bOff += d.offered
+			bCap += d.capacity * d.dt
+			bT += d.dt
 		}
-		capSum += d.capacity * d.dt
-		capT += d.dt
-		usable += math.Min(d.offered, d.capacity*d.dt)
+		if bT >= usableBucket || i == len(a.digests)-1 {
+			usable += math.Min(bOff, bCap)
+			bOff, bCap, bT = 0, 0, 0
+		}
 	}
 	if capT > 0 {
 		s.CapacityRPS = round(capSum/capT, 3)
@@ -311,9 +324,7 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 		OOMKills:          in.oomKills,
 		Restarts:          in.restarts,
 	}
-	if a.rssStartSet {
-		s.Gateway.RSSGrowthMB = round(math.Max(0, a.rss-a.rssStart)/(1<<20), 3)
-	}
+	s.Gateway.RSSGrowthMB = round(a.rssGrowth()/(1<<20), 3)
 	s.ShedCheck.Gateway = in.gatewayShed
 	s.ShedCheck.Exact = in.shedExact
 	if s.ShedCheck.Gateway > s.ShedCheck.Client {
@@ -323,7 +334,7 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 	}
 	endS := a.elapsed(in.end)
 	for _, f := range a.faults {
-		s.Faults = append(s.Faults, a.faultSummary(f, endS))
+		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.exp.ClientTimeout.D().Seconds()))
 	}
 	s.Thresholds = map[string]ThresholdResult{}
 	s.Pass = true
@@ -336,6 +347,29 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 	return s
 }
 
+// rssGrowth implements GatewaySummary.RSSGrowthMB (in bytes), mu held.
+func (a *aggregator) rssGrowth() float64 {
+	if len(a.digests) == 0 {
+		return 0
+	}
+	split := a.digests[len(a.digests)-1].elapsed / 4
+	if len(a.faults) > 0 {
+		split = a.faults[0].start
+	}
+	var before, after float64
+	for _, d := range a.digests {
+		if d.elapsed < split {
+			before = math.Max(before, d.rss)
+		} else {
+			after = math.Max(after, d.rss)
+		}
+	}
+	if before == 0 {
+		return 0
+	}
+	return math.Max(0, after-before)
+}
+
 // targetIntegralUntil is targetUntil with mu held.
 func (a *aggregator) targetIntegralUntil(t time.Time) float64 {
 	v := a.targetIntegral
@@ -345,17 +379,36 @@ func (a *aggregator) targetIntegralUntil(t time.Time) float64 {
 	return v
 }
 
+// settleWindow is the span of the trailing median of the limit (seconds).
+const settleWindow = 3.0
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// usableBucket is the time over which offered and capacity are compared
+// for the goodput ratio.
+const usableBucket = 1.0 // seconds
+
 // settleBand is how close the concurrency limit must come to the live slots.
 const settleBand = 0.15
 
-func (a *aggregator) faultSummary(f faultWindow, endS float64) FaultSummary {
+func (a *aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) FaultSummary {
 	end := f.end
 	if end < 0 {
 		end = endS
 	}
 	fs := FaultSummary{Fault: f.name, AtS: round(f.start, 3), EndS: round(end, 3), P0SuccessRate: 1}
 	var in []digest
-	var before *digest
+	var before, after *digest
 	for i := range a.digests {
 		d := a.digests[i]
 		switch {
@@ -364,15 +417,17 @@ func (a *aggregator) faultSummary(f faultWindow, endS float64) FaultSummary {
 		case d.elapsed <= end:
 			in = append(in, d)
 		}
-	}
-	if len(in) > 0 {
-		var off0, ok0 uint64
-		if before != nil {
-			off0, ok0 = before.p0Offered, before.p0OK
+		if d.elapsed <= end+clientTimeout {
+			after = &a.digests[i]
 		}
-		last := in[len(in)-1]
-		if last.p0Offered > off0 {
-			fs.P0SuccessRate = round(float64(last.p0OK-ok0)/float64(last.p0Offered-off0), 6)
+	}
+	if after != nil {
+		var fin0, ok0 uint64
+		if before != nil {
+			fin0, ok0 = before.p0Fin, before.p0OK
+		}
+		if after.p0Fin > fin0 {
+			fs.P0SuccessRate = round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
 		}
 	}
 	if f.name == "node_kill" && len(in) > 0 {
@@ -382,9 +437,17 @@ func (a *aggregator) faultSummary(f faultWindow, endS float64) FaultSummary {
 				fs.LiveSlots = d.liveSlots
 			}
 		}
+		// The limit is judged by its trailing median over settleWindow, so
+		// that a limiter's short baseline probes and per-tick noise do not
+		// count as unsettled.
 		settled := -1.0
-		for _, d := range in {
-			inBand := fs.LiveSlots > 0 && math.Abs(d.limit-fs.LiveSlots) <= settleBand*fs.LiveSlots
+		for i, d := range in {
+			var win []float64
+			for j := i; j >= 0 && d.elapsed-in[j].elapsed < settleWindow; j-- {
+				win = append(win, in[j].limit)
+			}
+			lim := median(win)
+			inBand := fs.LiveSlots > 0 && math.Abs(lim-fs.LiveSlots) <= settleBand*fs.LiveSlots
 			if !inBand {
 				settled = -1
 			} else if settled < 0 {
