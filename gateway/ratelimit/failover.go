@@ -18,8 +18,14 @@ const (
 	// loopback answers in ~0.2 ms at p99, so 5 ms only trips when Redis is
 	// really slow or gone.
 	DefaultFailoverTimeout = 5 * time.Millisecond
-	// DefaultBreakerFailures consecutive failures open the breaker.
+	// DefaultBreakerFailures consecutive failures open the breaker…
 	DefaultBreakerFailures = 3
+	// DefaultBreakerSpan … once the streak of failures has lasted this
+	// long. A stall of the gateway process itself (GC, a busy machine)
+	// times out every call in flight at the same instant; such a burst is
+	// not an outage, and opening the breaker on it would hand every
+	// decision to the local shares for a probe interval.
+	DefaultBreakerSpan = 50 * time.Millisecond
 	// DefaultBreakerProbe is how long the breaker stays open before one
 	// call probes the remote store again.
 	DefaultBreakerProbe = 500 * time.Millisecond
@@ -62,8 +68,8 @@ func (s BreakerState) String() string {
 //     time until the remote store is tried again. Either way Allow returns no
 //     error, and the fallback is counted (Fallbacks and the metric
 //     levee_ratelimit_store_fallback_total{store="<name>"}).
-//   - A circuit breaker opens after FailoverBreaker's consecutive failures,
-//     so while the remote store is down decisions stop paying the timeout:
+//   - A circuit breaker opens after FailoverBreaker's consecutive failures
+//     spanning at least FailoverBreakerSpan (default 3 over 50 ms), so while the remote store is down decisions stop paying the timeout:
 //     they fall back at once. Every probe interval one call probes the remote
 //     store; its success closes the breaker and decisions are global again.
 //
@@ -78,11 +84,13 @@ type Failover struct {
 	share      float64       // in (0, 1]
 	failClosed bool
 	threshold  int           // ≥ 1
+	span       time.Duration // ≥ 0
 	probeEvery time.Duration // > 0
 
 	mu        sync.Mutex
 	state     BreakerState // guarded by mu
 	failures  int          // consecutive remote failures; guarded by mu
+	firstFail time.Time    // when the current streak of failures began; guarded by mu
 	nextProbe time.Time    // when open: the earliest probe; guarded by mu
 
 	fallbacks atomic.Uint64
@@ -115,6 +123,11 @@ func FailoverBreaker(failures int, probeEvery time.Duration) FailoverOption {
 	return func(f *Failover) { f.threshold, f.probeEvery = failures, probeEvery }
 }
 
+// FailoverBreakerSpan sets how long a streak of failures must last before
+// it opens the breaker (≥ 0, default DefaultBreakerSpan; 0: the count alone
+// decides).
+func FailoverBreakerSpan(d time.Duration) FailoverOption { return func(f *Failover) { f.span = d } }
+
 // FailoverLocal sets the store used while deciding alone (default a new
 // NewLocal()). It should be in-process: it is called without a timeout.
 func FailoverLocal(s Store) FailoverOption { return func(f *Failover) { f.local = s } }
@@ -137,6 +150,7 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 		timeout:    DefaultFailoverTimeout,
 		share:      1,
 		threshold:  DefaultBreakerFailures,
+		span:       DefaultBreakerSpan,
 		probeEvery: DefaultBreakerProbe,
 		clock:      time.Now,
 	}
@@ -150,6 +164,8 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 		return nil, fmt.Errorf("ratelimit: failover share %v, want a value in (0, 1]", f.share)
 	case f.threshold < 1:
 		return nil, fmt.Errorf("ratelimit: failover breaker failures %d, want ≥ 1", f.threshold)
+	case f.span < 0:
+		return nil, fmt.Errorf("ratelimit: failover breaker span %v, want ≥ 0", f.span)
 	case f.probeEvery <= 0:
 		return nil, fmt.Errorf("ratelimit: failover breaker probe interval %v, want > 0", f.probeEvery)
 	case f.name == "":
@@ -256,9 +272,13 @@ func (f *Failover) record(success, probe bool) {
 	case success:
 		f.failures = 0
 	default:
+		now := f.clock()
+		if f.failures == 0 {
+			f.firstFail = now
+		}
 		f.failures++
-		if f.failures >= f.threshold {
-			f.state, f.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
+		if f.failures >= f.threshold && now.Sub(f.firstFail) >= f.span {
+			f.state, f.nextProbe = BreakerOpen, now.Add(f.probeEvery)
 		}
 	}
 }

@@ -71,7 +71,7 @@ var swRule = Rule{Algorithm: SlidingWindow, Limit: 9, Window: time.Minute}
 func newTestFailover(t *testing.T, p Store, opts ...FailoverOption) (*Failover, *fakeClock) {
 	t.Helper()
 	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
-	f, err := NewFailover(p, append([]FailoverOption{failoverClock(clk.Now), FailoverBreaker(3, time.Second)}, opts...)...)
+	f, err := NewFailover(p, append([]FailoverOption{failoverClock(clk.Now), FailoverBreaker(3, time.Second), FailoverBreakerSpan(0)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +140,44 @@ func TestFailoverBreaker(t *testing.T) {
 	}
 	if got, want := f.RemoteDecisions(), uint64(3); got != want {
 		t.Errorf("RemoteDecisions() = %d, want %d", got, want)
+	}
+}
+
+func TestFailoverBreakerSpan(t *testing.T) {
+	p := &fakePrimary{}
+	p.set(true, false)
+	f, clk := newTestFailover(t, p, FailoverBreakerSpan(50*time.Millisecond))
+	// A burst: many failures at one instant (a stall of this process).
+	for i := 0; i < 10; i++ {
+		allow(t, f, clk.Now())
+	}
+	if f.State() != BreakerClosed {
+		t.Fatalf("a burst of failures at one instant opened the breaker")
+	}
+	if p.Calls() != 10 || f.Fallbacks() != 10 {
+		t.Fatalf("calls %d fallbacks %d, want 10 and 10", p.Calls(), f.Fallbacks())
+	}
+	// The streak goes on: once it has lasted 50 ms, the breaker opens.
+	clk.Advance(49 * time.Millisecond)
+	allow(t, f, clk.Now())
+	if f.State() != BreakerClosed {
+		t.Fatal("opened before the span")
+	}
+	clk.Advance(time.Millisecond)
+	allow(t, f, clk.Now())
+	if f.State() != BreakerOpen {
+		t.Fatalf("state %v after a 50 ms streak, want open", f.State())
+	}
+	// A success ends the streak: the span counts from the next failure.
+	p.set(false, false)
+	clk.Advance(time.Second)
+	allow(t, f, clk.Now()) // probe succeeds
+	p.set(true, false)
+	for i := 0; i < 5; i++ {
+		allow(t, f, clk.Now())
+	}
+	if f.State() != BreakerClosed {
+		t.Fatal("a new burst opened the breaker: the span did not restart")
 	}
 }
 
@@ -267,6 +305,7 @@ func TestFailoverOptions(t *testing.T) {
 		{"share above 1", FailoverShare(1.5), "share"},
 		{"no failures", FailoverBreaker(0, time.Second), "failures"},
 		{"no probe interval", FailoverBreaker(3, 0), "probe"},
+		{"negative span", FailoverBreakerSpan(-time.Millisecond), "span"},
 		{"empty name", FailoverName(""), "name"},
 	}
 	for _, tt := range tests {

@@ -20,8 +20,8 @@ func TestOpenRedisForms(t *testing.T) {
 			}
 			// go-redis stores max_retries=-1 ("no retries") as 0 once
 			// the client is built; its own default would be 3.
-			if o.MaxRetries != 0 || !o.ContextTimeoutEnabled {
-				t.Errorf("defaults: max_retries %d context_timeout_enabled %v, want 0 (none) true", o.MaxRetries, o.ContextTimeoutEnabled)
+			if o.MaxRetries != 0 || !o.ContextTimeoutEnabled || o.DialerRetries != 1 {
+				t.Errorf("defaults: max_retries %d context_timeout_enabled %v dialer_retries %d, want 0 (none) true 1", o.MaxRetries, o.ContextTimeoutEnabled, o.DialerRetries)
 			}
 		}},
 		{"tls with user and password", "rediss://u:secret@example.com:6380", func(t *testing.T, c redis.UniversalClient) {
@@ -30,10 +30,10 @@ func TestOpenRedisForms(t *testing.T) {
 				t.Errorf("tls %v user %q", o.TLSConfig, o.Username)
 			}
 		}},
-		{"explicit options win over the defaults", "redis://127.0.0.1:6379?max_retries=2&context_timeout_enabled=false&pool_size=7", func(t *testing.T, c redis.UniversalClient) {
+		{"explicit options win over the defaults", "redis://127.0.0.1:6379?max_retries=2&context_timeout_enabled=false&pool_size=7&dialer_retries=4", func(t *testing.T, c redis.UniversalClient) {
 			o := mustSingle(t, c)
-			if o.MaxRetries != 2 || o.ContextTimeoutEnabled || o.PoolSize != 7 {
-				t.Errorf("max_retries %d context_timeout_enabled %v pool_size %d", o.MaxRetries, o.ContextTimeoutEnabled, o.PoolSize)
+			if o.MaxRetries != 2 || o.ContextTimeoutEnabled || o.PoolSize != 7 || o.DialerRetries != 4 {
+				t.Errorf("max_retries %d context_timeout_enabled %v pool_size %d dialer_retries %d", o.MaxRetries, o.ContextTimeoutEnabled, o.PoolSize, o.DialerRetries)
 			}
 		}},
 		{"unix socket", "unix:///tmp/redis.sock?db=3", func(t *testing.T, c redis.UniversalClient) {
@@ -93,6 +93,7 @@ func TestOpenRedisBadURLs(t *testing.T) {
 		{"no scheme", "127.0.0.1:6379", "does not parse"},
 		{"host as scheme", "localhost:6379", `unsupported scheme "localhost"`},
 		{"bad bool", "redis://127.0.0.1:6379?context_timeout_enabled=maybe", "context_timeout_enabled"},
+		{"bad dialer retries", "redis://127.0.0.1:6379?dialer_retries=0", "dialer_retries"},
 		{"unknown scheme", "http://127.0.0.1:6379", `unsupported scheme "http"`},
 		{"no host", "redis://", "has no host"},
 		{"bad db", "redis://127.0.0.1:6379/abc", "invalid database number"},
