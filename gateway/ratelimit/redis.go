@@ -191,7 +191,8 @@ end
 if size == 0 then
   redis.call('DEL', KEYS[2])
 elseif #old > 0 then
-  redis.call('SET', KEYS[2], used, 'KEEPTTL')
+  redis.call('SET', KEYS[2], used, 'PX', ttl)
+  redis.call('PEXPIRE', KEYS[1], ttl)
 end
 
 -- Denied: wait until the oldest entries, in order, free enough room.

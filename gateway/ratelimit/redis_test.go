@@ -242,3 +242,41 @@ func TestRedisTimeoutIsBoundedByContext(t *testing.T) {
 		t.Fatalf("Allow took %v with a 20 ms deadline", took)
 	}
 }
+
+// The window's cost counter is rebuilt from the sorted set when it is lost
+// (evicted under maxmemory, deleted by hand), and kept equal to the sum of
+// the costs left in the window as entries expire.
+func TestRedisSlidingWindowCounter(t *testing.T) {
+	s, srv := newRedisStore(t)
+	rc := rawClient(t, srv)
+	ctx := context.Background()
+	rule := Rule{Algorithm: SlidingWindow, Limit: 5, Window: 150 * time.Millisecond}
+	key := s.RedisKey("c", SlidingWindow)
+	for _, cost := range []int64{1, 2} {
+		if d, err := s.Allow(ctx, "c", rule, cost, time.Now()); err != nil || !d.Allowed {
+			t.Fatalf("cost %d: %+v %v", cost, d, err)
+		}
+	}
+	if n, _ := rc.Get(ctx, key+":n").Int64(); n != 3 {
+		t.Fatalf("counter %d, want 3", n)
+	}
+	rc.Del(ctx, key+":n")
+	d, err := s.Allow(ctx, "c", rule, 2, time.Now())
+	if err != nil || !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("after losing the counter: %+v %v, want allowed with 0 remaining (3 rebuilt + 2)", d, err)
+	}
+	if d, _ := s.Allow(ctx, "c", rule, 1, time.Now()); d.Allowed {
+		t.Fatalf("over the limit after the rebuild: %+v", d)
+	}
+	time.Sleep(rule.Window + 10*time.Millisecond)
+	// Everything expired: a denied-then-allowed sequence starts from 0.
+	if d, _ := s.Allow(ctx, "c", rule, 4, time.Now()); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("after the window: %+v, want allowed with 1 remaining", d)
+	}
+	if n, _ := rc.Get(ctx, key+":n").Int64(); n != 4 {
+		t.Fatalf("counter %d after expiry, want 4", n)
+	}
+	if z := rc.ZCard(ctx, key).Val(); z != 1 {
+		t.Fatalf("ZCARD %d after expiry, want 1", z)
+	}
+}
