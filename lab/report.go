@@ -52,7 +52,11 @@ func ReadRun(dir string) (*Run, error) {
 	}
 	r.Summary = partialSummary(samples)
 	if r.Info != nil {
-		r.Summary.Name, r.Summary.Title = r.Info.Name, r.Info.Experiment.Title
+		r.Summary.Name = r.Info.Name
+		r.Summary.Quick = r.Info.Quick
+		if r.Info.Experiment != nil {
+			r.Summary.Title = r.Info.Experiment.Title
+		}
 	}
 	r.Partial = true
 	return r, nil
@@ -87,12 +91,13 @@ func partialSummary(samples []Sample) *Summary {
 		}
 		s.ByPriority[p] = v
 	}
-	var capSum, capT float64
+	var capSum, capT, target float64
 	prev := 0.0
 	for _, x := range samples {
 		dt := x.Elapsed - prev
 		prev = x.Elapsed
 		capSum += x.CapacityRPS * dt
+		target += x.TargetRPS * dt
 		capT += dt
 		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
 		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
@@ -103,6 +108,7 @@ func partialSummary(samples []Sample) *Summary {
 	s.Gateway.OOMKills = last.OOMKills
 	if capT > 0 {
 		s.CapacityRPS = round(capSum/capT, 3)
+		s.TargetRPS = round(target/capT, 3)
 	}
 	if last.Elapsed > 0 {
 		s.GoodputRPS = round(float64(s.Outcomes[OutcomeOK])/last.Elapsed, 3)
@@ -171,8 +177,8 @@ var reportRows = []reportRow{
 	{"P0 success", func(r *Run) string { return prioPct(r, "P0") }},
 	{"P1 success", func(r *Run) string { return prioPct(r, "P1") }},
 	{"P2 success", func(r *Run) string { return prioPct(r, "P2") }},
-	{"P0 p99", func(r *Run) string { return ms(r.Summary.ByPriority["P0"].P99Ms) }},
-	{"admitted p99", func(r *Run) string { return ms(r.Summary.AdmittedP99Ms) }},
+	{"P0 p99", func(r *Run) string { return partialMs(r, r.Summary.ByPriority["P0"].P99Ms) }},
+	{"admitted p99", func(r *Run) string { return partialMs(r, r.Summary.AdmittedP99Ms) }},
 	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
 	{"capacity req/s", func(r *Run) string {
 		s := fmt.Sprintf("%.1f", r.Summary.CapacityRPS)
@@ -182,6 +188,27 @@ var reportRows = []reportRow{
 		return s
 	}},
 	{"goodput ratio", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	{"limit settle after kill", func(r *Run) string {
+		out := "-"
+		for _, f := range r.Summary.Faults {
+			if f.Fault != "node_kill" {
+				continue
+			}
+			if f.Settled {
+				out = fmt.Sprintf("%.1fs (%g slots)", f.LimitSettleS, f.LiveSlots)
+			} else {
+				out = fmt.Sprintf("never (%g slots)", f.LiveSlots)
+			}
+		}
+		return out
+	}},
+	{"P0 success during faults", func(r *Run) string {
+		if len(r.Summary.Faults) == 0 {
+			return "-"
+		}
+		v, _ := r.Summary.Metric("p0_success_during_faults")
+		return pct(v)
+	}},
 	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
 	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},
 	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},
@@ -231,6 +258,15 @@ func ms(v float64) string {
 		return fmt.Sprintf("%.0f ms", v)
 	}
 	return fmt.Sprintf("%.1f ms", v)
+}
+
+// partialMs is ms, or "-" for a killed run (its latencies were never
+// summarized).
+func partialMs(r *Run, v float64) string {
+	if r.Partial {
+		return "-"
+	}
+	return ms(v)
 }
 
 func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
