@@ -228,7 +228,7 @@ func (l *Lab) startChildren(ctx context.Context) error {
 			return fmt.Errorf("lab: redis: %w", err)
 		} else {
 			l.redis, l.redisURL = r, r.URL()
-			l.event(EventChildStart, "redis", map[string]any{"url": l.redisURL})
+			l.event(EventChildStart, "redis", map[string]any{"url": l.redisURL, "pid": r.PID()})
 		}
 	default:
 		l.redisURL = e.Redis
@@ -658,6 +658,9 @@ func (l *Lab) ChildPIDs() map[string]int {
 	m := map[string]int{}
 	for _, c := range append(append([]*child(nil), l.nodes...), l.gateways...) {
 		m[c.name] = c.PID()
+	}
+	if l.redis != nil {
+		m["redis"] = l.redis.PID()
 	}
 	return m
 }

@@ -536,3 +536,74 @@ func TestOpenFailsCleanly(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// TestRedisAutoTwoGateways: `redis: auto` starts redis-server, two
+// gateways share their rate limits through it, the generator spreads load
+// over both, and a Redis outage fails no request.
+func TestRedisAutoTwoGateways(t *testing.T) {
+	if _, err := exec.LookPath(RedisBinary); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	exp := mustParse(t, `
+name: redis
+duration: 4s
+stages: [{duration: 4s, target: 300}]
+mix: {routes: {predict: 1}}
+nodes: {count: 2, knobs: {slots: 32, latency: {dist: fixed, fixed_ms: 20}}}
+gateway:
+  count: 2
+  defenses: {ratelimit: true}
+  config:
+    ratelimit:
+      rules: [{tenant: "*", route: "*", algorithm: token_bucket, replenish_rate: 40, burst: 40, cost: requests}]
+redis: auto
+faults:
+  - {at: 1500ms, fault: redis_outage, params: {for: 0s}, for: 1s}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := l.ChildPIDs()
+	if pids["redis"] == 0 || len(pids) != 5 {
+		t.Fatalf("children %v", pids)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pids, 5*time.Second)
+	s := l.Summary()
+	t.Logf("outcomes %v, shed check %+v", s.Outcomes, s.ShedCheck)
+	if s.Unaccounted != 0 || s.Outcomes[OutcomeError] != 0 {
+		t.Errorf("unaccounted %d errors %d", s.Unaccounted, s.Outcomes[OutcomeError])
+	}
+	// Three tenants at 40 req/s each, shared by both gateways: most of the
+	// 300 req/s is refused by the rate limit.
+	if s.Outcomes[OutcomeShedRateLimit] == 0 || s.Outcomes[OutcomeOK] == 0 {
+		t.Errorf("outcomes %v", s.Outcomes)
+	}
+	if !s.ShedCheck.Exact || s.ShedCheck.Gateway != s.ShedCheck.Client {
+		t.Errorf("shed check %+v", s.ShedCheck)
+	}
+	info, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Info == nil || !strings.HasPrefix(info.Info.Resolved.Redis, "redis://127.0.0.1:") || len(info.Info.Resolved.Gateways) != 2 {
+		t.Errorf("resolved %+v", info.Info)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "logs", "redis.log")); err != nil || st.Size() == 0 {
+		t.Errorf("redis log: %v", err)
+	}
+	evs, _ := ReadEvents(dir)
+	applied := false
+	for _, e := range evs {
+		if e.Kind == EventFaultApply && e.Fields["fault"] == "redis_outage" {
+			applied = true
+		}
+	}
+	if !applied {
+		t.Error("redis_outage never applied")
+	}
+}

@@ -1,23 +1,26 @@
 package lab
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
-// redisProc is the lab's Redis child (see StartRedis in redis.go).
+// redisProc is the lab's Redis child (RedisChild in redis.go), behind an
+// interface so that the lab's use of it stays small.
 type redisProc interface {
 	URL() string
+	PID() int
 	Kill() error
 	Restart(ctx context.Context) error
 	Stop() error
 }
 
-// errNoRedis is returned by startRedis when redis-server is not on PATH.
-var errNoRedis = errors.New("redis-server not available")
+// errNoRedis is returned (wrapped) by startRedis when redis-server is not
+// on PATH.
+var errNoRedis = ErrNoRedisServer
 
 // startRedis starts a redis-server child for `redis: auto`.
-// TODO(lab): switch to StartRedis once lab/redis.go lands.
 func startRedis(ctx context.Context, dir string) (redisProc, error) {
-	return nil, errNoRedis
+	r, err := StartRedis(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
