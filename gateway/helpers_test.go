@@ -127,7 +127,7 @@ func testConfig(nodes ...string) Config {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Admin = "127.0.0.1:0"
 	cfg.Upstream.Nodes = nodes
-	cfg.Upstream.HealthInterval = 200 * time.Millisecond
+	cfg.Upstream.HealthInterval = 2 * time.Second // one failed check marks a node down: keep stalls of a shared machine from failing it
 	cfg.Upstream.MinServiceTime = 5 * time.Millisecond
 	cfg.Keys = []KeyConfig{
 		{Key: "k0", Tenant: "trade", Priority: "P0"},
