@@ -57,6 +57,9 @@ type RedisChild struct {
 // when ctx has no deadline). When redis-server is not on PATH the error
 // wraps ErrNoRedisServer and says how to install it.
 func StartRedis(ctx context.Context, dir string) (*RedisChild, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	bin, err := exec.LookPath(RedisBinary)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w (install it, e.g. `apt-get install redis-server` or `brew install redis`; without it the lab keeps rate limits in each gateway): %v", ErrNoRedisServer, err)
@@ -130,6 +133,9 @@ func (r *RedisChild) Stop() error { return r.stop(syscall.SIGTERM, redisStopGrac
 // process first if it still runs — and waits for PING. The new Redis is
 // empty.
 func (r *RedisChild) Restart(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if err := r.Kill(); err != nil {
 		return err
 	}
@@ -200,9 +206,6 @@ func (r *RedisChild) start(ctx context.Context) error {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, redisReadyTimeout)

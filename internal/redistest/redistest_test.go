@@ -1,7 +1,9 @@
 package redistest
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -60,5 +62,51 @@ func TestPingRefused(t *testing.T) {
 	}
 	if err := Ping("127.0.0.1:"+strconv.Itoa(port), 200*time.Millisecond); err == nil {
 		t.Fatal("PING to a closed port succeeded")
+	}
+}
+
+// fakeTB records how Start ends the test when redis-server is missing.
+type fakeTB struct {
+	testing.TB
+	ended string // "skip" or "fatal"
+	msg   string
+}
+
+type endTest struct{}
+
+func (f *fakeTB) Helper() {}
+func (f *fakeTB) Skip(args ...any) {
+	f.ended, f.msg = "skip", fmt.Sprint(args...)
+	panic(endTest{})
+}
+func (f *fakeTB) Fatal(args ...any) {
+	f.ended, f.msg = "fatal", fmt.Sprint(args...)
+	panic(endTest{})
+}
+func (f *fakeTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
+
+func startWithoutRedis(t *testing.T, ci string) *fakeTB {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CI", ci)
+	f := &fakeTB{TB: t}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(endTest); !ok {
+					panic(r)
+				}
+			}
+		}()
+		Start(f)
+	}()
+	return f
+}
+
+func TestMissingRedisServer(t *testing.T) {
+	if f := startWithoutRedis(t, ""); f.ended != "skip" || !strings.Contains(f.msg, "apt-get install") {
+		t.Errorf("outside CI: ended %q with %q, want a skip saying how to install", f.ended, f.msg)
+	}
+	if f := startWithoutRedis(t, "true"); f.ended != "fatal" || !strings.Contains(f.msg, "CI") {
+		t.Errorf("in CI: ended %q with %q, want a failure", f.ended, f.msg)
 	}
 }
