@@ -23,6 +23,11 @@ type latencyTracker struct {
 // minLatencySamples below which a window keeps the previous ratio.
 const minLatencySamples = 4
 
+// minLatencyBaseline floors the baseline: below it, latency differences
+// are scheduling noise (a loopback backend answering in 100 µs would
+// otherwise read 10× on the first hiccup), not a slower model.
+const minLatencyBaseline = float64(10 * time.Millisecond)
+
 // observe records one upstream call (time to response headers, or the
 // time spent before the call failed on the deadline).
 func (t *latencyTracker) observe(d time.Duration) {
@@ -30,8 +35,9 @@ func (t *latencyTracker) observe(d time.Duration) {
 	t.n.Add(1)
 }
 
-// ratio closes the current window and returns mean/baseline (1 when
-// there is no signal: no traffic and nothing in flight).
+// ratio closes the current window and returns mean/baseline, the
+// baseline floored at minLatencyBaseline (1 when there is no signal: no
+// traffic and nothing in flight).
 func (t *latencyTracker) ratio(inflight int64) float64 {
 	n := t.n.Swap(0)
 	sum := t.sumNs.Swap(0)
@@ -57,6 +63,6 @@ func (t *latencyTracker) ratio(inflight int64) float64 {
 	default:
 		t.baseline *= 1.0005
 	}
-	t.last = mean / t.baseline
+	t.last = mean / max(t.baseline, minLatencyBaseline)
 	return t.last
 }
