@@ -147,12 +147,23 @@ type RuleConfig struct {
 	// Limit and Window: at most Limit cost units per Window (sliding_window).
 	Limit  int64         `yaml:"limit" json:"limit,omitempty"`
 	Window time.Duration `yaml:"window" json:"window,omitempty"`
+	// WindowMs is Window in milliseconds, the admin API's spelling, so a
+	// PUT /admin/limits rule also reads as config. Set one of the two.
+	WindowMs int64 `yaml:"window_ms" json:"window_ms,omitempty"`
 	// ReplenishRate units per second and Burst capacity (token_bucket).
 	ReplenishRate float64 `yaml:"replenish_rate" json:"replenish_rate,omitempty"`
 	Burst         int64   `yaml:"burst" json:"burst,omitempty"`
-	// Cost is what one request costs: "requests" (1) or "tokens" (its
-	// estimated LLM tokens, seed 004).
+	// Cost is what one request costs: "requests" (1, the default when
+	// empty) or "tokens" (its estimated LLM tokens, seed 004).
 	Cost string `yaml:"cost" json:"cost"`
+}
+
+// window is Window, or WindowMs when Window is not set.
+func (r RuleConfig) window() time.Duration {
+	if r.Window == 0 {
+		return time.Duration(r.WindowMs) * time.Millisecond
+	}
+	return r.Window
 }
 
 // Rate-limit algorithms and cost units.
@@ -694,9 +705,7 @@ func (r *RateLimitConfig) validate() error {
 		}
 		seen[pair{rule.Tenant, rule.Route}] = i
 		switch rule.Cost {
-		case CostRequests, CostTokens:
-		case "":
-			return fieldErr(p+".cost", "must be requests or tokens")
+		case CostRequests, CostTokens, "":
 		default:
 			return fieldErr(p+".cost", "must be requests or tokens (got %q)", rule.Cost)
 		}
@@ -705,7 +714,13 @@ func (r *RateLimitConfig) validate() error {
 			if rule.Limit < 1 {
 				return fieldErr(p+".limit", "must be ≥ 1 (got %d)", rule.Limit)
 			}
-			if rule.Window <= 0 {
+			if rule.Window != 0 && rule.WindowMs != 0 {
+				return fieldErr(p+".window_ms", "set window or window_ms, not both")
+			}
+			if rule.WindowMs < 0 {
+				return fieldErr(p+".window_ms", "must be > 0 (got %d)", rule.WindowMs)
+			}
+			if rule.window() <= 0 {
 				return fieldErr(p+".window", "must be > 0 (got %s)", rule.Window)
 			}
 		case AlgoTokenBucket:

@@ -65,6 +65,7 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"dup key", nodes + "keys:\n  - {key: a, tenant: t, priority: P0}\n  - {key: a, tenant: u, priority: P1}\n", 5, "keys[1].key", "duplicate"},
 		{"rule without burst", nodes + "ratelimit:\n  rules:\n    - tenant: '*'\n      route: chat\n      algorithm: token_bucket\n      replenish_rate: 5\n      cost: requests\n", 5, "ratelimit.rules[0].burst", "≥ 1"},
 		{"bad route", nodes + "ratelimit:\n  rules:\n    - {tenant: '*', route: nope, algorithm: token_bucket, cost: requests}\n", 5, "ratelimit.rules[0].route", "nope"},
+		{"window twice", nodes + "ratelimit:\n  rules:\n    - {tenant: '*', route: '*', algorithm: sliding_window, limit: 3, window: 1s, window_ms: 1000, cost: requests}\n", 5, "ratelimit.rules[0].window_ms", "not both"},
 		{"no nodes", "listen: 127.0.0.1:0\n", 0, "upstream.nodes", "at least one"},
 		{"bad node", "upstream:\n  nodes:\n    - 127.0.0.1:9\n    - nonsense\n", 4, "upstream.nodes[1]", "host:port"},
 		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
@@ -87,6 +88,20 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 				t.Errorf("message %q does not mention %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+func TestRuleWindowMsAlias(t *testing.T) {
+	// The admin API's rule shape (window_ms, cost omitted) reads as config.
+	cfg, err := ParseConfig([]byte("upstream: {nodes: [127.0.0.1:9]}\nratelimit:\n  rules:\n    - {tenant: '*', route: chat, algorithm: sliding_window, limit: 3, window_ms: 1500}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := cfg.RateLimit.Rules[0].window(); w != 1500*time.Millisecond {
+		t.Errorf("window_ms 1500 read as %v", w)
+	}
+	if _, err := ParseConfig([]byte("upstream: {nodes: [127.0.0.1:9]}\nratelimit:\n  rules:\n    - {tenant: '*', route: chat, algorithm: sliding_window, limit: 3, window_ms: 1500, cost: dollars}\n")); err == nil {
+		t.Errorf("cost: dollars accepted")
 	}
 }
 

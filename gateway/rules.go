@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/levee-lab/levee/gateway/ratelimit"
 )
@@ -33,7 +32,7 @@ func newRuleTable(rules []RuleConfig, tenants []string) (*ruleTable, error) {
 		r := ratelimit.Rule{
 			Algorithm:     ratelimit.Algorithm(rc.Algorithm),
 			Limit:         rc.Limit,
-			Window:        rc.Window,
+			Window:        rc.window(),
 			ReplenishRate: rc.ReplenishRate,
 			Burst:         rc.Burst,
 		}
@@ -84,7 +83,10 @@ type ruleJSON struct {
 }
 
 func toRuleJSON(r RuleConfig) ruleJSON {
-	return ruleJSON{r.Tenant, r.Route, r.Algorithm, r.Limit, r.Window.Milliseconds(), r.ReplenishRate, r.Burst, r.Cost}
+	if r.Cost == "" {
+		r.Cost = CostRequests
+	}
+	return ruleJSON{r.Tenant, r.Route, r.Algorithm, r.Limit, r.window().Milliseconds(), r.ReplenishRate, r.Burst, r.Cost}
 }
 
 func (r ruleJSON) config() RuleConfig {
@@ -92,5 +94,6 @@ func (r ruleJSON) config() RuleConfig {
 	if cost == "" {
 		cost = CostRequests
 	}
-	return RuleConfig{r.Tenant, r.Route, r.Algorithm, r.Limit, time.Duration(r.WindowMs) * time.Millisecond, r.ReplenishRate, r.Burst, cost}
+	return RuleConfig{Tenant: r.Tenant, Route: r.Route, Algorithm: r.Algorithm, Limit: r.Limit, WindowMs: r.WindowMs,
+		ReplenishRate: r.ReplenishRate, Burst: r.Burst, Cost: cost}
 }
