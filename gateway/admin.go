@@ -306,12 +306,32 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 }
 
 // putPressure is PUT /admin/pressure: in-gateway GC pressure and a
-// bounded CPU hog (chaos). The object replaces the current pressure;
-// zeros turn it off.
+// bounded CPU hog (chaos). The object is a patch: named fields change,
+// others keep their value; zeros turn a pressure off.
 func (g *Gateway) putPressure(w http.ResponseWriter, r *http.Request) {
-	var c pressure.Config
-	if !decodeAdmin(w, r, &c) {
+	var patch struct {
+		ChurnMBPerS      *float64 `json:"churn_mb_per_s"`
+		BallastMB        *float64 `json:"ballast_mb"`
+		CPUHogGoroutines *int     `json:"cpu_hog_goroutines"`
+		CPUHogDuty       *float64 `json:"cpu_hog_duty"`
+	}
+	if !decodeAdmin(w, r, &patch) {
 		return
+	}
+	g.limMu.Lock() // serializes read-modify-write of the pressure
+	defer g.limMu.Unlock()
+	c := g.press.Config()
+	if patch.ChurnMBPerS != nil {
+		c.ChurnMBPerS = *patch.ChurnMBPerS
+	}
+	if patch.BallastMB != nil {
+		c.BallastMB = *patch.BallastMB
+	}
+	if patch.CPUHogGoroutines != nil {
+		c.CPUHogGoroutines = *patch.CPUHogGoroutines
+	}
+	if patch.CPUHogDuty != nil {
+		c.CPUHogDuty = *patch.CPUHogDuty
 	}
 	if err := c.Validate(); err != nil {
 		var fe *pressure.FieldError
@@ -326,7 +346,7 @@ func (g *Gateway) putPressure(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, 0, false, "", err.Error())
 		return
 	}
-	writeAdmin(w, g.State())
+	writeAdmin(w, g.stateLocked())
 }
 
 // putLevel is PUT /admin/level {"level":"black"} pins the overload level

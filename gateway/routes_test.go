@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/pressure"
 )
 
 func TestRoutesHappy(t *testing.T) {
@@ -588,12 +590,17 @@ func TestAdminAPI(t *testing.T) {
 		counterSum(fams, "levee_defense_enabled", map[string]string{"defense": "guard"}) != 1 {
 		t.Errorf("levee_defense_enabled disagrees with the state")
 	}
-	a = admin(t, s, "PUT", "/admin/pressure", `{"ballast_mb":1}`)
+	admin(t, s, "PUT", "/admin/pressure", `{"ballast_mb":1}`)
+	a = admin(t, s, "PUT", "/admin/pressure", `{"churn_mb_per_s":2}`) // a patch: ballast stays
 	_ = json.Unmarshal(a.body, &st)
-	if a.status != 200 || st.Pressure.BallastMB != 1 {
+	if a.status != 200 || st.Pressure.BallastMB != 1 || st.Pressure.ChurnMBPerS != 2 {
 		t.Errorf("pressure: %v", a)
 	}
-	admin(t, s, "PUT", "/admin/pressure", `{}`)
+	a = admin(t, s, "PUT", "/admin/pressure", `{"churn_mb_per_s":0,"ballast_mb":0}`)
+	_ = json.Unmarshal(a.body, &st)
+	if st.Pressure != (pressure.Config{}) {
+		t.Errorf("zeros did not turn the pressure off: %+v", st.Pressure)
+	}
 }
 
 func TestShutdownDrains(t *testing.T) {
