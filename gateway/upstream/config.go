@@ -11,6 +11,8 @@ import (
 const (
 	DefaultHealthPath          = "/healthz"
 	DefaultHealthInterval      = 500 * time.Millisecond
+	DefaultHealthTimeout       = 2 * time.Second
+	DefaultUnhealthyThreshold  = 3
 	DefaultMaxIdleConnsPerHost = 512
 	DefaultDialTimeout         = time.Second
 
@@ -32,9 +34,17 @@ type Config struct {
 	Nodes []string `yaml:"nodes" json:"nodes"`
 	// HealthPath is the path probed by active health checks (GET, 200 = up).
 	HealthPath string `yaml:"health_path" json:"health_path"`
-	// HealthInterval is the period of active health checks; each check also
-	// times out after one interval.
+	// HealthInterval is the period of active health checks.
 	HealthInterval time.Duration `yaml:"health_interval" json:"health_interval"`
+	// HealthTimeout bounds one check. It is separate from the interval
+	// because a saturated 2-core machine can stall a healthy node's answer
+	// for hundreds of milliseconds.
+	HealthTimeout time.Duration `yaml:"health_timeout" json:"health_timeout"`
+	// UnhealthyThreshold is how many checks in a row must fail by timeout or
+	// status before a node is marked down. A refused connection (nothing
+	// listens: the process is gone) marks it down at once; one good check
+	// marks it up.
+	UnhealthyThreshold int `yaml:"unhealthy_threshold" json:"unhealthy_threshold"`
 	// Breaker configures the per-node circuit breaker.
 	Breaker BreakerConfig `yaml:"breaker" json:"breaker"`
 	// RetryBudget bounds retries to a fraction of recent requests.
@@ -90,6 +100,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.HealthInterval == 0 {
 		c.HealthInterval = DefaultHealthInterval
+	}
+	if c.HealthTimeout == 0 {
+		c.HealthTimeout = DefaultHealthTimeout
+	}
+	if c.UnhealthyThreshold == 0 {
+		c.UnhealthyThreshold = DefaultUnhealthyThreshold
 	}
 	if c.MaxIdleConnsPerHost == 0 {
 		c.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
@@ -167,6 +183,12 @@ func (c Config) Validate() error {
 	}
 	if c.HealthInterval < 0 {
 		return &FieldError{"health_interval", "must not be negative"}
+	}
+	if c.HealthTimeout < 0 {
+		return &FieldError{"health_timeout", "must not be negative"}
+	}
+	if c.UnhealthyThreshold < 0 {
+		return &FieldError{"unhealthy_threshold", "must not be negative"}
 	}
 	if c.MinServiceTime < 0 {
 		return &FieldError{"min_service_time", "must not be negative"}

@@ -25,6 +25,9 @@ const DeadlineHeader = "X-Levee-Deadline-Ms"
 type node struct {
 	addr     string // base URL without trailing slash
 	up       atomic.Bool
+	// healthFails counts checks failed in a row; only the health loop
+	// (one goroutine per node per round, rounds never overlap) touches it.
+	healthFails int
 	inflight atomic.Int64
 	requests atomic.Uint64
 	failures atomic.Uint64

@@ -684,3 +684,36 @@ func TestPoolConcurrentAccounting(t *testing.T) {
 	}
 	t.Logf("%d calls: bad node first %d, retries sent %d denied %d", n, st[0].Requests, c.RetriesSent, c.RetriesDenied)
 }
+
+// TestHealthHysteresis drives single check rounds: failed checks take a node
+// down only after UnhealthyThreshold in a row, a refused connection at once,
+// one good check brings it back.
+func TestHealthHysteresis(t *testing.T) {
+	a := newTestNode(t)
+	dead := deadURL(t)
+	p := newPool(t, Config{Nodes: []string{a.srv.URL, dead}, UnhealthyThreshold: 3})
+	ctx := context.Background()
+	up := func(i int) bool { return p.Stats()[i].Up }
+
+	p.checkAll(ctx)
+	if !up(0) || up(1) {
+		t.Fatalf("after one round: a up=%v (want true), dead up=%v (want false: refused)", up(0), up(1))
+	}
+	a.healthy.Store(false)
+	for round := 1; round <= 3; round++ {
+		p.checkAll(ctx)
+		if want := round < 3; up(0) != want {
+			t.Fatalf("after %d failed checks: up=%v, want %v", round, up(0), want)
+		}
+	}
+	a.healthy.Store(true)
+	p.checkAll(ctx)
+	if !up(0) {
+		t.Fatal("one good check did not bring the node back")
+	}
+	a.healthy.Store(false)
+	p.checkAll(ctx)
+	if !up(0) {
+		t.Fatal("the failure count was not reset by the good check")
+	}
+}
