@@ -23,15 +23,15 @@ const DeadlineHeader = "X-Levee-Deadline-Ms"
 
 // node is one model node. Its counters are atomics; breaker has its own lock.
 type node struct {
-	addr     string // base URL without trailing slash
-	up       atomic.Bool
+	addr string // base URL without trailing slash
+	up   atomic.Bool
 	// healthFails counts checks failed in a row; only the health loop
 	// (one goroutine per node per round, rounds never overlap) touches it.
 	healthFails int
-	inflight atomic.Int64
-	requests atomic.Uint64
-	failures atomic.Uint64
-	breaker  *Breaker
+	inflight    atomic.Int64
+	requests    atomic.Uint64
+	failures    atomic.Uint64
+	breaker     *Breaker
 }
 
 // NodeStats is a snapshot of one node.
