@@ -125,11 +125,15 @@ func (p *Permit) Release(rtt time.Duration, dropped bool) {
 // full and holds no less important waiter to displace (an arrival on a
 // full queue displaces the newest waiter of the lowest priority below its
 // own, which then gets ErrQueueFull), ErrQueueTimeout after QueueTimeout,
-// or ctx.Err() when ctx ends first. Waiters are granted best priority
-// first, oldest first within a priority.
+// or ctx.Err() when ctx ends first (or has already ended). Waiters are
+// granted best priority first, oldest first within a priority. An invalid
+// priority is an error.
 func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 	if !p.Valid() {
 		return Permit{}, fmt.Errorf("bulkhead %q: invalid priority %d", b.name, uint8(p))
+	}
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
 	}
 	b.mu.Lock()
 	if !b.enabled {
@@ -142,10 +146,6 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 	if b.queued >= b.cfg.QueueSize && !b.displaceLocked(p) {
 		b.mu.Unlock()
 		return Permit{}, ErrQueueFull
-	}
-	if err := ctx.Err(); err != nil {
-		b.mu.Unlock()
-		return Permit{}, err
 	}
 	w := getWaiter(p)
 	b.queues[p].pushBack(w)

@@ -184,9 +184,9 @@ type Guard struct {
 	sampler  *sampler   // guarded by mu; nil without Run
 }
 
-// NewGuard returns a Guard at green. Invalid thresholds are an error in
-// SetThresholds; here they panic-free fall back to "no thresholds" only if
-// th is the zero value — call th.Validate first for config input.
+// NewGuard returns a Guard at green with thresholds th. It does not check
+// th: validate configuration with Thresholds.Validate first (SetThresholds
+// does). The zero Thresholds never leave green.
 func NewGuard(th Thresholds, opts ...GuardOption) *Guard {
 	g := &Guard{
 		th:         th,
@@ -269,12 +269,7 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	raw, why := g.th.classify(&s)
 	switch {
 	case raw >= g.computed:
-		g.computed, g.fallFrom = raw, time.Time{}
-		if raw > Green || why != "" {
-			g.reason = why
-		} else {
-			g.reason = ""
-		}
+		g.computed, g.fallFrom, g.reason = raw, time.Time{}, why
 	default: // below the current level: fall only after hold
 		if g.fallFrom.IsZero() {
 			g.fallFrom, g.pending = now, raw
