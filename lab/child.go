@@ -72,6 +72,7 @@ type child struct {
 	admin    string // admin address (gateway); "" for nodes
 	up       bool
 	expected bool          // the current process is being stopped or killed on purpose
+	closed   bool          // Close was called: no more starts
 	exited   chan struct{} // closed when the current process has been waited for
 	starts   int           // processes started so far
 	downAt   time.Time
@@ -82,6 +83,10 @@ type child struct {
 // ends, or readyTimeout passes. It fails when the process is running.
 func (c *child) Start(ctx context.Context) error {
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: the lab is stopping", c.name)
+	}
 	if c.up {
 		c.mu.Unlock()
 		return fmt.Errorf("%s: already running", c.name)
@@ -133,6 +138,7 @@ func (c *child) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.cmd, c.pid, c.exited, c.expected = cmd, cmd.Process.Pid, exited, false
 	c.starts++
+	closed := c.closed
 	c.mu.Unlock()
 	var waitErr error
 	go func() {
@@ -151,6 +157,10 @@ func (c *child) Start(ctx context.Context) error {
 		}
 	}()
 
+	if closed { // Close ran while this process was being started
+		c.Kill()
+		return fmt.Errorf("%s: the lab is stopping", c.name)
+	}
 	timeout := c.readyTimeout
 	if timeout <= 0 {
 		timeout = 15 * time.Second
@@ -205,6 +215,15 @@ func tail(path string, n int) string {
 // Killing a child that is not running is harmless.
 func (c *child) Kill() {
 	c.signal(syscall.SIGKILL, 0)
+}
+
+// Close stops the process like Stop and refuses every later Start (a
+// restart racing the lab's teardown).
+func (c *child) Close(grace time.Duration) {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.Stop(grace)
 }
 
 // Stop sends SIGTERM (drain), waits up to grace, then SIGKILLs.

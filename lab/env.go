@@ -93,9 +93,11 @@ func (l *Lab) PatchNodeKnobs(ctx context.Context, node int, patch map[string]any
 				continue
 			}
 		} else {
-			// A node that is down gets the patch when it restarts.
+			// A node that is down gets the patch when it restarts; what
+			// it replaces is the knobs it will start with.
+			cur = defaultKnobMap()
 			l.mu.Lock()
-			cur = cloneMap(l.nodeKnobs[i])
+			mergeInto(cur, l.nodeKnobs[i])
 			l.mu.Unlock()
 		}
 		l.mu.Lock()

@@ -178,11 +178,10 @@ func validateNodeKnobs(patch map[string]any) error {
 	return k.Validate()
 }
 
-// nodeMeanService returns slots and the configured mean service time
-// (seconds) of knobs, for capacity estimates before the first scrape.
-func nodeMeanService(patch map[string]any) (slots float64, mean float64) {
-	b, _ := json.Marshal(patch)
-	k := fakemodel.DefaultKnobs()
-	_ = json.Unmarshal(b, &k)
-	return float64(k.Slots), k.MeanService().Seconds()
+// defaultKnobMap is fakemodel's default knobs as a JSON object.
+func defaultKnobMap() map[string]any {
+	b, _ := json.Marshal(fakemodel.DefaultKnobs())
+	m := map[string]any{}
+	_ = json.Unmarshal(b, &m)
+	return m
 }

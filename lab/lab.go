@@ -640,12 +640,12 @@ func (l *Lab) teardownChildren() {
 	var wg sync.WaitGroup
 	for _, g := range l.gateways {
 		wg.Add(1)
-		go func() { defer wg.Done(); g.Stop(3 * time.Second) }()
+		go func() { defer wg.Done(); g.Close(3 * time.Second) }()
 	}
 	wg.Wait()
 	for _, n := range l.nodes {
 		wg.Add(1)
-		go func() { defer wg.Done(); n.Stop(2 * time.Second) }()
+		go func() { defer wg.Done(); n.Close(2 * time.Second) }()
 	}
 	wg.Wait()
 	if l.redis != nil {

@@ -191,7 +191,7 @@ var reportRows = []reportRow{
 	{"limit settle after kill", func(r *Run) string {
 		out := "-"
 		for _, f := range r.Summary.Faults {
-			if f.Fault != "node_kill" {
+			if f.Fault != "node_kill" || f.LiveSlots == 0 {
 				continue
 			}
 			if f.Settled {

@@ -379,6 +379,23 @@ func (a *aggregator) targetIntegralUntil(t time.Time) float64 {
 	return v
 }
 
+// liveAfterKill is the fewest live slots seen in the fault window (the
+// kill shows a tick or so after it happens), ignoring ticks where no node
+// answered its scrape; 0 when no node was up at all, where a limit has
+// nothing to settle to.
+func (a *aggregator) liveAfterKill(in []digest) float64 {
+	low := math.Inf(1)
+	for _, d := range in {
+		if d.liveSlots > 0 {
+			low = math.Min(low, d.liveSlots)
+		}
+	}
+	if math.IsInf(low, 1) {
+		return 0
+	}
+	return low
+}
+
 // settleWindow is the span of the trailing median of the limit (seconds).
 const settleWindow = 3.0
 
@@ -430,13 +447,8 @@ func (a *aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 			fs.P0SuccessRate = round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
 		}
 	}
-	if f.name == "node_kill" && len(in) > 0 {
-		// The live slots once the kill shows in the samples.
-		for _, d := range in {
-			if d.liveSlots > 0 && (fs.LiveSlots == 0 || d.liveSlots < fs.LiveSlots) {
-				fs.LiveSlots = d.liveSlots
-			}
-		}
+	if f.name == "node_kill" && len(in) > 0 && a.liveAfterKill(in) > 0 {
+		fs.LiveSlots = a.liveAfterKill(in)
 		// The limit is judged by its trailing median over settleWindow, so
 		// that a limiter's short baseline probes and per-tick noise do not
 		// count as unsettled.
@@ -510,8 +522,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 	case "limit_settle_s":
 		worst, note, found := 0.0, "", false
 		for _, f := range s.Faults {
-			if f.Fault != "node_kill" {
-				continue
+			if f.Fault != "node_kill" || f.LiveSlots == 0 {
+				continue // no kill, or nothing left alive to settle to
 			}
 			found = true
 			if f.LimitSettleS >= worst {
