@@ -83,7 +83,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		Offered:    10,
 		Outcomes:   map[string]uint64{OutcomeOK: 8, OutcomeError: 1, OutcomeTimeout: 1},
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
-		Faults:     []FaultSummary{{Fault: "node_kill", LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
+		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
 	}
 	for name := range ThresholdMetrics {
