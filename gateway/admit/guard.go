@@ -20,7 +20,8 @@ type Signals struct {
 	// GCPauseMs is the p99 of /sched/pauses/total/gc:seconds over the
 	// recent window (0 when no GC ran).
 	GCPauseMs float64 `yaml:"gc_pause_ms" json:"gc_pause_ms"`
-	// HeapBytes is the live heap (/gc/heap/live:bytes).
+	// HeapBytes is the live heap (/gc/heap/live:bytes, as of the last GC;
+	// before the first GC, /memory/classes/heap/objects:bytes).
 	HeapBytes uint64 `yaml:"heap_bytes" json:"heap_bytes"`
 	// Inflight is the gateway's requests in flight (supplied by the gateway).
 	Inflight int64 `yaml:"inflight" json:"inflight"`

@@ -90,7 +90,7 @@ func TestAdaptiveDrops(t *testing.T) {
 		cfg  LimiterConfig
 		want int // after one window of 48 samples with a drop
 	}{
-		{"aimd backs off ×0.9", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, 43},          // 43.2
+		{"aimd backs off ×0.9", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, 43},               // 43.2
 		{"aimd custom backoff", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48, Backoff: 0.5}, 24}, // 24
 		{"gradient steps halfway to ×0.5", LimiterConfig{Algorithm: AlgoGradient, Limit: 48}, 36},
 		{"aimd min bounds", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48, Min: 46}, 46},
@@ -162,7 +162,7 @@ func TestAdaptiveProbe(t *testing.T) {
 func TestAdaptiveAppLimited(t *testing.T) {
 	l, _ := NewLimiter(LimiterConfig{Algorithm: AlgoAIMD, Limit: 40, ProbeSamples: 50})
 	rtt := 100 * time.Millisecond
-	feed(l, 2*48, rtt, 10, false) // two windows, then the probe (at 20) starts
+	feed(l, 2*48, rtt, 10, false)  // two windows, then the probe (at 20) starts
 	feed(l, 50+20, rtt, 10, false) // probe samples and stragglers
 	feed(l, 48*5, rtt, 10, false)
 	if l.Limit() != 40 {

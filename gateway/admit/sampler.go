@@ -14,6 +14,8 @@ const (
 	metricSched = "/sched/latencies:seconds"
 	metricGC    = "/sched/pauses/total/gc:seconds"
 	metricHeap  = "/gc/heap/live:bytes"
+	// metricHeapObjects stands in before the first GC, when live is 0.
+	metricHeapObjects = "/memory/classes/heap/objects:bytes"
 )
 
 // sampler measures the Guard's own signals: the lag probe (how late a timer
@@ -41,7 +43,7 @@ func newSampler(window, probeEvery, evalEvery time.Duration) *sampler {
 		probeEvery: probeEvery,
 		lags:       make([]float64, 0, nLags),
 		scratch:    make([]float64, 0, nLags),
-		rm:         []metrics.Sample{{Name: metricSched}, {Name: metricGC}, {Name: metricHeap}},
+		rm:         []metrics.Sample{{Name: metricSched}, {Name: metricGC}, {Name: metricHeap}, {Name: metricHeapObjects}},
 	}
 	s.schedHist.init(nSnaps)
 	s.gcHist.init(nSnaps)
@@ -96,6 +98,9 @@ func (s *sampler) sample() (Signals, float64) {
 		sig.GCPauseMs = s.gcHist.quantile(h.Value.Float64Histogram(), 0.99) * 1e3
 	}
 	if v := s.rm[2]; v.Value.Kind() == metrics.KindUint64 {
+		sig.HeapBytes = v.Value.Uint64()
+	}
+	if v := s.rm[3]; sig.HeapBytes == 0 && v.Value.Kind() == metrics.KindUint64 {
 		sig.HeapBytes = v.Value.Uint64()
 	}
 	return sig, lagP50
