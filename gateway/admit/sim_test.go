@@ -181,6 +181,10 @@ func simulate(t *testing.T, cfg LimiterConfig, seed uint64, phases []simPhase, t
 // brief baseline probes) must enter C ±15 % within 5 simulated seconds of
 // the loss, and from then on average within ±15 % of C and spend most of
 // the time inside the band; after the node returns it must climb back.
+// Seeds 1–8 run by default (all pass). A wider search
+// (LEVEE_SIM_SEEDS=40, 160 runs) found 3 runs that miss, all while climbing
+// back after the node returns (a low baseline from noisy probes); the
+// node-loss phase entered the band within 4.8 s in every run.
 func TestSimulatedNodeLoss(t *testing.T) {
 	phases := []simPhase{{48, 30}, {32, 30}, {48, 30}}
 	const tol, settle = 0.15, 5.0
