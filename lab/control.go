@@ -402,7 +402,11 @@ func (l *Lab) StopRecording() error {
 	l.mu.Lock()
 	l.rec = nil
 	oom, rest := l.oomKills-rec.oomBase, l.restarts-rec.restBase
+	ended := l.endReason
 	l.mu.Unlock()
+	if ended == "" {
+		ended = "recording stopped"
+	}
 	totals := l.gen.Totals()
 	if rec.baseline != nil {
 		totals = subTotals(totals, *rec.baseline)
@@ -411,7 +415,7 @@ func (l *Lab) StopRecording() error {
 	sum := rec.agg.summarize(summaryInput{
 		exp: l.exp, quick: l.opts.Quick, totals: totals,
 		gatewayShed: uint64(shed + 0.5), shedExact: rest == 0,
-		oomKills: oom, restarts: rest, end: time.Now(),
+		oomKills: oom, restarts: rest, end: time.Now(), ended: ended,
 	})
 	var errs []error
 	if err := writeJSONAtomic(filepath.Join(rec.dir, SummaryFile), sum); err != nil {

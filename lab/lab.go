@@ -102,6 +102,7 @@ type Lab struct {
 	closedSubs  bool
 	summary     *Summary
 	waitErr     error
+	endReason   string // why the run ended ("done", "stopped"); "" while it runs
 	timers      []*time.Timer
 	envStopped  bool
 }
@@ -603,6 +604,9 @@ func (l *Lab) Stop(ctx context.Context) error {
 func (l *Lab) finish(reason string) {
 	l.stopOnce.Do(func() {
 		defer close(l.done)
+		l.mu.Lock()
+		l.endReason = reason
+		l.mu.Unlock()
 		l.progress("finishing (%s): waiting for requests in flight…", reason)
 		l.event(EventRunEnd, reason, nil)
 		l.loadStop()

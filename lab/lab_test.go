@@ -106,6 +106,9 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatal("no summary")
 	}
 	waitGone(t, pids, 5*time.Second)
+	if sum.Ended != "done" {
+		t.Errorf("ended %q", sum.Ended)
+	}
 
 	// Accounting is exact.
 	var outs uint64
@@ -358,7 +361,7 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[OutcomeOK] == 0 {
+	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[OutcomeOK] == 0 || run.Summary.Ended != "recording stopped" {
 		t.Errorf("recording summary: %+v", run.Summary)
 	}
 	if !strings.HasPrefix(dir, runs) {

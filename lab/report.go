@@ -168,6 +168,9 @@ var reportRows = []reportRow{
 		if r.Summary.Quick {
 			q = " quick"
 		}
+		if e := r.Summary.Ended; e != "" && e != "done" {
+			q += " (" + e + ")"
+		}
 		return fmt.Sprintf("%.1fs%s", r.Summary.DurationS, q)
 	}},
 	{"offered", func(r *Run) string { return count(r.Summary.Offered) }},

@@ -21,6 +21,10 @@ type Summary struct {
 	Started   time.Time `json:"started"`
 	DurationS float64   `json:"duration_s"` // load scheduling time
 	Quick     bool      `json:"quick"`
+	// Ended says how the recording ended: "done" (the experiment ran its
+	// course), "stopped" (Stop or a signal ended it early) or "recording
+	// stopped" (a dashboard recording).
+	Ended string `json:"ended"`
 
 	Offered uint64 `json:"offered"`
 	// Outcomes has every outcome name (lab.Outcomes), zeros included.
@@ -240,6 +244,7 @@ type summaryInput struct {
 	oomKills    int // during this recording
 	restarts    int
 	end         time.Time
+	ended       string
 }
 
 // summarize builds the Summary and evaluates the experiment's thresholds.
@@ -254,6 +259,7 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 		Started:      a.started,
 		DurationS:    round(dur, 3),
 		Quick:        in.quick,
+		Ended:        in.ended,
 		Offered:      t.Offered,
 		Outcomes:     map[string]uint64{},
 		ByPriority:   map[string]PrioritySummary{},
