@@ -189,18 +189,26 @@ func Open(ctx context.Context, exp *Experiment, opts Options) (*Lab, error) {
 	}
 	l.start = time.Now() // provisional, reset when load starts
 	if err := l.startChildren(ctx); err != nil {
-		l.teardownChildren()
-		l.closeRecorderEarly(err)
-		l.cancel()
+		l.abort(err)
 		return nil, err
 	}
 	if err := l.startLoad(); err != nil {
-		l.teardownChildren()
-		l.closeRecorderEarly(err)
-		l.cancel()
+		l.abort(err)
 		return nil, err
 	}
 	return l, nil
+}
+
+// abort undoes a failed Open: it stops the lab's goroutines and every
+// child, records why in events.jsonl, and removes a temporary work folder.
+func (l *Lab) abort(err error) {
+	close(l.finishing)
+	l.teardownChildren()
+	l.closeRecorderEarly(err)
+	l.cancel()
+	if l.tmpWork {
+		os.RemoveAll(l.workDir)
+	}
 }
 
 func randomToken() string {

@@ -180,7 +180,12 @@ var reportRows = []reportRow{
 	{"P0 success", func(r *Run) string { return prioPct(r, "P0") }},
 	{"P1 success", func(r *Run) string { return prioPct(r, "P1") }},
 	{"P2 success", func(r *Run) string { return prioPct(r, "P2") }},
-	{"P0 p99", func(r *Run) string { return partialMs(r, r.Summary.ByPriority["P0"].P99Ms) }},
+	{"P0 p99", func(r *Run) string {
+		if r.Summary.ByPriority["P0"].Offered == 0 {
+			return "-"
+		}
+		return partialMs(r, r.Summary.ByPriority["P0"].P99Ms)
+	}},
 	{"admitted p99", func(r *Run) string { return partialMs(r, r.Summary.AdmittedP99Ms) }},
 	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
 	{"capacity req/s", func(r *Run) string {
