@@ -143,7 +143,7 @@ func (l *Lab) timelineWorker(actions <-chan timelineAction) {
 			err = l.ctl.Revert(ctx, a.step.Fault)
 		} else {
 			var raw []byte
-			if raw, err = faultParams(a.step.Params); err == nil {
+			if raw, err = stepParams(a.step); err == nil {
 				err = l.ctl.Apply(ctx, a.step.Fault, raw)
 			}
 		}

@@ -27,6 +27,30 @@ func faultParams(p map[string]any) (json.RawMessage, error) {
 	return b, nil
 }
 
+// stepParams encodes a timeline step's parameters. When the step has its
+// own `for`, a fault that also takes a "for" parameter (node_kill,
+// traffic_spike, redis_outage) gets "for": "0s" unless the step set one, so
+// that the step's `for` — on the experiment's pausable clock — is the one
+// that reverts it, not the fault's default.
+func stepParams(f FaultStep) (json.RawMessage, error) {
+	p := f.Params
+	if f.For > 0 {
+		if _, set := p["for"]; !set {
+			withFor := cloneMap(p)
+			if withFor == nil {
+				withFor = map[string]any{}
+			}
+			withFor["for"] = "0s"
+			if raw, err := json.Marshal(withFor); err == nil {
+				if _, err := chaos.Default.New(f.Fault, raw); err == nil {
+					p = withFor
+				}
+			}
+		}
+	}
+	return faultParams(p)
+}
+
 // validateFaultStep checks the step's fault and parameters against the
 // catalogue.
 func validateFaultStep(f FaultStep) error {
