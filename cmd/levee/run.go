@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"sort"
 	"syscall"
 	"time"
 
@@ -80,6 +82,21 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 1
 	}
+	if len(sum.Thresholds) > 0 {
+		fmt.Fprintln(stdout, "\nthresholds:")
+		for _, name := range sortedThresholds(sum) {
+			r := sum.Thresholds[name]
+			mark := "✓"
+			if !r.Pass {
+				mark = "✗"
+			}
+			line := fmt.Sprintf("  %s %-26s %s %s", mark, name, r.Expr, fmtThresholdValue(r.Value))
+			if r.Note != "" {
+				line += "  (" + r.Note + ")"
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
 	fmt.Fprintf(stdout, "\nrun folder: %s\n", dir)
 	if werr != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", werr)
@@ -92,4 +109,25 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+func sortedThresholds(s *lab.Summary) []string {
+	names := make([]string, 0, len(s.Thresholds))
+	for n := range s.Thresholds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// fmtThresholdValue prints a threshold's measured value ("n/a" when it does
+// not apply, "never" for a limit that never settled).
+func fmtThresholdValue(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "(got n/a)"
+	case math.IsInf(v, 1):
+		return "(got never)"
+	}
+	return fmt.Sprintf("(got %.4g)", v)
 }
