@@ -150,6 +150,29 @@ func (l *Lab) timelineWorker(actions <-chan timelineAction) {
 		cancel()
 		if err != nil {
 			l.progress("fault %s: %v", a.step.Fault, err)
+			continue
+		}
+		if !a.revert && a.step.Fault == "node_kill" && a.step.For > 0 {
+			l.showRestart(a.step)
+		}
+	}
+}
+
+// showRestart makes the nodes a timeline node_kill took down show when
+// the step's `for` brings them back (NodeSample.RestartIn).
+func (l *Lab) showRestart(step FaultStep) {
+	node := -1
+	if v, ok := toFloat(step.Params["node"]); ok {
+		node = int(v)
+	}
+	idx, err := l.nodeIndexes(node)
+	if err != nil {
+		return
+	}
+	at := time.Now().Add(step.For.D())
+	for _, i := range idx {
+		if !l.nodes[i].Up() {
+			l.nodes[i].setRestart(at)
 		}
 	}
 }

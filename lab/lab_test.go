@@ -166,7 +166,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if len(got) == 0 {
 		t.Errorf("Samples() delivered nothing")
 	}
-	sawDown := false
+	sawDown, sawRestartIn := false, false
 	for i, s := range fromDisk {
 		if i > 0 && s.Elapsed < fromDisk[i-1].Elapsed {
 			t.Errorf("sample %d goes back in time", i)
@@ -176,10 +176,16 @@ func TestRunEndToEnd(t *testing.T) {
 		}
 		if !s.Nodes[1].Up {
 			sawDown = true
+			if s.Nodes[1].RestartIn > 0 {
+				sawRestartIn = true
+			}
+			if s.Nodes[1].RestartIn > 1.01 {
+				t.Errorf("sample %d: node 1 restarts in %v s, the step says 1 s", i, s.Nodes[1].RestartIn)
+			}
 		}
 	}
-	if !sawDown {
-		t.Errorf("node 1 never showed down in the samples")
+	if !sawDown || !sawRestartIn {
+		t.Errorf("node 1 down in the samples: %v, with a restart time: %v", sawDown, sawRestartIn)
 	}
 	last := fromDisk[len(fromDisk)-1]
 	if last.OfferedTotal != sum.Offered {
