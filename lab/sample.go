@@ -41,7 +41,7 @@ type Sample struct {
 	// Load generator, client side.
 	TargetRPS   float64 `json:"target_rps"`   // what the schedule asks for now
 	OfferedRPS  float64 `json:"offered_rps"`  // arrivals scheduled in the last tick
-	AdmittedRPS float64 `json:"admitted_rps"` // offered minus shed (gateway let it through)
+	AdmittedRPS float64 `json:"admitted_rps"` // let through by the gateway, counted when finished: ok + fallback + timeout + error
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
 	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time
 	Outstanding int     `json:"outstanding"`  // requests in flight from the generator

@@ -46,9 +46,41 @@ type sampler struct {
 	recent      map[string][]prioCount // per priority, newest last
 	lastPrinted time.Time
 
+	// Latest scrape of every child, written by one scraper goroutine per
+	// child, so a slow /metrics never delays a tick.
+	gwScrapes   []*scrapeSlot
+	nodeScrapes []*scrapeSlot
+	// Rates derived from the last two scrapes of each child, carried over to
+	// ticks that got no new scrape (sampling goroutine only).
+	gwRates   []gatewayRates
+	nodeRates []float64 // completions/s per node
+
 	mu      sync.Mutex
 	shedAcc []float64 // guarded by mu: per gateway, levee_shed_total accumulated across restarts
 }
+
+// gatewayRates are one gateway's shed rates from its last two scrapes.
+type gatewayRates struct {
+	byReason, byPriority map[string]float64
+}
+
+// scrapeSlot holds the newest /metrics scrape of one child.
+type scrapeSlot struct {
+	mu     sync.Mutex
+	f      scrape.Families // guarded by mu; nil before the first good scrape
+	at     time.Time       // guarded by mu: when f was taken
+	starts int             // guarded by mu: the child's start count when f was taken
+}
+
+func (sl *scrapeSlot) get() (scrape.Families, time.Time, int) {
+	sl.mu.Lock()
+	defer sl.mu.Unlock()
+	return sl.f, sl.at, sl.starts
+}
+
+// staleAfter is how old a child's last scrape may be before its numbers
+// count as unknown rather than current.
+func (s *sampler) staleAfter() time.Duration { return 4 * s.tick }
 
 func newSampler(l *Lab) *sampler {
 	ng, nn := len(l.gateways), len(l.nodes)
@@ -60,11 +92,73 @@ func newSampler(l *Lab) *sampler {
 		nodeCfg: make([]nodeConfig, nn),
 		recent:  map[string][]prioCount{},
 		shedAcc: make([]float64, ng),
+		gwRates: make([]gatewayRates, ng), nodeRates: make([]float64, nn),
+	}
+}
+
+// scrapeInto scrapes c once into sl; a failed scrape leaves sl as it was.
+func (s *sampler) scrapeInto(c *child, sl *scrapeSlot) {
+	starts := c.Starts()
+	ctx, cancel := context.WithTimeout(s.l.ctx, max(4*s.tick, time.Second))
+	defer cancel()
+	f, err := scrape.Scrape(ctx, s.l.httpc, "http://"+c.Listen()+"/metrics")
+	if err != nil {
+		return
+	}
+	sl.mu.Lock()
+	sl.f, sl.at, sl.starts = f, time.Now(), starts
+	sl.mu.Unlock()
+}
+
+// scrapeAllNow scrapes every live child once, concurrently, and waits.
+func (s *sampler) scrapeAllNow() {
+	var wg sync.WaitGroup
+	fill := func(slots []*scrapeSlot, children []*child) {
+		for i, c := range children {
+			if i >= len(slots) || slots[i] == nil || !c.Up() {
+				continue
+			}
+			wg.Go(func() { s.scrapeInto(c, slots[i]) })
+		}
+	}
+	fill(s.gwScrapes, s.l.gateways)
+	fill(s.nodeScrapes, s.l.nodes)
+	wg.Wait()
+}
+
+// scrapeLoop keeps sl filled with c's newest scrape until stop closes. A
+// scrape may take longer than a tick on a saturated machine; the tick goes
+// on with the previous scrape meanwhile.
+func (s *sampler) scrapeLoop(c *child, sl *scrapeSlot, stop <-chan struct{}) {
+	t := time.NewTicker(s.tick)
+	defer t.Stop()
+	for {
+		if c.Up() {
+			s.scrapeInto(c, sl)
+		}
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
 	}
 }
 
 func (s *sampler) loop() {
 	defer close(s.doneCh)
+	stopScrapers := make(chan struct{})
+	var scrapers sync.WaitGroup
+	defer func() { close(stopScrapers); scrapers.Wait() }()
+	s.gwScrapes = make([]*scrapeSlot, len(s.l.gateways))
+	for i, c := range s.l.gateways {
+		s.gwScrapes[i] = &scrapeSlot{}
+		scrapers.Go(func() { s.scrapeLoop(c, s.gwScrapes[i], stopScrapers) })
+	}
+	s.nodeScrapes = make([]*scrapeSlot, len(s.l.nodes))
+	for i, c := range s.l.nodes {
+		s.nodeScrapes[i] = &scrapeSlot{}
+		scrapers.Go(func() { s.scrapeLoop(c, s.nodeScrapes[i], stopScrapers) })
+	}
 	t := time.NewTicker(s.tick)
 	defer t.Stop()
 	for {
@@ -82,6 +176,7 @@ func (s *sampler) stop() {
 	s.once.Do(func() {
 		close(s.stopCh)
 		<-s.doneCh
+		s.scrapeAllNow() // the last sample must see the final counters
 		s.take()
 	})
 }
@@ -98,45 +193,15 @@ func (s *sampler) shedTotal() float64 {
 	return t
 }
 
-// take builds and delivers one Sample.
+// take builds and delivers one Sample from the newest scrapes; it never
+// waits for a scrape.
 func (s *sampler) take() {
 	l := s.l
-	timeout := s.tick * 9 / 10
-	ctx, cancel := context.WithTimeout(l.ctx, timeout)
-	gw := make([]scrape.Families, len(l.gateways))
-	nodes := make([]scrape.Families, len(l.nodes))
-	var wg sync.WaitGroup
-	for i, c := range l.gateways {
-		if !c.Up() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := scrape.Scrape(ctx, l.httpc, "http://"+c.Listen()+"/metrics")
-			if err == nil {
-				gw[i] = f
-			}
-		}()
-	}
-	for i, c := range l.nodes {
-		if !c.Up() {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := scrape.Scrape(ctx, l.httpc, "http://"+c.Listen()+"/metrics")
-			if err == nil {
-				nodes[i] = f
-			}
-		}()
-	}
-	wg.Wait()
-	cancel()
-	w := l.gen.Tick()
 	now := time.Now()
-	smp, completions, saturated := s.merge(now, w, gw, nodes)
+	gw, gwAt := s.latest(s.gwScrapes, l.gateways, now)
+	nodes, nodeAt := s.latest(s.nodeScrapes, l.nodes, now)
+	w := l.gen.Tick()
+	smp, completions, saturated := s.merge(now, w, gw, gwAt, nodes, nodeAt)
 
 	l.mu.Lock()
 	rec := l.rec
@@ -156,10 +221,28 @@ func (s *sampler) take() {
 	}
 }
 
-// merge builds the Sample from the generator's window and the scrapes (nil
-// for a child that did not answer). It also returns the nodes' completion
+// latest returns each child's newest scrape and its time, or nil for a child
+// that is down, has restarted since, or was not scraped for staleAfter.
+func (s *sampler) latest(slots []*scrapeSlot, children []*child, now time.Time) ([]scrape.Families, []time.Time) {
+	fs := make([]scrape.Families, len(children))
+	ats := make([]time.Time, len(children))
+	for i, c := range children {
+		if i >= len(slots) || slots[i] == nil || !c.Up() {
+			continue
+		}
+		f, at, starts := slots[i].get()
+		if f == nil || starts != c.Starts() || now.Sub(at) > s.staleAfter() {
+			continue
+		}
+		fs[i], ats[i] = f, at
+	}
+	return fs, ats
+}
+
+// merge builds the Sample from the generator's window and the newest scrapes
+// (nil for a child with no current scrape) taken at the given times. It also returns the nodes' completion
 // rate and whether every live node had all its slots busy.
-func (s *sampler) merge(now time.Time, w load.Window, gw, nodes []scrape.Families) (Sample, float64, bool) {
+func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt []time.Time, nodes []scrape.Families, nodeAt []time.Time) (Sample, float64, bool) {
 	l := s.l
 	dt := w.Duration.Seconds()
 	per := func(n uint64) float64 {
@@ -183,19 +266,15 @@ func (s *sampler) merge(now time.Time, w load.Window, gw, nodes []scrape.Familie
 		ShedRPSByReason:   map[string]float64{},
 		ShedRPSByPriority: map[string]float64{},
 	}
-	var shed uint64
 	for _, o := range Outcomes {
 		smp.OutcomeRPS[o] = per(w.Outcomes[o])
 		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
-		if len(o) > 5 && o[:5] == "shed_" {
-			shed += w.Outcomes[o]
-		}
 	}
 	smp.GoodputRPS = per(w.Outcomes[OutcomeOK])
-	admitted := int64(w.Offered) - int64(shed) - int64(w.Outcomes[OutcomeGeneratorDropped])
-	if admitted > 0 {
-		smp.AdmittedRPS = per(uint64(admitted))
-	}
+	// Admitted requests are counted when they finish, like goodput, so that
+	// goodput ≤ admitted holds tick by tick: a shed decided late (a queue
+	// timeout) can never make this tick's admissions negative or inflated.
+	smp.AdmittedRPS = per(w.Outcomes[OutcomeOK] + w.Outcomes[OutcomeFallback] + w.Outcomes[OutcomeTimeout] + w.Outcomes[OutcomeError])
 	keep := int(successWindow / s.tick)
 	if keep < 1 {
 		keep = 1
@@ -268,27 +347,37 @@ func (s *sampler) merge(now time.Time, w load.Window, gw, nodes []scrape.Familie
 				defenses[k] = v > 0
 			}
 		}
-		prev := s.prevGW[i]
-		if prev == nil {
-			prev = scrape.Families{}
-		}
-		since := now.Sub(s.prevGWAt[i]).Seconds()
-		if s.prevGWAt[i].IsZero() {
-			since = dt
-		}
-		if since > 0 {
-			for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "reason", nil) {
-				smp.ShedRPSByReason[k] += v / since
+		if at := gwAt[i]; at.After(s.prevGWAt[i]) { // a new scrape: new rates
+			prev := s.prevGW[i]
+			if prev == nil {
+				prev = scrape.Families{}
 			}
-			for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
-				smp.ShedRPSByPriority[k] += v / since
+			since := at.Sub(s.prevGWAt[i]).Seconds()
+			if s.prevGWAt[i].IsZero() {
+				since = dt
 			}
+			r := gatewayRates{byReason: map[string]float64{}, byPriority: map[string]float64{}}
+			if since > 0 {
+				for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "reason", nil) {
+					r.byReason[k] = v / since
+				}
+				for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
+					r.byPriority[k] = v / since
+				}
+			}
+			s.gwRates[i] = r
+			d := f.SumDelta(prev, "levee_shed_total", nil)
+			s.mu.Lock()
+			s.shedAcc[i] += d
+			s.mu.Unlock()
+			s.prevGW[i], s.prevGWAt[i] = f, at
 		}
-		d := f.SumDelta(prev, "levee_shed_total", nil)
-		s.mu.Lock()
-		s.shedAcc[i] += d
-		s.mu.Unlock()
-		s.prevGW[i], s.prevGWAt[i] = f, now
+		for k, v := range s.gwRates[i].byReason {
+			smp.ShedRPSByReason[k] += v
+		}
+		for k, v := range s.gwRates[i].byPriority {
+			smp.ShedRPSByPriority[k] += v
+		}
 	}
 	if level >= 0 && int(level) < len(levelNames) {
 		smp.Level = levelNames[int(level)]
@@ -321,18 +410,22 @@ func (s *sampler) merge(now time.Time, w load.Window, gw, nodes []scrape.Familie
 			if mean, ok := f.Max("levee_fakemodel_mean_service_seconds", nil); ok && mean > 0 {
 				s.nodeCfg[i] = nodeConfig{slots: ns.Slots, mean: mean, known: true}
 			}
-			prev := s.prevNode[i]
-			if prev == nil {
-				prev = scrape.Families{}
+			if at := nodeAt[i]; at.After(s.prevNodeAt[i]) {
+				prev := s.prevNode[i]
+				if prev == nil {
+					prev = scrape.Families{}
+				}
+				since := at.Sub(s.prevNodeAt[i]).Seconds()
+				if s.prevNodeAt[i].IsZero() {
+					since = dt
+				}
+				s.nodeRates[i] = 0
+				if since > 0 {
+					s.nodeRates[i] = f.SumDelta(prev, "levee_fakemodel_requests_total", map[string]string{"outcome": "ok"}) / since
+				}
+				s.prevNode[i], s.prevNodeAt[i] = f, at
 			}
-			since := now.Sub(s.prevNodeAt[i]).Seconds()
-			if s.prevNodeAt[i].IsZero() {
-				since = dt
-			}
-			if since > 0 {
-				completions += f.SumDelta(prev, "levee_fakemodel_requests_total", map[string]string{"outcome": "ok"}) / since
-			}
-			s.prevNode[i], s.prevNodeAt[i] = f, now
+			completions += s.nodeRates[i]
 			if ns.Slots <= 0 || ns.Busy < ns.Slots {
 				saturated = false
 			}
