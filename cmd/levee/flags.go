@@ -19,15 +19,30 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args into fs. It returns (exit code, done): done is true
-// when the caller must return the code at once (help was asked for: 0; a bad
-// flag: 2, after the FlagSet printed the error and usage).
+// parseFlags parses args into fs. Flags may come before or after positional
+// arguments (`levee run lesson.yaml --quick`), as users of k6 and vegeta
+// expect; fs.Args() then holds the positional arguments in order. It returns
+// (exit code, done): done is true when the caller must return the code at
+// once (help was asked for: 0; a bad flag: 2, after the FlagSet printed the
+// error and usage).
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0, true
+			}
+			return 2, true
 		}
-		return 2, true
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
+	// Leave the positional arguments in fs.Args(): "--" ends flag parsing
+	// without touching the values already set.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	return 0, false
 }
