@@ -245,12 +245,10 @@ func (s *sampler) latest(slots []*scrapeSlot, children []*child, now time.Time) 
 func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt []time.Time, nodes []scrape.Families, nodeAt []time.Time) (Sample, float64, bool) {
 	l := s.l
 	dt := w.Duration.Seconds()
-	per := func(n uint64) float64 {
-		if dt <= 0 {
-			return 0
-		}
-		return float64(n) / dt
-	}
+	// Rates are over at least one tick: the last sample of a run closes a
+	// window of a few milliseconds, and n/dt over it would be noise.
+	rateDT := max(dt, s.tick.Seconds())
+	per := func(n uint64) float64 { return float64(n) / rateDT }
 	smp := Sample{
 		Time:              now.UTC(),
 		Elapsed:           round(now.Sub(l.start).Seconds(), 3),
