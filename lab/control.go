@@ -450,6 +450,9 @@ func (l *Lab) StopRecording() error {
 	if err := rec.close(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := writeRunReport(rec.dir); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ReportFile, err))
+	}
 	l.mu.Lock()
 	l.summary = &sum
 	l.mu.Unlock()

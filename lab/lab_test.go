@@ -221,6 +221,9 @@ func TestRunEndToEnd(t *testing.T) {
 	if run.Info != nil && run.Info.Machine.Cores == 0 {
 		t.Errorf("run.json machine: %+v", run.Info.Machine)
 	}
+	if rep, err := os.ReadFile(filepath.Join(dir, ReportFile)); err != nil || !strings.Contains(string(rep), "P0 success") || !strings.Contains(string(rep), "unaccounted") {
+		t.Errorf("report.txt: err %v\n%s", err, rep)
+	}
 	for _, f := range []string{"logs/node-0.log", "logs/node-1.log", "logs/gateway-0.log"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)

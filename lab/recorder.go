@@ -23,6 +23,7 @@ const (
 	SamplesFile = "samples.jsonl"
 	EventsFile  = "events.jsonl"
 	SummaryFile = "summary.json"
+	ReportFile  = "report.txt" // the run alone, as `levee report DIR` prints it
 	LogsDir     = "logs"
 )
 

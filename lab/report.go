@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -331,4 +332,22 @@ func WriteReport(w io.Writer, runs []*Run) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRunReport writes dir's report.txt (the table `levee report dir`
+// prints), through a temporary file and a rename like summary.json.
+func writeRunReport(dir string) error {
+	run, err := ReadRun(dir)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := WriteReport(&b, []*Run{run}); err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, ReportFile+".tmp")
+	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, ReportFile))
 }
