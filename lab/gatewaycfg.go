@@ -68,10 +68,17 @@ func gatewayConfig(e *Experiment, p gatewayParams) ([]byte, map[string]any, erro
 		}
 		m["defenses"] = d
 	}
+	// Each of N gateways owns 1/N of every limit when it decides alone: with
+	// in-process stores always, with Redis while Redis is unreachable.
+	store := map[string]any{}
 	if p.redisURL != "" {
-		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": map[string]any{"kind": "redis", "url": p.redisURL}}})
-	} else if p.gateways > 1 {
-		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": map[string]any{"share": 1 / float64(p.gateways)}}})
+		store["kind"], store["url"] = "redis", p.redisURL
+	}
+	if p.gateways > 1 {
+		store["share"] = 1 / float64(p.gateways)
+	}
+	if len(store) > 0 {
+		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": store}})
 	}
 	lim, err := limitsToConfig(e.Gateway.Limits)
 	if err != nil {

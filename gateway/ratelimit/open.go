@@ -1,9 +1,11 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
+	"time"
 )
 
 // StoreConfig selects and configures a Store.
@@ -17,8 +19,9 @@ type StoreConfig struct {
 	// FailOpen chooses, for a remote store, to fall back to local decisions
 	// (true, the default when nil) or to deny (false) while it is unreachable.
 	FailOpen *bool `yaml:"fail_open" json:"fail_open"`
-	// Share is this instance's share of a global limit in (0, 1], used by the
-	// local fallback (Rule.Scaled); 0 means 1.
+	// Share is this instance's share of a global limit in (0, 1]; 0 means 1.
+	// The local store decides with every rule scaled by it (Rule.Scaled), a
+	// remote store's local fallback likewise.
 	Share float64 `yaml:"share" json:"share"`
 }
 
@@ -51,6 +54,14 @@ func Open(cfg StoreConfig) (Store, io.Closer, error) {
 	switch cfg.Kind {
 	case "", "local":
 		l := NewLocal()
+		if cfg.Share > 0 && cfg.Share < 1 {
+			// N gateways with in-process stores each take their share:
+			// the static split of seed 002 (limit / instances).
+			share := cfg.Share
+			return StoreFunc(func(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
+				return l.Allow(ctx, key, rule.Scaled(share), cost, now)
+			}), l, nil
+		}
 		return l, l, nil
 	case "redis":
 		return openRedis(cfg) // redis_open.go: RedisStore behind a Failover
