@@ -68,10 +68,7 @@ func TestLabInTmux(t *testing.T) {
 		t.Skip("tmux is not installed")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "levee")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildLevee(t)
 	sock := filepath.Join(dir, "tmux.sock")
 	tmux := func(args ...string) (string, error) {
 		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildLevee builds this command into a temporary folder.
+func buildLevee(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "levee")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startServer starts `levee args…`, reads its ready line and returns the
+// process and the ready object. The process is killed at cleanup.
+func startServer(t *testing.T, bin string, args ...string) (*exec.Cmd, map[string]any) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "levee_ready") {
+				lines <- sc.Text()
+			}
+		}
+	}()
+	select {
+	case l := <-lines:
+		var ready struct {
+			Ready map[string]any `json:"levee_ready"`
+		}
+		if err := json.Unmarshal([]byte(l), &ready); err != nil {
+			t.Fatalf("ready line %q: %v", l, err)
+		}
+		return cmd, ready.Ready
+	case <-time.After(30 * time.Second):
+		t.Fatalf("levee %v: no ready line; stderr:\n%s", args, stderr.String())
+	}
+	return nil, nil
+}
+
+// TestGatewaySIGTERMDrains runs the real gateway in front of a real fake
+// model node, both as child processes: a request in flight when SIGTERM
+// arrives still gets its answer, new connections are refused afterwards, and
+// the gateway exits 0.
+func TestGatewaySIGTERMDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and starts child processes")
+	}
+	bin := buildLevee(t)
+	_, node := startServer(t, bin, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0",
+		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":800}}`)
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 10s\nkeys:\n  - {key: k0, tenant: t0, priority: P0}\nupstream:\n  nodes: [\"http://%s\"]\n", node["listen"])
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, ready := startServer(t, bin, "gateway", "--config", cfg)
+	base := "http://" + ready["listen"].(string)
+
+	type result struct {
+		status  int
+		outcome string
+		body    string
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/predict", strings.NewReader(`{"features":{"amount":12}}`))
+		req.Header.Set("Authorization", "Bearer k0")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{status: resp.StatusCode, outcome: resp.Header.Get("X-Levee-Outcome"), body: string(b)}
+	}()
+	time.Sleep(300 * time.Millisecond) // the request is now waiting on the 800 ms node
+	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || r.status != http.StatusOK || r.outcome != "ok" {
+		t.Fatalf("in-flight request during drain: status %d outcome %q err %v body %s", r.status, r.outcome, r.err, r.body)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- gw.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Fatalf("gateway exit after SIGTERM: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("gateway did not exit within 20 s of SIGTERM")
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Fatal("gateway still answers after exiting")
+	}
+}
