@@ -10,7 +10,7 @@ test:
 
 # Benchmarks whose figures the README quotes.
 bench:
-    go test -run '^$' -bench . -benchmem ./gateway/... ./fakemodel/... ./lab/... ./tui/...
+    bash scripts/bench.sh
 
 # Record one lesson headless, e.g. `just run 03-priority-shedding --quick`.
 run NAME *ARGS:
