@@ -113,7 +113,8 @@ func (x *exchange) shedOrFallback(s *shed, stream bool) {
 	x.shed(s)
 }
 
-// callResult is one upstream call's result as the limiter sees it.
+// callResult is one upstream call's result as the limiter sees it: rtt 0
+// means no sample (see Permit.Release).
 type callResult struct {
 	rtt     time.Duration
 	dropped bool
@@ -132,7 +133,11 @@ func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*htt
 			g.lat.observe(rtt)
 			return nil, callResult{rtt, true}, OutcomeTimeout, err
 		}
-		return nil, callResult{rtt, true}, OutcomeError, err
+		// No node answered (refused, reset, no healthy node, breaker
+		// open): that says nothing about queueing at the nodes, and an
+		// instant reset would read as a fast round trip. The limiter gets
+		// no sample; the capacity lost shows in the others' RTT.
+		return nil, callResult{}, OutcomeError, err
 	}
 	g.lat.observe(rtt)
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {

@@ -73,6 +73,10 @@ type PrioritySummary struct {
 	SuccessRate float64 `json:"success_rate"` // ok / offered; 1 when nothing was offered
 	P50Ms       float64 `json:"p50_ms"`       // latency of sent requests, any outcome
 	P99Ms       float64 `json:"p99_ms"`
+	// Outcomes counts this priority's requests by outcome (every name in
+	// lab.Outcomes, zeros included), so a success rate below 1 shows what
+	// the failed requests got: fallback, error, timeout or a shed.
+	Outcomes map[string]uint64 `json:"outcomes,omitempty"`
 }
 
 // GatewaySummary is the worst the gateways went through.
@@ -277,7 +281,10 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 	s.Unaccounted = int64(t.Offered) - int64(sum)
 	for _, p := range Priorities {
 		pt := t.ByPriority[p]
-		ps := PrioritySummary{Offered: pt.Offered, OK: pt.Outcomes[OutcomeOK], SuccessRate: 1}
+		ps := PrioritySummary{Offered: pt.Offered, OK: pt.Outcomes[OutcomeOK], SuccessRate: 1, Outcomes: map[string]uint64{}}
+		for _, o := range Outcomes {
+			ps.Outcomes[o] = pt.Outcomes[o]
+		}
 		if pt.Offered > 0 {
 			ps.SuccessRate = round(float64(ps.OK)/float64(pt.Offered), 6)
 		}

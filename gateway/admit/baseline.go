@@ -9,34 +9,125 @@ import (
 )
 
 // adaptive is the machinery the AIMD and Gradient limiters share: sample
-// windows, the baseline probe, and the pause after a decrease. step is the
-// algorithm.
+// windows summarised by a robust RTT quantile, the no-load baseline, and
+// the estimate of the queue at the backend. step is the algorithm.
+//
+// # Why a quantile, and what it estimates
+//
+// The lab's backends serve lognormal times (p50 200 ms, p99 600 ms): a
+// window's mean is dominated by its few slowest requests and varies by
+// ±5–7 %, which an RTT-ratio limiter (Gradient2: limit × baseline/mean)
+// turns into limit cuts of the same size; since cuts are fast and climbs
+// slow, noise alone held the limit 20–50 % under capacity. A queue at the
+// backend adds about the same wait W to every request, so every quantile
+// shifts by W; a low quantile (Quantile, default p25) is shifted by the
+// same milliseconds from a smaller value, with less noise, and is immune
+// to the tail. Little's law turns the wait into requests: the backend
+// completes X = inflight / mean RTT per second, so
+//
+//	queue ≈ (stat − baseline) × X
+//
+// where stat is the window's quantile and baseline the same quantile with
+// no queue. The capacity estimate is then inflight − queue, in requests,
+// with an error of about ±2 requests per window of 96 samples (±7 % of a
+// p25 near 145 ms is ±10 ms, times 143–215 req/s). The mean RTT, which
+// the tail dominates, only enters as the throughput X, where ±5 % is ±5 %
+// of the queue, not of the limit.
+//
+// # The baseline
+//
+// The baseline is the quantile with no queue. It cannot be read off the
+// windows: a limiter that keeps a few requests queued never sees a window
+// without queue, and any estimator fed by its windows absorbs that queue
+// (Gradient2's drift: the limit then creeps up), while the lowest recent
+// window is biased low by the noise (a min-RTT baseline reads every window
+// as queued and sinks the limit to Min). So it is measured by probes, as
+// in BBR's ProbeRTT: the limit drops to probeFraction (0.8) of itself
+// until a window of requests that started at that concurrency has
+// finished; below capacity they found no queue. A probe costs about one
+// window at 80 % of the limit every probeEvery (16) windows — the nodes
+// lose ~1–2 % of their fill, where the old probes at 50–75 % showed as
+// deep dips — and only starts after a window with no excess queue (else
+// the probe's limit might still be above capacity); after two intervals
+// with no calm window it runs anyway, since then the baseline itself is
+// suspect. One probe's quantile varies by ±6 % (±2 requests in the queue
+// estimate), so the baseline is the running mean of the first
+// probeAverage probes (which come 4× as often, the first one with twice
+// the samples at half the initial limit), then an EWMA of weight
+// 1/probeAverage: ±2–3 ms. A lasting change of the backend's service time
+// becomes the new baseline within a few probes.
+//
+// The gradient and AIMD steps (gradientStep, aimdStep) act on the queue
+// estimate. The limit starts at the configured Limit.
 type adaptive struct {
 	limit atomic.Int64 // the effective limit, read without mu
 
-	mu    sync.Mutex
-	cfg   LimiterConfig                                              // guarded by mu
-	est   float64                                                    // guarded by mu; the limit outside probes
-	win   window                                                     // guarded by mu
-	probe prober                                                     // guarded by mu
-	skip  int                                                        // guarded by mu; samples to ignore after a decrease
-	short float64                                                    // guarded by mu; EWMA of window means, 0 after a decrease
-	step  func(c *LimiterConfig, est float64, s windowStats) float64 // fixed
+	mu      sync.Mutex
+	cfg     LimiterConfig                                              // guarded by mu
+	est     float64                                                    // guarded by mu; the limit outside probes
+	win     window                                                     // guarded by mu
+	base    float64                                                    // guarded by mu; baseline quantile, seconds; 0 until the first probe ends
+	probes  int                                                        // guarded by mu; probes done
+	windows int                                                        // guarded by mu; windows since the last probe
+	probe   prober                                                     // guarded by mu
+	calm    int                                                        // guarded by mu; consecutive windows with no excess queue
+	step    func(c *LimiterConfig, est float64, s windowStats) float64 // fixed
 }
 
 // windowStats summarises a closed window.
 type windowStats struct {
-	mean  float64 // seconds, over samples not dropped; 0 when all dropped
-	base  float64 // the no-load baseline, seconds; 0 before the first probe
+	stat  float64 // the window's RTT quantile, seconds (drops count as slowest)
+	base  float64 // the baseline quantile, seconds
+	queue float64 // estimated requests waiting at the backend, ≥ 0
 	drops int
+	n     int
 	used  bool // some request saw inflight ≥ limit/2
+	calm  int  // consecutive earlier windows with queue ≤ QueueTarget
+}
+
+// maxWindow bounds a window's samples (the buffer is fixed: no allocation
+// per sample).
+const maxWindow = 1024
+
+// Probe schedule (see adaptive).
+const (
+	probeEvery    = 16  // windows between probes
+	probeFraction = 0.8 // a probe's share of the limit
+	probeAverage  = 4   // the baseline averages this many probes (then an EWMA of weight 1/probeAverage)
+	probeBudget   = 4   // tail: round trips (× limit samples) to wait for a probe's stragglers
+	startFraction = 0.5 // the first probe's share of the initial limit
+)
+
+// Probe phases.
+const (
+	probeIdle    = iota
+	probeRunning // the limit is lowered
+	probeTail    // the limit is back; the probe's last requests finish
+)
+
+// prober is one baseline probe in progress.
+type prober struct {
+	phase  int
+	limit  int // the probe's limit; its requests carry inflight ≤ limit
+	skip   int // samples still to ignore before counting (the start-up probe)
+	want   int // samples the probe measures
+	budget int // tail: other samples left before giving up on stragglers
 }
 
 func newAdaptive(cfg LimiterConfig, step func(*LimiterConfig, float64, windowStats) float64) *adaptive {
 	a := &adaptive{cfg: cfg, est: float64(cfg.Limit), step: step}
-	a.probe.init(&a.cfg)
+	// The limit reads Limit until the first sample starts the start-up
+	// probe. Up to Limit requests may have been admitted before it, and
+	// as many as the probe admits may queue behind them: skip those.
+	lim := max(int(float64(cfg.Limit)*startFraction+0.5), 1)
+	a.probe = prober{phase: probeRunning, limit: lim, skip: cfg.Limit + lim, want: min(2*a.windowSize(), maxWindow)}
 	a.limit.Store(int64(cfg.Limit))
 	return a
+}
+
+// windowSize is max(WindowSamples, 2×limit), at most maxWindow.
+func (a *adaptive) windowSize() int {
+	return min(max(a.cfg.WindowSamples, int(2*a.est+0.5)), maxWindow)
 }
 
 func (a *adaptive) Limit() int { return int(a.limit.Load()) }
@@ -48,50 +139,95 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 	if c.TimeoutMs > 0 && rtt > time.Duration(c.TimeoutMs)*time.Millisecond {
 		dropped = true
 	}
-	switch a.probe.phase {
-	case probeRunning:
-		if a.probe.add(rtt, inflight, dropped) {
-			a.store() // the probe has its samples: back to the estimate
-		}
-		return
-	case probeTail:
-		if a.probe.tail(rtt, inflight, dropped) {
-			return // a probe sample: not part of the window
-		}
-	}
-	if a.skip > 0 {
-		a.skip--
+	if a.probe.phase != probeIdle {
+		a.probeSample(rtt, inflight, dropped)
 		return
 	}
-	size := max(c.WindowSamples, int(a.est+0.5))
-	if !a.win.add(rtt, inflight, dropped, size) {
+	a.win.add(rtt, inflight, dropped)
+	if a.win.n < a.windowSize() {
 		return
 	}
-	s := a.win.close(int(a.est + 0.5))
-	s.base = a.probe.base
-	if s.mean > 0 {
-		if a.short == 0 {
-			a.short = s.mean
-		} else {
-			a.short += shortWeight * (s.mean - a.short)
-		}
-		s.mean = a.short
+	s := a.win.close(c.Quantile, int(a.est+0.5))
+	s.base = a.base
+	if s.stat > s.base && a.win.meanRTT > 0 {
+		x := a.win.meanInflight / a.win.meanRTT // completions per second (Little)
+		s.queue = math.Min((s.stat-s.base)*x, a.win.meanInflight)
 	}
-	next := clampF(a.step(c, a.est, s), c.Min, c.Max)
-	if next < a.est {
-		// The next round trip's samples started before the decrease.
-		a.skip, a.short = size, 0
+	s.calm = a.calm
+	if s.queue <= c.QueueTarget {
+		a.calm++
+	} else {
+		a.calm = 0
 	}
-	a.est = next
-	if a.probe.windowClosed() && a.probe.phase == probeIdle {
-		f := c.ProbeFraction
-		if a.probe.base == 0 {
-			// The first probe must find no queue whatever the initial
-			// limit: go lower.
-			f = min(f, firstProbeFraction)
+	a.est = clampF(a.step(c, a.est, s), c.Min, c.Max)
+	a.windows++
+	every := probeEvery
+	if a.probes < probeAverage {
+		every = probeEvery / 4 // the first probes come faster: one is noisy
+	}
+	// A probe must run below capacity; after a congested window it might
+	// not: wait for a calm one. But when no window was calm for two
+	// intervals, the baseline itself is suspect (too low: every window
+	// reads as a queue, and the limit sinks): probe anyway.
+	if a.windows >= 2*every || (a.windows >= every && s.queue <= c.QueueTarget) {
+		lim := max(int(a.est*probeFraction+0.5), 1)
+		a.probe = prober{phase: probeRunning, limit: lim, want: a.windowSize()}
+		a.limit.Store(int64(lim))
+		return
+	}
+	a.store()
+}
+
+// probeSample feeds a probe. While it runs, the limit is the probe's and
+// only requests that started at that concurrency (inflight ≤ its limit)
+// count: they found no queue at the backend as long as the probe's limit
+// is below its capacity. Once want minus the probe's limit of them have
+// finished, about want have started: the limit is restored, and the
+// probe's last requests (the slow ones: leaving them out would bias the
+// quantile low) are awaited for up to probeBudget round trips. Their
+// quantile updates the baseline.
+func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) {
+	p := &a.probe
+	if p.phase == probeRunning && a.limit.Load() != int64(p.limit) {
+		a.limit.Store(int64(p.limit)) // the start-up probe begins at the first sample
+	}
+	if p.skip > 0 {
+		p.skip--
+		return
+	}
+	if inflight > p.limit {
+		if p.phase == probeTail {
+			if p.budget--; p.budget <= 0 {
+				a.endProbe()
+			}
 		}
-		a.probe.start(int(a.est*f+0.5), size)
-		a.limit.Store(int64(a.probe.limit))
+		return // started before the probe, or after it
+	}
+	a.win.add(rtt, inflight, dropped)
+	if p.phase == probeRunning && a.win.n >= p.want-p.limit {
+		p.phase, p.budget = probeTail, probeBudget*max(int(a.est+0.5), p.limit)
+		a.store()
+	}
+	if a.win.n >= p.want {
+		a.endProbe()
+	}
+}
+
+// endProbe turns the probe's samples into the baseline: the first probe
+// sets it, the next ones are averaged in (a running mean of probeAverage,
+// then an EWMA of weight 1/probeAverage).
+func (a *adaptive) endProbe() {
+	s := a.win.close(a.cfg.Quantile, a.probe.limit)
+	a.probe, a.windows = prober{}, 0
+	if s.n > 0 && !math.IsInf(s.stat, 1) {
+		a.probes++
+		a.base += (s.stat - a.base) / float64(min(a.probes, probeAverage))
+	}
+	if a.base == 0 {
+		// Every sample dropped before any baseline: probe again.
+		lim := max(int(a.est*startFraction+0.5), 1)
+		a.probe = prober{phase: probeRunning, limit: lim, want: a.windowSize()}
+		a.limit.Store(int64(lim))
 		return
 	}
 	a.store()
@@ -99,8 +235,8 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 
 func (a *adaptive) store() { a.limit.Store(int64(a.est + 0.5)) }
 
-// estimate returns the limit outside probes and whether a probe lowers the
-// limit now.
+// estimate returns the limit outside probes and whether a probe lowers
+// the limit now.
 func (a *adaptive) estimate() (float64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -109,177 +245,53 @@ func (a *adaptive) estimate() (float64, bool) {
 
 // window gathers the samples of one measurement window.
 type window struct {
-	n, drops    int
-	ok          int
-	sum         float64 // seconds, over samples not dropped
-	maxInflight int
+	rtts         [maxWindow]float64 // seconds; dropped samples are +Inf
+	n, drops     int
+	ok           int
+	sum          float64 // seconds, over samples not dropped
+	sumInflight  float64
+	maxInflight  int
+	meanRTT      float64 // of the last closed window
+	meanInflight float64 // of the last closed window
 }
 
-// add records a sample and reports whether the window holds size samples.
-func (w *window) add(rtt time.Duration, inflight int, dropped bool, size int) bool {
-	w.n++
+// add records a sample (none beyond maxWindow).
+func (w *window) add(rtt time.Duration, inflight int, dropped bool) {
+	if w.n >= maxWindow {
+		return
+	}
+	v := rtt.Seconds()
 	if dropped {
 		w.drops++
+		v = math.Inf(1)
 	} else {
-		w.sum += rtt.Seconds()
+		w.sum += v
 		w.ok++
 	}
+	w.rtts[w.n] = v
+	w.n++
+	w.sumInflight += float64(inflight)
 	w.maxInflight = max(w.maxInflight, inflight)
-	return w.n >= size
 }
 
-// close summarises and resets the window; lim is the limit it ran under.
-func (w *window) close(lim int) windowStats {
-	var s windowStats
+// close summarises and resets the window: the q quantile of its samples;
+// lim is the limit it ran under.
+func (w *window) close(q float64, lim int) windowStats {
+	s := windowStats{drops: w.drops, n: w.n, used: 2*w.maxInflight >= lim}
+	xs := w.rtts[:w.n]
+	slices.Sort(xs)
+	if w.n > 0 {
+		s.stat = xs[min(int(q*float64(w.n)), w.n-1)]
+	}
+	w.meanRTT, w.meanInflight = 0, 0
 	if w.ok > 0 {
-		s.mean = w.sum / float64(w.ok)
+		w.meanRTT = w.sum / float64(w.ok)
 	}
-	s.drops, s.used = w.drops, 2*w.maxInflight >= lim
-	*w = window{}
+	if w.n > 0 {
+		w.meanInflight = w.sumInflight / float64(w.n)
+	}
+	w.n, w.drops, w.ok, w.sum, w.sumInflight, w.maxInflight = 0, 0, 0, 0, 0, 0
 	return s
-}
-
-// shortWeight is the weight of a new window in the short-term RTT: window
-// means are noisy (±7 % at 48 lognormal samples), so two windows are
-// blended; after a decrease the blend restarts.
-const shortWeight = 0.5
-
-// probeAverage is how many probes the baseline averages (a running mean,
-// then an EWMA of weight 1/probeAverage); probeRestart is the ratio of a
-// probe's mean to the baseline beyond which the baseline restarts from it.
-const (
-	probeAverage = 8
-	probeRestart = 1.2
-	// firstProbeFraction caps the first probe's share of the limit.
-	firstProbeFraction = 0.5
-)
-
-// Probe phases.
-const (
-	probeIdle    = iota
-	probeRunning // the limit is lowered; collecting samples
-	probeTail    // the limit is back; collecting the probe's stragglers
-)
-
-// prober measures the no-load RTT baseline. With lognormal service times a
-// window's mean RTT is noisy (±7 % at 48 samples), so the lowest recent
-// window mean is biased low, and a plain long-term EWMA drifts up with any
-// standing queue (Gradient2's known drift). Instead, every ProbeInterval
-// windows the limiter lowers its limit to ProbeFraction of itself (the idea
-// of BBR's ProbeRTT) and averages the RTT of the requests that started at
-// that concurrency (inflight ≤ the probe limit): they found no queue at the
-// backend as long as the probe limit is at most its capacity. Requests
-// still running when the probe has its samples are long ones; leaving them
-// out would bias the mean low, so after the limit is restored the probe
-// keeps collecting them (they still carry inflight ≤ the probe limit) for
-// up to four windows. One probe's mean is itself noisy, so the baseline is
-// the running mean of the first four probes, then an EWMA with weight ¼.
-// The first probe takes twice the samples.
-type prober struct {
-	base     float64 // seconds; 0 until the first probe ends
-	windows  int     // windows since the last probe
-	phase    int
-	limit    int // the probe's limit
-	n        int
-	sum      float64
-	left     int // tail: stragglers still expected
-	budget   int // tail: samples left before giving up on stragglers
-	window   int // window size when the probe started
-	interval int
-	fraction float64
-	samples  int
-	probes   int        // probes done
-	off      [3]float64 // recent probe means far off the baseline
-	offN     int        // how many of off are set
-	offSide  int        // +1 above, -1 below, 0 none
-}
-
-func (p *prober) init(c *LimiterConfig) {
-	p.interval, p.fraction, p.samples = c.ProbeInterval, c.ProbeFraction, c.ProbeSamples
-}
-
-// windowClosed counts a window and reports whether a probe should start.
-func (p *prober) windowClosed() bool {
-	p.windows++
-	if p.base == 0 {
-		// The first probe waits two windows: requests from the ramp-up
-		// may carry a low inflight and would pass for probe samples.
-		return p.windows >= 2
-	}
-	if p.probes < probeAverage/2 {
-		return p.windows >= max(p.interval/5, 4)
-	}
-	return p.windows >= p.interval
-}
-
-// start begins a probe at limit lim; window is the current window size.
-func (p *prober) start(lim, window int) {
-	p.phase, p.limit, p.n, p.sum, p.window = probeRunning, max(lim, 1), 0, 0, window
-}
-
-// add records a sample while the limit is lowered and reports whether the
-// probe has its samples (the limit may be restored).
-func (p *prober) add(rtt time.Duration, inflight int, dropped bool) bool {
-	if dropped || inflight > p.limit {
-		return false // started before the probe, or failed
-	}
-	p.n++
-	p.sum += rtt.Seconds()
-	if p.n < p.samples {
-		return false
-	}
-	p.phase, p.left, p.budget = probeTail, p.limit, 4*p.window
-	return true
-}
-
-// tail records a sample after the limit was restored and reports whether
-// it was one of the probe's own.
-func (p *prober) tail(rtt time.Duration, inflight int, dropped bool) bool {
-	p.budget--
-	own := inflight <= p.limit
-	if own {
-		p.left--
-		if !dropped {
-			p.n++
-			p.sum += rtt.Seconds()
-		}
-	}
-	if p.left <= 0 || p.budget <= 0 {
-		p.finish()
-	}
-	return own
-}
-
-func (p *prober) finish() {
-	mean := p.sum / float64(max(p.n, 1))
-	// Three probes in a row far off the baseline on the same side mean the
-	// backend's service time changed (or an earlier probe ran on a queue):
-	// restart the baseline from their median. One such probe is noise.
-	off := 0
-	switch {
-	case p.base > 0 && mean > p.base*probeRestart:
-		off = 1
-	case p.base > 0 && mean < p.base/probeRestart:
-		off = -1
-	}
-	if off == 0 || off != p.offSide {
-		p.offN = 0
-	}
-	p.offSide = off
-	if off != 0 {
-		p.off[p.offN] = mean
-		p.offN++
-		if p.offN == len(p.off) {
-			o := p.off
-			slices.Sort(o[:])
-			p.base, p.probes, p.offN, p.offSide = o[1], 4, 0, 0
-			p.phase, p.windows = probeIdle, 0
-			return
-		}
-	}
-	p.probes++
-	p.base += (mean - p.base) / float64(min(p.probes, probeAverage))
-	p.phase, p.windows = probeIdle, 0
 }
 
 func clampF(v float64, lo, hi int) float64 {

@@ -2,52 +2,47 @@ package admit
 
 import "math"
 
-// Gradient is a latency-gradient limit in the style of Netflix's Gradient2.
-// Each window (about one round trip: max(WindowSamples, limit) samples)
-// compares the no-load RTT baseline (long term; measured by periodic
-// probes, see LimiterConfig ProbeInterval) with the window's mean RTT
-// (short term):
+// Gradient is a queue-estimating limit in the style of TCP Vegas. Each
+// window (max(WindowSamples, 2×limit) samples, about two round trips)
+// estimates the requests waiting at the backend from how far the window's
+// RTT quantile sits above its no-load baseline (see adaptive) and steers
+// that queue to QueueTarget:
 //
-//	gradient = clamp(Tolerance × baseline / short, MinGradient, 1)
-//	target   = limit × gradient + (gradient == 1 ? sqrt(limit) : 0)
-//	limit    = limit + Smoothing × (target − limit)
+//	queue > QueueTarget:  limit −= Smoothing × (queue − QueueTarget)
+//	                      (at most down to MinGradient × limit)
+//	otherwise, if used:   limit += Smoothing × sqrt(limit)
 //
-// When the backend queues, short ≈ baseline × limit / capacity, so the
-// target is about Tolerance × capacity; when it does not, the limit climbs
-// by the queue allowance sqrt(limit) (only while the limit is used). A
-// window with drops targets limit × MinGradient. After a decrease the next
-// round trip's samples are ignored. The limit starts at the configured
-// Limit.
+// Above capacity C the queue is limit − C, so a decrease aims straight at
+// C + QueueTarget: after losing a node the limit gets there in a few
+// windows, with no overshoot from a noisy ratio. Below capacity the queue
+// reads ≈ 0 whatever the distance to C, so the limit climbs by a queue
+// allowance (about 3 per window at 32) until the queue shows; that is how
+// it finds a returned node. Noise in the queue estimate (±1–2 requests)
+// moves the limit by half as much, symmetrically, so it does not ratchet
+// down. A window with more than dropShare drops (time-outs, 5xx) is
+// congestion whatever its RTT: the limit is multiplied by Backoff.
+// "used" means some request saw inflight ≥ limit/2; an idle limiter does
+// not grow.
 type Gradient struct{ *adaptive }
 
 func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg, gradientStep)} }
 
-func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
-	target := est
-	switch {
-	case s.drops > 0:
-		target = est * c.MinGradient
-	case s.mean > 0 && s.base > 0:
-		grad := s.base / s.mean
-		if grad*c.Tolerance >= 1 {
-			// Within tolerance: no queue to speak of.
-			if s.used {
-				target += math.Sqrt(est)
-			}
-		} else {
-			// Aim at the bottom of the tolerance band, so that the
-			// climb back (by the queue allowance) centres on capacity.
-			target = est * math.Max(c.MinGradient, grad/c.Tolerance)
-		}
-	}
-	step := c.Smoothing
-	if target < est {
-		step = min(1, gradientDownFactor*step)
-	}
-	return est + step*(target-est)
-}
+// maxClimbShift caps the climb's doubling: after k calm windows in a row
+// the climb is 2^min(k, maxClimbShift) times the proportional step.
+const maxClimbShift = 3
 
-// gradientDownFactor speeds up decreases: a queue measured at the backend
-// gives an accurate target (about its capacity), while increases are
-// guesses (the queue allowance) and go slowly.
-const gradientDownFactor = 2.5
+// dropShare is the share of dropped samples above which a window counts
+// as congested.
+const dropShare = 0.05
+
+func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
+	switch {
+	case float64(s.drops) > dropShare*float64(s.n):
+		return est * c.Backoff
+	case s.queue > c.QueueTarget:
+		return math.Max(est-c.Smoothing*(s.queue-c.QueueTarget), est*c.MinGradient)
+	case s.used:
+		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-1, 0), maxClimbShift))
+	}
+	return est
+}

@@ -49,42 +49,37 @@ type LimiterConfig struct {
 	Min int `yaml:"min" json:"min"`
 	Max int `yaml:"max" json:"max"`
 
-	// Backoff multiplies the AIMD limit on a drop or a congested window,
-	// in (0, 1) (default 0.9).
+	// Backoff multiplies the AIMD limit on a congested window, in (0, 1)
+	// (default 0.9).
 	Backoff float64 `yaml:"backoff" json:"backoff"`
-	// Tolerance is how much the window's mean RTT may exceed the no-load
-	// baseline before the window counts as congested (AIMD) or the gradient
-	// falls below 1 (gradient), ≥ 1 (default 1.1 for AIMD, whose cut is a
-	// fixed ×Backoff; 1.05 for gradient, whose cut aims at the bottom of
-	// the band). A window's mean RTT is noisy (±5 % blended over two
-	// windows of lognormal samples) and so is the baseline (±1–2 %).
-	Tolerance float64 `yaml:"tolerance" json:"tolerance"`
+	// QueueTarget is how many requests the adaptive limiters let wait in
+	// the backend's own queue (summed over nodes), > 0 (default 4): a few
+	// queued requests keep every slot busy between completions, and the
+	// estimate of the queue is biased high by about that much (see
+	// adaptive). The gradient limiter steers its estimate of the queue to
+	// QueueTarget; AIMD backs off above 2×QueueTarget.
+	QueueTarget float64 `yaml:"queue_target" json:"queue_target"`
 	// TimeoutMs: a sample slower than this counts as dropped (0: never).
 	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
 	// WindowSamples is the fewest samples that close a measurement window;
-	// a window also needs at least Limit samples, about one round trip
-	// (default 16).
+	// a window also needs at least twice the limit (about two round trips)
+	// and at most maxWindow (default 96, about half a second at 200 req/s:
+	// the p25 of 96 lognormal samples varies by ±7 %, ±2 requests in the
+	// queue estimate; longer windows are steadier but react slower).
 	WindowSamples int `yaml:"window_samples" json:"window_samples"`
-	// ProbeInterval is how many windows pass between baseline probes
-	// (default 40, about 10 s at 200 ms round trips). A probe lowers the
-	// limit to ProbeFraction of itself until ProbeSamples requests started
-	// at that concurrency have finished; their mean RTT is the no-load
-	// baseline the adaptive limiters compare with (an EWMA over probes, so
-	// a lasting slowdown of the backend becomes the new baseline within a
-	// few probes). The first probe runs at the first window.
-	ProbeInterval int `yaml:"probe_interval" json:"probe_interval"`
-	// ProbeFraction is the probe's share of the limit, in (0, 1)
-	// (default 0.5).
-	ProbeFraction float64 `yaml:"probe_fraction" json:"probe_fraction"`
-	// ProbeSamples is the samples one probe needs (default 64; the first
-	// probe takes twice as many).
-	ProbeSamples int `yaml:"probe_samples" json:"probe_samples"`
-	// Smoothing is the gradient limiter's step toward a higher target per
-	// window, in (0, 1] (default 0.2); a lower target is approached 2.5×
-	// faster (at most all the way).
+	// Quantile is the RTT quantile a window is summarised by, in (0, 1)
+	// (default 0.25). A queue adds about the same wait to every request,
+	// so a low quantile shifts by the same milliseconds as the median but
+	// from a smaller value and with less noise: the best signal-to-noise
+	// for the lab's lognormal service times is between p10 and p25.
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	// Smoothing is the share of the estimated excess queue the gradient
+	// limiter removes per window, in (0, 1] (default 0.5), and the share of
+	// sqrt(limit) it adds per uncongested window in which the limit was
+	// used.
 	Smoothing float64 `yaml:"smoothing" json:"smoothing"`
-	// MinGradient clamps the gradient's fall per window, in (0, 1]
-	// (default 0.5).
+	// MinGradient bounds one window's decrease: the limit falls at most to
+	// MinGradient × itself, in (0, 1] (default 0.5).
 	MinGradient float64 `yaml:"min_gradient" json:"min_gradient"`
 }
 
@@ -99,26 +94,17 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 	if c.Backoff == 0 {
 		c.Backoff = 0.9
 	}
-	if c.Tolerance == 0 {
-		c.Tolerance = 1.1
-		if c.Algorithm == AlgoGradient {
-			c.Tolerance = 1.05
-		}
+	if c.QueueTarget == 0 {
+		c.QueueTarget = 2
 	}
 	if c.WindowSamples == 0 {
-		c.WindowSamples = 48
+		c.WindowSamples = 96
 	}
-	if c.ProbeInterval == 0 {
-		c.ProbeInterval = 60
-	}
-	if c.ProbeFraction == 0 {
-		c.ProbeFraction = 0.75
-	}
-	if c.ProbeSamples == 0 {
-		c.ProbeSamples = 128
+	if c.Quantile == 0 {
+		c.Quantile = 0.25
 	}
 	if c.Smoothing == 0 {
-		c.Smoothing = 0.2
+		c.Smoothing = 0.5
 	}
 	if c.MinGradient == 0 {
 		c.MinGradient = 0.5
@@ -158,8 +144,8 @@ func (c LimiterConfig) Validate() error {
 	if bad(c.Backoff) || c.Backoff < 0 || c.Backoff >= 1 {
 		return fmt.Errorf("admit: limiter field backoff: %v, want a value in (0, 1)", c.Backoff)
 	}
-	if bad(c.Tolerance) || (c.Tolerance != 0 && c.Tolerance < 1) {
-		return fmt.Errorf("admit: limiter field tolerance: %v, want ≥ 1", c.Tolerance)
+	if bad(c.QueueTarget) || c.QueueTarget < 0 {
+		return fmt.Errorf("admit: limiter field queue_target: %v, want > 0", c.QueueTarget)
 	}
 	if c.TimeoutMs < 0 {
 		return fmt.Errorf("admit: limiter field timeout_ms: %d, want ≥ 0", c.TimeoutMs)
@@ -167,14 +153,8 @@ func (c LimiterConfig) Validate() error {
 	if c.WindowSamples < 0 {
 		return fmt.Errorf("admit: limiter field window_samples: %d, want ≥ 1", c.WindowSamples)
 	}
-	if c.ProbeInterval < 0 {
-		return fmt.Errorf("admit: limiter field probe_interval: %d, want ≥ 1", c.ProbeInterval)
-	}
-	if bad(c.ProbeFraction) || c.ProbeFraction < 0 || c.ProbeFraction >= 1 {
-		return fmt.Errorf("admit: limiter field probe_fraction: %v, want a value in (0, 1)", c.ProbeFraction)
-	}
-	if c.ProbeSamples < 0 {
-		return fmt.Errorf("admit: limiter field probe_samples: %d, want ≥ 1", c.ProbeSamples)
+	if bad(c.Quantile) || c.Quantile < 0 || c.Quantile >= 1 {
+		return fmt.Errorf("admit: limiter field quantile: %v, want a value in (0, 1)", c.Quantile)
 	}
 	if bad(c.Smoothing) || c.Smoothing < 0 || c.Smoothing > 1 {
 		return fmt.Errorf("admit: limiter field smoothing: %v, want a value in (0, 1]", c.Smoothing)

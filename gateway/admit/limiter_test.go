@@ -17,7 +17,7 @@ func TestLimiterConfigValidate(t *testing.T) {
 		{"static", LimiterConfig{Algorithm: AlgoStatic, Limit: 10}, ""},
 		{"static ignores adaptive knobs", LimiterConfig{Algorithm: AlgoStatic, Limit: 10, Min: 50}, ""},
 		{"aimd defaults", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, ""},
-		{"gradient full", LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 4, Max: 256, Tolerance: 1.2, Smoothing: 0.3, MinGradient: 0.6, WindowSamples: 32, ProbeInterval: 30, ProbeFraction: 0.6, ProbeSamples: 64, TimeoutMs: 5000}, ""},
+		{"gradient full", LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 4, Max: 256, QueueTarget: 3, Quantile: 0.1, Smoothing: 0.3, MinGradient: 0.6, WindowSamples: 32, TimeoutMs: 5000}, ""},
 		{"missing algorithm", LimiterConfig{Limit: 10}, "algorithm"},
 		{"unknown algorithm", LimiterConfig{Algorithm: "vegas", Limit: 10}, "algorithm"},
 		{"zero limit", LimiterConfig{Algorithm: AlgoStatic}, "limit"},
@@ -29,13 +29,12 @@ func TestLimiterConfigValidate(t *testing.T) {
 		{"backoff 1", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Backoff: 1}, "backoff"},
 		{"backoff negative", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Backoff: -0.5}, "backoff"},
 		{"backoff NaN", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Backoff: math.NaN()}, "backoff"},
-		{"tolerance below 1", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Tolerance: 0.9}, "tolerance"},
-		{"tolerance Inf", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Tolerance: math.Inf(1)}, "tolerance"},
+		{"negative queue target", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, QueueTarget: -1}, "queue_target"},
+		{"queue target Inf", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, QueueTarget: math.Inf(1)}, "queue_target"},
 		{"negative timeout", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, TimeoutMs: -1}, "timeout_ms"},
 		{"negative window", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, WindowSamples: -1}, "window_samples"},
-		{"negative probe interval", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, ProbeInterval: -1}, "probe_interval"},
-		{"probe fraction 1", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, ProbeFraction: 1}, "probe_fraction"},
-		{"negative probe samples", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, ProbeSamples: -2}, "probe_samples"},
+		{"quantile 1", LimiterConfig{Algorithm: AlgoAIMD, Limit: 10, Quantile: 1}, "quantile"},
+		{"quantile NaN", LimiterConfig{Algorithm: AlgoGradient, Limit: 10, Quantile: math.NaN()}, "quantile"},
 		{"smoothing above 1", LimiterConfig{Algorithm: AlgoGradient, Limit: 10, Smoothing: 1.5}, "smoothing"},
 		{"min gradient above 1", LimiterConfig{Algorithm: AlgoGradient, Limit: 10, MinGradient: 2}, "min_gradient"},
 	}
@@ -84,89 +83,139 @@ func feed(l Limiter, n int, rtt time.Duration, inflight int, dropped bool) {
 	}
 }
 
-func TestAdaptiveDrops(t *testing.T) {
+// startUp feeds an adaptive limiter with Limit lim through its start-up
+// probe: the probe halves the limit at the first sample, skips what was
+// admitted before (lim + lim/2 samples), then needs two windows
+// (2×max(96, 2×lim) samples, the last lim/2 after the limit is restored)
+// from requests started at ≤ lim/2 in flight, at base RTT.
+func startUp(t *testing.T, l Limiter, lim int, base time.Duration) {
+	t.Helper()
+	probe := lim / 2
+	feed(l, 1, base, lim, false)
+	if l.Limit() != probe {
+		t.Fatalf("after the first sample Limit() = %d, want the start-up probe's %d", l.Limit(), probe)
+	}
+	feed(l, lim+probe-1, base, lim, false) // admitted before the probe
+	want := 2 * max(96, 2*lim)
+	feed(l, want-probe, base, probe, false)
+	if l.Limit() != lim {
+		t.Fatalf("after the probe's samples Limit() = %d, want %d restored", l.Limit(), lim)
+	}
+	feed(l, probe, base, probe, false) // the probe's stragglers
+	if _, probing := l.(estimator).estimate(); probing {
+		t.Fatal("still probing after the start-up probe's samples")
+	}
+}
+
+// TestAdaptiveQueueEstimate: a window whose p25 RTT sits above the
+// baseline by W reads as W × X queued requests (X = inflight / mean RTT);
+// the gradient limit removes half the excess over QueueTarget, AIMD cuts
+// ×0.9; windows at the baseline grow both.
+func TestAdaptiveQueueEstimate(t *testing.T) {
+	base := 100 * time.Millisecond
 	tests := []struct {
-		name string
-		cfg  LimiterConfig
-		want int // after one window of 48 samples with a drop
+		name     string
+		algo     string
+		rtt      time.Duration // of every sample of the next window
+		min, max int           // Limit() after it
 	}{
-		{"aimd backs off ×0.9", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, 43},               // 43.2
-		{"aimd custom backoff", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48, Backoff: 0.5}, 24}, // 24
-		{"gradient steps halfway to ×0.5", LimiterConfig{Algorithm: AlgoGradient, Limit: 48}, 36},
-		{"aimd min bounds", LimiterConfig{Algorithm: AlgoAIMD, Limit: 48, Min: 46}, 46},
+		// 40 in flight at 150 ms: X = 267/s, W = 50 ms, queue 13.3:
+		// 40 − 0.5 × (13.3 − 2) = 34.3.
+		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 34, 35},
+		{"aimd backs off", AlgoAIMD, 150 * time.Millisecond, 36, 36},
+		// 40 in flight at 105 ms: queue 1.9 ≤ 2: calm.
+		{"gradient grows when calm", AlgoGradient, 105 * time.Millisecond, 41, 41},
+		{"aimd grows when calm", AlgoAIMD, 105 * time.Millisecond, 41, 42},
+		{"gradient grows at the baseline", AlgoGradient, base, 41, 42},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, err := NewLimiter(tt.cfg)
+			l, err := NewLimiter(LimiterConfig{Algorithm: tt.algo, Limit: 40})
 			if err != nil {
 				t.Fatal(err)
 			}
-			feed(l, 47, 200*time.Millisecond, 48, false)
-			feed(l, 1, 0, 48, true)
-			if got := l.Limit(); got != tt.want {
-				t.Fatalf("Limit() after a window with a drop = %d, want %d", got, tt.want)
+			startUp(t, l, 40, base)
+			feed(l, 96, tt.rtt, 40, false)
+			if got := l.Limit(); got < tt.min || got > tt.max {
+				t.Fatalf("Limit() = %d after a window at %v, want in [%d, %d]", got, tt.rtt, tt.min, tt.max)
 			}
 		})
 	}
 }
 
-func TestAdaptiveTimeoutIsDrop(t *testing.T) {
-	l, _ := NewLimiter(LimiterConfig{Algorithm: AlgoAIMD, Limit: 48, TimeoutMs: 1000})
-	feed(l, 47, 200*time.Millisecond, 48, false)
-	feed(l, 1, 2*time.Second, 48, false)
-	if got := l.Limit(); got != 43 {
-		t.Fatalf("Limit() = %d after a sample over timeout_ms, want 43", got)
-	}
-}
-
-// TestAdaptiveProbe: with no baseline yet, the first probe lowers the limit
-// to half after two windows; once it has its samples (and stragglers) the
-// limit returns, and windows at the baseline RTT grow it.
-func TestAdaptiveProbe(t *testing.T) {
+// TestAdaptiveDrops: a window with more than 5 % drops backs off ×0.9
+// whatever its RTT; a sample over timeout_ms is a drop; fewer drops are
+// only slow samples.
+func TestAdaptiveDrops(t *testing.T) {
+	base := 100 * time.Millisecond
 	for _, algo := range []string{AlgoAIMD, AlgoGradient} {
 		t.Run(algo, func(t *testing.T) {
-			l, _ := NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40, ProbeSamples: 50})
-			rtt := 100 * time.Millisecond
-			feed(l, 48, rtt, 40, false) // window size is max(48, limit)
-			if l.Limit() != 40 {
-				t.Fatalf("after one window Limit() = %d, want 40", l.Limit())
+			l, _ := NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40})
+			startUp(t, l, 40, base)
+			feed(l, 90, base, 40, false)
+			feed(l, 6, 0, 40, true)
+			if got := l.Limit(); got != 36 {
+				t.Fatalf("Limit() after a window with 6 %% drops = %d, want 36", got)
 			}
-			feed(l, 48, rtt, 40, false)
-			if l.Limit() != 20 {
-				t.Fatalf("after two windows Limit() = %d, want the probe's 20", l.Limit())
+			l, _ = NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40, TimeoutMs: 1000})
+			startUp(t, l, 40, base)
+			feed(l, 90, base, 40, false)
+			feed(l, 6, 2*time.Second, 40, false)
+			if got := l.Limit(); got != 36 {
+				t.Fatalf("Limit() after a window with 6 samples over timeout_ms = %d, want 36", got)
 			}
-			feed(l, 30, rtt, 40, false) // started before the probe: ignored
-			feed(l, 50, rtt, 20, false)
-			if l.Limit() != 40 {
-				t.Fatalf("after the probe's samples Limit() = %d, want 40 again", l.Limit())
-			}
-			feed(l, 20, rtt, 15, false) // stragglers
-			if est, probing := l.(estimator).estimate(); probing || est != 40 {
-				t.Fatalf("estimate() = %v, %v", est, probing)
-			}
-			feed(l, 48*3, rtt, 40, false) // three uncongested, used windows
-			if l.Limit() <= 40 {
-				t.Fatalf("Limit() = %d after windows at the baseline RTT, want growth", l.Limit())
-			}
-			before := l.Limit()
-			feed(l, 48*3, 3*rtt, 40, false) // a queue: RTT tripled
-			if l.Limit() >= before {
-				t.Fatalf("Limit() = %d after windows at 3× the baseline RTT, want < %d", l.Limit(), before)
+			l, _ = NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40})
+			startUp(t, l, 40, base)
+			feed(l, 94, base, 40, false)
+			feed(l, 2, 0, 40, true)
+			if got := l.Limit(); got <= 40 {
+				t.Fatalf("Limit() after a calm window with 2 %% drops = %d, want growth", got)
 			}
 		})
+	}
+}
+
+// TestAdaptivePeriodicProbe: after probeEvery/4 calm windows (the first
+// probes come faster) the limit drops to 80 % until a window of requests
+// started at that concurrency has finished; a probe that finds a slower
+// backend moves the baseline toward it.
+func TestAdaptivePeriodicProbe(t *testing.T) {
+	base := 100 * time.Millisecond
+	l, _ := NewLimiter(LimiterConfig{Algorithm: AlgoGradient, Limit: 40, Min: 4, Max: 40})
+	startUp(t, l, 40, base)
+	for range probeEvery / 4 {
+		feed(l, 96, base, 40, false)
+	}
+	if got := l.Limit(); got != 32 {
+		t.Fatalf("Limit() = %d after %d calm windows, want the probe's 32", got, probeEvery/4)
+	}
+	feed(l, 50, base, 40, false) // started before the probe: ignored
+	if got := l.Limit(); got != 32 {
+		t.Fatalf("Limit() = %d, want 32 until the probe has its samples", got)
+	}
+	feed(l, 96-32, 2*base, 32, false) // the backend got slower
+	if got := l.Limit(); got != 40 {
+		t.Fatalf("Limit() = %d after the probe's samples, want 40 restored", got)
+	}
+	feed(l, 32, 2*base, 32, false)
+	// The baseline is now the mean of 100 ms and 200 ms: windows at 200 ms
+	// read as a queue, so the limit falls (and later probes correct it).
+	feed(l, 96, 2*base, 40, false)
+	if got := l.Limit(); got >= 40 {
+		t.Fatalf("Limit() = %d after a window above the new baseline, want < 40", got)
 	}
 }
 
 // TestAdaptiveAppLimited: windows where inflight stays under half the limit
 // do not grow it.
 func TestAdaptiveAppLimited(t *testing.T) {
-	l, _ := NewLimiter(LimiterConfig{Algorithm: AlgoAIMD, Limit: 40, ProbeSamples: 50})
-	rtt := 100 * time.Millisecond
-	feed(l, 2*48, rtt, 10, false)  // two windows, then the probe (at 20) starts
-	feed(l, 50+20, rtt, 10, false) // probe samples and stragglers
-	feed(l, 48*5, rtt, 10, false)
-	if l.Limit() != 40 {
-		t.Fatalf("Limit() = %d while app-limited, want 40", l.Limit())
+	for _, algo := range []string{AlgoAIMD, AlgoGradient} {
+		l, _ := NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40})
+		startUp(t, l, 40, 100*time.Millisecond)
+		feed(l, 96*3, 100*time.Millisecond, 10, false)
+		if l.Limit() != 40 {
+			t.Fatalf("%s: Limit() = %d while app-limited, want 40", algo, l.Limit())
+		}
 	}
 }
 
