@@ -71,6 +71,7 @@ type adaptive struct {
 	windows int                                                        // guarded by mu; windows since the last probe
 	probe   prober                                                     // guarded by mu
 	calm    int                                                        // guarded by mu; consecutive windows with no excess queue
+	rejects int                                                        // guarded by mu; suspect probes ignored in a row
 	step    func(c *LimiterConfig, est float64, s windowStats) float64 // fixed
 }
 
@@ -79,10 +80,14 @@ type windowStats struct {
 	stat  float64 // the window's RTT quantile, seconds (drops count as slowest)
 	base  float64 // the baseline quantile, seconds
 	queue float64 // estimated requests waiting at the backend, ≥ 0
-	drops int
-	n     int
-	used  bool // some request saw inflight ≥ limit/2
-	calm  int  // consecutive earlier windows with queue ≤ QueueTarget
+	// inflight is the window's mean in flight at the start of its
+	// requests: the concurrency the queue estimate refers to (after a
+	// decrease, the old limit's requests are still finishing).
+	inflight float64
+	drops    int
+	n        int
+	used     bool // some request saw inflight ≥ limit/2
+	calm     int  // consecutive earlier windows with queue ≤ QueueTarget
 }
 
 // maxWindow bounds a window's samples (the buffer is fixed: no allocation
@@ -96,6 +101,7 @@ const (
 	probeAverage  = 4   // the baseline averages this many probes (then an EWMA of weight 1/probeAverage)
 	probeBudget   = 4   // tail: round trips (× limit samples) to wait for a probe's stragglers
 	startFraction = 0.5 // the first probe's share of the initial limit
+	probeRejects  = 2   // suspect probes ignored in a row (see endProbe)
 )
 
 // Probe phases.
@@ -148,7 +154,7 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 		return
 	}
 	s := a.win.close(c.Quantile, int(a.est+0.5))
-	s.base = a.base
+	s.base, s.inflight = a.base, a.win.meanInflight
 	if s.stat > s.base && a.win.meanRTT > 0 {
 		x := a.win.meanInflight / a.win.meanRTT // completions per second (Little)
 		s.queue = math.Min((s.stat-s.base)*x, a.win.meanInflight)
@@ -219,7 +225,20 @@ func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) {
 func (a *adaptive) endProbe() {
 	s := a.win.close(a.cfg.Quantile, a.probe.limit)
 	a.probe, a.windows = prober{}, 0
-	if s.n > 0 && !math.IsInf(s.stat, 1) {
+	// A probe that reads as a queue against an established baseline may
+	// have run above capacity (a node died during it): ignore up to
+	// probeRejects in a row; more in a row mean the backend got slower.
+	suspect := false
+	if a.probes >= probeAverage && s.stat > a.base && a.win.meanRTT > 0 {
+		x := a.win.meanInflight / a.win.meanRTT
+		suspect = (s.stat-a.base)*x > 2*a.cfg.QueueTarget
+	}
+	switch {
+	case s.n == 0 || math.IsInf(s.stat, 1):
+	case suspect && a.rejects < probeRejects:
+		a.rejects++
+	default:
+		a.rejects = 0
 		a.probes++
 		a.base += (s.stat - a.base) / float64(min(a.probes, probeAverage))
 	}

@@ -5,24 +5,26 @@ import "math"
 // Gradient is a queue-estimating limit in the style of TCP Vegas. Each
 // window (max(WindowSamples, 2×limit) samples, about two round trips)
 // estimates the requests waiting at the backend from how far the window's
-// RTT quantile sits above its no-load baseline (see adaptive) and steers
-// that queue to QueueTarget:
+// RTT quantile sits above its no-load baseline (see adaptive). The
+// window's requests started at a mean concurrency of inflight, so the
+// backend's capacity is about inflight − queue, and
 //
-//	queue > QueueTarget:  limit −= Smoothing × (queue − QueueTarget)
+//	queue > QueueTarget:  limit += 1.5×Smoothing × (inflight − queue + QueueTarget − limit)
 //	                      (at most down to MinGradient × limit)
-//	otherwise, if used:   limit += Smoothing × sqrt(limit)
+//	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−1)
 //
-// Above capacity C the queue is limit − C, so a decrease aims straight at
-// C + QueueTarget: after losing a node the limit gets there in a few
-// windows, with no overshoot from a noisy ratio. Below capacity the queue
-// reads ≈ 0 whatever the distance to C, so the limit climbs by a queue
-// allowance (about 3 per window at 32) until the queue shows; that is how
-// it finds a returned node. Noise in the queue estimate (±1–2 requests)
-// moves the limit by half as much, symmetrically, so it does not ratchet
-// down. A window with more than dropShare drops (time-outs, 5xx) is
-// congestion whatever its RTT: the limit is multiplied by Backoff.
-// "used" means some request saw inflight ≥ limit/2; an idle limiter does
-// not grow.
+// where k counts the calm windows in a row (at most 4). A decrease aims
+// at capacity + QueueTarget measured against the concurrency the window
+// actually ran at, so the windows after a cut, whose requests started
+// under the old, higher limit, aim at the same place instead of cutting
+// again (no undershoot after a node loss). Below capacity the queue reads
+// ≈ 0 whatever the distance to it, so the limit climbs, doubling its step
+// while windows stay calm, until the queue shows: that is how it finds a
+// returned node within a few windows. Noise in the queue estimate (±2
+// requests) moves the limit by about as much either way, so it does not
+// ratchet. A window with more than dropShare drops (time-outs, 5xx) is
+// congestion whatever its RTT: the limit is multiplied by Backoff. "used"
+// means some request saw inflight ≥ limit/2; an idle limiter does not grow.
 type Gradient struct{ *adaptive }
 
 func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg, gradientStep)} }
@@ -40,7 +42,8 @@ func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
 	case float64(s.drops) > dropShare*float64(s.n):
 		return est * c.Backoff
 	case s.queue > c.QueueTarget:
-		return math.Max(est-c.Smoothing*(s.queue-c.QueueTarget), est*c.MinGradient)
+		target := s.inflight - s.queue + c.QueueTarget
+		return math.Max(est+math.Min(1, 1.5*c.Smoothing)*(target-est), est*c.MinGradient)
 	case s.used:
 		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-1, 0), maxClimbShift))
 	}
