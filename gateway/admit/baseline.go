@@ -65,7 +65,8 @@ type adaptive struct {
 	mu      sync.Mutex
 	cfg     LimiterConfig                                              // guarded by mu
 	est     float64                                                    // guarded by mu; the limit outside probes
-	win     window                                                     // guarded by mu
+	win     window                                                     // guarded by mu; the current measurement window
+	pwin    window                                                     // guarded by mu; the current probe's samples
 	base    float64                                                    // guarded by mu; baseline quantile, seconds; 0 until the first probe ends
 	probes  int                                                        // guarded by mu; probes done
 	windows int                                                        // guarded by mu; windows since the last probe
@@ -145,10 +146,12 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 	if c.TimeoutMs > 0 && rtt > time.Duration(c.TimeoutMs)*time.Millisecond {
 		dropped = true
 	}
-	if a.probe.phase != probeIdle {
-		a.probeSample(rtt, inflight, dropped)
+	if a.probe.phase != probeIdle && (a.probeSample(rtt, inflight, dropped) || a.base == 0) {
+		// A probe's sample, or any before there is a baseline to judge by.
 		return
 	}
+	// Requests not started under a probe fill the windows even while one
+	// runs: a node lost meanwhile must not wait for the probe to end.
 	a.win.add(rtt, inflight, dropped)
 	if a.win.n < a.windowSize() {
 		return
@@ -166,6 +169,12 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 		a.calm = 0
 	}
 	a.est = clampF(a.step(c, a.est, s), c.Min, c.Max)
+	if a.probe.phase != probeIdle {
+		if a.probe.phase == probeTail {
+			a.store()
+		}
+		return
+	}
 	a.windows++
 	every := probeEvery
 	if a.probes < probeAverage {
@@ -192,14 +201,15 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 // probe's last requests (the slow ones: leaving them out would bias the
 // quantile low) are awaited for up to probeBudget round trips. Their
 // quantile updates the baseline.
-func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) {
+// It reports whether the sample was the probe's (or skipped by it).
+func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) bool {
 	p := &a.probe
 	if p.phase == probeRunning && a.limit.Load() != int64(p.limit) {
 		a.limit.Store(int64(p.limit)) // the start-up probe begins at the first sample
 	}
 	if p.skip > 0 {
 		p.skip--
-		return
+		return true
 	}
 	if inflight > p.limit {
 		if p.phase == probeTail {
@@ -207,30 +217,31 @@ func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) {
 				a.endProbe()
 			}
 		}
-		return // started before the probe, or after it
+		return false // started before the probe, or after it
 	}
-	a.win.add(rtt, inflight, dropped)
-	if p.phase == probeRunning && a.win.n >= p.want-p.limit {
+	a.pwin.add(rtt, inflight, dropped)
+	if p.phase == probeRunning && a.pwin.n >= p.want-p.limit {
 		p.phase, p.budget = probeTail, probeBudget*max(int(a.est+0.5), p.limit)
 		a.store()
 	}
-	if a.win.n >= p.want {
+	if a.pwin.n >= p.want {
 		a.endProbe()
 	}
+	return true
 }
 
 // endProbe turns the probe's samples into the baseline: the first probe
 // sets it, the next ones are averaged in (a running mean of probeAverage,
 // then an EWMA of weight 1/probeAverage).
 func (a *adaptive) endProbe() {
-	s := a.win.close(a.cfg.Quantile, a.probe.limit)
+	s := a.pwin.close(a.cfg.Quantile, a.probe.limit)
 	a.probe, a.windows = prober{}, 0
 	// A probe that reads as a queue against an established baseline may
 	// have run above capacity (a node died during it): ignore up to
 	// probeRejects in a row; more in a row mean the backend got slower.
 	suspect := false
-	if a.probes >= probeAverage && s.stat > a.base && a.win.meanRTT > 0 {
-		x := a.win.meanInflight / a.win.meanRTT
+	if a.probes >= probeAverage && s.stat > a.base && a.pwin.meanRTT > 0 {
+		x := a.pwin.meanInflight / a.pwin.meanRTT
 		suspect = (s.stat-a.base)*x > 2*a.cfg.QueueTarget
 	}
 	switch {

@@ -190,7 +190,7 @@ func TestAdaptivePeriodicProbe(t *testing.T) {
 	if got := l.Limit(); got != 32 {
 		t.Fatalf("Limit() = %d after %d calm windows, want the probe's 32", got, probeEvery/4)
 	}
-	feed(l, 50, base, 40, false) // started before the probe: ignored
+	feed(l, 50, base, 40, false) // started before the probe: not the probe's
 	if got := l.Limit(); got != 32 {
 		t.Fatalf("Limit() = %d, want 32 until the probe has its samples", got)
 	}
@@ -201,7 +201,8 @@ func TestAdaptivePeriodicProbe(t *testing.T) {
 	feed(l, 32, 2*base, 32, false)
 	// The baseline is now the mean of 100 ms and 200 ms: windows at 200 ms
 	// read as a queue, so the limit falls (and later probes correct it).
-	feed(l, 96, 2*base, 40, false)
+	// (The 50 samples from before the probe began the current window.)
+	feed(l, 2*96, 2*base, 40, false)
 	if got := l.Limit(); got >= 40 {
 		t.Fatalf("Limit() = %d after a window above the new baseline, want < 40", got)
 	}
