@@ -3,31 +3,33 @@
 // scrapes metrics into Samples, records runs and writes reports.
 package lab
 
-import "time"
+import (
+	"time"
 
-// Outcome names. Every offered request ends in exactly one of these.
-const (
-	OutcomeOK               = "ok"
-	OutcomeFallback         = "fallback"
-	OutcomeShedRateLimit    = "shed_ratelimit"
-	OutcomeShedOverload     = "shed_overload"
-	OutcomeShedQueueFull    = "shed_queue_full"
-	OutcomeShedQueueTimeout = "shed_queue_timeout"
-	OutcomeShedBudget       = "shed_budget"
-	OutcomeTimeout          = "timeout"
-	OutcomeError            = "error"
-	OutcomeGeneratorDropped = "generator_dropped"
+	"github.com/levee-lab/levee/lab/load"
 )
 
-// Outcomes lists every outcome in report order.
-var Outcomes = []string{
-	OutcomeOK, OutcomeFallback, OutcomeShedRateLimit, OutcomeShedOverload,
-	OutcomeShedQueueFull, OutcomeShedQueueTimeout, OutcomeShedBudget,
-	OutcomeTimeout, OutcomeError, OutcomeGeneratorDropped,
-}
+// Outcome names (defined by package load, which classifies them). Every
+// offered request ends in exactly one of these.
+const (
+	OutcomeOK               = load.OutcomeOK
+	OutcomeFallback         = load.OutcomeFallback
+	OutcomeShedRateLimit    = load.OutcomeShedRateLimit
+	OutcomeShedOverload     = load.OutcomeShedOverload
+	OutcomeShedQueueFull    = load.OutcomeShedQueueFull
+	OutcomeShedQueueTimeout = load.OutcomeShedQueueTimeout
+	OutcomeShedBudget       = load.OutcomeShedBudget
+	OutcomeTimeout          = load.OutcomeTimeout
+	OutcomeError            = load.OutcomeError
+	OutcomeGeneratorDropped = load.OutcomeGeneratorDropped
+)
 
-// Priorities in order of importance.
-var Priorities = []string{"P0", "P1", "P2"}
+// Outcomes lists every outcome in report order; Priorities in order of
+// importance. Both are shared with package load: do not modify.
+var (
+	Outcomes   = load.Outcomes
+	Priorities = load.Priorities
+)
 
 // Sample is everything the lab knows at one tick. The TUI and the recorder
 // read only Samples; one Sample is one line of samples.jsonl. Rates (…RPS)
