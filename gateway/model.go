@@ -182,7 +182,7 @@ func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
 	b, err := readAnswer(resp)
 	res.rtt = time.Since(callStart)
 	if err != nil {
-		res.dropped = true
+		res = x.brokenCall(callStart)
 		if x.timedOut() {
 			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline passed reading the upstream answer")
 		} else {

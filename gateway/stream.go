@@ -72,6 +72,18 @@ func (x *exchange) streamFailure(err error) Outcome {
 	return OutcomeError
 }
 
+// brokenCall is what the limiter gets for a call that broke off before
+// its answer was complete: a drop when the deadline passed (the request
+// was too slow: a congestion signal), else no sample at all. A node that
+// died mid-answer or a client that stopped reading says nothing about
+// queueing at the nodes, and the truncated round trip would read as fast.
+func (x *exchange) brokenCall(start time.Time) callResult {
+	if x.timedOut() {
+		return callResult{rtt: time.Since(start), dropped: true}
+	}
+	return callResult{}
+}
+
 // relaySSE forwards a streamed chat completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event. The model is
@@ -117,14 +129,14 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
 				if err := flush(); err != nil {
-					res.rtt, res.dropped = time.Since(callStart), true
+					res = x.brokenCall(callStart)
 					x.endStream(x.streamFailure(err))
 					return res
 				}
 			}
 			if len(line) > cap(event) { // one line larger than the buffer: pass it through
 				if _, err := cw.Write(line); err != nil {
-					res.rtt, res.dropped = time.Since(callStart), true
+					res = x.brokenCall(callStart)
 					x.endStream(x.streamFailure(err))
 					return res
 				}
@@ -133,7 +145,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 			}
 			if len(line) <= 2 && (line[0] == '\n' || line[0] == '\r') { // blank line: event ends
 				if err := flush(); err != nil {
-					res.rtt, res.dropped = time.Since(callStart), true
+					res = x.brokenCall(callStart)
 					x.endStream(x.streamFailure(err))
 					return res
 				}
@@ -144,7 +156,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 			continue
 		case errors.Is(rerr, io.EOF):
 			if err := flush(); err != nil {
-				res.rtt, res.dropped = time.Since(callStart), true
+				res = x.brokenCall(callStart)
 				x.endStream(x.streamFailure(err))
 				return res
 			}
@@ -153,7 +165,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 			x.endStream(OutcomeOK)
 			return res
 		default:
-			res.rtt, res.dropped = time.Since(callStart), true
+			res = x.brokenCall(callStart)
 			x.endStream(x.streamFailure(rerr))
 			return res
 		}

@@ -6,7 +6,7 @@ import "math"
 // windows and queue estimate as Gradient (see adaptive): a window whose
 // estimated backend queue exceeds 2×QueueTarget, or with more than
 // dropShare drops, multiplies the limit by Backoff; any other window in
-// which the limit was used (some request saw inflight ≥ limit/2) adds
+// which the limit was reached (some request saw inflight ≥ limit − 1) adds
 // max(1, Smoothing × sqrt(limit)/2). It saw-tooths around capacity rather
 // than aiming at it.
 type AIMD struct{ *adaptive }

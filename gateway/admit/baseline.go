@@ -87,7 +87,7 @@ type windowStats struct {
 	inflight float64
 	drops    int
 	n        int
-	used     bool // some request saw inflight ≥ limit/2
+	used     bool // the limit was reached: some request saw inflight ≥ limit − 1
 	calm     int  // consecutive earlier windows with queue ≤ QueueTarget
 }
 
@@ -307,7 +307,7 @@ func (w *window) add(rtt time.Duration, inflight int, dropped bool) {
 // close summarises and resets the window: the q quantile of its samples;
 // lim is the limit it ran under.
 func (w *window) close(q float64, lim int) windowStats {
-	s := windowStats{drops: w.drops, n: w.n, used: 2*w.maxInflight >= lim}
+	s := windowStats{drops: w.drops, n: w.n, used: w.maxInflight >= lim-1}
 	xs := w.rtts[:w.n]
 	slices.Sort(xs)
 	if w.n > 0 {

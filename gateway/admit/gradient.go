@@ -24,7 +24,9 @@ import "math"
 // requests) moves the limit by about as much either way, so it does not
 // ratchet. A window with more than dropShare drops (time-outs, 5xx) is
 // congestion whatever its RTT: the limit is multiplied by Backoff. "used"
-// means some request saw inflight ≥ limit/2; an idle limiter does not grow.
+// means the limit was reached (some request saw inflight ≥ limit − 1):
+// while demand stays under the limit the limit does not grow, or it would
+// run away to Max with nothing measured there.
 type Gradient struct{ *adaptive }
 
 func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg, gradientStep)} }
