@@ -162,10 +162,13 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 		x := a.win.meanInflight / a.win.meanRTT // completions per second (Little)
 		s.queue = math.Min((s.stat-s.base)*x, a.win.meanInflight)
 	}
+	// Calm windows in a row: a window up to 2×QueueTarget is within the
+	// estimate's noise (±2 requests) and neither counts nor breaks the run.
 	s.calm = a.calm
-	if s.queue <= c.QueueTarget {
+	switch {
+	case s.queue <= c.QueueTarget:
 		a.calm++
-	} else {
+	case s.queue > 2*c.QueueTarget:
 		a.calm = 0
 	}
 	a.est = clampF(a.step(c, a.est, s), c.Min, c.Max)

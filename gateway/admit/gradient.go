@@ -13,7 +13,9 @@ import "math"
 //	                      (at most down to MinGradient × limit)
 //	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−1)
 //
-// where k counts the calm windows in a row (at most 4). A decrease aims
+// where k counts the calm windows (queue ≤ QueueTarget) in a row, at most
+// 4; a window up to 2×QueueTarget is noise and neither counts nor breaks
+// the run. A decrease aims
 // at capacity + QueueTarget measured against the concurrency the window
 // actually ran at, so the windows after a cut, whose requests started
 // under the old, higher limit, aim at the same place instead of cutting
