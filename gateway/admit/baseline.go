@@ -91,6 +91,14 @@ type windowStats struct {
 	calm     int  // consecutive earlier windows with queue ≤ QueueTarget
 }
 
+// calmNoise: a window whose queue estimate is above QueueTarget but at
+// most calmNoise × QueueTarget neither extends nor breaks a run of calm
+// windows (see Gradient): the estimate varies by ±2 requests, and a climb
+// that any noisy window restarts stalls for many seconds after a node
+// returns. Wider, and the climb's doubling fires near capacity too, which
+// sits the limit higher.
+const calmNoise = 1.5
+
 // maxWindow bounds a window's samples (the buffer is fixed: no allocation
 // per sample).
 const maxWindow = 1024
@@ -162,13 +170,13 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 		x := a.win.meanInflight / a.win.meanRTT // completions per second (Little)
 		s.queue = math.Min((s.stat-s.base)*x, a.win.meanInflight)
 	}
-	// Calm windows in a row: a window up to 2×QueueTarget is within the
-	// estimate's noise (±2 requests) and neither counts nor breaks the run.
+	// Calm windows in a row: a window up to calmNoise×QueueTarget is
+	// within the estimate's noise and neither counts nor breaks the run.
 	s.calm = a.calm
 	switch {
 	case s.queue <= c.QueueTarget:
 		a.calm++
-	case s.queue > 2*c.QueueTarget:
+	case s.queue > calmNoise*c.QueueTarget:
 		a.calm = 0
 	}
 	a.est = clampF(a.step(c, a.est, s), c.Min, c.Max)

@@ -11,11 +11,11 @@ import "math"
 //
 //	queue > QueueTarget:  limit += 1.5×Smoothing × (inflight − queue + QueueTarget − limit)
 //	                      (at most down to MinGradient × limit)
-//	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−1)
+//	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−2)
 //
-// where k counts the calm windows (queue ≤ QueueTarget) in a row, at most
-// 4; a window up to 2×QueueTarget is noise and neither counts nor breaks
-// the run. A decrease aims
+// where k counts the calm windows (queue ≤ QueueTarget) before this one in
+// a row (the factor is between 1 and 8); a window up to calmNoise ×
+// QueueTarget is noise and neither counts nor breaks the run. A decrease aims
 // at capacity + QueueTarget measured against the concurrency the window
 // actually ran at, so the windows after a cut, whose requests started
 // under the old, higher limit, aim at the same place instead of cutting
@@ -34,7 +34,8 @@ type Gradient struct{ *adaptive }
 func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg, gradientStep)} }
 
 // maxClimbShift caps the climb's doubling: after k calm windows in a row
-// the climb is 2^min(k, maxClimbShift) times the proportional step.
+// (counted before this one) the climb is 2^min(k−2, maxClimbShift) times
+// the proportional step: one or two calm windows are no evidence yet.
 const maxClimbShift = 3
 
 // dropShare is the share of dropped samples above which a window counts
@@ -49,7 +50,7 @@ func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
 		target := s.inflight - s.queue + c.QueueTarget
 		return math.Max(est+math.Min(1, 1.5*c.Smoothing)*(target-est), est*c.MinGradient)
 	case s.used:
-		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-1, 0), maxClimbShift))
+		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-2, 0), maxClimbShift))
 	}
 	return est
 }

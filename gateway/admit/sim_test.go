@@ -203,7 +203,7 @@ func simulate(t *testing.T, cfg LimiterConfig, seed uint64, phases []simPhase, t
 // whose cuts are a fixed ×0.9 per window, within 7 s); after the node
 // returns, both must be back within ±15 % of 48 within 10 s. Seeds 1–8 run
 // by default; LEVEE_SIM_SEEDS=40 widens the search (160 runs: all pass,
-// gradient enters the band after the loss in at most 3.5 s, AIMD in 5.7).
+// gradient enters the band after the loss in at most 3.4 s, AIMD in 3.9).
 func TestSimulatedNodeLoss(t *testing.T) {
 	phases := []simPhase{{48, 30}, {32, 30}, {48, 30}}
 	const tol, settle = 0.15, 5.0
