@@ -9,7 +9,7 @@ import "math"
 // window's requests started at a mean concurrency of inflight, so the
 // backend's capacity is about inflight − queue, and
 //
-//	queue > QueueTarget:  limit += 1.5×Smoothing × (inflight − queue + QueueTarget − limit)
+//	queue > QueueTarget:  limit += 2×Smoothing × (inflight − queue + QueueTarget − limit)
 //	                      (at most down to MinGradient × limit)
 //	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−2)
 //
@@ -48,7 +48,7 @@ func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
 		return est * c.Backoff
 	case s.queue > c.QueueTarget:
 		target := s.inflight - s.queue + c.QueueTarget
-		return math.Max(est+math.Min(1, 1.5*c.Smoothing)*(target-est), est*c.MinGradient)
+		return math.Max(est+math.Min(1, 2*c.Smoothing)*(target-est), est*c.MinGradient)
 	case s.used:
 		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-2, 0), maxClimbShift))
 	}

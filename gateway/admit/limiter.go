@@ -73,10 +73,10 @@ type LimiterConfig struct {
 	// from a smaller value and with less noise: the best signal-to-noise
 	// for the lab's lognormal service times is between p10 and p25.
 	Quantile float64 `yaml:"quantile" json:"quantile"`
-	// Smoothing is the share of the estimated excess queue the gradient
-	// limiter removes per window, in (0, 1] (default 0.5), and the share of
-	// sqrt(limit) it adds per uncongested window in which the limit was
-	// used.
+	// Smoothing sets the gradient limiter's steps, in (0, 1] (default
+	// 0.5): a congested window moves the limit 2×Smoothing (at most all)
+	// of the way to its capacity estimate, and a calm one adds
+	// 1 + Smoothing × (QueueTarget − queue) (see Gradient).
 	Smoothing float64 `yaml:"smoothing" json:"smoothing"`
 	// MinGradient bounds one window's decrease: the limit falls at most to
 	// MinGradient × itself, in (0, 1] (default 0.5).

@@ -109,7 +109,7 @@ func startUp(t *testing.T, l Limiter, lim int, base time.Duration) {
 
 // TestAdaptiveQueueEstimate: a window whose p25 RTT sits above the
 // baseline by W reads as W × X queued requests (X = inflight / mean RTT);
-// the gradient limit moves ¾ of the way to inflight − queue + QueueTarget,
+// the gradient limit moves to inflight − queue + QueueTarget,
 // AIMD cuts ×0.9; windows at the baseline grow both.
 func TestAdaptiveQueueEstimate(t *testing.T) {
 	base := 100 * time.Millisecond
@@ -120,9 +120,9 @@ func TestAdaptiveQueueEstimate(t *testing.T) {
 		min, max int           // Limit() after it
 	}{
 		// 40 in flight at 150 ms: X = 267/s, W = 50 ms, queue 13.3, so
-		// capacity + target = 40 − 13.3 + 2 = 28.7; three quarters of the
-		// way there: 31.5.
-		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 31, 32},
+		// capacity + target = 40 − 13.3 + 2 = 28.7, all the way at the
+		// default Smoothing.
+		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 28, 29},
 		{"aimd backs off", AlgoAIMD, 150 * time.Millisecond, 36, 36},
 		// 40 in flight at 105 ms: queue 1.9 ≤ 2: calm.
 		{"gradient grows when calm", AlgoGradient, 105 * time.Millisecond, 41, 41},
