@@ -127,15 +127,19 @@ type prober struct {
 	skip   int // samples still to ignore before counting (the start-up probe)
 	want   int // samples the probe measures
 	budget int // tail: other samples left before giving up on stragglers
+	armAt  int // start-up: the probe begins at the first sample with inflight ≥ armAt; 0 once begun
 }
 
 func newAdaptive(cfg LimiterConfig, step func(*LimiterConfig, float64, windowStats) float64) *adaptive {
 	a := &adaptive{cfg: cfg, est: float64(cfg.Limit), step: step}
-	// The limit reads Limit until the first sample starts the start-up
-	// probe. Up to Limit requests may have been admitted before it, and
-	// as many as the probe admits may queue behind them: skip those.
+	// The start-up probe waits until demand reaches the limit: a baseline
+	// measured on a quiet machine is lower than what the loaded one shows
+	// with no queue at all (the lab's nodes, gateway and load generator
+	// share the CPUs), and would read as a standing queue. Up to Limit
+	// requests were admitted before it begins, and as many as the probe
+	// admits may queue behind them: it skips those.
 	lim := max(int(float64(cfg.Limit)*startFraction+0.5), 1)
-	a.probe = prober{phase: probeRunning, limit: lim, skip: cfg.Limit + lim, want: min(2*a.windowSize(), maxWindow)}
+	a.probe = prober{phase: probeRunning, limit: lim, skip: cfg.Limit + lim, want: min(2*a.windowSize(), maxWindow), armAt: cfg.Limit - 1}
 	a.limit.Store(int64(cfg.Limit))
 	return a
 }
@@ -195,7 +199,7 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 	// not: wait for a calm one. But when no window was calm for two
 	// intervals, the baseline itself is suspect (too low: every window
 	// reads as a queue, and the limit sinks): probe anyway.
-	if a.windows >= 2*every || (a.windows >= every && s.queue <= c.QueueTarget) {
+	if a.windows >= every+every/2 || (a.windows >= every && s.queue <= c.QueueTarget) {
 		lim := max(int(a.est*probeFraction+0.5), 1)
 		a.probe = prober{phase: probeRunning, limit: lim, want: a.windowSize()}
 		a.limit.Store(int64(lim))
@@ -215,8 +219,12 @@ func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
 // It reports whether the sample was the probe's (or skipped by it).
 func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) bool {
 	p := &a.probe
-	if p.phase == probeRunning && a.limit.Load() != int64(p.limit) {
-		a.limit.Store(int64(p.limit)) // the start-up probe begins at the first sample
+	if p.armAt > 0 {
+		if inflight < p.armAt {
+			return true // the start-up probe waits for demand to reach the limit
+		}
+		p.armAt = 0
+		a.limit.Store(int64(p.limit))
 	}
 	if p.skip > 0 {
 		p.skip--

@@ -398,10 +398,16 @@ func TestBulkheadFeedsLimiter(t *testing.T) {
 	if l := b.Stats().Limit; l != 48 {
 		t.Fatalf("Limit = %d after releases without samples, want 48", l)
 	}
-	p, _ := b.Acquire(ctx, P1)
-	p.Release(100*time.Millisecond, false)
+	var held [48]Permit
+	for i := range held {
+		held[i], _ = b.Acquire(ctx, P1)
+	}
+	held[47].Release(100*time.Millisecond, false) // started with 48 in flight
 	if l := b.Stats().Limit; l != 24 {
-		t.Fatalf("Limit = %d after the first sample, want the start-up probe's 24", l)
+		t.Fatalf("Limit = %d after a sample at the limit, want the start-up probe's 24", l)
+	}
+	for i := range held {
+		held[i].Release(0, false)
 	}
 }
 

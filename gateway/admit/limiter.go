@@ -52,12 +52,14 @@ type LimiterConfig struct {
 	// Backoff multiplies the AIMD limit on a congested window, in (0, 1)
 	// (default 0.9).
 	Backoff float64 `yaml:"backoff" json:"backoff"`
-	// QueueTarget is how many requests the adaptive limiters let wait in
-	// the backend's own queue (summed over nodes), > 0 (default 4): a few
-	// queued requests keep every slot busy between completions, and the
-	// estimate of the queue is biased high by about that much (see
-	// adaptive). The gradient limiter steers its estimate of the queue to
-	// QueueTarget; AIMD backs off above 2×QueueTarget.
+	// QueueTarget is the estimated backend queue (requests waiting in the
+	// nodes' own queues, summed) above which a window counts as congested,
+	// > 0 (default 3). The gradient limiter then aims at capacity +
+	// QueueTarget/2; AIMD backs off above 4/3 × QueueTarget. A couple of queued requests keep every
+	// slot busy between completions; the margin also absorbs the queue
+	// estimate's noise (±2 requests) and a baseline error: a baseline
+	// biased low by more than QueueTarget's worth of wait reads as a
+	// standing queue and sinks the limit until the next probes fix it.
 	QueueTarget float64 `yaml:"queue_target" json:"queue_target"`
 	// TimeoutMs: a sample slower than this counts as dropped (0: never).
 	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
@@ -95,7 +97,7 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 		c.Backoff = 0.9
 	}
 	if c.QueueTarget == 0 {
-		c.QueueTarget = 2
+		c.QueueTarget = 3
 	}
 	if c.WindowSamples == 0 {
 		c.WindowSamples = 96

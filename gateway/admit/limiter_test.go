@@ -84,7 +84,8 @@ func feed(l Limiter, n int, rtt time.Duration, inflight int, dropped bool) {
 }
 
 // startUp feeds an adaptive limiter with Limit lim through its start-up
-// probe: the probe halves the limit at the first sample, skips what was
+// probe: the probe halves the limit at the first sample with lim (≥ lim −
+// 1) in flight, skips what was
 // admitted before (lim + lim/2 samples), then needs two windows
 // (2×max(96, 2×lim) samples, the last lim/2 after the limit is restored)
 // from requests started at ≤ lim/2 in flight, at base RTT.
@@ -109,7 +110,7 @@ func startUp(t *testing.T, l Limiter, lim int, base time.Duration) {
 
 // TestAdaptiveQueueEstimate: a window whose p25 RTT sits above the
 // baseline by W reads as W × X queued requests (X = inflight / mean RTT);
-// the gradient limit moves to inflight − queue + QueueTarget,
+// the gradient limit moves to inflight − queue + QueueTarget/2,
 // AIMD cuts ×0.9; windows at the baseline grow both.
 func TestAdaptiveQueueEstimate(t *testing.T) {
 	base := 100 * time.Millisecond
@@ -120,14 +121,14 @@ func TestAdaptiveQueueEstimate(t *testing.T) {
 		min, max int           // Limit() after it
 	}{
 		// 40 in flight at 150 ms: X = 267/s, W = 50 ms, queue 13.3, so
-		// capacity + target = 40 − 13.3 + 2 = 28.7, all the way at the
-		// default Smoothing.
+		// capacity + QueueTarget/2 = 40 − 13.3 + 1.5 = 28.2, all the way at
+		// the default Smoothing.
 		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 28, 29},
 		{"aimd backs off", AlgoAIMD, 150 * time.Millisecond, 36, 36},
-		// 40 in flight at 105 ms: queue 1.9 ≤ 2: calm.
-		{"gradient grows when calm", AlgoGradient, 105 * time.Millisecond, 41, 41},
+		// 40 in flight at 105 ms: queue 1.9 ≤ 3: calm.
+		{"gradient grows when calm", AlgoGradient, 105 * time.Millisecond, 41, 42},
 		{"aimd grows when calm", AlgoAIMD, 105 * time.Millisecond, 41, 42},
-		{"gradient grows at the baseline", AlgoGradient, base, 41, 42},
+		{"gradient grows at the baseline", AlgoGradient, base, 42, 43},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +206,20 @@ func TestAdaptivePeriodicProbe(t *testing.T) {
 	feed(l, 2*96, 2*base, 40, false)
 	if got := l.Limit(); got >= 40 {
 		t.Fatalf("Limit() = %d after a window above the new baseline, want < 40", got)
+	}
+}
+
+// TestAdaptiveStartUpWaitsForDemand: the start-up probe (and so the
+// baseline) waits until demand reaches the limit; before, samples change
+// nothing.
+func TestAdaptiveStartUpWaitsForDemand(t *testing.T) {
+	for _, algo := range []string{AlgoAIMD, AlgoGradient} {
+		l, _ := NewLimiter(LimiterConfig{Algorithm: algo, Limit: 40})
+		feed(l, 500, 100*time.Millisecond, 20, false)
+		if est, probing := l.(estimator).estimate(); l.Limit() != 40 || est != 40 || !probing {
+			t.Fatalf("%s: Limit() = %d, estimate %v, %v under light demand, want 40 and the probe still pending", algo, l.Limit(), est, probing)
+		}
+		startUp(t, l, 40, 100*time.Millisecond)
 	}
 }
 
