@@ -9,17 +9,17 @@ import "math"
 // window's requests started at a mean concurrency of inflight, so the
 // backend's capacity is about inflight − queue, and
 //
-//	queue > QueueTarget:  limit += 2×Smoothing × (inflight − queue + QueueTarget/2 − limit)
+//	queue > QueueTarget:  limit += 2×Smoothing × (inflight − queue − limit)
 //	                      (at most down to MinGradient × limit)
 //	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−2)
 //
 // where k counts the calm windows (queue ≤ QueueTarget) before this one in
 // a row (the factor is between 1 and 8); a window up to calmNoise ×
 // QueueTarget is noise and neither counts nor breaks the run. A decrease aims
-// at capacity + QueueTarget/2 (the limit then sits between that and the
-// point where the queue reads above QueueTarget), measured against the
-// concurrency the window
-// actually ran at, so the windows after a cut, whose requests started
+// at the capacity itself (the climbs that follow put a couple of requests
+// back in the queue: the limit saw-tooths between capacity and where the
+// queue reads above QueueTarget), measured against the concurrency the
+// window actually ran at, so the windows after a cut, whose requests started
 // under the old, higher limit, aim at the same place instead of cutting
 // again (no undershoot after a node loss). Below capacity the queue reads
 // ≈ 0 whatever the distance to it, so the limit climbs, doubling its step
@@ -49,7 +49,7 @@ func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
 	case float64(s.drops) > dropShare*float64(s.n):
 		return est * c.Backoff
 	case s.queue > c.QueueTarget:
-		target := s.inflight - s.queue + c.QueueTarget/2
+		target := s.inflight - s.queue
 		return math.Max(est+math.Min(1, 2*c.Smoothing)*(target-est), est*c.MinGradient)
 	case s.used:
 		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-2, 0), maxClimbShift))

@@ -110,7 +110,7 @@ func startUp(t *testing.T, l Limiter, lim int, base time.Duration) {
 
 // TestAdaptiveQueueEstimate: a window whose p25 RTT sits above the
 // baseline by W reads as W × X queued requests (X = inflight / mean RTT);
-// the gradient limit moves to inflight − queue + QueueTarget/2,
+// the gradient limit moves to inflight − queue,
 // AIMD cuts ×0.9; windows at the baseline grow both.
 func TestAdaptiveQueueEstimate(t *testing.T) {
 	base := 100 * time.Millisecond
@@ -121,9 +121,9 @@ func TestAdaptiveQueueEstimate(t *testing.T) {
 		min, max int           // Limit() after it
 	}{
 		// 40 in flight at 150 ms: X = 267/s, W = 50 ms, queue 13.3, so
-		// capacity + QueueTarget/2 = 40 − 13.3 + 1.5 = 28.2, all the way at
-		// the default Smoothing.
-		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 28, 29},
+		// the capacity is 40 − 13.3 = 26.7: all the way there at the
+		// default Smoothing.
+		{"gradient aims at the capacity", AlgoGradient, 150 * time.Millisecond, 26, 27},
 		{"aimd backs off", AlgoAIMD, 150 * time.Millisecond, 36, 36},
 		// 40 in flight at 105 ms: queue 1.9 ≤ 3: calm.
 		{"gradient grows when calm", AlgoGradient, 105 * time.Millisecond, 41, 42},
