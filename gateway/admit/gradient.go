@@ -14,7 +14,7 @@ import "math"
 //	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−2)
 //
 // where k counts the calm windows (queue ≤ QueueTarget) before this one in
-// a row (the factor is between 1 and 8); a window up to calmNoise ×
+// a row (the factor is between 1 and 4); a window up to calmNoise ×
 // QueueTarget is noise and neither counts nor breaks the run. A decrease aims
 // at the capacity itself (the climbs that follow put a couple of requests
 // back in the queue: the limit saw-tooths between capacity and where the
@@ -38,7 +38,7 @@ func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg
 // maxClimbShift caps the climb's doubling: after k calm windows in a row
 // (counted before this one) the climb is 2^min(k−2, maxClimbShift) times
 // the proportional step: one or two calm windows are no evidence yet.
-const maxClimbShift = 3
+const maxClimbShift = 2
 
 // dropShare is the share of dropped samples above which a window counts
 // as congested.

@@ -203,7 +203,7 @@ func simulate(t *testing.T, cfg LimiterConfig, seed uint64, phases []simPhase, t
 // whose cuts are a fixed ×0.9 per window, within 7 s); after the node
 // returns, both must be back within ±15 % of 48 within 10 s. Seeds 1–8 run
 // by default; LEVEE_SIM_SEEDS=40 widens the search (160 runs: gradient
-// passes all, entering the band after the loss in at most 3.5 s; AIMD
+// passes all, entering the band after the loss in at most 2.9 s; AIMD
 // misses in one seed, inside the band only 52–55 % of the time at C = 32).
 func TestSimulatedNodeLoss(t *testing.T) {
 	phases := []simPhase{{48, 30}, {32, 30}, {48, 30}}
