@@ -48,14 +48,26 @@ import (
 // window at 80 % of the limit every probeEvery (16) windows — the nodes
 // lose ~1–2 % of their fill, where the old probes at 50–75 % showed as
 // deep dips — and only starts after a window with no excess queue (else
-// the probe's limit might still be above capacity); after two intervals
+// the probe's limit might still be above capacity); after 1.5 intervals
 // with no calm window it runs anyway, since then the baseline itself is
-// suspect. One probe's quantile varies by ±6 % (±2 requests in the queue
+// suspect. Requests that did not start under the probe keep filling the
+// measurement windows meanwhile, so a node lost during a probe is seen at
+// once; a probe that reads as a queue against an established baseline is
+// ignored (up to twice in a row: then the backend really got slower).
+// One probe's quantile varies by ±6 % (±2 requests in the queue
 // estimate), so the baseline is the running mean of the first
-// probeAverage probes (which come 4× as often, the first one with twice
-// the samples at half the initial limit), then an EWMA of weight
+// probeAverage probes (which come 4× as often), then an EWMA of weight
 // 1/probeAverage: ±2–3 ms. A lasting change of the backend's service time
-// becomes the new baseline within a few probes.
+// becomes the new baseline within a few probes. The first probe runs at
+// half the initial limit with twice the samples, and waits until demand
+// reaches the limit: measured on a quiet machine the baseline is lower
+// than what the loaded one shows with no queue (the lab's processes share
+// two CPUs), which would read as a standing queue and sink the limit.
+//
+// The remaining weakness: a baseline that reads low by more than
+// QueueTarget's worth of wait (≈ 14 ms here) makes every window look
+// congested and the limit sinks until probes correct it (seconds in the
+// simulation's worst seed; the simulation test checks the fill).
 //
 // The gradient and AIMD steps (gradientStep, aimdStep) act on the queue
 // estimate. The limit starts at the configured Limit.

@@ -54,12 +54,13 @@ type LimiterConfig struct {
 	Backoff float64 `yaml:"backoff" json:"backoff"`
 	// QueueTarget is the estimated backend queue (requests waiting in the
 	// nodes' own queues, summed) above which a window counts as congested,
-	// > 0 (default 3). The gradient limiter then aims at capacity +
-	// QueueTarget/2; AIMD backs off above 4/3 × QueueTarget. A couple of queued requests keep every
-	// slot busy between completions; the margin also absorbs the queue
-	// estimate's noise (±2 requests) and a baseline error: a baseline
-	// biased low by more than QueueTarget's worth of wait reads as a
-	// standing queue and sinks the limit until the next probes fix it.
+	// > 0 (default 3). The gradient limiter then cuts to its capacity
+	// estimate and climbs again while the queue reads at most this; AIMD
+	// backs off above 4/3 × QueueTarget. A couple of queued requests keep
+	// every slot busy between completions; the margin also absorbs the
+	// queue estimate's noise (±2 requests) and a baseline error: a
+	// baseline biased low by more than QueueTarget's worth of wait reads
+	// as a standing queue and sinks the limit until the next probes fix it.
 	QueueTarget float64 `yaml:"queue_target" json:"queue_target"`
 	// TimeoutMs: a sample slower than this counts as dropped (0: never).
 	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
