@@ -81,6 +81,9 @@ type MixSpec struct {
 	// Routes weights predict, chat, chat-stream, agent, export, standard.
 	// Default {predict: 1}.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
+	// RoutesByPriority replaces Routes for the priorities it names, e.g.
+	// {P0: {predict: 1}}: critical traffic as short decision calls only.
+	RoutesByPriority map[string]map[string]float64 `yaml:"routes_by_priority" json:"routes_by_priority"`
 	// PromptTokens is the prompt size range, drawn uniformly. Default 100..400.
 	PromptTokens IntRange `yaml:"prompt_tokens" json:"prompt_tokens"`
 	// MaxTokens is the completion size asked for. Default 64.
@@ -421,19 +424,29 @@ func (e *Experiment) normalizeMix(bad func(path, format string, args ...any)) {
 	if len(m.Routes) == 0 {
 		m.Routes = map[string]float64{"predict": 1}
 	}
-	total = 0
-	for _, k := range sortedKeys(m.Routes) {
-		v := m.Routes[k]
-		if !contains(Routes, k) {
-			bad("mix.routes."+k, "unknown route (known: %s)", strings.Join(Routes, ", "))
+	checkRoutes := func(path string, routes map[string]float64) {
+		total := 0.0
+		for _, k := range sortedKeys(routes) {
+			v := routes[k]
+			if !contains(Routes, k) {
+				bad(path+"."+k, "unknown route (known: %s)", strings.Join(Routes, ", "))
+			}
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				bad(path+"."+k, "%v: want a weight ≥ 0", v)
+			}
+			total += v
 		}
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			bad("mix.routes."+k, "%v: want a weight ≥ 0", v)
+		if total <= 0 {
+			bad(path, "weights sum to 0")
 		}
-		total += v
 	}
-	if total <= 0 {
-		bad("mix.routes", "weights sum to 0")
+	checkRoutes("mix.routes", m.Routes)
+	for _, p := range sortedKeys(m.RoutesByPriority) {
+		if !contains(Priorities, p) {
+			bad("mix.routes_by_priority."+p, "unknown priority (want P0, P1, P2)")
+			continue
+		}
+		checkRoutes("mix.routes_by_priority."+p, m.RoutesByPriority[p])
 	}
 	if m.PromptTokens == (IntRange{}) {
 		m.PromptTokens = IntRange{Min: 100, Max: 400}
@@ -483,6 +496,7 @@ func (e *Experiment) Clone() *Experiment {
 	}
 	c.Mix.Priorities = cloneFloats(e.Mix.Priorities)
 	c.Mix.Routes = cloneFloats(e.Mix.Routes)
+	c.Mix.RoutesByPriority = cloneRouteTables(e.Mix.RoutesByPriority)
 	c.Nodes.Knobs = cloneMap(e.Nodes.Knobs)
 	c.Gateway.Limits = cloneMap(e.Gateway.Limits)
 	c.Gateway.Guard = cloneMap(e.Gateway.Guard)
@@ -610,10 +624,13 @@ func DefaultExperiment() *Experiment {
 		Stages:      []Stage{{Duration: Duration(10 * time.Second), Target: 400}},
 		Arrival:     "poisson",
 		Mix: MixSpec{
-			Priorities:   map[string]float64{"P0": 0.1, "P1": 0.3, "P2": 0.6},
-			Routes:       map[string]float64{"predict": 0.8, "chat": 0.1, "chat-stream": 0.1},
-			PromptTokens: IntRange{Min: 100, Max: 400},
-			MaxTokens:    64,
+			Priorities: map[string]float64{"P0": 0.1, "P1": 0.3, "P2": 0.6},
+			Routes:     map[string]float64{"predict": 0.8, "chat": 0.1, "chat-stream": 0.1},
+			// P0 is the trade/settle decision (seed 003): short calls that a
+			// retry can save when a node dies, unlike a half-sent stream.
+			RoutesByPriority: map[string]map[string]float64{"P0": {"predict": 1}},
+			PromptTokens:     IntRange{Min: 100, Max: 400},
+			MaxTokens:        64,
 		},
 		ClientTimeout: Duration(2 * time.Second),
 		Nodes:         NodesSpec{Count: 3, Knobs: defaultNodeKnobs()},
@@ -678,4 +695,15 @@ func sortedFaultSteps(fs []FaultStep) []FaultStep {
 	out := append([]FaultStep(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out
+}
+
+func cloneRouteTables(m map[string]map[string]float64) map[string]map[string]float64 {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]map[string]float64, len(m))
+	for k, v := range m {
+		c[k] = cloneFloats(v)
+	}
+	return c
 }

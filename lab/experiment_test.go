@@ -239,3 +239,24 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+func TestExperimentRoutesByPriority(t *testing.T) {
+	good := "name: x\nduration: 5s\nstages: [{duration: 5s, target: 10}]\nmix:\n  routes: {chat: 1}\n  routes_by_priority:\n    P0: {predict: 1}\n"
+	e, err := ParseExperiment([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Mix.RoutesByPriority["P0"]["predict"]; got != 1 {
+		t.Fatalf("routes_by_priority.P0.predict = %v", got)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"    P7: {predict: 1}\n", "mix.routes_by_priority.P7"},
+		{"    P0: {teleport: 1}\n", "mix.routes_by_priority.P0.teleport"},
+		{"    P0: {predict: 0}\n", "mix.routes_by_priority.P0"},
+	} {
+		bad := strings.Replace(good, "    P0: {predict: 1}\n", tt.yaml, 1)
+		if _, err := ParseExperiment([]byte(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want one naming %s", tt.yaml, err, tt.want)
+		}
+	}
+}

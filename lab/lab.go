@@ -456,11 +456,12 @@ func (l *Lab) startLoad() error {
 	gen, err := load.New(load.Config{
 		Targets: targets,
 		Mix: load.Mix{
-			Priorities:   cloneFloats(e.Mix.Priorities),
-			Keys:         l.keys,
-			Routes:       cloneFloats(e.Mix.Routes),
-			PromptTokens: [2]int{e.Mix.PromptTokens.Min, e.Mix.PromptTokens.Max},
-			MaxTokens:    e.Mix.MaxTokens,
+			Priorities:       cloneFloats(e.Mix.Priorities),
+			Keys:             l.keys,
+			Routes:           cloneFloats(e.Mix.Routes),
+			RoutesByPriority: cloneRouteTables(e.Mix.RoutesByPriority),
+			PromptTokens:     [2]int{e.Mix.PromptTokens.Min, e.Mix.PromptTokens.Max},
+			MaxTokens:        e.Mix.MaxTokens,
 		},
 		Arrival:        e.Arrival,
 		ClientTimeout:  e.ClientTimeout.D(),

@@ -45,7 +45,7 @@ type Sample struct {
 	OfferedRPS  float64 `json:"offered_rps"`  // arrivals scheduled in the last tick
 	AdmittedRPS float64 `json:"admitted_rps"` // let through by the gateway, counted when finished: ok + fallback + timeout + error
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
-	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time
+	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
 	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
 
 	// OutcomeRPS and OutcomeTotal are keyed by the outcome names above.

@@ -54,10 +54,43 @@ type sampler struct {
 	// ticks that got no new scrape (sampling goroutine only).
 	gwRates   []gatewayRates
 	nodeRates []float64 // completions/s per node
+	nodeSvc   []serviceWindow
 
 	mu      sync.Mutex
 	shedAcc []float64 // guarded by mu: per gateway, levee_shed_total accumulated across restarts
 }
+
+// serviceWindow is a node's observed slot-holding time over its last
+// scrapes (about 5 s at 4 Hz): the service time the capacity line uses, so a
+// mix of short decisions and long streams shows its real capacity rather
+// than the configured non-stream mean.
+type serviceWindow struct {
+	sum, count [20]float64 // per scrape, a ring
+	next       int
+}
+
+func (w *serviceWindow) add(sum, count float64) {
+	w.sum[w.next], w.count[w.next] = sum, count
+	w.next = (w.next + 1) % len(w.sum)
+}
+
+// mean returns the observed mean service time, or false when too few
+// requests finished to say (then the configured mean stands).
+func (w *serviceWindow) mean() (float64, bool) {
+	var s, c float64
+	for i := range w.sum {
+		s += w.sum[i]
+		c += w.count[i]
+	}
+	if c < minServiceObservations || s <= 0 {
+		return 0, false
+	}
+	return s / c, true
+}
+
+// minServiceObservations is how many finished requests a node's service
+// window needs before its observed mean replaces the configured one.
+const minServiceObservations = 50
 
 // gatewayRates are one gateway's shed rates from its last two scrapes.
 type gatewayRates struct {
@@ -92,7 +125,7 @@ func newSampler(l *Lab) *sampler {
 		nodeCfg: make([]nodeConfig, nn),
 		recent:  map[string][]prioCount{},
 		shedAcc: make([]float64, ng),
-		gwRates: make([]gatewayRates, ng), nodeRates: make([]float64, nn),
+		gwRates: make([]gatewayRates, ng), nodeRates: make([]float64, nn), nodeSvc: make([]serviceWindow, nn),
 	}
 }
 
@@ -396,6 +429,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 			s.nodeStarts[i] = starts
 			s.prevNode[i] = scrape.Families{}
 			s.prevNodeAt[i] = time.Time{}
+			s.nodeSvc[i] = serviceWindow{}
 		}
 		ns := NodeSample{Index: i, Addr: c.Listen(), Up: up && f != nil}
 		if !up {
@@ -421,6 +455,8 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 				if since > 0 {
 					s.nodeRates[i] = f.SumDelta(prev, "levee_fakemodel_requests_total", map[string]string{"outcome": "ok"}) / since
 				}
+				s.nodeSvc[i].add(f.SumDelta(prev, "levee_fakemodel_service_seconds_sum", nil),
+					f.SumDelta(prev, "levee_fakemodel_service_seconds_count", nil))
 				s.prevNode[i], s.prevNodeAt[i] = f, at
 			}
 			completions += s.nodeRates[i]
@@ -434,10 +470,15 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		}
 		if up {
 			live++
-			// Capacity counts every live process with its configured
-			// slots / mean service time (as last reported by the node).
+			// Capacity counts every live process: slots / mean service
+			// time, observed over the last seconds when enough requests
+			// finished, else as configured (reported by the node).
 			if cfg := s.nodeCfg[i]; cfg.known {
-				smp.CapacityRPS += cfg.slots / cfg.mean
+				mean := cfg.mean
+				if m, ok := s.nodeSvc[i].mean(); ok {
+					mean = m
+				}
+				smp.CapacityRPS += cfg.slots / mean
 			}
 		}
 		smp.Nodes = append(smp.Nodes, ns)

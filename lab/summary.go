@@ -39,7 +39,9 @@ type Summary struct {
 	AchievedRPS float64 `json:"achieved_rps"` // offered / duration
 	GoodputRPS  float64 `json:"goodput_rps"`  // ok / duration
 	// CapacityRPS is the mean over the run of live nodes × slots / mean
-	// service time, from the nodes' configured values.
+	// service time: the nodes' configured slots, and their configured mean
+	// service time until enough requests finished to use the observed one
+	// (a mix with streams holds slots longer than the configured latency).
 	CapacityRPS float64 `json:"capacity_rps"`
 	// CapacityMeasuredRPS is the nodes' mean completion rate over ticks
 	// when every live node had all its slots busy; 0 when that never

@@ -2,6 +2,7 @@ package load
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -126,5 +127,46 @@ func TestMixerShares(t *testing.T) {
 	// Half the draws are export; a quarter of those read slowly.
 	if got := float64(slow) / n; math.Abs(got-0.125) > 0.02 {
 		t.Errorf("slow share %.3f, want 0.125", got)
+	}
+}
+
+// TestMixerRoutesByPriority: a priority with its own route table draws only
+// from it; the others draw from Routes.
+func TestMixerRoutesByPriority(t *testing.T) {
+	m := Mix{
+		Priorities:       map[string]float64{"P0": 1, "P1": 1, "P2": 1},
+		Keys:             map[string]string{"P0": "a", "P1": "b", "P2": "c"},
+		Routes:           map[string]float64{"chat": 1, "chat-stream": 1},
+		RoutesByPriority: map[string]map[string]float64{"P0": {"predict": 1}},
+		PromptTokens:     [2]int{1, 2},
+		MaxTokens:        8,
+	}
+	if err := m.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	x := newMixer(m, 3)
+	byPrio := [3]map[Route]int{{}, {}, {}}
+	for range 9000 {
+		s := x.next([]string{"t"}, 0, 0)
+		byPrio[s.priority][s.route]++
+	}
+	if len(byPrio[0]) != 1 || byPrio[0][RoutePredict] == 0 {
+		t.Errorf("P0 routes %v, want predict only", byPrio[0])
+	}
+	for p := 1; p < 3; p++ {
+		if byPrio[p][RoutePredict] != 0 || byPrio[p][RouteChat] == 0 || byPrio[p][RouteChatStream] == 0 {
+			t.Errorf("%s routes %v, want chat and chat-stream", Priorities[p], byPrio[p])
+		}
+	}
+	for name, bad := range map[string]Mix{
+		"unknown priority": {RoutesByPriority: map[string]map[string]float64{"P9": {"predict": 1}}},
+		"unknown route":    {RoutesByPriority: map[string]map[string]float64{"P0": {"teleport": 1}}},
+		"zero shares":      {RoutesByPriority: map[string]map[string]float64{"P0": {"predict": 0}}},
+		"no max_tokens":    {RoutesByPriority: map[string]map[string]float64{"P0": {"chat": 1}}},
+	} {
+		bad.Priorities, bad.Keys, bad.Routes, bad.PromptTokens = m.Priorities, m.Keys, map[string]float64{"predict": 1}, m.PromptTokens
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "routes_by_priority") && name != "no max_tokens" {
+			t.Errorf("%s: err %v, want a routes_by_priority error", name, err)
+		}
 	}
 }

@@ -51,6 +51,9 @@ type Mix struct {
 	Keys map[string]string `yaml:"keys" json:"keys"`
 	// Routes maps a Route name to its share of arrivals.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
+	// RoutesByPriority, when it has an entry for a priority, replaces Routes
+	// for that priority's arrivals (P0 as trade/settle decisions only, say).
+	RoutesByPriority map[string]map[string]float64 `yaml:"routes_by_priority" json:"routes_by_priority"`
 	// PromptTokens is the [min, max] prompt size in tokens, drawn uniformly.
 	// A "token" is one 4-byte word of the prompt. Export uses the draw as its
 	// row count (at least 1); agent prompts have at least one token.
@@ -136,12 +139,15 @@ func (m Mix) Validate() error {
 			return fmt.Errorf("load: mix.keys: unknown priority %q (want P0, P1 or P2)", name)
 		}
 	}
-	if err := validShares("mix.routes", m.Routes); err != nil {
+	if err := validRoutes("mix.routes", m.Routes); err != nil {
 		return err
 	}
-	for name := range m.Routes {
-		if !knownRoute(Route(name)) {
-			return fmt.Errorf("load: mix.routes: unknown route %q (want one of %v)", name, AllRoutes)
+	for prio, routes := range m.RoutesByPriority {
+		if _, ok := priorityIndex(prio); !ok {
+			return fmt.Errorf("load: mix.routes_by_priority: unknown priority %q (want P0, P1 or P2)", prio)
+		}
+		if err := validRoutes("mix.routes_by_priority."+prio, routes); err != nil {
+			return err
 		}
 	}
 	lo, hi := m.PromptTokens[0], m.PromptTokens[1]
@@ -156,6 +162,24 @@ func (m Mix) Validate() error {
 			if m.Routes[string(r)] > 0 {
 				return fmt.Errorf("load: mix.max_tokens: must be > 0 when route %s is in the mix", r)
 			}
+			for _, routes := range m.RoutesByPriority {
+				if routes[string(r)] > 0 {
+					return fmt.Errorf("load: mix.max_tokens: must be > 0 when route %s is in the mix", r)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validRoutes checks one route table: valid shares over known routes.
+func validRoutes(field string, routes map[string]float64) error {
+	if err := validShares(field, routes); err != nil {
+		return err
+	}
+	for name := range routes {
+		if !knownRoute(Route(name)) {
+			return fmt.Errorf("load: %s: unknown route %q (want one of %v)", field, name, AllRoutes)
 		}
 	}
 	return nil

@@ -20,15 +20,33 @@ type spec struct {
 	txn24h    int
 }
 
+// routeTable draws a route: cumulative shares in AllRoutes order.
+type routeTable struct {
+	cum    []float64
+	routes []Route
+}
+
+func newRouteTable(shares map[string]float64) routeTable {
+	var t routeTable
+	sum := 0.0
+	for _, r := range AllRoutes {
+		if s := shares[string(r)]; s > 0 {
+			sum += s
+			t.cum = append(t.cum, sum)
+			t.routes = append(t.routes, r)
+		}
+	}
+	return t
+}
+
 // mixer draws specs from a Mix. Used by the scheduler goroutine only.
 type mixer struct {
 	rng *rand.Rand
 
-	prioCum  []float64 // cumulative shares, in Priorities order
-	prioIdx  []priority
-	routeCum []float64 // cumulative shares, in AllRoutes order
-	routes   []Route
-	keys     [3]string
+	prioCum []float64 // cumulative shares, in Priorities order
+	prioIdx []priority
+	routes  [3]routeTable // by priority
+	keys    [3]string
 
 	tokMin, tokMax int
 	maxTokens      int
@@ -51,12 +69,11 @@ func newMixer(m Mix, seed int64) *mixer {
 			x.keys[i] = m.Keys[name]
 		}
 	}
-	sum = 0
-	for _, r := range AllRoutes {
-		if s := m.Routes[string(r)]; s > 0 {
-			sum += s
-			x.routeCum = append(x.routeCum, sum)
-			x.routes = append(x.routes, r)
+	for i, name := range Priorities {
+		if routes, ok := m.RoutesByPriority[name]; ok {
+			x.routes[i] = newRouteTable(routes)
+		} else {
+			x.routes[i] = newRouteTable(m.Routes)
 		}
 	}
 	return x
@@ -78,7 +95,7 @@ func (x *mixer) next(targets []string, slowShare, slowKBps float64) spec {
 	p := x.prioIdx[pick(x.rng, x.prioCum)]
 	s := spec{
 		priority:  p,
-		route:     x.routes[pick(x.rng, x.routeCum)],
+		route:     x.routes[p].routes[pick(x.rng, x.routes[p].cum)],
 		target:    targets[x.rr%uint64(len(targets))],
 		key:       x.keys[p],
 		tokens:    x.tokMin,
