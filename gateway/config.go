@@ -257,7 +257,9 @@ type UpstreamConfig struct {
 	// Nodes are model node addresses (host:port or http://host:port). ≥ 1.
 	Nodes []string `yaml:"nodes" json:"nodes"`
 	// HealthInterval between active health checks (GET HealthPath, 200 =
-	// up; each check times out after one interval). > 0.
+	// up; a refused connection marks a node down at once, other failures
+	// after three in a row, each check bounded by the pool's 2 s timeout).
+	// > 0.
 	HealthInterval time.Duration `yaml:"health_interval" json:"health_interval"`
 	HealthPath     string        `yaml:"health_path" json:"health_path"`
 	// Breaker is the per-node circuit breaker.
