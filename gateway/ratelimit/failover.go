@@ -29,6 +29,8 @@ const (
 	// DefaultBreakerProbe is how long the breaker stays open before one
 	// call probes the remote store again.
 	DefaultBreakerProbe = 500 * time.Millisecond
+	// ProbeTimeout is the least time a probe of the remote store gets.
+	ProbeTimeout = 100 * time.Millisecond
 )
 
 // BreakerState is the state of a Failover's circuit breaker.
@@ -194,7 +196,16 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	if !ok {
 		return f.fallback(ctx, key, rule, cost, now)
 	}
-	callCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	timeout := f.timeout
+	if probe {
+		// A probe after an outage dials afresh and reloads the script
+		// (NOSCRIPT, then EVAL): several round trips that a 5 ms budget
+		// misses on a busy machine, again and again, keeping the breaker
+		// open long after Redis is back. One caller per probe interval
+		// may wait longer; every other decision meanwhile stays local.
+		timeout = max(timeout, ProbeTimeout)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	d, err := f.primary.Allow(callCtx, key, rule, cost, now)
 	cancel()
 	if err == nil {
