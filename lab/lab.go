@@ -69,7 +69,7 @@ type Lab struct {
 	gateways  []*child
 	gwRSS     []uint64 // guarded by mu: last VmRSS per gateway
 	redisURL  string
-	redis     redisProc
+	redis     *RedisChild // nil without Redis
 	gen       *load.Generator
 	loadStop  context.CancelFunc
 	loadDone  chan struct{}
@@ -229,12 +229,12 @@ func (l *Lab) startChildren(ctx context.Context) error {
 	switch e.Redis {
 	case "off":
 	case "auto":
-		r, err := startRedis(ctx, l.logsDir)
-		if errors.Is(err, errNoRedis) {
+		r, err := StartRedis(ctx, l.logsDir)
+		if errors.Is(err, ErrNoRedisServer) {
 			l.progress("redis: auto: %v; running without Redis (in-process limits)", err)
 			l.event(EventError, "redis-server not found; running without Redis", nil)
 		} else if err != nil {
-			return fmt.Errorf("lab: redis: %w", err)
+			return err // "lab: redis: …"
 		} else {
 			l.redis, l.redisURL = r, r.URL()
 			l.event(EventChildStart, "redis", map[string]any{"url": l.redisURL, "pid": r.PID()})

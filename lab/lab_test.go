@@ -553,9 +553,7 @@ var _ = json.Marshal
 // gateways share their rate limits through it, the generator spreads load
 // over both, and a Redis outage fails no request.
 func TestRedisAutoTwoGateways(t *testing.T) {
-	if _, err := exec.LookPath(RedisBinary); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	needRedisServer(t)
 	exp := mustParse(t, `
 name: redis
 duration: 4s
