@@ -1,6 +1,16 @@
-// Package redisproc runs a real redis-server as a child process on a free
-// loopback port, with no persistence, and can kill, pause and restart it on
-// the same port. The lab uses it for `redis: auto` and the redis_outage
+// Package redisproc runs a Redis-protocol server as a child process on a
+// loopback port, with no persistence, and can kill (SIGKILL), pause
+// (SIGSTOP) and restart it on the same port. Two kinds share one API:
+//
+//   - KindServer: a real redis-server (Start);
+//   - KindEmbedded: an embedded Redis-compatible server (miniredis, which
+//     runs Levee's Lua scripts) in its own process, `levee redis --listen
+//     ADDR` (StartEmbedded), so that an outage is still a real SIGKILL of a
+//     real process on a machine without redis-server.
+//
+// StartAuto picks redis-server when it is on PATH and the embedded server
+// otherwise. StartCluster runs a Redis Cluster of redis-server processes.
+// The lab uses the package for `redis: auto|cluster` and the redis_outage
 // fault; package redistest wraps it for tests.
 package redisproc
 
@@ -10,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +39,18 @@ var ErrNotFound = errors.New("redis-server not found on PATH")
 // Binary is the executable Start looks up on PATH.
 const Binary = "redis-server"
 
+// Kind is the kind of server a Process runs.
+type Kind string
+
+// The kinds of Process.
+const (
+	// KindServer is a real redis-server.
+	KindServer Kind = "server"
+	// KindEmbedded is the embedded Redis-protocol server (miniredis) in its
+	// own child process.
+	KindEmbedded Kind = "embedded"
+)
+
 const (
 	// startAttempts bounds how many free ports Start tries when another
 	// process takes the chosen one before redis binds it.
@@ -38,31 +61,64 @@ const (
 	StopGrace = 3 * time.Second
 )
 
-// Option configures Start.
-type Option func(*Process)
+// Option configures Start, StartEmbedded, StartAuto and StartCluster.
+type Option func(*settings)
 
-// WithStarter starts each redis-server process with start instead of
+type settings struct {
+	starter  func(*exec.Cmd) error
+	embedded func(listen string) *exec.Cmd // nil: LeveeCommand(os.Executable())
+	extra    func(port int) []string       // more redis-server arguments (cluster nodes)
+	logName  string                        // log file name in dir; default redis.log
+}
+
+// WithStarter starts each child process with start instead of
 // exec.Cmd.Start (the lab passes its spawner, which ties children to the
 // lab's life). start must set up the process group: signals go to -pid.
 func WithStarter(start func(*exec.Cmd) error) Option {
-	return func(p *Process) { p.starter = start }
+	return func(s *settings) { s.starter = start }
 }
 
-// Process is one redis-server child: on a free loopback port, with no
-// persistence (no RDB snapshots, no AOF), so a kill loses every limit's
-// state, as a real Redis failure without persistence does. Its port stays
-// the same across Kill and Restart, so clients reconnect to the same URL.
-// Methods are safe for concurrent use.
+// WithEmbeddedCommand sets how the embedded server's process is built:
+// command(listen) must return a command that serves the embedded server on
+// listen (an address such as 127.0.0.1:0 or 127.0.0.1:41234), prints the
+// ready line (ReadyLine) on stdout once it accepts connections, and exits on
+// SIGTERM. The default is LeveeCommand(os.Executable()): this binary's
+// `redis` subcommand. Tests use SelfCommand.
+func WithEmbeddedCommand(command func(listen string) *exec.Cmd) Option {
+	return func(s *settings) { s.embedded = command }
+}
+
+// LeveeCommand returns a command builder for WithEmbeddedCommand that runs
+// `exe redis --listen LISTEN`, exe being a levee binary.
+func LeveeCommand(exe string) func(listen string) *exec.Cmd {
+	return func(listen string) *exec.Cmd { return exec.Command(exe, "redis", "--listen", listen) }
+}
+
+func newSettings(opts []Option) settings {
+	s := settings{starter: startInGroup, logName: "redis.log"}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// Process is one Redis child: on a loopback port, with no persistence (no
+// RDB snapshots, no AOF), so a kill loses every limit's state, as a real
+// Redis failure without persistence does. Its port stays the same across
+// Kill and Restart, so clients reconnect to the same URL. Methods are safe
+// for concurrent use.
 type Process struct {
-	bin     string
+	kind    Kind
+	bin     string                   // the executable, for messages
+	command func(port int) *exec.Cmd // the next process's command; port 0: the child picks one (embedded)
 	starter func(*exec.Cmd) error
-	dir     string // working directory; holds redis.log
+	dir     string // working directory; holds the log
 	logPath string
-	port    int // fixed after Start
+	port    int // fixed once the first start succeeded
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd     // the current process, nil when none; guarded by mu
-	exited  chan struct{} // closed when cmd has been waited for; guarded by mu
+	exited  chan struct{} // closed when cmd has been waited for and its output copied; guarded by mu
 	logFile *os.File      // the current process's output; guarded by mu
 }
 
@@ -71,23 +127,29 @@ type Process struct {
 // when ctx has no deadline). When redis-server is not on PATH the error
 // wraps ErrNotFound and says how to install it.
 func Start(ctx context.Context, dir string, opts ...Option) (*Process, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		return nil, fmt.Errorf("%w (install it, e.g. `apt-get install redis-server` or `brew install redis`): %v", ErrNotFound, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("redis: log dir: %w", err)
-	}
-	abs, err := filepath.Abs(dir)
+	s := newSettings(opts)
+	r, err := newProcess(KindServer, bin, dir, s)
 	if err != nil {
-		return nil, fmt.Errorf("redis: log dir: %w", err)
+		return nil, err
 	}
-	r := &Process{bin: bin, starter: startInGroup, dir: abs, logPath: filepath.Join(abs, "redis.log")}
-	for _, o := range opts {
-		o(r)
+	r.command = func(port int) *exec.Cmd {
+		args := []string{
+			"--port", strconv.Itoa(port),
+			"--bind", "127.0.0.1",
+			"--save", "", // no RDB snapshots
+			"--appendonly", "no", // no AOF
+			"--dir", r.dir,
+			"--daemonize", "no",
+			"--logfile", "", // to stdout, i.e. the log file
+		}
+		if s.extra != nil {
+			args = append(args, s.extra(port)...)
+		}
+		return exec.Command(bin, args...)
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
@@ -97,12 +159,63 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Process, error) {
 		if lastErr = r.start(ctx); lastErr == nil {
 			return r, nil
 		}
-		if ctx.Err() != nil {
+		if ctx != nil && ctx.Err() != nil {
 			break
 		}
 	}
 	return nil, fmt.Errorf("redis: %w", lastErr)
 }
+
+// StartEmbedded starts the embedded Redis-protocol server in its own child
+// process (see WithEmbeddedCommand) on a free loopback port the child picks,
+// logging to dir/redis.log, and waits for its ready line and PING (bounded
+// by ctx, or 10 s when ctx has no deadline).
+func StartEmbedded(ctx context.Context, dir string, opts ...Option) (*Process, error) {
+	s := newSettings(opts)
+	build := s.embedded
+	if build == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("redis: embedded: find this executable: %w", err)
+		}
+		build = LeveeCommand(exe)
+	}
+	probe := build("127.0.0.1:0")
+	r, err := newProcess(KindEmbedded, probe.Path, dir, s)
+	if err != nil {
+		return nil, err
+	}
+	r.command = func(port int) *exec.Cmd {
+		return build(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	if err := r.start(ctx); err != nil {
+		return nil, fmt.Errorf("redis: embedded: %w", err)
+	}
+	return r, nil
+}
+
+// StartAuto starts redis-server when it is on PATH (Start), else the
+// embedded server (StartEmbedded). Process.Kind says which.
+func StartAuto(ctx context.Context, dir string, opts ...Option) (*Process, error) {
+	if _, err := exec.LookPath(Binary); err == nil {
+		return Start(ctx, dir, opts...)
+	}
+	return StartEmbedded(ctx, dir, opts...)
+}
+
+func newProcess(kind Kind, bin, dir string, s settings) (*Process, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redis: log dir: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("redis: log dir: %w", err)
+	}
+	return &Process{kind: kind, bin: bin, starter: s.starter, dir: abs, logPath: filepath.Join(abs, s.logName)}, nil
+}
+
+// Kind reports which server the Process runs.
+func (r *Process) Kind() Kind { return r.kind }
 
 // URL is the redis:// URL gateways connect to.
 func (r *Process) URL() string { return "redis://" + r.Addr() + "/0" }
@@ -183,11 +296,17 @@ func (r *Process) stop(sig syscall.Signal, grace time.Duration) error {
 	if cmd == nil {
 		return nil
 	}
-	defer logFile.Close()
 	pid := cmd.Process.Pid
 	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		// Leave it as it was: a later Kill can try again.
+		r.mu.Lock()
+		if r.cmd == nil {
+			r.cmd, r.logFile = cmd, logFile
+		}
+		r.mu.Unlock()
 		return fmt.Errorf("redis: signal %v to pid %d: %w", sig, pid, err)
 	}
+	defer logFile.Close()
 	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused Redis must run to act on SIGTERM
 	if grace > 0 {
 		select {
@@ -201,46 +320,135 @@ func (r *Process) stop(sig syscall.Signal, grace time.Duration) error {
 	return nil
 }
 
-// start runs one redis-server on r.port and waits for PING.
+// start runs one child on r.port (0: the embedded child picks one and r.port
+// learns it from the ready line) and waits for PING.
 func (r *Process) start(ctx context.Context) error {
-	logFile, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	cmd := exec.Command(r.bin,
-		"--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1",
-		"--save", "", // no RDB snapshots
-		"--appendonly", "no", // no AOF
-		"--dir", r.dir,
-		"--daemonize", "no",
-		"--logfile", "", // to stdout, i.e. the log file
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := r.starter(cmd); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start %s: %w", r.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
 		defer cancel()
 	}
-	if err := waitPing(ctx, r.Addr(), exited); err != nil {
+	logFile, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	cmd := r.command(r.port)
+	cmd.Stderr = logFile
+	// The embedded child tells its address on stdout: read it through a
+	// pipe (copied on to the log); redis-server's stdout is its log.
+	var stdout *os.File
+	if r.kind == KindEmbedded {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			logFile.Close()
+			return fmt.Errorf("stdout pipe: %w", err)
+		}
+		cmd.Stdout, stdout = pw, pr
+		// The child holds its own copy once started; ours is closed right
+		// after the start, so that the reader sees EOF when the child exits.
+	} else {
+		cmd.Stdout = logFile
+	}
+	err = r.starter(cmd)
+	if w, ok := cmd.Stdout.(*os.File); ok && stdout != nil {
+		w.Close()
+	}
+	if err != nil {
+		logFile.Close()
+		if stdout != nil {
+			stdout.Close()
+		}
+		return fmt.Errorf("start %s: %w", r.bin, err)
+	}
+	ready := make(chan string, 1)
+	copied := make(chan struct{})
+	if stdout != nil {
+		go func() {
+			defer close(copied)
+			defer stdout.Close()
+			copyReady(stdout, logFile, ready)
+		}()
+	} else {
+		close(copied)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		<-copied // EOF: the child's end of the pipe closed with it
+		close(exited)
+	}()
+	fail := func(err error) error {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 		logFile.Close()
-		return fmt.Errorf("redis-server on port %d: %w%s", r.port, err, redisLogTail(r.logPath))
+		return fmt.Errorf("%s on port %d: %w%s", r.kind, r.port, err, redisLogTail(r.logPath))
+	}
+	if stdout != nil {
+		select {
+		case addr := <-ready:
+			port, err := readyPort(addr, r.port)
+			if err != nil {
+				return fail(err)
+			}
+			r.port = port
+		case <-exited:
+			return fail(errors.New("exited before printing its ready line"))
+		case <-ctx.Done():
+			return fail(fmt.Errorf("no ready line: %w", ctx.Err()))
+		}
+	}
+	if err := waitPing(ctx, r.Addr(), exited); err != nil {
+		return fail(err)
 	}
 	r.mu.Lock()
 	r.cmd, r.exited, r.logFile = cmd, exited, logFile
 	r.mu.Unlock()
 	return nil
+}
+
+// copyReady copies the child's stdout lines to log and sends the listen
+// address of the first ready line on ready.
+func copyReady(stdout io.Reader, log io.Writer, ready chan<- string) {
+	br := bufio.NewReader(stdout)
+	sent := false
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if !sent {
+				if addr, ok := ParseReadyLine(line); ok {
+					ready <- addr
+					sent = true
+				}
+			}
+			_, _ = log.Write(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readyPort checks the address of a ready line: loopback, and on want when
+// want is not 0.
+func readyPort(addr string, want int) (int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("ready line address %q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 {
+		return 0, fmt.Errorf("ready line address %q: bad port", addr)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return 0, fmt.Errorf("ready line address %q is not loopback", addr)
+	}
+	if want != 0 && port != want {
+		return 0, fmt.Errorf("ready line address %q, want port %d", addr, want)
+	}
+	return port, nil
 }
 
 // waitPing polls addr with PING until PONG, the process exits or ctx
@@ -277,7 +485,8 @@ func Ping(addr string, timeout time.Duration) error {
 	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	// RESP, not the inline form: the embedded server reads only RESP.
+	if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
 		return err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')

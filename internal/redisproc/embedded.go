@@ -1,0 +1,117 @@
+package redisproc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// ReadyKind is the "kind" of the embedded server's ready line.
+const ReadyKind = "redis"
+
+// readyLine is the ready line every Levee child prints on stdout once it
+// accepts connections (docs/CONTRACTS.md).
+type readyLine struct {
+	Ready *readyInfo `json:"levee_ready"`
+}
+
+type readyInfo struct {
+	Kind   string `json:"kind"`
+	Listen string `json:"listen"`
+	PID    int    `json:"pid"`
+}
+
+// ReadyLine is the embedded server's ready line for addr, without newline:
+// {"levee_ready":{"kind":"redis","listen":"127.0.0.1:41234","pid":123}}.
+func ReadyLine(addr string) []byte {
+	b, _ := json.Marshal(readyLine{&readyInfo{Kind: ReadyKind, Listen: addr, PID: os.Getpid()}})
+	return b
+}
+
+// ParseReadyLine returns the listen address of an embedded server's ready
+// line, and false when line is not one.
+func ParseReadyLine(line []byte) (string, bool) {
+	line = bytes.TrimSpace(line)
+	if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte("levee_ready")) {
+		return "", false
+	}
+	var r readyLine
+	if json.Unmarshal(line, &r) != nil || r.Ready == nil || r.Ready.Kind != ReadyKind || r.Ready.Listen == "" {
+		return "", false
+	}
+	return r.Ready.Listen, true
+}
+
+// Serve runs the embedded Redis-protocol server on listen (e.g.
+// 127.0.0.1:0) until ctx ends, then closes it. Once it accepts connections
+// it writes its ready line (ReadyLine) and a newline to ready. It returns an
+// error when it cannot listen.
+//
+// The server is miniredis: it keeps everything in memory (no persistence,
+// like the redis-server children), runs EVAL/EVALSHA/SCRIPT LOAD with the
+// Lua scripts' TIME read from this machine's clock, and expires keys as
+// that clock advances, as Redis does. It has no authentication: bind it to
+// loopback.
+func Serve(ctx context.Context, listen string, ready io.Writer) error {
+	m := miniredis.NewMiniRedis()
+	// TTLs follow the wall clock, as in Redis, so idle limits go away
+	// (miniredis's default, for unit tests, freezes them).
+	m.ClockTTL(true)
+	if err := m.StartAddr(listen); err != nil {
+		return fmt.Errorf("redis: embedded server: listen on %s: %w", listen, err)
+	}
+	defer m.Close()
+	if _, err := fmt.Fprintf(ready, "%s\n", ReadyLine(m.Addr())); err != nil {
+		return fmt.Errorf("redis: embedded server: ready line: %w", err)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// childEnv, set to a listen address, makes RunChildIfAsked serve the
+// embedded server there instead of returning.
+const childEnv = "LEVEE_REDISPROC_EMBEDDED_LISTEN"
+
+// RunChildIfAsked turns this process into an embedded server child when it
+// was started by SelfCommand: it serves on the address SelfCommand gave,
+// exits 0 on SIGTERM or SIGINT and 1 on error, and never returns. Otherwise
+// it returns at once. Test binaries that start embedded children with
+// SelfCommand call it first thing in TestMain.
+func RunChildIfAsked() {
+	listen, ok := os.LookupEnv(childEnv)
+	if !ok {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := Serve(ctx, listen, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		stop()
+		os.Exit(1)
+	}
+	stop()
+	os.Exit(0)
+}
+
+// SelfCommand is a command builder for WithEmbeddedCommand that runs this
+// very executable as the embedded server: a test binary whose TestMain
+// calls RunChildIfAsked. (A test binary that does not runs no tests,
+// because of -test.run=^$, and exits without a ready line: the start fails
+// with a clear error instead of recursing.)
+func SelfCommand(listen string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+listen)
+	return cmd
+}
