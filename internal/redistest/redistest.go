@@ -1,4 +1,4 @@
-// Package redistest starts real redis-server child processes for tests.
+// Package redistest starts Redis child processes for tests.
 //
 // Tests that need Redis call Start, which runs redis-server (through package
 // redisproc) on a free loopback port with persistence off and stops it when
@@ -6,6 +6,11 @@
 // message saying how to install it — unless the environment variable CI is
 // set, where a missing redis-server fails the test instead, so CI never
 // passes by skipping.
+//
+// StartEmbedded runs the embedded Redis-protocol server instead, which needs
+// nothing installed: its child process is the test binary itself, so the
+// package's TestMain must call Main (or redisproc.RunChildIfAsked).
+// StartCluster runs a Redis Cluster of redis-server processes.
 package redistest
 
 import (
@@ -36,25 +41,67 @@ type Server struct {
 	*redisproc.Process
 }
 
+// Main runs the tests of a package that uses StartEmbedded: call it as the
+// whole of TestMain. In the embedded children (this binary, started again)
+// it serves Redis instead of running the tests.
+func Main(m *testing.M) {
+	redisproc.RunChildIfAsked()
+	os.Exit(m.Run())
+}
+
 // Start runs redis-server on a free loopback port and waits until it answers
 // PING. The server is killed when the test ends. See the package comment for
 // what happens when redis-server is missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	p, err := redisproc.Start(context.Background(), t.TempDir())
-	if errors.Is(err, redisproc.ErrNotFound) {
-		msg := fmt.Sprintf("redistest: %v", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + " — CI is set, so a missing redis-server is a failure, not a skip")
-		}
-		t.Skip(msg)
+	return StartKind(t, redisproc.KindServer)
+}
+
+// StartEmbedded runs the embedded Redis-protocol server in its own process
+// (this test binary; see Main) on a free loopback port. It needs nothing
+// installed. The server is killed when the test ends.
+func StartEmbedded(t testing.TB) *Server {
+	t.Helper()
+	return StartKind(t, redisproc.KindEmbedded)
+}
+
+// StartKind starts a server of kind: Start or StartEmbedded.
+func StartKind(t testing.TB, kind redisproc.Kind) *Server {
+	t.Helper()
+	var (
+		p   *redisproc.Process
+		err error
+	)
+	switch kind {
+	case redisproc.KindServer:
+		p, err = redisproc.Start(context.Background(), t.TempDir())
+	case redisproc.KindEmbedded:
+		p, err = redisproc.StartEmbedded(context.Background(), t.TempDir(), redisproc.WithEmbeddedCommand(redisproc.SelfCommand))
+	default:
+		t.Fatalf("redistest: unknown kind %q", kind)
 	}
 	if err != nil {
+		MissingServer(t, err)
 		t.Fatalf("redistest: %v", err)
 	}
 	s := &Server{t: t, Process: p}
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// MissingServer ends the test when err says redis-server is not on PATH:
+// a skip saying how to install it, or a failure when CI is set. Otherwise
+// it returns.
+func MissingServer(t testing.TB, err error) {
+	t.Helper()
+	if !errors.Is(err, redisproc.ErrNotFound) {
+		return
+	}
+	msg := fmt.Sprintf("redistest: %v", err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + " — CI is set, so a missing redis-server is a failure, not a skip")
+	}
+	t.Skip(msg)
 }
 
 // Kill SIGKILLs the server (paused or not) and waits for it to exit; killing

@@ -5,10 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/redisproc"
 )
 
 func TestServerLifecycle(t *testing.T) {
-	s := Start(t)
+	for _, kind := range []redisproc.Kind{redisproc.KindServer, redisproc.KindEmbedded} {
+		t.Run(string(kind), func(t *testing.T) { testLifecycle(t, StartKind(t, kind)) })
+	}
+}
+
+func testLifecycle(t *testing.T, s *Server) {
 	if err := Ping(s.Addr(), time.Second); err != nil {
 		t.Fatalf("fresh server: %v", err)
 	}
@@ -48,9 +55,21 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestTwoServersGetDistinctPorts(t *testing.T) {
-	a, b := Start(t), Start(t)
+	a, b := Start(t), StartEmbedded(t)
 	if a.Port() == b.Port() {
 		t.Fatalf("both servers on port %d", a.Port())
+	}
+}
+
+// The embedded server needs nothing on PATH.
+func TestEmbeddedWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	s := StartEmbedded(t)
+	if s.Kind() != redisproc.KindEmbedded {
+		t.Fatalf("kind %q", s.Kind())
+	}
+	if err := Ping(s.Addr(), time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
