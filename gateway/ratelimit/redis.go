@@ -32,11 +32,19 @@ const DefaultRedisKeyPrefix = "levee:rl:"
 // Keys expire once idle for longer than the window (or the time to refill
 // the bucket) plus a second, so idle tenants leave nothing behind.
 //
+// Over a Redis Cluster client (redis.ClusterClient) each decision goes to
+// the master of its key's slot; Shard names that slot, so a Failover keeps
+// one breaker per slot and a lost master sends only its own limits to the
+// local fallback. A failed call asks the client to reload the cluster's
+// slot map (in the background), so a replica promoted by a failover is found
+// without waiting for the client's periodic reload.
+//
 // RedisStore returns an error whenever Redis does not answer in time; wrap
 // it in a Failover to decide locally instead.
 type RedisStore struct {
-	client redis.UniversalClient
-	prefix string // key prefix; immutable
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // client, when it is a cluster client; else nil
+	prefix  string               // key prefix; immutable
 	member string // random per-store prefix of sorted-set members; immutable
 	seq    atomic.Uint64
 }
@@ -45,7 +53,8 @@ type RedisStore struct {
 type RedisOption func(*RedisStore)
 
 // RedisKeyPrefix replaces DefaultRedisKeyPrefix (tests use it to keep runs
-// apart).
+// apart). p must not contain "{" or "}": the hash tag of every key must be
+// the limit's own key.
 func RedisKeyPrefix(p string) RedisOption {
 	return func(s *RedisStore) { s.prefix = p }
 }
@@ -56,6 +65,7 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	s := &RedisStore{client: client, prefix: DefaultRedisKeyPrefix, member: hex.EncodeToString(b[:])}
+	s.cluster, _ = client.(*redis.ClusterClient)
 	for _, o := range opts {
 		o(s)
 	}
@@ -98,6 +108,26 @@ func (s *RedisStore) RedisKey(key string, a Algorithm) string {
 	return s.prefix + "{" + key + "}:sw"
 }
 
+// scriptKeys are the KEYS of the script that decides key under algorithm
+// a. They share one hash tag, {key}, hence one cluster slot.
+func (s *RedisStore) scriptKeys(key string, a Algorithm) []string {
+	k := s.RedisKey(key, a)
+	if a == TokenBucket {
+		return []string{k}
+	}
+	return []string{k, k + ":n"}
+}
+
+// Shard implements Sharder: over a cluster client, the hash slot of key's
+// Redis keys (a slot fails with the master serving it); over one server, ""
+// (one failure domain).
+func (s *RedisStore) Shard(key string) string {
+	if s.cluster == nil {
+		return ""
+	}
+	return strconv.Itoa(KeySlot(s.RedisKey(key, SlidingWindow)))
+}
+
 // Allow implements Store. now is ignored: Redis's clock decides.
 func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int64, _ time.Time) (Decision, error) {
 	if err := checkRequest(rule, cost); err != nil {
@@ -107,17 +137,22 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 		res []int64
 		err error
 	)
+	keys := s.scriptKeys(key, rule.Algorithm)
 	switch rule.Algorithm {
 	case SlidingWindow:
-		k := s.RedisKey(key, SlidingWindow)
 		id := s.member + ":" + strconv.FormatUint(s.seq.Add(1), 36) + ":" + strconv.FormatInt(cost, 10)
-		res, err = redisSlidingWindowScript.Run(ctx, s.client, []string{k, k + ":n"},
+		res, err = redisSlidingWindowScript.Run(ctx, s.client, keys,
 			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
 	case TokenBucket:
-		res, err = redisTokenBucketScript.Run(ctx, s.client, []string{s.RedisKey(key, TokenBucket)},
+		res, err = redisTokenBucketScript.Run(ctx, s.client, keys,
 			strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, cost).Int64Slice()
 	}
 	if err != nil {
+		if s.cluster != nil {
+			// The slot's master may have failed over: refresh the slot map
+			// in the background (go-redis coalesces these reloads).
+			s.cluster.ReloadState(context.Background())
+		}
 		return Decision{}, fmt.Errorf("ratelimit: redis %s decision for %q: %w", rule.Algorithm, key, err)
 	}
 	if len(res) != 3 {

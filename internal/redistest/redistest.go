@@ -140,3 +140,76 @@ func (s *Server) Resume() {
 		s.t.Fatalf("redistest: %v", err)
 	}
 }
+
+// clusterTimeout bounds StartCluster and the waits of Cluster's helpers.
+const clusterTimeout = 60 * time.Second
+
+// Cluster is a Redis Cluster of redis-server children whose failures fail
+// the test.
+type Cluster struct {
+	t testing.TB
+	*redisproc.Cluster
+}
+
+// StartCluster starts a Redis Cluster (see redisproc.StartCluster), killed
+// when the test ends. A missing redis-server skips the test, or fails it
+// when CI is set.
+func StartCluster(t testing.TB, spec redisproc.ClusterSpec) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, t.TempDir(), spec)
+	if err != nil {
+		MissingServer(t, err)
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(c.Kill)
+	return &Cluster{t: t, Cluster: c}
+}
+
+// KillNode SIGKILLs node i.
+func (c *Cluster) KillNode(i int) {
+	c.t.Helper()
+	if err := c.Node(i).Kill(); err != nil {
+		c.t.Fatalf("redistest: kill node %d: %v", i, err)
+	}
+}
+
+// RestartNode starts node i again on its port and waits until the cluster
+// is healthy again.
+func (c *Cluster) RestartNode(i int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if err := c.Node(i).Restart(ctx); err != nil {
+		c.t.Fatalf("redistest: restart node %d: %v", i, err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		c.t.Fatalf("redistest: after restarting node %d: %v", i, err)
+	}
+}
+
+// MasterOf is the index of the node serving key's slot now.
+func (c *Cluster) MasterOf(key string) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	m, err := c.Cluster.MasterOf(ctx, key)
+	if err != nil {
+		c.t.Fatalf("redistest: %v", err)
+	}
+	return m
+}
+
+// WaitFailover waits until a replica serves the slots of the killed node
+// and returns its index.
+func (c *Cluster) WaitFailover(killed int) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	by, err := c.Cluster.WaitFailover(ctx, killed)
+	if err != nil {
+		c.t.Fatalf("redistest: %v", err)
+	}
+	return by
+}
