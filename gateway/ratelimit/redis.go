@@ -45,8 +45,8 @@ type RedisStore struct {
 	client  redis.UniversalClient
 	cluster *redis.ClusterClient // client, when it is a cluster client; else nil
 	prefix  string               // key prefix; immutable
-	member string // random per-store prefix of sorted-set members; immutable
-	seq    atomic.Uint64
+	member  string               // random per-store prefix of sorted-set members; immutable
+	seq     atomic.Uint64
 }
 
 // RedisOption configures a RedisStore.
