@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,11 @@ const DefaultRedisKeyPrefix = "levee:rl:"
 //	sliding window: <prefix>{<key>}:sw    sorted set, one member per admitted request, score = µs
 //	                <prefix>{<key>}:sw:n  the cost admitted in the window (sum over the set)
 //	token bucket:   <prefix>{<key>}:tb    hash {tokens, ts}
+//
+// A key with "{", "}" or "%" in it has them escaped as %7B, %7D and %25,
+// and the empty key is written "%", so that the tag is always the whole
+// key and never empty (an empty tag would hash each Redis key on its own,
+// and the script would fail with CROSSSLOT).
 //
 // Keys expire once idle for longer than the window (or the time to refill
 // the bucket) plus a second, so idle tenants leave nothing behind.
@@ -103,9 +109,23 @@ func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 // key's state under algorithm a.
 func (s *RedisStore) RedisKey(key string, a Algorithm) string {
 	if a == TokenBucket {
-		return s.prefix + "{" + key + "}:tb"
+		return s.prefix + "{" + hashTag(key) + "}:tb"
 	}
-	return s.prefix + "{" + key + "}:sw"
+	return s.prefix + "{" + hashTag(key) + "}:sw"
+}
+
+// tagEscaper escapes what would end a hash tag early, injectively.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// hashTag is key as the content of a hash tag: never empty, with no braces.
+func hashTag(key string) string {
+	if key == "" {
+		return "%" // escaping never yields a lone "%"
+	}
+	if !strings.ContainsAny(key, "{}%") {
+		return key
+	}
+	return tagEscaper.Replace(key)
 }
 
 // scriptKeys are the KEYS of the script that decides key under algorithm
