@@ -12,12 +12,10 @@ import (
 	"github.com/levee-lab/levee/internal/redistest"
 )
 
-// TestMain serves the embedded Redis children of these tests (they are this
-// test binary started again, see redistest.StartEmbedded) and stops the
-// shared cluster at the end.
+// TestMain lets redistest build the embedded server (`levee redis`) and
+// stops the shared cluster at the end.
 func TestMain(m *testing.M) {
-	redisproc.RunChildIfAsked()
-	code := m.Run()
+	code := redistest.Run(m)
 	shared.mu.Lock()
 	if shared.cluster != nil {
 		shared.cluster.Kill()

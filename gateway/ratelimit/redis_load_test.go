@@ -13,6 +13,9 @@ import (
 type loadResult struct {
 	offered, admitted, errors atomic.Int64
 	perStore                  []atomic.Int64 // admitted per store
+	// first and last are the unix ns of the first decision's start and of
+	// the last decision's end: the span the store's clock can have seen.
+	first, last atomic.Int64
 
 	mu        sync.Mutex
 	latencies []time.Duration // every decision's latency; guarded by mu
@@ -53,8 +56,12 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 						next = time.Now() // shed the backlog instead of bursting
 					}
 					t0 := time.Now()
+					res.first.CompareAndSwap(0, t0.UnixNano())
 					dec, err := s.Allow(context.Background(), key, rule, 1, t0)
-					lat = append(lat, time.Since(t0))
+					t1 := time.Now()
+					lat = append(lat, t1.Sub(t0))
+					for l := res.last.Load(); l < t1.UnixNano() && !res.last.CompareAndSwap(l, t1.UnixNano()); l = res.last.Load() {
+					}
 					res.offered.Add(1)
 					switch {
 					case err != nil:
@@ -77,6 +84,11 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 	}
 	wg.Wait()
 	return res
+}
+
+// span is the time from the first decision's start to the last one's end.
+func (r *loadResult) span() time.Duration {
+	return time.Duration(r.last.Load() - r.first.Load())
 }
 
 // percentile returns the q-quantile (0..1) of ds by the nearest-rank method.

@@ -8,8 +8,10 @@
 // passes by skipping.
 //
 // StartEmbedded runs the embedded Redis-protocol server instead, which needs
-// nothing installed: its child process is the test binary itself, so the
-// package's TestMain must call Main (or redisproc.RunChildIfAsked).
+// nothing installed: its child process is `levee redis`, built once per test
+// binary without the race detector (a race-instrumented server is several
+// times slower, and it is not the code under test), so the package's
+// TestMain must call Main, which removes the build afterwards.
 // StartCluster runs a Redis Cluster of redis-server processes.
 package redistest
 
@@ -18,6 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +46,57 @@ type Server struct {
 	*redisproc.Process
 }
 
+// levee is the levee binary StartEmbedded runs, built on first use.
+var levee struct {
+	sync.Mutex
+	main bool   // Main was called
+	dir  string // holds the binary; removed by Main
+	bin  string
+	err  error
+}
+
 // Main runs the tests of a package that uses StartEmbedded: call it as the
-// whole of TestMain. In the embedded children (this binary, started again)
-// it serves Redis instead of running the tests.
-func Main(m *testing.M) {
+// whole of TestMain, or call Run from it.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs the tests (m.Run) and removes the levee binary StartEmbedded
+// built, and returns m.Run's code. It also serves as the embedded child
+// when redisproc.SelfCommand started this binary.
+func Run(m *testing.M) int {
 	redisproc.RunChildIfAsked()
-	os.Exit(m.Run())
+	levee.Lock()
+	levee.main = true
+	levee.Unlock()
+	code := m.Run()
+	levee.Lock()
+	if levee.dir != "" {
+		os.RemoveAll(levee.dir)
+	}
+	levee.Unlock()
+	return code
+}
+
+// leveeBinary builds cmd/levee (without -race) on first use and returns its
+// path.
+func leveeBinary() (string, error) {
+	levee.Lock()
+	defer levee.Unlock()
+	if !levee.main {
+		return "", errors.New("StartEmbedded needs TestMain to call redistest.Main (or Run): it builds the levee binary and removes it after the tests")
+	}
+	if levee.bin == "" && levee.err == nil {
+		levee.dir, levee.err = os.MkdirTemp("", "levee-redistest-")
+		if levee.err == nil {
+			bin := filepath.Join(levee.dir, "levee")
+			cmd := exec.Command("go", "build", "-o", bin, "github.com/levee-lab/levee/cmd/levee")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				levee.err = fmt.Errorf("build levee for the embedded server: %w\n%s", err, out)
+			} else {
+				levee.bin = bin
+			}
+		}
+	}
+	return levee.bin, levee.err
 }
 
 // Start runs redis-server on a free loopback port and waits until it answers
@@ -58,7 +108,7 @@ func Start(t testing.TB) *Server {
 }
 
 // StartEmbedded runs the embedded Redis-protocol server in its own process
-// (this test binary; see Main) on a free loopback port. It needs nothing
+// (`levee redis`; see Main) on a free loopback port. It needs nothing
 // installed. The server is killed when the test ends.
 func StartEmbedded(t testing.TB) *Server {
 	t.Helper()
@@ -76,7 +126,11 @@ func StartKind(t testing.TB, kind redisproc.Kind) *Server {
 	case redisproc.KindServer:
 		p, err = redisproc.Start(context.Background(), t.TempDir())
 	case redisproc.KindEmbedded:
-		p, err = redisproc.StartEmbedded(context.Background(), t.TempDir(), redisproc.WithEmbeddedCommand(redisproc.SelfCommand))
+		bin, berr := leveeBinary()
+		if berr != nil {
+			t.Fatalf("redistest: %v", berr)
+		}
+		p, err = redisproc.StartEmbedded(context.Background(), t.TempDir(), redisproc.WithEmbeddedCommand(redisproc.LeveeCommand(bin)))
 	default:
 		t.Fatalf("redistest: unknown kind %q", kind)
 	}
