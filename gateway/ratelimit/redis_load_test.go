@@ -17,9 +17,23 @@ type loadResult struct {
 	// the last decision's end: the span the store's clock can have seen.
 	first, last atomic.Int64
 
-	mu        sync.Mutex
-	latencies []time.Duration // every decision's latency; guarded by mu
-	firstErr  error           // guarded by mu
+	mu         sync.Mutex
+	latencies  []time.Duration // every decision's latency; guarded by mu
+	admittedAt []int64         // unix ns at which each admitted decision returned; guarded by mu
+	firstErr   error           // guarded by mu
+}
+
+// admittedIn counts the decisions admitted (returned) in [from, to).
+func (r *loadResult) admittedIn(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, at := range r.admittedAt {
+		if at >= from.UnixNano() && at < to.UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 // drive offers load to every store for d: workers goroutines per store, each
@@ -38,6 +52,7 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 			go func() {
 				defer wg.Done()
 				lat := make([]time.Duration, 0, int(d.Seconds()*rate)+8)
+				var admittedAt []int64
 				// Stagger workers so they do not all fire at once.
 				next := start.Add(time.Duration(int64(interval) * int64(si*workers+w) / int64(len(stores)*workers)))
 				for {
@@ -74,10 +89,12 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 					case dec.Allowed:
 						res.admitted.Add(1)
 						res.perStore[si].Add(1)
+						admittedAt = append(admittedAt, t1.UnixNano())
 					}
 				}
 				res.mu.Lock()
 				res.latencies = append(res.latencies, lat...)
+				res.admittedAt = append(res.admittedAt, admittedAt...)
 				res.mu.Unlock()
 			}()
 		}

@@ -1,0 +1,349 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/internal/redisproc"
+	"github.com/levee-lab/levee/internal/redistest"
+)
+
+// newGatewayStores returns n Failover stores, each over its own warmed-up
+// Redis client to url, with share 1/n: n gateways' view of one limit.
+func newGatewayStores(t *testing.T, url string, n int, opts ...FailoverOption) ([]Store, []*Failover) {
+	t.Helper()
+	stores := make([]Store, n)
+	fos := make([]*Failover, n)
+	for i := range stores {
+		rs := newRedisStoreAt(t, url)
+		if err := rs.Warm(context.Background(), 4); err != nil {
+			t.Fatal(err)
+		}
+		f, err := NewFailover(rs, append([]FailoverOption{FailoverShare(1 / float64(n))}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores[i], fos[i] = f, f
+	}
+	return stores, fos
+}
+
+// counted checks that every decision was either made by the shared store
+// or counted as a fallback, and returns the fallbacks.
+func counted(t *testing.T, fos []*Failover, offered int64) uint64 {
+	t.Helper()
+	var fallbacks, remote uint64
+	for _, f := range fos {
+		fallbacks += f.Fallbacks()
+		remote += f.RemoteDecisions()
+	}
+	if remote+fallbacks != uint64(offered) {
+		t.Errorf("remote %d + fallbacks %d ≠ %d decisions: some went uncounted", remote, fallbacks, offered)
+	}
+	return fallbacks
+}
+
+// waitGlobal keeps deciding (lightly) until every store's breakers are
+// closed, for at most 5 s, and reports how long that took (-1: never).
+func waitGlobal(fos []*Failover, keys []string, rule Rule) time.Duration {
+	start := time.Now()
+	for time.Since(start) < 5*time.Second {
+		closed := true
+		for _, f := range fos {
+			for _, k := range keys {
+				_, _ = f.Allow(context.Background(), k, rule, 1, time.Now())
+			}
+			if f.State() != BreakerClosed {
+				closed = false
+			}
+		}
+		if closed {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return -1
+}
+
+// outageRules are the two algorithms with a global limit of 200/s, and
+// what N local shares admit in total over an outage of whole seconds
+// (every local share starting empty: sliding windows from nothing, buckets
+// full).
+var outageRules = []struct {
+	name   string
+	rule   Rule
+	shares func(n int, d time.Duration) float64
+}{
+	{"sliding_window", Rule{Algorithm: SlidingWindow, Limit: 200, Window: time.Second}, func(n int, d time.Duration) float64 {
+		return float64(n) * math.Ceil(200/float64(n)) * d.Seconds() // a share per window
+	}},
+	{"token_bucket", Rule{Algorithm: TokenBucket, ReplenishRate: 200, Burst: 50}, func(n int, d time.Duration) float64 {
+		return float64(n)*math.Ceil(50/float64(n)) + 200*d.Seconds() // full buckets, then the rate
+	}},
+}
+
+// Redis is SIGKILLed under the load of 3 and 5 gateways for two windows:
+// meanwhile the gateways' fail-open shares admit the global limit ± 25 %,
+// every decision is a Redis decision or a counted fallback, and all are
+// global again once Redis is back.
+func TestOutageShareKeepsTheLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of load; skipped with -short")
+	}
+	const (
+		failAt  = time.Second
+		outage  = 2 * time.Second // whole windows: what the shares admit is then exact
+		runFor  = 4500 * time.Millisecond
+		workers = 4
+	)
+	for _, kind := range []redisproc.Kind{redisproc.KindServer, redisproc.KindEmbedded} {
+		for _, gateways := range []int{3, 5} {
+			t.Run(fmt.Sprintf("%s/%d_gateways", kind, gateways), func(t *testing.T) {
+				srv := redistest.StartKind(t, kind)
+				// 50 ms: decisions fail at once when Redis is killed; a
+				// longer timeout than the gateway's 5 ms only keeps a busy
+				// test machine from falling back before the kill.
+				stores, fos := newGatewayStores(t, srv.URL(), gateways, FailoverTimeout(50*time.Millisecond))
+				var killedAt, restartedAt time.Time
+				faultErr := make(chan error, 1)
+				go func() { // not the test's goroutine: report, do not fail
+					time.Sleep(failAt)
+					killedAt = time.Now()
+					if err := srv.Process.Kill(); err != nil {
+						faultErr <- err
+						return
+					}
+					time.Sleep(outage + 200*time.Millisecond)
+					restartedAt = time.Now()
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					defer cancel()
+					faultErr <- srv.Process.Restart(ctx)
+				}()
+				results := make([]*loadResult, len(outageRules))
+				var wg sync.WaitGroup
+				for i, or := range outageRules {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						// 800/s offered per rule in all, 4× the limit.
+						results[i] = drive(t, stores, "tenant-out:"+or.name, or.rule, runFor, workers, 200/float64(gateways))
+					}()
+				}
+				wg.Wait()
+				if err := <-faultErr; err != nil {
+					t.Fatal(err)
+				}
+				if restartedAt.After(killedAt.Add(runFor - failAt)) {
+					t.Fatal("the run ended before Redis was restarted")
+				}
+				var offered int64
+				for i, or := range outageRules {
+					res := results[i]
+					offered += res.offered.Load()
+					if res.errors.Load() != 0 {
+						t.Fatalf("%s: %d decisions failed; first: %v", or.name, res.errors.Load(), res.firstErr)
+					}
+					got := float64(res.admittedIn(killedAt, killedAt.Add(outage)))
+					want := or.shares(gateways, outage)
+					t.Logf("%s %d gateways %s: during the %v outage admitted %.0f, the global limit allows %.0f (%+.1f %%); offered %d in all",
+						kind, gateways, or.name, outage, got, want, 100*(got-want)/want, res.offered.Load())
+					if math.Abs(got-want) > 0.25*want {
+						t.Errorf("%s: admitted %.0f during the outage, want %.0f ± 25 %%", or.name, got, want)
+					}
+				}
+				fallbacks := counted(t, fos, offered)
+				if fallbacks == 0 {
+					t.Fatal("no fallback counted while Redis was down")
+				}
+				back := waitGlobal(fos, []string{"tenant-out:" + outageRules[0].name}, outageRules[0].rule)
+				t.Logf("fallbacks %d; every breaker closed %v after the run", fallbacks, back)
+				if back < 0 {
+					t.Fatal("not back on Redis within 5 s after the run")
+				}
+			})
+		}
+	}
+}
+
+// A Redis Cluster master is SIGKILLed under five gateways' load; its
+// replica takes over. Limits on that master's slots fall back to the local
+// shares until then (global limit ± 25 %, every fallback counted); limits
+// on the other masters never leave Redis (± 5 %, one breaker per slot);
+// and all are global again after the failover.
+func TestClusterMasterKilledMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a failover takes seconds; skipped with -short")
+	}
+	const (
+		gateways = 5
+		failAt   = 1500 * time.Millisecond
+		runFor   = 7 * time.Second
+	)
+	cl := redistest.StartCluster(t, redisproc.ClusterSpec{Masters: 3, Replicas: 1})
+	stores, fos := newGatewayStores(t, cl.URL(), gateways, FailoverTimeout(50*time.Millisecond))
+	rs := NewRedis(nil) // only for key names: the default prefix
+	// One tenant per master; the one on master 0 loses it.
+	keyOn := map[int]string{}
+	for i := 0; len(keyOn) < 3 && i < 1000; i++ {
+		k := fmt.Sprintf("tenant-%d:ai", i)
+		m := cl.MasterOf(rs.RedisKey(k, TokenBucket))
+		if _, ok := keyOn[m]; !ok {
+			keyOn[m] = k
+		}
+	}
+	if len(keyOn) != 3 {
+		t.Fatalf("found tenants on masters %v only", keyOn)
+	}
+	tb := outageRules[1] // smooth: what the shares admit is exact over any span
+	sw := outageRules[0]
+	var killedAt, failedOverAt time.Time
+	var newMaster int
+	faultErr := make(chan error, 1)
+	go func() { // not the test's goroutine: report, do not fail
+		time.Sleep(failAt)
+		killedAt = time.Now()
+		if err := cl.Node(0).Kill(); err != nil {
+			faultErr <- err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var err error
+		newMaster, err = cl.Cluster.WaitFailover(ctx, 0)
+		failedOverAt = time.Now()
+		faultErr <- err
+	}()
+	type run struct {
+		key  string
+		rule Rule
+		res  *loadResult
+	}
+	runs := []*run{{key: keyOn[0], rule: tb.rule}, {key: keyOn[1], rule: sw.rule}, {key: keyOn[2], rule: tb.rule}}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.res = drive(t, stores, r.key, r.rule, runFor, 2, 400/float64(gateways)) // 800/s per tenant, 4× its limit
+		}()
+	}
+	wg.Wait()
+	if err := <-faultErr; err != nil { // WaitFailover is bounded
+		t.Fatal(err)
+	}
+	if failedOverAt.After(killedAt.Add(runFor - failAt)) {
+		t.Fatalf("the failover took %v, longer than the run", failedOverAt.Sub(killedAt))
+	}
+	var offered int64
+	for _, r := range runs {
+		offered += r.res.offered.Load()
+		if r.res.errors.Load() != 0 {
+			t.Fatalf("%s: %d decisions failed; first: %v", r.key, r.res.errors.Load(), r.res.firstErr)
+		}
+	}
+	fallbacks := counted(t, fos, offered)
+	down := failedOverAt.Sub(killedAt)
+	t.Logf("master 0 killed; node %d took over its slots %v later; fallbacks %d", newMaster, down.Round(time.Millisecond), fallbacks)
+	if newMaster != 3 {
+		t.Errorf("slots of master 0 taken over by node %d, want its replica 3", newMaster)
+	}
+	// The lost master's tenant, while it was lost.
+	got := float64(runs[0].res.admittedIn(killedAt, failedOverAt))
+	want := tb.shares(gateways, down)
+	t.Logf("tenant on the lost master: admitted %.0f during the %v outage, the global limit allows %.0f (%+.1f %%)", got, down.Round(time.Millisecond), want, 100*(got-want)/want)
+	if math.Abs(got-want) > 0.25*want {
+		t.Errorf("tenant on the lost master: admitted %.0f during the outage, want %.0f ± 25 %%", got, want)
+	}
+	if fallbacks == 0 {
+		t.Error("no fallback counted for the lost master's tenant")
+	}
+	// The other masters' tenants stayed global all along.
+	for _, r := range runs[1:] {
+		got, want := float64(r.res.admitted.Load()), 0.0
+		if r.rule.Algorithm == SlidingWindow {
+			want = float64(r.rule.Limit) * math.Ceil(runFor.Seconds()) // a limit per window begun
+		} else {
+			want = float64(r.rule.Burst) + r.rule.ReplenishRate*r.res.span().Seconds()
+		}
+		t.Logf("tenant %s on a surviving master: admitted %.0f, want %.0f (%+.1f %%)", r.key, got, want, 100*(got-want)/want)
+		if math.Abs(got-want) > 0.05*want {
+			t.Errorf("tenant %s on a surviving master: admitted %.0f, want %.0f ± 5 %%", r.key, got, want)
+		}
+	}
+	if back := waitGlobal(fos, []string{keyOn[0], keyOn[1], keyOn[2]}, tb.rule); back < 0 {
+		t.Fatal("not every breaker closed within 5 s after the failover")
+	}
+}
+
+// Decisions use Redis's clock: gateways whose clocks are 2 s apart admit
+// what gateways with one clock admit, through one shared store. A shared
+// store that trusted the callers' clocks (here one in-process store shared
+// by the gateways, which keeps its windows by the now it is given) admits
+// far more — the failure this test would catch.
+func TestSkewedClocksAdmitTheSame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of load; skipped with -short")
+	}
+	const d = 2 * time.Second
+	skews := map[int][]time.Duration{
+		3: {-2 * time.Second, 0, 2 * time.Second},
+		5: {-2 * time.Second, -time.Second, 0, time.Second, 2 * time.Second},
+	}
+	skewed := func(stores []Store, skews []time.Duration) []Store {
+		out := make([]Store, len(stores))
+		for i, s := range stores {
+			skew := skews[i%len(skews)]
+			out[i] = StoreFunc(func(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
+				return s.Allow(ctx, key, rule, cost, now.Add(skew))
+			})
+		}
+		return out
+	}
+	rule := outageRules[0].rule // sliding window, 200/s
+	want := float64(rule.Limit) * d.Seconds()
+	for _, b := range []backend{serverBackend, embeddedBackend} {
+		for _, gateways := range []int{3, 5} {
+			t.Run(fmt.Sprintf("%s/%d_gateways", b.name, gateways), func(t *testing.T) {
+				url := b.start(t)
+				stores, fos := newGatewayStores(t, url, gateways, FailoverTimeout(250*time.Millisecond))
+				// The same gateways, two tenants at once: one with true
+				// clocks, one with skewed clocks.
+				var same, skew *loadResult
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() { defer wg.Done(); same = drive(t, stores, "tenant-clock:same", rule, d, 2, 300/float64(gateways)) }()
+				go func() {
+					defer wg.Done()
+					skew = drive(t, skewed(stores, skews[gateways]), "tenant-clock:skewed", rule, d, 2, 300/float64(gateways))
+				}()
+				wg.Wait()
+				fallbacks := counted(t, fos, same.offered.Load()+skew.offered.Load())
+				a, s := float64(same.admitted.Load()), float64(skew.admitted.Load())
+				t.Logf("%s %d gateways: admitted %.0f with one clock, %.0f with clocks %v (limit allows %.0f); fallbacks %d", b.name, gateways, a, s, skews[gateways], want, fallbacks)
+				if same.errors.Load()+skew.errors.Load() != 0 {
+					t.Fatalf("decisions failed: %v %v", same.firstErr, skew.firstErr)
+				}
+				if fallbacks != 0 {
+					t.Fatalf("%d fallbacks: local decisions would use the skewed clocks", fallbacks)
+				}
+				if math.Abs(s-a) > 0.05*want || math.Abs(a-want) > 0.05*want {
+					t.Fatalf("admitted %.0f with skewed clocks, %.0f without; want both %.0f ± 5 %%", s, a, want)
+				}
+			})
+		}
+	}
+	t.Run("control: a store on the callers' clocks", func(t *testing.T) {
+		shared := NewLocal()
+		stores := skewed([]Store{shared, shared, shared}, skews[3])
+		res := drive(t, stores, "tenant-clock:local", rule, d, 2, 100)
+		got := float64(res.admitted.Load())
+		t.Logf("one store on the callers' clocks %v: admitted %.0f, the limit allows %.0f", skews[3], got, want)
+		if got < 1.25*want {
+			t.Fatalf("admitted %.0f: skewed clocks should break a store that trusts them (want > %.0f)", got, 1.25*want)
+		}
+	})
+}
