@@ -200,7 +200,9 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 // KEYS[2] the sum of costs in KEYS[1].
 // ARGV    limit, window (µs), cost, unique member id (ending ":<cost>").
 // Returns {allowed 0|1, remaining, retry_after µs (0 when allowed, -1 unknown)}.
-var redisSlidingWindowScript = redis.NewScript(`
+var redisSlidingWindowScript = redis.NewScript(redisSlidingWindowLua)
+
+const redisSlidingWindowLua = `
 if redis.replicate_commands then redis.replicate_commands() end -- Redis < 5: TIME before writes
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -266,7 +268,7 @@ while true do
   start = start + 100
 end
 return {0, math.max(limit - used, 0), -1}
-`)
+`
 
 // redisTokenBucketScript is a token bucket in a hash.
 //

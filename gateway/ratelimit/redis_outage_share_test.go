@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/levee-lab/levee/internal/redisproc"
 	"github.com/levee-lab/levee/internal/redistest"
@@ -279,11 +282,10 @@ func TestClusterMasterKilledMidRun(t *testing.T) {
 	}
 }
 
-// Decisions use Redis's clock: gateways whose clocks are 2 s apart admit
-// what gateways with one clock admit, through one shared store. A shared
-// store that trusted the callers' clocks (here one in-process store shared
-// by the gateways, which keeps its windows by the now it is given) admits
-// far more — the failure this test would catch.
+// Decisions use Redis's clock: gateways whose clocks are up to 2 s apart
+// admit what gateways with one clock admit, through one shared store. The
+// same sliding-window script fed the callers' clocks instead of TIME
+// admits far more — the failure this test would catch.
 func TestSkewedClocksAdmitTheSame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("seconds of load; skipped with -short")
@@ -303,47 +305,90 @@ func TestSkewedClocksAdmitTheSame(t *testing.T) {
 		}
 		return out
 	}
-	rule := outageRules[0].rule // sliding window, 200/s
-	want := float64(rule.Limit) * d.Seconds()
 	for _, b := range []backend{serverBackend, embeddedBackend} {
 		for _, gateways := range []int{3, 5} {
 			t.Run(fmt.Sprintf("%s/%d_gateways", b.name, gateways), func(t *testing.T) {
 				url := b.start(t)
 				stores, fos := newGatewayStores(t, url, gateways, FailoverTimeout(250*time.Millisecond))
-				// The same gateways, two tenants at once: one with true
-				// clocks, one with skewed clocks.
-				var same, skew *loadResult
-				var wg sync.WaitGroup
-				wg.Add(2)
-				go func() { defer wg.Done(); same = drive(t, stores, "tenant-clock:same", rule, d, 2, 300/float64(gateways)) }()
-				go func() {
-					defer wg.Done()
-					skew = drive(t, skewed(stores, skews[gateways]), "tenant-clock:skewed", rule, d, 2, 300/float64(gateways))
-				}()
-				wg.Wait()
-				fallbacks := counted(t, fos, same.offered.Load()+skew.offered.Load())
-				a, s := float64(same.admitted.Load()), float64(skew.admitted.Load())
-				t.Logf("%s %d gateways: admitted %.0f with one clock, %.0f with clocks %v (limit allows %.0f); fallbacks %d", b.name, gateways, a, s, skews[gateways], want, fallbacks)
-				if same.errors.Load()+skew.errors.Load() != 0 {
-					t.Fatalf("decisions failed: %v %v", same.firstErr, skew.firstErr)
+				// The same gateways, four tenants at once: each algorithm
+				// with true clocks and with skewed clocks; 600/s offered
+				// to each, 3× its limit.
+				var (
+					wg      sync.WaitGroup
+					mu      sync.Mutex
+					results = map[string]*loadResult{}
+					offered int64
+				)
+				for _, or := range outageRules {
+					for _, sk := range []string{"same", "skewed"} {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							st := stores
+							if sk == "skewed" {
+								st = skewed(stores, skews[gateways])
+							}
+							res := drive(t, st, "tenant-clock:"+or.name+":"+sk, or.rule, d, 2, 300/float64(gateways))
+							mu.Lock()
+							results[or.name+"/"+sk] = res
+							offered += res.offered.Load()
+							mu.Unlock()
+						}()
+					}
 				}
-				if fallbacks != 0 {
+				wg.Wait()
+				if fallbacks := counted(t, fos, offered); fallbacks != 0 {
 					t.Fatalf("%d fallbacks: local decisions would use the skewed clocks", fallbacks)
 				}
-				if math.Abs(s-a) > 0.05*want || math.Abs(a-want) > 0.05*want {
-					t.Fatalf("admitted %.0f with skewed clocks, %.0f without; want both %.0f ± 5 %%", s, a, want)
+				for _, or := range outageRules {
+					same, skew := results[or.name+"/same"], results[or.name+"/skewed"]
+					if same.errors.Load()+skew.errors.Load() != 0 {
+						t.Fatalf("decisions failed: %v %v", same.firstErr, skew.firstErr)
+					}
+					want := float64(or.rule.Limit) * d.Seconds()
+					if or.rule.Algorithm == TokenBucket {
+						want = float64(or.rule.Burst) + or.rule.ReplenishRate*same.span().Seconds()
+					}
+					a, s := float64(same.admitted.Load()), float64(skew.admitted.Load())
+					t.Logf("%s %d gateways %s: admitted %.0f with one clock, %.0f with clocks %v (the limit allows %.0f)", b.name, gateways, or.name, a, s, skews[gateways], want)
+					if math.Abs(s-a) > 0.05*want || math.Abs(a-want) > 0.05*want {
+						t.Errorf("%s: admitted %.0f with skewed clocks, %.0f without; want both %.0f ± 5 %%", or.name, s, a, want)
+					}
 				}
 			})
 		}
 	}
-	t.Run("control: a store on the callers' clocks", func(t *testing.T) {
-		shared := NewLocal()
-		stores := skewed([]Store{shared, shared, shared}, skews[3])
-		res := drive(t, stores, "tenant-clock:local", rule, d, 2, 100)
-		got := float64(res.admitted.Load())
-		t.Logf("one store on the callers' clocks %v: admitted %.0f, the limit allows %.0f", skews[3], got, want)
+	t.Run("control: the script on the callers' clocks", func(t *testing.T) {
+		// The sliding window script with now taken from ARGV[5], the
+		// caller's clock, instead of Redis's TIME.
+		const timeLines = "local t = redis.call('TIME')\nlocal now = tonumber(t[1]) * 1000000 + tonumber(t[2])"
+		if !strings.Contains(redisSlidingWindowLua, timeLines) {
+			t.Fatal("the sliding window script no longer reads TIME as this control expects")
+		}
+		callerClock := redis.NewScript(strings.Replace(redisSlidingWindowLua, timeLines, "local now = tonumber(ARGV[5])", 1))
+		url := serverBackend.start(t)
+		rule := outageRules[0].rule
+		stores := make([]Store, 3)
+		for i := range stores {
+			rs := newRedisStoreAt(t, url)
+			stores[i] = StoreFunc(func(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
+				id := fmt.Sprintf("%s:%d:%d", rs.member, rs.seq.Add(1), cost)
+				res, err := callerClock.Run(ctx, rs.client, rs.scriptKeys(key, SlidingWindow),
+					rule.Limit, rule.Window.Microseconds(), cost, id, now.UnixMicro()).Int64Slice()
+				if err != nil {
+					return Decision{}, err
+				}
+				return Decision{Allowed: res[0] == 1}, nil
+			})
+		}
+		res := drive(t, skewed(stores, skews[3]), "tenant-clock:caller", rule, d, 2, 100)
+		got, want := float64(res.admitted.Load()), float64(rule.Limit)*d.Seconds()
+		t.Logf("the script on the callers' clocks %v: admitted %.0f, the limit allows %.0f", skews[3], got, want)
+		if res.errors.Load() != 0 {
+			t.Fatal(res.firstErr)
+		}
 		if got < 1.25*want {
-			t.Fatalf("admitted %.0f: skewed clocks should break a store that trusts them (want > %.0f)", got, 1.25*want)
+			t.Fatalf("admitted %.0f: skewed clocks should break a script that trusts them (want > %.0f)", got, 1.25*want)
 		}
 	})
 }
