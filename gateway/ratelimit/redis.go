@@ -164,8 +164,10 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 		res, err = redisSlidingWindowScript.Run(ctx, s.client, keys,
 			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
 	case TokenBucket:
+		// 'f', not 'g': the embedded server's Lua (gopher-lua) reads no
+		// exponent with a sign, "1e+12".
 		res, err = redisTokenBucketScript.Run(ctx, s.client, keys,
-			strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, cost).Int64Slice()
+			strconv.FormatFloat(rule.ReplenishRate, 'f', -1, 64), rule.Burst, cost).Int64Slice()
 	}
 	if err != nil {
 		if s.cluster != nil {

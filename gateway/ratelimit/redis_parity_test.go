@@ -47,6 +47,8 @@ var (
 	swShort  = Rule{Algorithm: SlidingWindow, Limit: 2, Window: 100 * time.Millisecond}
 	tbSlow   = Rule{Algorithm: TokenBucket, ReplenishRate: 0.001, Burst: 3} // a token per 1000 s
 	tbRefill = Rule{Algorithm: TokenBucket, ReplenishRate: 5, Burst: 3}     // a token per 200 ms
+	tbHuge   = Rule{Algorithm: TokenBucket, ReplenishRate: 1e12, Burst: 5}  // full again within a µs
+	tbTiny   = Rule{Algorithm: TokenBucket, ReplenishRate: 2.5e-7, Burst: 2} // a token per 46 days
 )
 
 // parityCases are decision sequences whose results are fixed by the
@@ -114,6 +116,13 @@ var parityCases = []struct {
 		{op: "allow", rule: tbRefill, cost: 1, allowed: false, remaining: 0, retry: 200 * time.Millisecond, slack: 200 * time.Millisecond},
 		{op: "sleep", sleep: 700 * time.Millisecond}, // 3.5 tokens' worth: full (3)
 		allowStep(tbRefill, 3, true, 0, 0),
+	}},
+	{"token bucket with rates that print with an exponent", []parityStep{
+		allowStep(tbHuge, 1, true, 4, 0),
+		allowStep(tbHuge, 5, true, 0, 0),
+		allowStep(tbHuge, 2, true, 3, 0),
+		allowStep(tbTiny, 2, true, 0, 0),
+		allowStep(tbTiny, 1, false, 0, 4_000_000*time.Second),
 	}},
 	{"token bucket ignores the caller's clock", []parityStep{
 		{op: "allow", rule: tbSlow, cost: 3, skew: -time.Hour, allowed: true, remaining: 0},
