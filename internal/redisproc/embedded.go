@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/alicebob/miniredis/v2"
@@ -16,6 +17,11 @@ import (
 
 // ReadyKind is the "kind" of the embedded server's ready line.
 const ReadyKind = "redis"
+
+// embeddedGOGC is the embedded server's GC target: measured here, 400 about
+// doubled the decisions per second over the default 100, for an RSS of
+// ~35 MB instead of ~22 MB.
+const embeddedGOGC = 400
 
 // readyLine is the ready line every Levee child prints on stdout once it
 // accepts connections (docs/CONTRACTS.md).
@@ -60,7 +66,15 @@ func ParseReadyLine(line []byte) (string, bool) {
 // Lua scripts' TIME read from this machine's clock, and expires keys as
 // that clock advances, as Redis does. It has no authentication: bind it to
 // loopback.
+//
+// Serve is meant to be its process's whole work: unless GOGC is set, it
+// sets the garbage collector's target to embeddedGOGC, because miniredis
+// builds a new Lua state for every script call, and collecting those at
+// the default pace took half of each decision's cost.
 func Serve(ctx context.Context, listen string, ready io.Writer) error {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(embeddedGOGC)
+	}
 	m := miniredis.NewMiniRedis()
 	// TTLs follow the wall clock, as in Redis, so idle limits go away
 	// (miniredis's default, for unit tests, freezes them).
