@@ -45,9 +45,9 @@ var (
 	swHour10 = Rule{Algorithm: SlidingWindow, Limit: 10, Window: time.Hour}
 	swHour5  = Rule{Algorithm: SlidingWindow, Limit: 5, Window: time.Hour}
 	swShort  = Rule{Algorithm: SlidingWindow, Limit: 2, Window: 100 * time.Millisecond}
-	tbSlow   = Rule{Algorithm: TokenBucket, ReplenishRate: 0.001, Burst: 3} // a token per 1000 s
-	tbRefill = Rule{Algorithm: TokenBucket, ReplenishRate: 5, Burst: 3}     // a token per 200 ms
-	tbHuge   = Rule{Algorithm: TokenBucket, ReplenishRate: 1e12, Burst: 5}  // full again within a µs
+	tbSlow   = Rule{Algorithm: TokenBucket, ReplenishRate: 0.001, Burst: 3}  // a token per 1000 s
+	tbRefill = Rule{Algorithm: TokenBucket, ReplenishRate: 5, Burst: 3}      // a token per 200 ms
+	tbHuge   = Rule{Algorithm: TokenBucket, ReplenishRate: 1e12, Burst: 5}   // full again within a µs
 	tbTiny   = Rule{Algorithm: TokenBucket, ReplenishRate: 2.5e-7, Burst: 2} // a token per 46 days
 )
 
