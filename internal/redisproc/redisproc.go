@@ -523,10 +523,19 @@ func freeLoopbackPort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Pause sends SIGSTOP: Redis keeps its connections but answers nothing —
-// what a hung or swapping Redis looks like to a gateway. Resume undoes it;
-// Kill and Stop work on a paused child.
-func (r *Process) Pause() error { return r.signal(syscall.SIGSTOP) }
+// Pause sends SIGSTOP and returns once the child has stopped (bounded by a
+// second): Redis keeps its connections but answers nothing — what a hung
+// or swapping Redis looks like to a gateway. Resume undoes it; Kill and
+// Stop work on a paused child.
+func (r *Process) Pause() error {
+	if err := r.signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	if pid := r.PID(); pid != 0 && !waitStopped(pid, time.Second) {
+		return fmt.Errorf("redis: SIGSTOP: pid %d not stopped after 1s", pid)
+	}
+	return nil
+}
 
 // Resume sends SIGCONT to a paused child.
 func (r *Process) Resume() error { return r.signal(syscall.SIGCONT) }
