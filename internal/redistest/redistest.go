@@ -76,6 +76,18 @@ func Run(m *testing.M) int {
 	return code
 }
 
+// LeveeBinary builds cmd/levee without -race (once per test binary; see
+// Main) and returns its path. Build it before hiding PATH: without a C
+// compiler on PATH the build would redo every package without cgo.
+func LeveeBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := leveeBinary()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return bin
+}
+
 // leveeBinary builds cmd/levee (without -race) on first use and returns its
 // path.
 func leveeBinary() (string, error) {

@@ -93,7 +93,7 @@ func (f *fakeTB) Fatal(args ...any) {
 }
 func (f *fakeTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
 
-func startWithoutRedis(t *testing.T, ci string) *fakeTB {
+func startWithoutRedis(t *testing.T, ci string, start func(testing.TB)) *fakeTB {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CI", ci)
 	f := &fakeTB{TB: t}
@@ -105,16 +105,23 @@ func startWithoutRedis(t *testing.T, ci string) *fakeTB {
 				}
 			}
 		}()
-		Start(f)
+		start(f)
 	}()
 	return f
 }
 
+// Start and StartCluster need redis-server: a skip outside CI, a failure
+// under CI.
 func TestMissingRedisServer(t *testing.T) {
-	if f := startWithoutRedis(t, ""); f.ended != "skip" || !strings.Contains(f.msg, "apt-get install") {
-		t.Errorf("outside CI: ended %q with %q, want a skip saying how to install", f.ended, f.msg)
-	}
-	if f := startWithoutRedis(t, "true"); f.ended != "fatal" || !strings.Contains(f.msg, "CI") {
-		t.Errorf("in CI: ended %q with %q, want a failure", f.ended, f.msg)
+	for name, start := range map[string]func(testing.TB){
+		"Start":        func(t testing.TB) { Start(t) },
+		"StartCluster": func(t testing.TB) { StartCluster(t, redisproc.ClusterSpec{Masters: 3}) },
+	} {
+		if f := startWithoutRedis(t, "", start); f.ended != "skip" || !strings.Contains(f.msg, "apt-get install") {
+			t.Errorf("%s outside CI: ended %q with %q, want a skip saying how to install", name, f.ended, f.msg)
+		}
+		if f := startWithoutRedis(t, "true", start); f.ended != "fatal" || !strings.Contains(f.msg, "CI") {
+			t.Errorf("%s in CI: ended %q with %q, want a failure", name, f.ended, f.msg)
+		}
 	}
 }
