@@ -51,7 +51,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := StartCluster(ctx, t.TempDir(), ClusterSpec{Masters: 3, Replicas: 1, NodeTimeout: 500 * time.Millisecond})
+	c, err := StartCluster(ctx, t.TempDir(), ClusterSpec{Masters: 3, Replicas: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
