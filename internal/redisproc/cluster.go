@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -423,11 +424,7 @@ func (c *Cluster) slotMasters(ctx context.Context) ([]slotRange, error) {
 		return nil, errors.New("redis cluster: no slot is served")
 	}
 	// CLUSTER SLOTS lists ranges in no set order.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].lo < out[j-1].lo; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b slotRange) int { return a.lo - b.lo })
 	return out, nil
 }
 
