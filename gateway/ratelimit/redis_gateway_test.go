@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway"
-	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/redisproc"
 	"github.com/levee-lab/levee/internal/redistest"
 )
@@ -56,9 +55,9 @@ func TestGatewaysShareOneLimitThroughRedis(t *testing.T) {
 
 	for _, b := range gatewayBackends {
 		t.Run("accuracy/"+b.name, func(t *testing.T) {
-			url := b.start(t)
 			for _, gateways := range []int{3, 5} {
 				t.Run(fmt.Sprintf("%d_gateways", gateways), func(t *testing.T) {
+					url := b.start(t) // a fresh store: the window outlives the run
 					// One window of 10 s holding 2 s of the limit, longer
 					// than the run: whatever stalls a loaded test machine
 					// puts into the load, gateways sharing one limit admit
@@ -90,7 +89,12 @@ func TestGatewaysShareOneLimitThroughRedis(t *testing.T) {
 	for _, gateways := range []int{3, 5} {
 		t.Run(fmt.Sprintf("outage/%d_gateways", gateways), func(t *testing.T) {
 			srv := redistest.Start(t)
-			urls := startGateways(t, node, srv.URL(), gateways, limit, time.Second, ratelimit.DefaultFailoverTimeout)
+			// A killed Redis fails decisions at once, whatever the
+			// timeout; a long one keeps a loaded test machine from sending
+			// decisions to the local shares before the kill, which would
+			// leave less room in their windows when it comes. (The
+			// store's own outage tests run with the 5 ms default.)
+			urls := startGateways(t, node, srv.URL(), gateways, limit, time.Second, time.Second)
 			before := sum(fallbacks(t, client, urls))
 			var (
 				killed    atomic.Int64 // unix ns of the kill
