@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/scrape"
 )
@@ -95,6 +97,7 @@ const minServiceObservations = 50
 // gatewayRates are one gateway's shed rates from its last two scrapes.
 type gatewayRates struct {
 	byReason, byPriority map[string]float64
+	redisFallback        float64
 }
 
 // scrapeSlot holds the newest /metrics scrape of one child.
@@ -294,6 +297,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		ByPriority:        map[string]PrioritySample{},
 		AdmittedP50Ms:     w.AdmittedP50Ms,
 		AdmittedP99Ms:     w.AdmittedP99Ms,
+		AdmittedHist:      encodeHist(w.AdmittedHist),
 		ShedRPSByReason:   map[string]float64{},
 		ShedRPSByPriority: map[string]float64{},
 	}
@@ -326,7 +330,8 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		if fin > 0 {
 			rate = float64(ok) / float64(fin)
 		}
-		smp.ByPriority[p] = PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
+		smp.ByPriority[p] = PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
+			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 
 	// Gateways.
@@ -395,6 +400,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 				for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
 					r.byPriority[k] = v / since
 				}
+				r.redisFallback = f.SumDelta(prev, "levee_ratelimit_store_fallback_total", nil) / since
 			}
 			s.gwRates[i] = r
 			d := f.SumDelta(prev, "levee_shed_total", nil)
@@ -409,6 +415,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		for k, v := range s.gwRates[i].byPriority {
 			smp.ShedRPSByPriority[k] += v
 		}
+		smp.RedisFallbackRPS += s.gwRates[i].redisFallback
 	}
 	if level >= 0 && int(level) < len(levelNames) {
 		smp.Level = levelNames[int(level)]
@@ -507,6 +514,18 @@ func (s *sampler) print(smp Sample) {
 	s.l.progress("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
 		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, p0*100, lvl,
 		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, sumMap(smp.ShedRPSByReason), smp.OOMKills)
+}
+
+// encodeHist is Sample.AdmittedHist's encoding of h ("" for nil).
+func encodeHist(h *hdrhistogram.PackedHistogram) string {
+	if h == nil {
+		return ""
+	}
+	b, err := h.Encode()
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func sumMap(m map[string]float64) float64 {
