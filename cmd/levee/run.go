@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/htmlreport"
 )
 
 func init() {
@@ -23,11 +24,12 @@ func init() {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick]", stderr)
+	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick] [--html FILE]", stderr)
 	out := fs.String("out", "", "run folder (default runs/<time>-<name>)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s (stages, faults, narration)")
 	quiet := fs.Bool("quiet", false, "no progress lines, only the result")
+	htmlOut := fs.String("html", "", "when the run ends, also write its self-contained HTML report to `FILE`")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -40,6 +42,16 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 2
+	}
+	if *htmlOut == "-" {
+		fmt.Fprintln(stderr, "levee run: --html -: stdout carries the run's table; give a file name")
+		return 2
+	}
+	if *htmlOut != "" {
+		if err := checkHTMLPath(*htmlOut); err != nil {
+			fmt.Fprintf(stderr, "levee run: %v\n", err)
+			return 2
+		}
 	}
 	var progress io.Writer = stderr
 	if *quiet {
@@ -98,6 +110,13 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stdout, "\nrun folder: %s\n", dir)
+	if *htmlOut != "" {
+		if err := htmlreport.WriteFile(*htmlOut, dir); err != nil {
+			fmt.Fprintf(stderr, "levee run: html report: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "html report: %s\n", *htmlOut)
+	}
 	if werr != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", werr)
 		return 1

@@ -9,13 +9,16 @@ import (
 	"time"
 )
 
+// MaxRuns is how many runs one report overlays (each has its line style).
+const MaxRuns = 4
+
 // build turns runs into the page model.
 func build(runs []*Run) (*page, error) {
 	if len(runs) == 0 {
 		return nil, errors.New("html report: no runs")
 	}
-	if len(runs) > len(runDashes) {
-		return nil, fmt.Errorf("html report: %d runs; at most %d overlay readably", len(runs), len(runDashes))
+	if len(runs) > MaxRuns {
+		return nil, fmt.Errorf("html report: %d runs; at most %d overlay readably", len(runs), MaxRuns)
 	}
 	p := &page{}
 	tls := make([]timeline, len(runs))

@@ -78,6 +78,9 @@ func Load(dir string) (*Run, error) {
 		return nil, err
 	}
 	samples, err := lab.ReadSamples(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no %s: nothing to draw over time (a summary alone makes only the text report)", dir, lab.SamplesFile)
+	}
 	if err != nil {
 		return nil, err
 	}
