@@ -17,8 +17,6 @@ type figure struct {
 	needsFull bool
 }
 
-func sumOK(r *Run) bool { return r.Summary != nil }
-
 func sv(f func(s *summary) float64) func(r *Run) (float64, bool) {
 	return func(r *Run) (float64, bool) {
 		if r.Summary == nil {
@@ -226,13 +224,9 @@ func groupDigits(s string) string {
 // value and result.
 func checksTable(runs []*Run) checks {
 	seen := map[string]bool{}
-	var names []string
 	for _, r := range runs {
 		for _, n := range thresholdNames(r) {
-			if !seen[n] {
-				seen[n] = true
-				names = append(names, n)
-			}
+			seen[n] = true
 		}
 	}
 	var c checks
@@ -256,7 +250,6 @@ func checksTable(runs []*Run) checks {
 		}
 		c.Rows = append(c.Rows, cr)
 	}
-	_ = names
 	return c
 }
 

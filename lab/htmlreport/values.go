@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -19,6 +20,23 @@ func (v values) MarshalJSON() ([]byte, error) {
 		b = appendNum(b, x)
 	}
 	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads null as a gap.
+func (v *values) UnmarshalJSON(b []byte) error {
+	var raw []*float64
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*v = make(values, len(raw))
+	for i, x := range raw {
+		if x == nil {
+			(*v)[i] = math.NaN()
+		} else {
+			(*v)[i] = *x
+		}
+	}
+	return nil
 }
 
 // appendNum appends x with at most five significant digits, null for NaN or
