@@ -24,7 +24,7 @@ func writeTinyRun(t *testing.T, dir string) string {
 	for i := 1; i <= 8; i++ {
 		s := lab.Sample{Time: start.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: float64(i) / 4,
 			OfferedTotal: uint64(25 * i), OutcomeTotal: map[string]uint64{lab.OutcomeOK: uint64(20 * i)},
-			ByPriority: map[string]lab.PrioritySample{"P0": {OfferedTotal: uint64(i), OKTotal: uint64(i), FinishedTotal: uint64(i)}},
+			ByPriority:  map[string]lab.PrioritySample{"P0": {OfferedTotal: uint64(i), OKTotal: uint64(i), FinishedTotal: uint64(i)}},
 			CapacityRPS: 100, Inflight: 5, Nodes: []lab.NodeSample{{Up: true, Slots: 4}}}
 		line, _ := json.Marshal(s)
 		b.Write(append(line, '\n'))
