@@ -63,16 +63,20 @@ func renderSVG(b *strings.Builder, pg *page, ci int) {
 	fmt.Fprintf(b, `<defs><clipPath id="%s"><rect x="%d" y="%s" width="%s" height="%s"/></clipPath></defs>`, clip, padL, f1(p.top), f1(p.pw()), f1(p.ph()))
 	renderAxes(b, p, c)
 
-	// Fault bands and outages of every run.
+	// Fault bands and outages of every run (equal ones once).
 	b.WriteString(`<g class="bands" clip-path="url(#` + clip + `)">`)
-	for ri, rv := range pg.Runs {
-		for _, bd := range rv.Bands {
-			x1, x2 := p.X(bd.From), p.X(bd.To)
-			label := bandLabel(pg, ri, bd)
-			fmt.Fprintf(b, `<rect class="band band-%s run-%d" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
-				bd.Kind, ri, f1(x1), f1(p.top), f1(math.Max(x2-x1, 1)), f1(p.ph()), html.EscapeString(label))
-			fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s">%s</text>`, f1(x1+3), f1(p.top+10+float64(ri)*11), html.EscapeString(label))
+	for _, db := range drawnBands(pg) {
+		x1, x2 := p.X(db.From), p.X(db.To)
+		label := db.label
+		fmt.Fprintf(b, `<rect class="band band-%s run-%d" x="%s" y="%s" width="%s" height="%s"><title>%s</title></rect>`,
+			db.Kind, db.runs[0], f1(x1), f1(p.top), f1(math.Max(x2-x1, 1)), f1(p.ph()), html.EscapeString(label))
+		// The label starts at the band's left edge, or ends at its right
+		// edge when the band is near the end of the axis.
+		lx, anchor := x1+3, ""
+		if x1 > p.X(0)+0.75*p.pw() {
+			lx, anchor = math.Max(x2, x1+1)-3, ` text-anchor="end"`
 		}
+		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(p.top+10+float64(db.row)*11), anchor, html.EscapeString(label))
 	}
 	b.WriteString(`</g>`)
 
@@ -110,15 +114,55 @@ func dashAttr(d string) string {
 	return ` stroke-dasharray="` + d + `"`
 }
 
-func bandLabel(pg *page, ri int, bd band) string {
-	s := bd.Name
-	if bd.Detail != "" {
-		s += " " + bd.Detail
+// drawnBand is a band as drawn: equal bands of several runs once.
+type drawnBand struct {
+	band
+	runs  []int
+	row   int // label row, so that overlapping bands' labels do not collide
+	label string
+}
+
+// drawnBands merges the runs' equal bands (same kind, name, detail and
+// span) and labels each with its runs.
+func drawnBands(pg *page) []drawnBand {
+	var out []drawnBand
+	for ri, rv := range pg.Runs {
+	next:
+		for _, bd := range rv.Bands {
+			for i := range out {
+				if out[i].band == bd {
+					out[i].runs = append(out[i].runs, ri)
+					continue next
+				}
+			}
+			out = append(out, drawnBand{band: bd, runs: []int{ri}})
+		}
 	}
-	if len(pg.Runs) > 1 {
-		s = pg.Runs[ri].Label + ": " + s
+	for i := range out {
+		d := &out[i]
+		d.label = d.Name
+		if d.Detail != "" {
+			d.label += " " + d.Detail
+		}
+		if len(pg.Runs) > 1 {
+			labels := make([]string, len(d.runs))
+			for j, r := range d.runs {
+				labels[j] = pg.Runs[r].Label
+			}
+			d.label = strings.Join(labels, ", ") + ": " + d.label
+		}
+		// The first free row among the earlier bands that overlap it.
+		used := map[int]bool{}
+		for j := range i {
+			if o := out[j]; o.From < d.To && d.From < o.To {
+				used[o.row] = true
+			}
+		}
+		for used[d.row] {
+			d.row++
+		}
 	}
-	return s
+	return out
 }
 
 // linePath is an SVG path through the finite values; a gap breaks it.
