@@ -237,9 +237,12 @@ func checksTable(runs []*Run) checks {
 			expr, pass := thresholdOf(r, n)
 			if expr != "" {
 				cell.Expr, cell.Pass = expr, pass
+				if _, v, err := parseThreshold(n, expr); err == nil && strings.HasSuffix(n, "_bytes") {
+					cell.Expr += fmt.Sprintf(" (%.1f MB)", v/(1<<20))
+				}
 				if r.Summary != nil {
 					if t, ok := r.Summary.Thresholds[n]; ok {
-						cell.Value, cell.Note = fmtMetric(t.Value), t.Note
+						cell.Value, cell.Note = fmtMetricOf(n, t.Value), t.Note
 					}
 				}
 				if cell.Value == "" {
@@ -251,6 +254,14 @@ func checksTable(runs []*Run) checks {
 		c.Rows = append(c.Rows, cr)
 	}
 	return c
+}
+
+// fmtMetricOf prints a threshold metric's value, byte sizes in MB.
+func fmtMetricOf(name string, v float64) string {
+	if strings.HasSuffix(name, "_bytes") && !math.IsNaN(v) && !math.IsInf(v, 0) {
+		return fmt.Sprintf("%.1f MB", v/(1<<20))
+	}
+	return fmtMetric(v)
 }
 
 func fmtMetric(v float64) string {
