@@ -8,6 +8,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/internal/hdrv2"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/scrape"
 )
@@ -57,6 +58,7 @@ type sampler struct {
 	gwRates   []gatewayRates
 	nodeRates []float64 // completions/s per node
 	nodeSvc   []serviceWindow
+	hists     hdrv2.Encoder // the ticks' latency histograms
 
 	mu      sync.Mutex
 	shedAcc []float64 // guarded by mu: per gateway, levee_shed_total accumulated across restarts
@@ -297,7 +299,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		ByPriority:        map[string]PrioritySample{},
 		AdmittedP50Ms:     w.AdmittedP50Ms,
 		AdmittedP99Ms:     w.AdmittedP99Ms,
-		AdmittedHist:      encodeHist(w.AdmittedHist),
+		AdmittedHist:      s.encodeHist(w.AdmittedHist),
 		ShedRPSByReason:   map[string]float64{},
 		ShedRPSByPriority: map[string]float64{},
 	}
@@ -331,7 +333,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 			rate = float64(ok) / float64(fin)
 		}
 		smp.ByPriority[p] = PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
-			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
+			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: s.encodeHist(pw.Latency)}
 	}
 
 	// Gateways.
@@ -516,16 +518,14 @@ func (s *sampler) print(smp Sample) {
 		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, sumMap(smp.ShedRPSByReason), smp.OOMKills)
 }
 
-// encodeHist is Sample.AdmittedHist's encoding of h ("" for nil).
-func encodeHist(h *hdrhistogram.PackedHistogram) string {
-	if h == nil {
-		return ""
-	}
-	b, err := h.Encode()
+// encodeHist is Sample.AdmittedHist's encoding of h ("" for nil; a
+// histogram that cannot be encoded is left out rather than invented).
+func (s *sampler) encodeHist(h *hdrhistogram.PackedHistogram) string {
+	enc, err := s.hists.Encode(h)
 	if err != nil {
 		return ""
 	}
-	return string(b)
+	return enc
 }
 
 func sumMap(m map[string]float64) float64 {

@@ -3,6 +3,8 @@ package lab
 import (
 	"math"
 	"testing"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 func TestServiceWindow(t *testing.T) {
@@ -34,4 +36,23 @@ func TestServiceWindow(t *testing.T) {
 	if m, ok := w.mean(); !ok || math.Abs(m-0.22) > 1e-9 {
 		t.Fatalf("steady mean = %v, %v; want 0.22", m, ok)
 	}
+}
+
+// BenchmarkEncodeHist is the sampler's cost of one tick's histogram in
+// samples.jsonl (HdrHistogram V2 compressed): 500 latencies between 0.1
+// and 2 s. The sampler encodes four per tick (admitted, P0, P1, P2).
+func BenchmarkEncodeHist(b *testing.B) {
+	h := hdrhistogram.New(1, 600e6, 3)
+	for i := range 500 {
+		_ = h.RecordValue(int64(100e3 * math.Pow(20, float64(i)/500)))
+	}
+	p := hdrhistogram.NewPacked(1, 600e6, 3)
+	p.MergeFrom(h)
+	b.ReportAllocs()
+	var n int
+	s := &sampler{}
+	for b.Loop() {
+		n = len(s.encodeHist(p))
+	}
+	b.ReportMetric(float64(n), "bytes/hist")
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/hdrv2"
 )
 
 // merger merges the per-tick latency histograms of an interval (HdrHistogram
@@ -11,6 +13,7 @@ import (
 // the merged counts. One merger is reused for every interval.
 type merger struct {
 	h   *hdrhistogram.Histogram
+	dec hdrv2.Decoder
 	bad int // histograms that did not decode
 }
 
@@ -29,12 +32,9 @@ func (m *merger) add(enc string) {
 	if enc == "" {
 		return
 	}
-	p, err := hdrhistogram.DecodePacked([]byte(enc))
-	if err != nil {
+	if err := m.dec.MergeInto(m.h, enc); err != nil {
 		m.bad++
-		return
 	}
-	p.MergeInto(m.h)
 }
 
 // count is how many latencies the interval holds.

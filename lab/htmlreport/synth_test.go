@@ -12,6 +12,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/internal/hdrv2"
 	"github.com/levee-lab/levee/lab"
 )
 
@@ -82,17 +83,18 @@ func (sy synth) write(t testing.TB, dir string) string {
 	defer f.Close()
 	enc := json.NewEncoder(f)
 	newH := func() *hdrhistogram.Histogram { return hdrhistogram.New(1, 600e6, 3) }
+	var henc hdrv2.Encoder
 	encode := func(h *hdrhistogram.Histogram) string {
 		if h.TotalCount() == 0 {
 			return ""
 		}
 		p := hdrhistogram.NewPacked(1, 600e6, 3)
 		p.MergeFrom(h)
-		b, err := p.Encode()
+		s, err := henc.Encode(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(b)
+		return s
 	}
 	shares := map[string]float64{"P0": 0.05, "P1": 0.25, "P2": 0.70}
 	outTotal := map[string]uint64{}
