@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 )
 
 // BenchmarkWriteFile30Min builds the report of a synthetic 30-minute run
