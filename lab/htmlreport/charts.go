@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // Colours: a series keeps its colour in every run; runs differ by dash.
@@ -115,6 +116,7 @@ var chartSpecs = []chartSpec{
 			{key: "goroutines", name: "goroutines", color: cP2, width: 1.5},
 		}},
 	{id: "nodes", title: "Model nodes up", unit: "nodes",
+		note: "a node counts as up while its process runs and its last scrape answered",
 		series: []seriesSpec{
 			{key: "nodes_up", name: "nodes up", color: cSlots, width: 2},
 		}},
@@ -164,17 +166,42 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 			}
 		}
 		c.Lines = chartLines(sp.id, runs)
-		dataMax := 0.0
-		for _, s := range c.Series {
-			dataMax = math.Max(dataMax, s.Values.max())
-		}
+		dataMax, peak := robustMax(c.Series)
 		c.YMax = yDomain(sp, dataMax, c.Lines, runs)
+		if peak > c.YMax && sp.fixedMax == 0 {
+			c.Note = joinNote(c.Note, fmt.Sprintf("brief peaks up to %s are cut at the top", fmtAxis(peak, sp.unit)))
+		}
 		for i := range c.Lines {
 			c.Lines[i].OffScale = c.Lines[i].Y > c.YMax
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// robustMax is the top the data needs and its true peak. A few points far
+// above the rest (a stalled machine's catch-up burst) would flatten the
+// chart: when the peak is over 2.5× the 98th percentile, the top follows
+// the percentile and the page says the peaks are cut.
+func robustMax(ss []series) (top, peak float64) {
+	var all []float64
+	for _, s := range ss {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				all = append(all, v)
+				peak = math.Max(peak, v)
+			}
+		}
+	}
+	if len(all) < 20 {
+		return peak, peak
+	}
+	sort.Float64s(all)
+	q := all[len(all)*98/100]
+	if q > 0 && peak > 2.5*q {
+		return 1.3 * q, peak
+	}
+	return peak, peak
 }
 
 // anyData is whether any run has a finite non-zero value of the series.
