@@ -264,3 +264,37 @@ func TestWriteRejects(t *testing.T) {
 		t.Error("Write of a run without samples: no error")
 	}
 }
+
+// TestRedisChart: the Redis fallback chart is drawn only when a run had
+// Redis in play.
+func TestRedisChart(t *testing.T) {
+	has := func(pg *page) bool {
+		for _, c := range pg.Charts {
+			if c.ID == "redis" {
+				return true
+			}
+		}
+		return false
+	}
+	r := mkRun(lab.Sample{Elapsed: 1, RedisFallbackRPS: 0}, lab.Sample{Elapsed: 2})
+	pg, err := build([]*Run{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if has(pg) {
+		t.Error("a run without Redis has a Redis chart")
+	}
+	r.Info = &lab.RunInfo{Resolved: lab.Resolved{Redis: "redis://127.0.0.1:6390"}}
+	r.Samples[1].RedisFallbackRPS = 40
+	if pg, err = build([]*Run{r}); err != nil {
+		t.Fatal(err)
+	}
+	if !has(pg) {
+		t.Fatal("a run with Redis has no Redis chart")
+	}
+	for _, c := range pg.Charts {
+		if c.ID == "redis" && (len(c.Series) != 1 || c.Series[0].Values[1] != 40) {
+			t.Errorf("redis series = %+v, want [.. 40]", c.Series)
+		}
+	}
+}

@@ -88,7 +88,7 @@
   }
 
   svgs.forEach(function (svg) {
-    svg.addEventListener("pointermove", function (e) {
+    var move = function (e) {
       var m = svg.getScreenCTM();
       if (!m) return;
       var pt = svg.createSVGPoint();
@@ -97,7 +97,9 @@
       var x = toX(svg, p.x);
       if (x < 0 || x > data.x_max_s) { hide(); return; }
       show(svg, x, e.clientX, e.clientY);
-    });
+    };
+    svg.addEventListener("pointermove", move);
+    svg.addEventListener("pointerdown", move); // a tap on a touch screen
     svg.addEventListener("pointerleave", hide);
   });
 })();
