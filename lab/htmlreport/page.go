@@ -81,7 +81,10 @@ func render(w io.Writer, pg *page) error {
 	}
 	t.Funcs(template.FuncMap{"svg": func(i int) template.HTML {
 		var sb strings.Builder
-		renderSVG(&sb, pg, i)
+		renderSVG(&sb, pg, i, false)
+		if pg.Charts[i].Tall {
+			renderSVG(&sb, pg, i, true)
+		}
 		return template.HTML(sb.String()) // built from escaped parts
 	}})
 	return t.Execute(w, pageData{Page: pg, CSS: template.CSS(reportCSS), JS: template.JS(reportJS), JSON: template.JS(js)})

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Chart geometry in SVG user units; the SVG scales to its box.
@@ -20,6 +21,9 @@ const (
 	padB       = 24
 	laneH      = 13 // one run's row of narration marks above the plot
 	labelPitch = 11 // least vertical distance between two line labels
+	// bandLabelWidth is the width of one character of a band label (9.5
+	// units of a sans-serif font), to keep labels from overlapping.
+	bandLabelWidth = 5.6
 )
 
 // plot maps data to SVG coordinates for one chart.
@@ -29,10 +33,15 @@ type plot struct {
 	xMax, yMax float64
 }
 
-func newPlot(pg *page, c chart) plot {
+// newPlot lays out chart c: a tall chart is wide unless narrow is asked
+// for (its second drawing, shown on narrow screens and in print).
+func newPlot(pg *page, c chart, narrow bool) plot {
 	p := plot{w: svgW, h: svgH, top: 6 + laneH*float64(len(pg.Runs)), xMax: pg.XMax, yMax: c.YMax}
 	if c.Tall {
 		p.w, p.h = svgWideW, svgTallH
+		if narrow {
+			p.w = svgW
+		}
 	}
 	p.h += p.top
 	return p
@@ -54,17 +63,25 @@ func (p plot) Y(y float64) float64 {
 // f1 prints a coordinate with one decimal.
 func f1(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
 
-// renderSVG draws chart ci of the page.
-func renderSVG(b *strings.Builder, pg *page, ci int) {
+// renderSVG draws chart ci of the page; narrow draws a tall chart at the
+// width of the others.
+func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 	c := pg.Charts[ci]
-	p := newPlot(pg, c)
+	p := newPlot(pg, c, narrow)
 	clip := "clip-" + c.ID
-	fmt.Fprintf(b, `<svg class="chart" data-chart="%d" viewBox="0 0 %s %s" role="img" aria-label="%s">`, ci, f1(p.w), f1(p.h), html.EscapeString(c.Title))
+	class := "chart"
+	if c.Tall {
+		clip += map[bool]string{true: "-narrow", false: "-wide"}[narrow]
+		class += map[bool]string{true: " narrow-only", false: " wide-only"}[narrow]
+	}
+	fmt.Fprintf(b, `<svg class="%s" data-chart="%d" viewBox="0 0 %s %s" role="img" aria-label="%s">`, class, ci, f1(p.w), f1(p.h), html.EscapeString(c.Title))
 	fmt.Fprintf(b, `<defs><clipPath id="%s"><rect x="%d" y="%s" width="%s" height="%s"/></clipPath></defs>`, clip, padL, f1(p.top), f1(p.pw()), f1(p.ph()))
 	renderAxes(b, p, c)
 
 	// Fault bands and outages of every run (equal ones once).
 	b.WriteString(`<g class="bands" clip-path="url(#` + clip + `)">`)
+	type extent struct{ from, to float64 }
+	var rows [][]extent // label extents taken, per row
 	for _, db := range drawnBands(pg) {
 		x1, x2 := p.X(db.From), p.X(db.To)
 		label := db.label
@@ -73,10 +90,31 @@ func renderSVG(b *strings.Builder, pg *page, ci int) {
 		// The label starts at the band's left edge, or ends at its right
 		// edge when the band is near the end of the axis.
 		lx, anchor := x1+3, ""
+		w := bandLabelWidth * float64(utf8.RuneCountInString(label))
+		ext := extent{lx, lx + w}
 		if x1 > p.X(0)+0.75*p.pw() {
 			lx, anchor = math.Max(x2, x1+1)-3, ` text-anchor="end"`
+			ext = extent{lx - w, lx}
 		}
-		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(p.top+10+float64(db.row)*11), anchor, html.EscapeString(label))
+		// The first row where the label overlaps no other label.
+		row := 0
+		for ; row < len(rows); row++ {
+			free := true
+			for _, e := range rows[row] {
+				if ext.from < e.to+4 && e.from < ext.to+4 {
+					free = false
+					break
+				}
+			}
+			if free {
+				break
+			}
+		}
+		if row == len(rows) {
+			rows = append(rows, nil)
+		}
+		rows[row] = append(rows[row], ext)
+		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(p.top+10+float64(row)*11), anchor, html.EscapeString(label))
 	}
 	b.WriteString(`</g>`)
 
@@ -118,7 +156,6 @@ func dashAttr(d string) string {
 type drawnBand struct {
 	band
 	runs  []int
-	row   int // label row, so that overlapping bands' labels do not collide
 	label string
 }
 
@@ -150,16 +187,6 @@ func drawnBands(pg *page) []drawnBand {
 				labels[j] = pg.Runs[r].Label
 			}
 			d.label = strings.Join(labels, ", ") + ": " + d.label
-		}
-		// The first free row among the earlier bands that overlap it.
-		used := map[int]bool{}
-		for j := range i {
-			if o := out[j]; o.From < d.To && d.From < o.To {
-				used[o.row] = true
-			}
-		}
-		for used[d.row] {
-			d.row++
 		}
 	}
 	return out

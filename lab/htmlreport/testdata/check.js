@@ -6,7 +6,11 @@ window.addEventListener("load", function () {
     var v = { errors: window.__leveeErrors || [], charts: [], hover: {} };
     try {
       var data = JSON.parse(document.getElementById("levee-data").textContent);
-      var svgs = document.querySelectorAll("svg.chart");
+      // Tall charts are drawn twice (wide, and narrow for phones and
+      // print); only the displayed drawing counts.
+      var svgs = Array.prototype.filter.call(document.querySelectorAll("svg.chart"), function (s) {
+        return s.getBoundingClientRect().width > 0;
+      });
       v.svgs = svgs.length;
       svgs.forEach(function (svg) {
         var c = data.charts[+svg.getAttribute("data-chart")];
@@ -43,7 +47,7 @@ window.addEventListener("load", function () {
       v.hover = {
         shown: !tip.hidden,
         text: tip.textContent,
-        crosshairs: document.querySelectorAll("svg.chart.hovering").length
+        crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
       };
       v.overflow = document.documentElement.scrollWidth - window.innerWidth;
     } catch (e) {
