@@ -54,6 +54,7 @@ func build(runs []*Run) (*page, error) {
 	}
 	p.Geom = geom{L: padL, R: padR}
 	p.Figures = figuresTable(runs)
+	p.Tiles = tiles(p.Figures)
 	p.Checks = checksTable(runs)
 	return p, nil
 }
@@ -168,6 +169,27 @@ func p0Headline(runs []*Run) []string {
 			s = runLabel(i) + " " + s
 		}
 		out = append(out, s)
+	}
+	return out
+}
+
+// tileFigures are the figures of the headline tiles: seed 003's table
+// (P0 success, lag, OOM kills) and what the nodes delivered.
+var tileFigures = []string{"P0 success", "goodput", "admitted p99", "gateway lag p99", "gateway max RSS", "OOM kills"}
+
+func tiles(t table) []tile {
+	var out []tile
+	for _, name := range tileFigures {
+		for _, r := range t.Rows {
+			if r.Label != name {
+				continue
+			}
+			tl := tile{Label: r.Label, Values: r.Cells}
+			if n := len(r.Diffs); n > 0 {
+				tl.Trend = r.Diffs[n-1].Trend
+			}
+			out = append(out, tl)
+		}
 	}
 	return out
 }

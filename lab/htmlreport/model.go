@@ -10,6 +10,7 @@ type page struct {
 	XMax     float64   `json:"x_max_s"`    // the shared time axis ends here
 	Runs     []runView `json:"runs"`
 	Charts   []chart   `json:"charts"`
+	Tiles    []tile    `json:"tiles"` // the few figures that tell the story, on top
 	Figures  table     `json:"figures"`
 	Checks   checks    `json:"thresholds"`
 	Notes    []string  `json:"notes,omitempty"` // caveats about the data
@@ -96,6 +97,14 @@ type hline struct {
 	Runs     []int   `json:"runs"`                // the runs it belongs to (one line for equal ones)
 	Pass     *bool   `json:"pass,omitempty"`      // thresholds only
 	OffScale bool    `json:"off_scale,omitempty"` // above the chart: named at its top
+}
+
+// tile is one headline figure of every run (the seed-003 table, drawn):
+// A's value, then each other run's, with the last run's trend against A.
+type tile struct {
+	Label  string   `json:"label"`
+	Values []string `json:"values"`
+	Trend  string   `json:"trend,omitempty"`
 }
 
 // table is the key figures side by side, with each run's difference from
