@@ -2,7 +2,10 @@
 # Makes the README's picture: the HTML A/B report of the reference runs of
 # lessons 01 and 03, drawn by `levee report --html` and photographed by
 # headless Chromium. Usage: scripts/screenshot.sh [RUN_A RUN_B]
-# Writes docs/report-ab.html and docs/img/report-ab.png.
+# Writes docs/report-ab.html and docs/img/report-ab.png. With RECORD=1 it
+# first records both lessons (--quick) into experiments/reference/, under
+# the measurement lock when there is one: do that on a quiet machine, the
+# lessons' figures depend on it (then update the figures the READMEs quote).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,9 +21,19 @@ if [ -z "$chromium" ]; then
 	echo "screenshot.sh: chromium not found (apt-get install chromium)" >&2
 	exit 1
 fi
+if [ "${RECORD:-}" = 1 ]; then
+	lock=()
+	[ -e /work/notes/measure.lock ] && command -v flock >/dev/null && lock=(flock /work/notes/measure.lock)
+	go build -o /tmp/levee-screenshot ./cmd/levee
+	for d in "$a" "$b"; do
+		rm -rf "$d"
+		"${lock[@]}" /tmp/levee-screenshot run --quick --quiet --out "$d" "experiments/$(basename "$d").yaml" >/dev/null
+		rm -rf "$d/logs" "$d"/gateway-*.yaml # logs, and configs holding admin tokens
+	done
+fi
 for d in "$a" "$b"; do
 	if [ ! -f "$d/samples.jsonl" ]; then
-		echo "screenshot.sh: $d has no samples.jsonl; record it with: go run ./cmd/levee run --quick --out $d experiments/$(basename "$d").yaml" >&2
+		echo "screenshot.sh: $d has no samples.jsonl; record it: RECORD=1 scripts/screenshot.sh" >&2
 		exit 1
 	fi
 done
