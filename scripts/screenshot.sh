@@ -3,9 +3,9 @@
 # lessons 01 and 03, drawn by `levee report --html` and photographed by
 # headless Chromium. Usage: scripts/screenshot.sh [RUN_A RUN_B]
 # Writes docs/report-ab.html and docs/img/report-ab.png. With RECORD=1 it
-# first records both lessons (--quick) into experiments/reference/, under
-# the measurement lock when there is one: do that on a quiet machine, the
-# lessons' figures depend on it (then update the figures the READMEs quote).
+# first records both lessons (--quick) into experiments/reference/ (under
+# `flock $MEASURE_LOCK` when that is set): do it on a quiet machine, the
+# lessons' figures depend on it, then update the figures the READMEs quote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +23,7 @@ if [ -z "$chromium" ]; then
 fi
 if [ "${RECORD:-}" = 1 ]; then
 	lock=()
-	[ -e /work/notes/measure.lock ] && command -v flock >/dev/null && lock=(flock /work/notes/measure.lock)
+	[ -n "${MEASURE_LOCK:-}" ] && lock=(flock "$MEASURE_LOCK")
 	go build -o /tmp/levee-screenshot ./cmd/levee
 	for d in "$a" "$b"; do
 		rm -rf "$d"
