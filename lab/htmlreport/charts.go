@@ -158,11 +158,12 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 				c.Series = append(c.Series, series{Key: ss.key, Name: ss.name, Color: ss.color, Run: ri, Width: ss.width, Area: ss.area, Values: v})
 			}
 		}
-		if sp.id == "latency" {
-			for ri, f := range frames {
-				if !f.hasHist {
-					c.Note = joinNote(c.Note, fmt.Sprintf("run %s has no latency histograms (recorded before they were kept)", runLabel(ri)))
-				}
+		for ri, f := range frames {
+			switch {
+			case sp.id == "latency" && !f.hasHist:
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s has no latency histograms (recorded before they were kept)", runLabel(ri)))
+			case sp.id == "success" && !f.hasFinished:
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
 			}
 		}
 		c.Lines = chartLines(sp.id, runs)

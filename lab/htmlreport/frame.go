@@ -13,6 +13,9 @@ type frame struct {
 	// hasHist is false for a run recorded before samples carried
 	// histograms: its latency series are gaps.
 	hasHist bool
+	// hasFinished is false for a run recorded before samples carried
+	// finished_total: its success rates are the sampler's trailing rate.
+	hasFinished bool
 	// badHist counts histograms that did not decode.
 	badHist int
 }
@@ -50,11 +53,10 @@ func computeFrame(r *Run, tl timeline, iv float64) frame {
 			break
 		}
 	}
-	hasFinished := false
 	for _, s := range r.Samples {
 		for _, p := range s.ByPriority {
 			if p.FinishedTotal > 0 {
-				hasFinished = true
+				f.hasFinished = true
 			}
 		}
 	}
@@ -96,7 +98,7 @@ func computeFrame(r *Run, tl timeline, iv float64) frame {
 		}
 		for _, p := range priorityNames {
 			out := get("success." + p)
-			if hasFinished {
+			if f.hasFinished {
 				fin := deltaPrio(b, p, func(ps prioritySample) uint64 { return ps.FinishedTotal })
 				ok := deltaPrio(b, p, func(ps prioritySample) uint64 { return ps.OKTotal })
 				if fin > 0 {
