@@ -298,3 +298,35 @@ func TestRedisChart(t *testing.T) {
 		}
 	}
 }
+
+// TestOlderRun: samples written before histograms and finished_total
+// still draw; the charts say what they lack instead of inventing it.
+func TestOlderRun(t *testing.T) {
+	old := func(x float64) lab.Sample {
+		return lab.Sample{Elapsed: x, AdmittedP99Ms: 900, ByPriority: map[string]lab.PrioritySample{"P0": {OfferedTotal: 10, SuccessRate: 0.5}}}
+	}
+	pg, err := build([]*Run{mkRun(old(1), old(2))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pg.Charts {
+		switch c.ID {
+		case "latency":
+			if !strings.Contains(c.Note, "no latency histograms") {
+				t.Errorf("latency note = %q", c.Note)
+			}
+			for _, s := range c.Series {
+				if s.Values.points() != 0 {
+					t.Errorf("latency %s drew %v from no histograms", s.Key, s.Values)
+				}
+			}
+		case "success":
+			if !strings.Contains(c.Note, "trailing 3 s rate") {
+				t.Errorf("success note = %q", c.Note)
+			}
+			if v := c.Series[0].Values; v[0] != 50 || v[1] != 50 {
+				t.Errorf("P0 success = %v, want the samples' 50 %%", v)
+			}
+		}
+	}
+}
