@@ -14,7 +14,7 @@ b=${2:-experiments/reference/03-priority-shedding}
 html=docs/report-ab.html
 png=docs/img/report-ab.png
 width=${WIDTH:-1400}
-height=${HEIGHT:-1900}
+height=${HEIGHT:-1690}
 
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
