@@ -330,3 +330,26 @@ func TestOlderRun(t *testing.T) {
 		}
 	}
 }
+
+// TestOneSampleAndHostileText: a run of one sample still renders, and text
+// from the run files (narration, names) cannot break out of the page.
+func TestOneSampleAndHostileText(t *testing.T) {
+	r := mkRun(lab.Sample{Elapsed: 0.25, OfferedTotal: 3})
+	evil := `</script><script>alert(1)</script><b onmouseover="x">`
+	r.Summary.Name = evil
+	r.Events = []lab.Event{{Time: t0.Add(100 * time.Millisecond), Kind: lab.EventNarration, Detail: evil, Fields: map[string]any{"step": 1.0, "kind": "watch"}},
+		{Time: t0.Add(100 * time.Millisecond), Kind: lab.EventFaultApply, Detail: evil, Fields: map[string]any{"fault": evil, "detail": evil}}}
+	var b strings.Builder
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, bad := range []string{"<script>alert", "<b onmouseover"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page contains %q unescaped", bad)
+		}
+	}
+	if n := strings.Count(page, "<script"); n != 2 {
+		t.Errorf("%d script elements, want 2 (the data and the hover script)", n)
+	}
+}
