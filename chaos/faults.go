@@ -23,6 +23,9 @@ func NewNodeKill() *NodeKill { return &NodeKill{Node: 0, For: Duration(10e9)} }
 func (*NodeKill) Name() string        { return "node_kill" }
 func (*NodeKill) Description() string { return "SIGKILL a model node; it restarts after `for`" }
 
+// Effect is EffectNodeLoss: the node's process dies.
+func (*NodeKill) Effect() Effect { return EffectNodeLoss }
+
 func (f *NodeKill) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
 		return err

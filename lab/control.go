@@ -16,12 +16,6 @@ import (
 // steps this long, fault and narration times are met within it.
 const controlPeriod = 50 * time.Millisecond
 
-// timelineAction is one apply or revert of the experiment's fault timeline.
-type timelineAction struct {
-	step   FaultStep
-	revert bool
-}
-
 // clock is the experiment's schedule time at now: time since load started
 // minus time spent paused.
 func (l *Lab) clock(now time.Time) time.Duration {
@@ -45,10 +39,8 @@ func (l *Lab) clockLocked(now time.Time) time.Duration {
 // spikes), the fault timeline, narration, and the end of the run.
 func (l *Lab) control() {
 	e := l.exp
-	steps := sortedFaultSteps(e.Faults)
-	applied := make([]bool, len(steps))
-	reverted := make([]bool, len(steps))
-	actions := make(chan timelineAction, 2*len(steps)+1)
+	player := e.Timeline().Play(chaos.Default)
+	actions := make(chan chaos.Action, 2*len(e.Faults)+1)
 	go l.timelineWorker(actions)
 	defer close(actions)
 
@@ -108,15 +100,8 @@ func (l *Lab) control() {
 			l.event(EventNarration, narrStep.Text, map[string]any{"step": narr, "kind": narrStep.Kind})
 			l.progress("[%s] %s", narrStep.Kind, narrStep.Text)
 		}
-		for i, s := range steps {
-			if !applied[i] && clock >= s.At.D() {
-				applied[i] = true
-				actions <- timelineAction{step: s}
-			}
-			if applied[i] && !reverted[i] && s.For > 0 && clock >= s.At.D()+s.For.D() {
-				reverted[i] = true
-				actions <- timelineAction{step: s, revert: true}
-			}
+		for _, a := range player.Due(clock) {
+			actions <- a
 		}
 		if e.Duration != Forever && clock >= e.Duration.D() {
 			go l.finish("done")
@@ -130,48 +115,35 @@ func (l *Lab) control() {
 	}
 }
 
-// timelineWorker applies the timeline's actions in order, one at a time
-// (a node restart waits for readiness without stalling the schedule).
-func (l *Lab) timelineWorker(actions <-chan timelineAction) {
+// timelineWorker does the timeline's actions in order, one at a time (a
+// node restart waits for readiness without stalling the schedule).
+func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 	for a := range actions {
 		if l.isFinishing() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
-		var err error
-		if a.revert {
-			err = l.ctl.Revert(ctx, a.step.Fault)
-		} else {
-			var raw []byte
-			if raw, err = stepParams(a.step); err == nil {
-				err = l.ctl.Apply(ctx, a.step.Fault, raw)
-			}
-		}
+		began := time.Now()
+		err := a.Do(ctx, l.ctl)
 		cancel()
 		if err != nil {
-			l.progress("fault %s: %v", a.step.Fault, err)
+			l.progress("fault %s: %v", a.Fault, err)
 			continue
 		}
-		if !a.revert && a.step.Fault == "node_kill" && a.step.For > 0 {
-			l.showRestart(a.step)
+		if !a.Revert && a.For > 0 {
+			l.showRestart(began, a.For)
 		}
 	}
 }
 
-// showRestart makes the nodes a timeline node_kill took down show when
-// the step's `for` brings them back (NodeSample.RestartIn).
-func (l *Lab) showRestart(step FaultStep) {
-	node := -1
-	if v, ok := toFloat(step.Params["node"]); ok {
-		node = int(v)
-	}
-	idx, err := l.nodeIndexes(node)
-	if err != nil {
-		return
-	}
-	at := time.Now().Add(step.For.D())
-	for _, i := range idx {
-		if !l.nodes[i].Up() {
+// showRestart makes the nodes an apply killed since began show when the
+// step's `for` brings them back (NodeSample.RestartIn).
+func (l *Lab) showRestart(began time.Time, d time.Duration) {
+	at := time.Now().Add(d)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, killed := range l.killedAt {
+		if !killed.Before(began) && !l.nodes[i].Up() {
 			l.nodes[i].setRestart(at)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -568,11 +567,7 @@ func (e *Experiment) Quick() *Experiment {
 	for i := range c.Stages {
 		c.Stages[i].Duration = scale(c.Stages[i].Duration)
 	}
-	for i := range c.Faults {
-		c.Faults[i].At = scale(c.Faults[i].At)
-		c.Faults[i].For = scale(c.Faults[i].For)
-		scaleForParam(c.Faults[i].Params, f)
-	}
+	c.Faults = scaleFaults(c.Faults, f)
 	for i := range c.Narration {
 		c.Narration[i].At = scale(c.Narration[i].At)
 	}
@@ -688,13 +683,6 @@ func resolveRunDir(out, runsDir, name string, now time.Time) (string, error) {
 			return "", fmt.Errorf("run folder: too many runs named %s", base)
 		}
 	}
-}
-
-// sortedFaultSteps returns the fault steps ordered by time (stable).
-func sortedFaultSteps(fs []FaultStep) []FaultStep {
-	out := append([]FaultStep(nil), fs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
-	return out
 }
 
 func cloneRouteTables(m map[string]map[string]float64) map[string]map[string]float64 {

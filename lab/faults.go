@@ -3,7 +3,6 @@ package lab
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/levee-lab/levee/chaos"
 )
@@ -27,30 +26,6 @@ func faultParams(p map[string]any) (json.RawMessage, error) {
 	return b, nil
 }
 
-// stepParams encodes a timeline step's parameters. When the step has its
-// own `for`, a fault that also takes a "for" parameter (node_kill,
-// traffic_spike, redis_outage) gets "for": "0s" unless the step set one, so
-// that the step's `for` — on the experiment's pausable clock — is the one
-// that reverts it, not the fault's default.
-func stepParams(f FaultStep) (json.RawMessage, error) {
-	p := f.Params
-	if f.For > 0 {
-		if _, set := p["for"]; !set {
-			withFor := cloneMap(p)
-			if withFor == nil {
-				withFor = map[string]any{}
-			}
-			withFor["for"] = "0s"
-			if raw, err := json.Marshal(withFor); err == nil {
-				if _, err := chaos.Default.New(f.Fault, raw); err == nil {
-					p = withFor
-				}
-			}
-		}
-	}
-	return faultParams(p)
-}
-
 // validateFaultStep checks the step's fault and parameters against the
 // catalogue.
 func validateFaultStep(f FaultStep) error {
@@ -62,15 +37,37 @@ func validateFaultStep(f FaultStep) error {
 	return err
 }
 
-// scaleForParam scales a "for" duration parameter (text) by factor.
-func scaleForParam(p map[string]any, factor float64) {
-	s, ok := p["for"].(string)
-	if !ok {
-		return
+// Timeline is the experiment's fault steps as a chaos timeline (steps
+// whose parameters do not encode are left to fail when applied; Normalize
+// has rejected them already).
+func (e *Experiment) Timeline() chaos.Timeline {
+	t := make(chaos.Timeline, len(e.Faults))
+	for i, f := range e.Faults {
+		raw, _ := faultParams(f.Params)
+		t[i] = chaos.Step{At: f.At.D(), Fault: f.Fault, Params: raw, For: f.For.D()}
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return
+	return t
+}
+
+// scaleFaults scales the fault steps' times and "for" parameters by factor
+// with the chaos timeline's own scaling. A step whose parameters do not
+// scale (Normalize rejects those) is left as it is.
+func scaleFaults(fs []FaultStep, factor float64) []FaultStep {
+	out := make([]FaultStep, len(fs))
+	for i, f := range fs {
+		f.Params = cloneMap(f.Params)
+		one := (&Experiment{Faults: []FaultStep{f}}).Timeline()
+		if scaled, err := one.Scaled(factor); err == nil {
+			s := scaled[0]
+			f.At, f.For = Duration(s.At), Duration(s.For)
+			if _, has := f.Params["for"]; has {
+				var p map[string]any
+				if json.Unmarshal(s.Params, &p) == nil {
+					f.Params["for"] = p["for"]
+				}
+			}
+		}
+		out[i] = f
 	}
-	p["for"] = time.Duration(float64(d) * factor).String()
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/levee-lab/levee/chaos"
 )
 
 // Run is one run folder read back.
@@ -200,7 +202,7 @@ var reportRows = []reportRow{
 	{"limit settle after kill", func(r *Run) string {
 		out := "-"
 		for _, f := range r.Summary.Faults {
-			if f.Fault != "node_kill" || f.LiveSlots == 0 {
+			if chaos.Default.Effect(f.Fault) != chaos.EffectNodeLoss || f.LiveSlots == 0 {
 				continue
 			}
 			if f.Settled {

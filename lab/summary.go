@@ -10,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -462,7 +463,7 @@ func (a *aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 			fs.P0SuccessRate = round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
 		}
 	}
-	if f.name == "node_kill" && len(in) > 0 && a.liveAfterKill(in) > 0 {
+	if chaos.Default.Effect(f.name) == chaos.EffectNodeLoss && len(in) > 0 && a.liveAfterKill(in) > 0 {
 		fs.LiveSlots = a.liveAfterKill(in)
 		// The limit is judged by its trailing median over settleWindow, so
 		// that a limiter's short baseline probes and per-tick noise do not
@@ -537,7 +538,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 	case "limit_settle_s":
 		worst, note, found := 0.0, "", false
 		for _, f := range s.Faults {
-			if f.Fault != "node_kill" || f.LiveSlots == 0 {
+			if chaos.Default.Effect(f.Fault) != chaos.EffectNodeLoss || f.LiveSlots == 0 {
 				continue // no kill, or nothing left alive to settle to
 			}
 			found = true
@@ -549,7 +550,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 			}
 		}
 		if !found {
-			return math.NaN(), "no node_kill fault in this run"
+			return math.NaN(), fmt.Sprintf("no %s fault in this run", chaos.EffectNodeLoss)
 		}
 		if note != "" {
 			return math.Inf(1), note

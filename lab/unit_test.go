@@ -399,23 +399,3 @@ func TestMergeInto(t *testing.T) {
 		t.Errorf("replace %v", dst["d"])
 	}
 }
-
-func TestStepParams(t *testing.T) {
-	tests := []struct {
-		step FaultStep
-		want string
-	}{
-		{FaultStep{Fault: "node_kill", Params: map[string]any{"node": 1}, For: Duration(time.Second)}, `{"for":"0s","node":1}`},
-		{FaultStep{Fault: "node_kill", Params: map[string]any{"node": 1, "for": "3s"}, For: Duration(time.Second)}, `{"for":"3s","node":1}`},
-		{FaultStep{Fault: "node_kill", Params: map[string]any{"node": 1}}, `{"node":1}`},
-		{FaultStep{Fault: "model_latency", Params: map[string]any{"multiplier": 2}, For: Duration(time.Second)}, `{"multiplier":2}`},
-		{FaultStep{Fault: "traffic_spike", For: Duration(time.Second)}, `{"for":"0s"}`},
-		{FaultStep{Fault: "cpu_hog"}, ``},
-	}
-	for _, tt := range tests {
-		raw, err := stepParams(tt.step)
-		if err != nil || string(raw) != tt.want {
-			t.Errorf("%+v: %s %v, want %s", tt.step, raw, err, tt.want)
-		}
-	}
-}
