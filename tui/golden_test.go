@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/lab/runfiles"
+
 	"bytes"
 	"testing"
 	"time"
@@ -9,7 +11,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/levee-lab/levee/lab"
 	"github.com/muesli/termenv"
 )
 
@@ -36,7 +37,7 @@ func runFixed(t *testing.T, f *fakeControls, w, h int, keys ...tea.KeyMsg) *Mode
 	return tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
 }
 
-func feed(f *fakeControls, samples []lab.Sample) {
+func feed(f *fakeControls, samples []runfiles.Sample) {
 	for _, s := range samples {
 		f.ch <- s
 	}

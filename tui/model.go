@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/lab/runfiles"
+
 	"context"
 	"fmt"
 	"sort"
@@ -56,7 +58,7 @@ func WithHistory(n int) Option {
 // tea.Model. All fields are owned by the Bubble Tea event loop.
 type Model struct {
 	ctrl        lab.Controls
-	samples     <-chan lab.Sample
+	samples     <-chan runfiles.Sample
 	keys        keyMap
 	help        help.Model
 	stopTimeout time.Duration
@@ -65,7 +67,7 @@ type Model struct {
 
 	width, height int
 
-	last       lab.Sample // the newest Sample; valid when nSamples > 0
+	last       runfiles.Sample // the newest Sample; valid when nSamples > 0
 	nSamples   int
 	series     [][]*ring // per panel, per series
 	lastFresh  float64   // Elapsed of the newest Sample with a fresh gateway scrape
@@ -133,14 +135,14 @@ func newHelp() help.Model {
 
 // Messages.
 type (
-	sampleMsg      lab.Sample
+	sampleMsg      runfiles.Sample
 	samplesDoneMsg struct{}
 	stoppedMsg     struct{ err error }
 )
 
 // waitSample is the command that blocks on the Samples channel; Update
 // issues it again after each Sample, so redraws follow the lab's ticks.
-func waitSample(ch <-chan lab.Sample) tea.Cmd {
+func waitSample(ch <-chan runfiles.Sample) tea.Cmd {
 	return func() tea.Msg {
 		s, ok := <-ch
 		if !ok {
@@ -162,7 +164,7 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case sampleMsg:
-		m.addSample(lab.Sample(msg))
+		m.addSample(runfiles.Sample(msg))
 		m.refreshControls()
 		m.renderPanels()
 		return m, waitSample(m.samples)
@@ -214,7 +216,7 @@ func (m *Model) refreshControls() {
 	m.recording = rec
 }
 
-func (m *Model) addSample(s lab.Sample) {
+func (m *Model) addSample(s runfiles.Sample) {
 	m.last = s
 	m.nSamples++
 	if !s.GatewayStale {

@@ -1,13 +1,14 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/lab/load"
+
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/levee-lab/levee/lab"
 )
 
 // Sizes.
@@ -269,7 +270,7 @@ func (m *Model) p0Body(iw, ih int) []string {
 		body = append(body, center(st.Render("P0 "+fmtPct(pct)+"%"), iw))
 	}
 	var others []string
-	for _, p := range lab.Priorities[1:] {
+	for _, p := range load.Priorities[1:] {
 		ps := m.last.ByPriority[p]
 		others = append(others, p+" "+successStyle(ps.SuccessRate*100).Render(fmtPct(ps.SuccessRate*100)+"%"))
 	}

@@ -1,7 +1,6 @@
-package lab
+package experiment
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -17,16 +16,6 @@ type Threshold struct {
 	Expr  string
 	Op    string  // one of >=, <=, ==, !=, >, <
 	Value float64 // right-hand side
-}
-
-// ThresholdResult is one evaluated threshold in summary.json.
-type ThresholdResult struct {
-	Expr  string  `json:"expr"`
-	Value float64 `json:"value"`
-	Pass  bool    `json:"pass"`
-	// Note explains a value that is not a plain measurement (for example a
-	// limit that never settled), when there is one.
-	Note string `json:"note,omitempty"`
 }
 
 // ThresholdMetrics names every metric a threshold may test, with what it
@@ -54,41 +43,6 @@ var ThresholdMetrics = map[string]string{
 	"error_rate":               "error / offered",
 	"timeout_rate":             "timeout / offered",
 	"generator_dropped":        "requests the generator could not send (outstanding cap)",
-}
-
-// MarshalJSON writes a value that is not finite (a limit that never
-// settled, a metric that does not apply) as null.
-func (r ThresholdResult) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Expr  string   `json:"expr"`
-		Value *float64 `json:"value"`
-		Pass  bool     `json:"pass"`
-		Note  string   `json:"note,omitempty"`
-	}
-	p := plain{Expr: r.Expr, Pass: r.Pass, Note: r.Note}
-	if !math.IsNaN(r.Value) && !math.IsInf(r.Value, 0) {
-		v := r.Value
-		p.Value = &v
-	}
-	return json.Marshal(p)
-}
-
-// UnmarshalJSON reads null as NaN.
-func (r *ThresholdResult) UnmarshalJSON(b []byte) error {
-	var p struct {
-		Expr  string   `json:"expr"`
-		Value *float64 `json:"value"`
-		Pass  bool     `json:"pass"`
-		Note  string   `json:"note"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return err
-	}
-	*r = ThresholdResult{Expr: p.Expr, Pass: p.Pass, Note: p.Note, Value: math.NaN()}
-	if p.Value != nil {
-		r.Value = *p.Value
-	}
-	return nil
 }
 
 var thresholdOps = []string{">=", "<=", "==", "!=", ">", "<"}

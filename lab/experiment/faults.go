@@ -1,4 +1,4 @@
-package lab
+package experiment
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package lab
+package experiment
 
 import (
 	"encoding/json"
@@ -191,7 +191,7 @@ func TestDefaultExperimentValid(t *testing.T) {
 // Every lesson in experiments/ parses, has narration of each kind and at
 // least one threshold.
 func TestLessonsParse(t *testing.T) {
-	files, err := filepath.Glob("../experiments/*.yaml")
+	files, err := filepath.Glob("../../experiments/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,35 +1,6 @@
-// Package lab turns the gateway and the fake models into experiments: it
-// supervises child processes, generates open-loop load, applies chaos faults,
-// scrapes metrics into Samples, records runs and writes reports.
-package lab
+package runfiles
 
-import (
-	"time"
-
-	"github.com/levee-lab/levee/lab/load"
-)
-
-// Outcome names (defined by package load, which classifies them). Every
-// offered request ends in exactly one of these.
-const (
-	OutcomeOK               = load.OutcomeOK
-	OutcomeFallback         = load.OutcomeFallback
-	OutcomeShedRateLimit    = load.OutcomeShedRateLimit
-	OutcomeShedOverload     = load.OutcomeShedOverload
-	OutcomeShedQueueFull    = load.OutcomeShedQueueFull
-	OutcomeShedQueueTimeout = load.OutcomeShedQueueTimeout
-	OutcomeShedBudget       = load.OutcomeShedBudget
-	OutcomeTimeout          = load.OutcomeTimeout
-	OutcomeError            = load.OutcomeError
-	OutcomeGeneratorDropped = load.OutcomeGeneratorDropped
-)
-
-// Outcomes lists every outcome in report order; Priorities in order of
-// importance. Both are shared with package load: do not modify.
-var (
-	Outcomes   = load.Outcomes
-	Priorities = load.Priorities
-)
+import "time"
 
 // Sample is everything the lab knows at one tick. The TUI and the recorder
 // read only Samples; one Sample is one line of samples.jsonl. Rates (…RPS)

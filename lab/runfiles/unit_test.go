@@ -1,4 +1,4 @@
-package lab
+package runfiles
 
 import (
 	"encoding/json"
@@ -11,50 +11,9 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 )
-
-func TestParseThreshold(t *testing.T) {
-	tests := []struct {
-		name, expr string
-		v          float64
-		pass       bool
-		err        string
-	}{
-		{"p0_success_rate", ">= 0.999", 0.9995, true, ""},
-		{"p0_success_rate", ">= 0.999", 0.998, false, ""},
-		{"unaccounted", "== 0", 0, true, ""},
-		{"unaccounted", "==0", 1, false, ""},
-		{"oom_kills", "<= 2", 3, false, ""},
-		{"goodput_ratio", "> 0.9", 0.9, false, ""},
-		{"goodput_ratio", "< 0.5", 0.4, true, ""},
-		{"lag_p99_ms", "!= 0", 5, true, ""},
-		{"lag_p99_ms", ">= 1", math.NaN(), false, ""},
-		{"limit_settle_s", "<= 5", math.Inf(1), false, ""},
-		{"limit_settle_s", "> 5", math.Inf(1), true, ""},
-		{"happiness", ">= 1", 0, false, "unknown metric"},
-		{"unaccounted", "= 0", 0, false, "want one of"},
-		{"unaccounted", ">= zero", 0, false, "want OP NUMBER"},
-		{"unaccounted", ">= NaN", 0, false, "want OP NUMBER"},
-		{"unaccounted", "", 0, false, "want one of"},
-	}
-	for _, tt := range tests {
-		th, err := ParseThreshold(tt.name, tt.expr)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("%s %q: err %v, want %q", tt.name, tt.expr, err, tt.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%s %q: %v", tt.name, tt.expr, err)
-			continue
-		}
-		if got := th.Check(tt.v); got != tt.pass {
-			t.Errorf("%s %q on %v: %v, want %v", tt.name, tt.expr, tt.v, got, tt.pass)
-		}
-	}
-}
 
 func TestThresholdResultJSON(t *testing.T) {
 	for _, v := range []float64{math.Inf(1), math.NaN()} {
@@ -81,12 +40,12 @@ func TestThresholdResultJSON(t *testing.T) {
 func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s := Summary{
 		Offered:    10,
-		Outcomes:   map[string]uint64{OutcomeOK: 8, OutcomeError: 1, OutcomeTimeout: 1},
+		Outcomes:   map[string]uint64{load.OutcomeOK: 8, load.OutcomeError: 1, load.OutcomeTimeout: 1},
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
 	}
-	for name := range ThresholdMetrics {
+	for name := range experiment.ThresholdMetrics {
 		v, note := s.Metric(name)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			t.Errorf("%s = %v (%s)", name, v, note)
@@ -174,49 +133,6 @@ func TestJSONLWriterAndAtomicWrite(t *testing.T) {
 	}
 }
 
-func TestParseReady(t *testing.T) {
-	tests := []struct {
-		line   string
-		listen string
-	}{
-		{`{"levee_ready":{"kind":"gateway","listen":"127.0.0.1:4","admin":"127.0.0.1:5","pid":1}}`, "127.0.0.1:4"},
-		{`  {"levee_ready":{"kind":"fakemodel","listen":"127.0.0.1:9","nodes":["127.0.0.1:9"]}}` + "\n", "127.0.0.1:9"},
-		{`{"levee_ready":{"kind":"gateway"}}`, ""},
-		{`{"levee_ready":null}`, ""},
-		{`levee_ready but not json`, ""},
-		{`{"other":1}`, ""},
-		{``, ""},
-	}
-	for _, tt := range tests {
-		r := parseReady([]byte(tt.line))
-		got := ""
-		if r != nil {
-			got = r.Listen
-		}
-		if got != tt.listen {
-			t.Errorf("%q: listen %q, want %q", tt.line, got, tt.listen)
-		}
-	}
-}
-
-func TestParseVmRSS(t *testing.T) {
-	ok := "Name:\tx\nVmPeak:\t  100 kB\nVmRSS:\t    2048 kB\nThreads: 3\n"
-	if v, err := parseVmRSS(strings.NewReader(ok)); err != nil || v != 2048*1024 {
-		t.Errorf("got %d %v", v, err)
-	}
-	for _, bad := range []string{"Name: x\n", "VmRSS: 12 MB\n", "VmRSS: x kB\n"} {
-		if _, err := parseVmRSS(strings.NewReader(bad)); err == nil {
-			t.Errorf("%q: no error", bad)
-		}
-	}
-	if v, err := readRSS(os.Getpid()); err != nil || v == 0 {
-		t.Errorf("own RSS: %d %v", v, err)
-	}
-	if _, err := readRSS(1 << 30); err == nil {
-		t.Error("RSS of a process that does not exist")
-	}
-}
-
 func hist(values ...int64) *hdrhistogram.Histogram {
 	h := hdrhistogram.New(1, int64(10*time.Minute/time.Microsecond), 3)
 	for _, v := range values {
@@ -227,10 +143,10 @@ func hist(values ...int64) *hdrhistogram.Histogram {
 
 func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, lat ...int64) load.Totals {
 	t := load.Totals{Elapsed: elapsed, Offered: offered, Outcomes: map[string]uint64{}, ByPriority: map[string]load.PriorityTotals{}, Admitted: hist(lat...)}
-	for _, o := range Outcomes {
+	for _, o := range load.Outcomes {
 		t.Outcomes[o] = outcomes[o]
 	}
-	for _, p := range Priorities {
+	for _, p := range load.Priorities {
 		pt := load.PriorityTotals{Outcomes: map[string]uint64{}, Latency: hist()}
 		if p == "P0" {
 			pt.Offered = offered
@@ -245,10 +161,10 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 }
 
 func TestSubTotals(t *testing.T) {
-	start := totals(2*time.Second, 10, map[string]uint64{OutcomeOK: 8, OutcomeTimeout: 2}, 1000, 2000)
-	end := totals(5*time.Second, 25, map[string]uint64{OutcomeOK: 20, OutcomeTimeout: 5}, 1000, 2000, 3000, 3000, 9000)
-	d := subTotals(end, start)
-	if d.Offered != 15 || d.Outcomes[OutcomeOK] != 12 || d.Outcomes[OutcomeTimeout] != 3 || d.Elapsed != 3*time.Second {
+	start := totals(2*time.Second, 10, map[string]uint64{load.OutcomeOK: 8, load.OutcomeTimeout: 2}, 1000, 2000)
+	end := totals(5*time.Second, 25, map[string]uint64{load.OutcomeOK: 20, load.OutcomeTimeout: 5}, 1000, 2000, 3000, 3000, 9000)
+	d := SubTotals(end, start)
+	if d.Offered != 15 || d.Outcomes[load.OutcomeOK] != 12 || d.Outcomes[load.OutcomeTimeout] != 3 || d.Elapsed != 3*time.Second {
 		t.Fatalf("delta %+v", d)
 	}
 	if d.Admitted.TotalCount() != 3 || d.Admitted.Max() < 8990 || d.Admitted.Min() < 2990 {
@@ -274,11 +190,14 @@ func sampleAt(start time.Time, el float64, offeredRPS, capRPS, limit float64, li
 
 func TestAggregatorSummary(t *testing.T) {
 	start := time.Unix(1000, 0)
-	exp := mustParse(t, "name: agg\nduration: 20s\nclient_timeout: 1s\nthresholds: {limit_settle_s: \"<= 5\", p0_success_during_faults: \">= 0.9\", goodput_ratio: \">= 0.9\", rss_growth_mb: \"<= 1\"}\n")
-	a := newAggregator(start, 100)
-	a.rate(start.Add(10*time.Second), 300) // 10 s at 100, then 300
-	a.faultApplied("node_kill", start.Add(10*time.Second))
-	a.faultReverted("node_kill", start.Add(18*time.Second))
+	exp, err := experiment.ParseExperiment([]byte("name: agg\nduration: 20s\nclient_timeout: 1s\nthresholds: {limit_settle_s: \"<= 5\", p0_success_during_faults: \">= 0.9\", goodput_ratio: \">= 0.9\", rss_growth_mb: \"<= 1\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAggregator(start, 100)
+	a.Rate(start.Add(10*time.Second), 300) // 10 s at 100, then 300
+	a.FaultApplied("node_kill", start.Add(10*time.Second))
+	a.FaultReverted("node_kill", start.Add(18*time.Second))
 	var p0off, p0ok, p0fin uint64
 	for i := 1; i <= 80; i++ { // 20 s at 4 Hz
 		el := float64(i) * 0.25
@@ -311,13 +230,13 @@ func TestAggregatorSummary(t *testing.T) {
 		if el > 10 {
 			offered = 300
 		}
-		a.add(sampleAt(start, el, offered, capRPS, limit, slots, p0off, p0ok, rss), 0.25, 0, false, p0fin)
+		a.Add(sampleAt(start, el, offered, capRPS, limit, slots, p0off, p0ok, rss), 0.25, 0, false, p0fin)
 	}
 	// 10 s at 100 req/s (under capacity) then 10 s at 300 req/s against a
 	// capacity of 200 for 8 s and 300 for 2 s: usable = 1000 + 1600 + 600.
 	ok := uint64(0.95 * 3200)
-	tot := totals(20*time.Second, 4000, map[string]uint64{OutcomeOK: ok, OutcomeShedOverload: 4000 - ok}, 100000)
-	s := a.summarize(summaryInput{exp: exp, totals: tot, gatewayShed: 4000 - uint64(ok), shedExact: true, end: start.Add(20 * time.Second)})
+	tot := totals(20*time.Second, 4000, map[string]uint64{load.OutcomeOK: ok, load.OutcomeShedOverload: 4000 - ok}, 100000)
+	s := a.Summarize(SummaryInput{Exp: exp, Totals: tot, GatewayShed: 4000 - uint64(ok), ShedExact: true, End: start.Add(20 * time.Second)})
 	if math.Abs(s.GoodputRatio-0.95) > 0.01 {
 		t.Errorf("goodput ratio %v, want 0.95", s.GoodputRatio)
 	}
@@ -350,52 +269,10 @@ func TestAggregatorSummary(t *testing.T) {
 	}
 }
 
-func TestGatewayConfig(t *testing.T) {
-	e := mustParse(t, `
-name: g
-duration: 1s
-gateway:
-  count: 2
-  defenses: {guard: false}
-  limits: {classes: {ai: {algorithm: gradient, limit: 30, min: 2, max: 90, queue_size: 7, queue_timeout_ms: 250}}, token_budget: 5000}
-  guard: {lag_probe_p99_ms: {yellow: 10, red: 20, black: 30}}
-  config: {unknown_key: reject, upstream: {retry_budget: {ratio: 0.2}}}
-`)
-	b, m, err := gatewayConfig(e, gatewayParams{
-		listen: "127.0.0.1:1000", admin: "127.0.0.1:1001", token: "tok",
-		nodes: []string{"127.0.0.1:2000", "127.0.0.1:2001"}, keys: apiKeys("tok"),
-		defenses: e.Gateway.Defenses, gateways: 2,
-	})
+func countLines(path string) int {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatal(err)
+		return 0
 	}
-	y := string(b)
-	for _, want := range []string{"queue_timeout: 250ms", "algorithm: gradient", "token_budget: 5000", "unknown_key: reject", "ratio: 0.2", "127.0.0.1:2001", "lab-p0-tok", "share: 0.5", "guard: false", "yellow: 10"} {
-		if !strings.Contains(y, want) {
-			t.Errorf("config lacks %q:\n%s", want, y)
-		}
-	}
-	if m["admin_token"] != "tok" {
-		t.Errorf("token %v", m["admin_token"])
-	}
-	bad := e.Clone()
-	bad.Gateway.Config = map[string]any{"classes": map[string]any{"ai": map[string]any{"limit": 1000}}}
-	if _, _, err := gatewayConfig(bad, gatewayParams{listen: "x:1", admin: "x:2", nodes: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "classes.ai.limit") {
-		t.Errorf("bad config: %v", err)
-	}
-	if _, err := limitsToConfig(map[string]any{"speed": 1}); err == nil {
-		t.Error("unknown limits key accepted")
-	}
-}
-
-func TestMergeInto(t *testing.T) {
-	dst := map[string]any{"a": map[string]any{"b": 1, "c": 2}, "d": 3}
-	mergeInto(dst, map[string]any{"a": map[string]any{"c": 9, "e": 5}, "d": map[string]any{"x": 1}})
-	a := dst["a"].(map[string]any)
-	if a["b"] != 1 || a["c"] != 9 || a["e"] != 5 {
-		t.Errorf("nested merge %v", a)
-	}
-	if _, ok := dst["d"].(map[string]any); !ok {
-		t.Errorf("replace %v", dst["d"])
-	}
+	return strings.Count(string(b), "\n")
 }

@@ -1,4 +1,4 @@
-package lab
+package experiment
 
 import (
 	"bytes"
@@ -13,9 +13,10 @@ import (
 	"github.com/levee-lab/levee/gateway"
 )
 
-// apiKeys are the API keys the generator sends per priority; the generated
-// gateway config maps each to a tenant of that priority.
-func apiKeys(token string) map[string]string {
+// APIKeys are the API keys the generator sends per priority, derived from
+// the lab's admin token; the generated gateway config maps each to a tenant
+// of that priority.
+func APIKeys(token string) map[string]string {
 	suffix := token
 	if len(suffix) > 8 {
 		suffix = suffix[:8]
@@ -27,43 +28,43 @@ func apiKeys(token string) map[string]string {
 	}
 }
 
-// gatewayParams is what varies between gateway configs of one lab.
-type gatewayParams struct {
-	listen, admin string // "127.0.0.1:0" on a first start
-	token         string
-	nodes         []string // node addresses
-	keys          map[string]string
-	defenses      map[string]bool // current switches (start from the experiment's)
-	redisURL      string          // "" for the in-process store
-	gateways      int             // how many gateways share limits
+// GatewayParams is what varies between gateway configs of one lab.
+type GatewayParams struct {
+	Listen, Admin string // "127.0.0.1:0" on a first start
+	Token         string
+	Nodes         []string // node addresses
+	Keys          map[string]string
+	Defenses      map[string]bool // current switches (start from the experiment's)
+	RedisURL      string          // "" for the in-process store
+	Gateways      int             // how many gateways share limits
 }
 
-// gatewayConfig builds the YAML config of one gateway from the experiment
+// GatewayConfig builds the YAML config of one gateway from the experiment
 // and p: the lab's own keys, listeners and nodes; the experiment's
 // defenses, limits (PUT /admin/limits shape), guard thresholds; then its
 // raw overrides. The result is validated with gateway.ParseConfig, whose
 // errors name the field.
-func gatewayConfig(e *Experiment, p gatewayParams) ([]byte, map[string]any, error) {
-	keys := make([]any, 0, len(p.keys))
-	for _, pr := range Priorities {
-		if k, ok := p.keys[pr]; ok {
+func (e *Experiment) GatewayConfig(p GatewayParams) ([]byte, error) {
+	keys := make([]any, 0, len(p.Keys))
+	for _, pr := range priorities() {
+		if k, ok := p.Keys[pr]; ok {
 			keys = append(keys, map[string]any{"key": k, "tenant": "tenant-" + strings.ToLower(pr), "priority": pr})
 		}
 	}
-	nodes := make([]any, len(p.nodes))
-	for i, n := range p.nodes {
+	nodes := make([]any, len(p.Nodes))
+	for i, n := range p.Nodes {
 		nodes[i] = n
 	}
 	m := map[string]any{
-		"listen":      p.listen,
-		"admin":       p.admin,
-		"admin_token": p.token,
+		"listen":      p.Listen,
+		"admin":       p.Admin,
+		"admin_token": p.Token,
 		"keys":        keys,
 		"upstream":    map[string]any{"nodes": nodes},
 	}
-	if len(p.defenses) > 0 {
+	if len(p.Defenses) > 0 {
 		d := map[string]any{}
-		for k, v := range p.defenses {
+		for k, v := range p.Defenses {
 			d[k] = v
 		}
 		m["defenses"] = d
@@ -71,32 +72,32 @@ func gatewayConfig(e *Experiment, p gatewayParams) ([]byte, map[string]any, erro
 	// Each of N gateways owns 1/N of every limit when it decides alone: with
 	// in-process stores always, with Redis while Redis is unreachable.
 	store := map[string]any{}
-	if p.redisURL != "" {
-		store["kind"], store["url"] = "redis", p.redisURL
+	if p.RedisURL != "" {
+		store["kind"], store["url"] = "redis", p.RedisURL
 	}
-	if p.gateways > 1 {
-		store["share"] = 1 / float64(p.gateways)
+	if p.Gateways > 1 {
+		store["share"] = 1 / float64(p.Gateways)
 	}
 	if len(store) > 0 {
-		mergeInto(m, map[string]any{"ratelimit": map[string]any{"store": store}})
+		MergeInto(m, map[string]any{"ratelimit": map[string]any{"store": store}})
 	}
 	lim, err := limitsToConfig(e.Gateway.Limits)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mergeInto(m, lim)
+	MergeInto(m, lim)
 	if len(e.Gateway.Guard) > 0 {
-		mergeInto(m, map[string]any{"guard": cloneMap(e.Gateway.Guard)})
+		MergeInto(m, map[string]any{"guard": cloneMap(e.Gateway.Guard)})
 	}
-	mergeInto(m, cloneMap(e.Gateway.Config))
+	MergeInto(m, cloneMap(e.Gateway.Config))
 	b, err := yaml.Marshal(m)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gateway config: %w", err)
+		return nil, fmt.Errorf("gateway config: %w", err)
 	}
 	if _, err := gateway.ParseConfig(b); err != nil {
-		return nil, nil, fmt.Errorf("gateway config: %w", err)
+		return nil, fmt.Errorf("gateway config: %w", err)
 	}
-	return b, m, nil
+	return b, nil
 }
 
 // limitsToConfig turns a PUT /admin/limits body ({"classes":{"ai":{…,
@@ -152,14 +153,14 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-// mergeInto deep-merges src into dst: maps merge key by key, anything else
+// MergeInto deep-merges src into dst: maps merge key by key, anything else
 // replaces.
-func mergeInto(dst, src map[string]any) {
+func MergeInto(dst, src map[string]any) {
 	for k, v := range src {
 		sm, sok := v.(map[string]any)
 		dm, dok := dst[k].(map[string]any)
 		if sok && dok {
-			mergeInto(dm, sm)
+			MergeInto(dm, sm)
 			continue
 		}
 		dst[k] = cloneValue(v)
@@ -185,8 +186,8 @@ func validateNodeKnobs(patch map[string]any) error {
 	return k.Validate()
 }
 
-// defaultKnobMap is fakemodel's default knobs as a JSON object.
-func defaultKnobMap() map[string]any {
+// DefaultKnobMap is fakemodel's default knobs as a JSON object.
+func DefaultKnobMap() map[string]any {
 	b, _ := json.Marshal(fakemodel.DefaultKnobs())
 	m := map[string]any{}
 	_ = json.Unmarshal(b, &m)

@@ -1,16 +1,13 @@
-package lab
+package supervisor
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,10 +42,10 @@ func parseReady(line []byte) *readyInfo {
 	return r.Ready
 }
 
-// child is one supervised process: a fake model node, a gateway. It can be
+// Child is one supervised process: a fake model node, a gateway. It can be
 // killed and started again with the same arguments (same ports once the
 // first start has learned them).
-type child struct {
+type Child struct {
 	name  string // "node-0", "gateway-1"
 	kind  string // "node" or "gateway"
 	index int    // 0-based within its kind
@@ -62,7 +59,7 @@ type child struct {
 	readyTimeout time.Duration
 	// onExit is called (from the waiter goroutine) when a process ends that
 	// nobody was stopping or killing on purpose.
-	onExit func(c *child, err error)
+	onExit func(c *Child, err error)
 
 	mu sync.Mutex
 	// guarded by mu:
@@ -81,7 +78,7 @@ type child struct {
 
 // Start starts the process and waits until it prints its ready line, ctx
 // ends, or readyTimeout passes. It fails when the process is running.
-func (c *child) Start(ctx context.Context) error {
+func (c *Child) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -213,13 +210,13 @@ func tail(path string, n int) string {
 
 // Kill SIGKILLs the process group and waits until the process is reaped.
 // Killing a child that is not running is harmless.
-func (c *child) Kill() {
+func (c *Child) Kill() {
 	c.signal(syscall.SIGKILL, 0)
 }
 
 // Close stops the process like Stop and refuses every later Start (a
 // restart racing the lab's teardown).
-func (c *child) Close(grace time.Duration) {
+func (c *Child) Close(grace time.Duration) {
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
@@ -227,11 +224,11 @@ func (c *child) Close(grace time.Duration) {
 }
 
 // Stop sends SIGTERM (drain), waits up to grace, then SIGKILLs.
-func (c *child) Stop(grace time.Duration) {
+func (c *Child) Stop(grace time.Duration) {
 	c.signal(syscall.SIGTERM, grace)
 }
 
-func (c *child) signal(sig syscall.Signal, grace time.Duration) {
+func (c *Child) signal(sig syscall.Signal, grace time.Duration) {
 	c.mu.Lock()
 	cmd, exited := c.cmd, c.exited
 	if cmd == nil || cmd.Process == nil || exited == nil {
@@ -263,49 +260,55 @@ func (c *child) signal(sig syscall.Signal, grace time.Duration) {
 }
 
 // Up reports whether the process is running and was ready.
-func (c *child) Up() bool {
+func (c *Child) Up() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.up
 }
 
 // PID is the current (or last) process id; 0 before the first start.
-func (c *child) PID() int {
+func (c *Child) PID() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pid
 }
 
 // Listen is the traffic address ("127.0.0.1:port").
-func (c *child) Listen() string {
+func (c *Child) Listen() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.listen
 }
 
 // Admin is the admin address (gateways).
-func (c *child) Admin() string {
+func (c *Child) Admin() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.admin
 }
 
+// Name is the child's name ("node-0", "gateway-1").
+func (c *Child) Name() string { return c.name }
+
+// LogPath is the child's log file.
+func (c *Child) LogPath() string { return c.logPath }
+
 // Starts is how many processes were started.
-func (c *child) Starts() int {
+func (c *Child) Starts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starts
 }
 
 // setRestart records when a scheduled restart is due (zero clears it).
-func (c *child) setRestart(t time.Time) {
+func (c *Child) setRestart(t time.Time) {
 	c.mu.Lock()
 	c.restart = t
 	c.mu.Unlock()
 }
 
 // RestartIn is the time until a scheduled restart, or 0.
-func (c *child) RestartIn(now time.Time) time.Duration {
+func (c *Child) RestartIn(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.restart.IsZero() || c.up {
@@ -315,39 +318,4 @@ func (c *child) RestartIn(now time.Time) time.Duration {
 		return d
 	}
 	return 0
-}
-
-// readRSS returns VmRSS of pid from /proc, in bytes.
-func readRSS(pid int) (uint64, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	return parseVmRSS(f)
-}
-
-// parseVmRSS finds "VmRSS:   1234 kB" in a /proc/PID/status text.
-func parseVmRSS(r io.Reader) (uint64, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		rest, ok := strings.CutPrefix(line, "VmRSS:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("VmRSS: unexpected %q", line)
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
-		}
-		return kb * 1024, nil
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("VmRSS: not found (process gone or a kernel thread)")
 }

@@ -1,127 +1,18 @@
-package lab
+package runfiles
 
 import (
+	"github.com/levee-lab/levee/lab/load"
+
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/levee-lab/levee/chaos"
 )
-
-// Run is one run folder read back.
-type Run struct {
-	Dir     string
-	Info    *RunInfo // nil when run.json is missing or unreadable
-	Summary *Summary
-	// Partial is true when summary.json is missing (the run was killed):
-	// Summary is then rebuilt from the last sample and has no latencies.
-	Partial bool
-}
-
-// ReadRun reads a run folder. A folder without summary.json (a killed run)
-// is summarized from its last sample.
-func ReadRun(dir string) (*Run, error) {
-	r := &Run{Dir: dir}
-	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
-		var info RunInfo
-		if json.Unmarshal(b, &info) == nil {
-			r.Info = &info
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
-	switch {
-	case err == nil:
-		var s Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
-		}
-		r.Summary = &s
-		return r, nil
-	case !errors.Is(err, os.ErrNotExist):
-		return nil, err
-	}
-	samples, err := ReadSamples(dir)
-	if err != nil && len(samples) == 0 {
-		return nil, fmt.Errorf("%s: no summary.json and no samples: %w", dir, err)
-	}
-	if len(samples) == 0 {
-		return nil, fmt.Errorf("%s: no summary.json and no samples", dir)
-	}
-	r.Summary = partialSummary(samples)
-	if r.Info != nil {
-		r.Summary.Name = r.Info.Name
-		r.Summary.Quick = r.Info.Quick
-		if r.Info.Experiment != nil {
-			r.Summary.Title = r.Info.Experiment.Title
-		}
-	}
-	r.Partial = true
-	return r, nil
-}
-
-// partialSummary rebuilds the counters of a Summary from samples (no
-// latency histograms, no thresholds).
-func partialSummary(samples []Sample) *Summary {
-	last := samples[len(samples)-1]
-	s := &Summary{
-		Started:      samples[0].Time,
-		DurationS:    last.Elapsed,
-		Offered:      last.OfferedTotal,
-		Outcomes:     map[string]uint64{},
-		ByPriority:   map[string]PrioritySummary{},
-		ShedByReason: map[string]uint64{},
-	}
-	var sum uint64
-	for _, o := range Outcomes {
-		s.Outcomes[o] = last.OutcomeTotal[o]
-		sum += last.OutcomeTotal[o]
-		if r, ok := strings.CutPrefix(o, "shed_"); ok {
-			s.ShedByReason[r] = last.OutcomeTotal[o]
-		}
-	}
-	s.Unaccounted = int64(s.Offered) - int64(sum)
-	for _, p := range Priorities {
-		ps := last.ByPriority[p]
-		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
-		if ps.OfferedTotal > 0 {
-			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
-		}
-		s.ByPriority[p] = v
-	}
-	var capSum, capT, target float64
-	prev := 0.0
-	for _, x := range samples {
-		dt := x.Elapsed - prev
-		prev = x.Elapsed
-		capSum += x.CapacityRPS * dt
-		target += x.TargetRPS * dt
-		capT += dt
-		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
-		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
-		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
-		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
-		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
-	}
-	s.Gateway.OOMKills = last.OOMKills
-	if capT > 0 {
-		s.CapacityRPS = round(capSum/capT, 3)
-		s.TargetRPS = round(target/capT, 3)
-	}
-	if last.Elapsed > 0 {
-		s.GoodputRPS = round(float64(s.Outcomes[OutcomeOK])/last.Elapsed, 3)
-		s.AchievedRPS = round(float64(s.Offered)/last.Elapsed, 3)
-	}
-	if s.CapacityRPS > 0 {
-		s.GoodputRatio = round(s.GoodputRPS/s.CapacityRPS, 6)
-	}
-	return s
-}
 
 // reportRow is one line of the side-by-side table.
 type reportRow struct {
@@ -225,15 +116,15 @@ var reportRows = []reportRow{
 	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},
 	{"gateway max RSS", func(r *Run) string { return mb(r.Summary.Gateway.MaxRSSBytes) }},
 	{"OOM kills", func(r *Run) string { return fmt.Sprintf("%d", r.Summary.Gateway.OOMKills) }},
-	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedRateLimit]) }},
-	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedOverload]) }},
-	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedQueueFull]) }},
-	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedQueueTimeout]) }},
-	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeShedBudget]) }},
-	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeFallback]) }},
-	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeTimeout]) }},
-	{"error", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeError]) }},
-	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[OutcomeGeneratorDropped]) }},
+	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedRateLimit]) }},
+	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedOverload]) }},
+	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedQueueFull]) }},
+	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedQueueTimeout]) }},
+	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedBudget]) }},
+	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeFallback]) }},
+	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeTimeout]) }},
+	{"error", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeError]) }},
+	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeGeneratorDropped]) }},
 	{"unaccounted", func(r *Run) string { return groupDigits(fmt.Sprintf("%d", r.Summary.Unaccounted)) }},
 	{"shed check (gw/client)", func(r *Run) string {
 		if r.Partial {
@@ -336,20 +227,20 @@ func WriteReport(w io.Writer, runs []*Run) error {
 	return err
 }
 
-// writeRunReport writes dir's report.txt (the table `levee report dir`
-// prints), through a temporary file and a rename like summary.json.
-func writeRunReport(dir string) error {
+// WriteTextReport writes dir's report.txt (the table `levee report dir`
+// prints), through a temporary file and a rename like summary.json. It is
+// the ReportWriter every Recorder runs.
+func WriteTextReport(dir string) error {
 	run, err := ReadRun(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", ReportFile, err)
 	}
 	var b bytes.Buffer
 	if err := WriteReport(&b, []*Run{run}); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", ReportFile, err)
 	}
-	tmp := filepath.Join(dir, ReportFile+".tmp")
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return err
+	if err := writeFileAtomic(filepath.Join(dir, ReportFile), b.Bytes()); err != nil {
+		return fmt.Errorf("%s: %w", ReportFile, err)
 	}
-	return os.Rename(tmp, filepath.Join(dir, ReportFile))
+	return nil
 }

@@ -1,4 +1,4 @@
-package lab
+package supervisor
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-package lab
+package runfiles
 
 import (
 	"bufio"

@@ -1,0 +1,116 @@
+package sampler
+
+import (
+	"math"
+	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
+	"github.com/levee-lab/levee/lab/scrape"
+)
+
+var levelNames = []string{"green", "yellow", "red", "black"}
+
+// gatewayState is one gateway's previous scrape and the shed rates derived
+// from its last two scrapes, carried over to ticks that got no new scrape.
+type gatewayState struct {
+	prev       scrape.Families
+	prevAt     time.Time
+	starts     int
+	byReason   map[string]float64
+	byPriority map[string]float64
+}
+
+// addGateways fills the gateways' view: gauges summed, lag and level maxed
+// over every gateway with a current scrape, shed rates from counter deltas.
+func (st *State) addGateways(smp *runfiles.Sample, in Input) {
+	smp.ShedRPSByReason = map[string]float64{}
+	smp.ShedRPSByPriority = map[string]float64{}
+	level := -1.0
+	var defenses map[string]bool
+	for i, c := range in.Gateways {
+		g := &st.gateways[i]
+		if c.Starts != g.starts { // a new process counts from zero
+			*g = gatewayState{starts: c.Starts, byReason: g.byReason, byPriority: g.byPriority}
+		}
+		f := c.Scrape
+		if f == nil {
+			smp.GatewayStale = true
+			continue
+		}
+		if v, ok := f.Max("levee_overload_level", nil); ok {
+			level = math.Max(level, v)
+		}
+		addGauges(smp, f)
+		if defenses == nil && f.Has("levee_defense_enabled") {
+			defenses = map[string]bool{}
+			for k, v := range f.ByLabel("levee_defense_enabled", "defense") {
+				defenses[k] = v > 0
+			}
+		}
+		if c.At.After(g.prevAt) { // a new scrape: new rates
+			st.shed += g.update(f, c.At, in.Window.Duration.Seconds())
+		}
+		for k, v := range g.byReason {
+			smp.ShedRPSByReason[k] += v
+		}
+		for k, v := range g.byPriority {
+			smp.ShedRPSByPriority[k] += v
+		}
+	}
+	if level >= 0 && int(level) < len(levelNames) {
+		smp.Level = levelNames[int(level)]
+	}
+	if defenses == nil {
+		defenses = make(map[string]bool, len(in.Defenses))
+		for k, v := range in.Defenses {
+			defenses[k] = v
+		}
+	}
+	smp.Defenses = defenses
+}
+
+// addGauges adds one gateway's gauges to the sample (lag quantiles are the
+// worst gateway's, the others are summed).
+func addGauges(smp *runfiles.Sample, f scrape.Families) {
+	p99 := map[string]string{"quantile": "0.99"}
+	if v, ok := f.Value("levee_lag_probe_seconds", p99); ok {
+		smp.LagProbeP99Ms = math.Max(smp.LagProbeP99Ms, v*1000)
+	}
+	if v, ok := f.Value("levee_sched_latency_seconds", p99); ok {
+		smp.SchedLatencyP99Ms = math.Max(smp.SchedLatencyP99Ms, v*1000)
+	}
+	if v, ok := f.Value("levee_gc_pause_seconds", p99); ok {
+		smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
+	}
+	smp.HeapBytes += f.Sum("levee_heap_bytes", nil)
+	smp.Goroutines += f.Sum("go_goroutines", nil)
+	smp.Inflight += f.Sum("levee_inflight", nil)
+	smp.QueueDepth += f.Sum("levee_queue_depth", nil)
+	smp.ConcurrencyLimit += f.Sum("levee_concurrency_limit", map[string]string{"class": "ai"})
+	smp.TokensInflight += f.Sum("levee_tokens_inflight", nil)
+}
+
+// update takes a new scrape f taken at at: the shed rates since the previous
+// scrape (over windowS seconds when there is none), and the increase of the
+// shed counter, which it returns.
+func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) float64 {
+	prev := g.prev
+	if prev == nil {
+		prev = scrape.Families{}
+	}
+	since := at.Sub(g.prevAt).Seconds()
+	if g.prevAt.IsZero() {
+		since = windowS
+	}
+	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
+	if since > 0 {
+		for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "reason", nil) {
+			g.byReason[k] = v / since
+		}
+		for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
+			g.byPriority[k] = v / since
+		}
+	}
+	g.prev, g.prevAt = f, at
+	return f.SumDelta(prev, "levee_shed_total", nil)
+}
