@@ -91,6 +91,7 @@ type Model struct {
 	stopping  bool
 	stopped   bool  // Controls.Stop returned
 	stopErr   error // what it returned
+	recBusy   bool  // a StartRecording or StopRecording command is running
 
 	// The current layout: which panels show (indexes into panels, in page
 	// order) and their rendered boxes for the current page, by slot.
@@ -138,6 +139,12 @@ type (
 	sampleMsg      runfiles.Sample
 	samplesDoneMsg struct{}
 	stoppedMsg     struct{ err error }
+	// recordingMsg is the result of StartRecording (start) or StopRecording.
+	recordingMsg struct {
+		start bool
+		dir   string
+		err   error
+	}
 )
 
 // waitSample is the command that blocks on the Samples channel; Update
@@ -182,6 +189,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setStatus("the lab stopped: no more samples (q quits)", false)
 		}
 		return m, nil
+	case recordingMsg:
+		m.recordingDone(msg)
+		return m, nil
 	case stoppedMsg:
 		m.stopped, m.stopErr = true, msg.err
 		if msg.err != nil {
@@ -203,7 +213,7 @@ func (m *Model) setStatus(s string, isErr bool) {
 }
 
 // refreshControls reads the lab's control state that Samples do not carry.
-// Controls methods return quickly by contract.
+// These readers return at once (Controls): they only read the lab's memory.
 func (m *Model) refreshControls() {
 	m.faults = m.ctrl.Faults()
 	m.defenses = m.ctrl.Defenses()
@@ -299,7 +309,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.panelSel = 0
 		}
 	case key.Matches(msg, k.Record):
-		m.toggleRecording()
+		return m, m.toggleRecording()
 	case key.Matches(msg, k.Next):
 		m.ctrl.NextStep()
 		m.lesson = m.ctrl.Lesson()
@@ -344,21 +354,39 @@ func (m *Model) toggleFault(k string) {
 	m.setStatus("no fault on key "+k, true)
 }
 
-func (m *Model) toggleRecording() {
+// toggleRecording starts or stops a recording. Both write files, so they
+// run as a command, off the UI goroutine; recordingDone shows the result.
+func (m *Model) toggleRecording() tea.Cmd {
+	if m.recBusy {
+		m.setStatus("recording: still busy with the last r", false)
+		return nil
+	}
+	m.recBusy = true
+	ctrl := m.ctrl
 	if m.ctrl.Recording() {
-		if err := m.ctrl.StopRecording(); err != nil {
-			m.setStatus("stop recording: "+err.Error(), true)
-		} else {
-			m.setStatus("recording stopped: "+m.recDir, false)
-		}
-	} else {
-		dir, err := m.ctrl.StartRecording()
-		if err != nil {
-			m.setStatus("start recording: "+err.Error(), true)
-		} else {
-			m.recDir = dir
-			m.setStatus("recording to "+dir, false)
-		}
+		m.setStatus("stopping the recording (summary, logs, report)…", false)
+		return func() tea.Msg { return recordingMsg{err: ctrl.StopRecording()} }
+	}
+	m.setStatus("starting a recording…", false)
+	return func() tea.Msg {
+		dir, err := ctrl.StartRecording()
+		return recordingMsg{start: true, dir: dir, err: err}
+	}
+}
+
+// recordingDone shows what a recording command did.
+func (m *Model) recordingDone(r recordingMsg) {
+	m.recBusy = false
+	switch {
+	case r.start && r.err != nil:
+		m.setStatus("start recording: "+r.err.Error(), true)
+	case r.start:
+		m.recDir = r.dir
+		m.setStatus("recording to "+r.dir, false)
+	case r.err != nil:
+		m.setStatus("stop recording: "+r.err.Error(), true)
+	default:
+		m.setStatus("recording stopped: "+m.recDir, false)
 	}
 	rec := m.ctrl.Recording()
 	if rec && !m.recording {
