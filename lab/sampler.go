@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/scrape"
 )
@@ -357,13 +358,13 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		if v, ok := f.Max("levee_overload_level", nil); ok {
 			level = math.Max(level, v)
 		}
-		if v, ok := f.Value("levee_lag_probe_seconds", map[string]string{"quantile": "0.99"}); ok {
+		if v, ok := f.Value(wire.MetricLagProbeP99, nil); ok {
 			smp.LagProbeP99Ms = math.Max(smp.LagProbeP99Ms, v*1000)
 		}
-		if v, ok := f.Value("levee_sched_latency_seconds", map[string]string{"quantile": "0.99"}); ok {
+		if v, ok := f.Value(wire.MetricSchedLatencyP99, nil); ok {
 			smp.SchedLatencyP99Ms = math.Max(smp.SchedLatencyP99Ms, v*1000)
 		}
-		if v, ok := f.Value("levee_gc_pause_seconds", map[string]string{"quantile": "0.99"}); ok {
+		if v, ok := f.Value(wire.MetricGCPauseP99, nil); ok {
 			smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
 		}
 		smp.HeapBytes += f.Sum("levee_heap_bytes", nil)

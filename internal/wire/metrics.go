@@ -171,7 +171,7 @@ func GatewayMetrics() []Metric {
 // rate-limit store adds.
 func GatewayRedisMetrics() []Metric {
 	return []Metric{
-		{MetricRateLimitStoreFallback, TypeCounter, []string{LabelStore}, "rate-limit decisions made without the shared store (it failed, timed out or its breaker was open)"},
+		{MetricRateLimitStoreFallback, TypeCounter, []string{LabelStore}, "Redis store only: rate-limit decisions made without the shared store (it failed, timed out or its breaker was open)"},
 	}
 }
 
