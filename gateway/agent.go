@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // agentPlan is how deep one agent request may go.
@@ -94,7 +95,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if plan.rules && g.on(defFallback) {
 		g.release(&t, 0, false)
 		g.m.subcalls.WithLabelValues("skipped").Add(float64(k))
-		x.fallback(fallbackRules)
+		x.fallback(wire.FallbackRules)
 		return
 	}
 	n := g.reserveSubcalls(plan.depth)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // TestOverloadAccounting is the acceptance test: the real gateway
@@ -115,7 +116,7 @@ func TestOverloadAccounting(t *testing.T) {
 
 	// The gateway's own counters tell the same story.
 	fams := scrape(t, s)
-	for _, r := range []string{fallbackBlack, fallbackUpstream} {
+	for _, r := range []string{wire.FallbackBlack, wire.FallbackUpstream} {
 		if n := counterSum(fams, "levee_fallbacks_total", map[string]string{"reason": r}); n > 0 {
 			t.Logf("fallbacks for %s: %v (guard %+v, retries %+v)", r, n, s.G.guard.Snapshot(), s.G.pool.Counters())
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // maxUpstreamBody bounds a non-streamed upstream answer the gateway reads.
@@ -36,13 +37,6 @@ func chatFallback() map[string]any {
 		"fallback": true,
 	}
 }
-
-// Fallback reasons (levee_fallbacks_total{reason}).
-const (
-	fallbackBlack    = "black"    // overload level black
-	fallbackUpstream = "upstream" // no node, breaker open, connection failure, 5xx
-	fallbackRules    = "rules"    // agent at red: answered by rules, no model
-)
 
 // Which failures fall back (when the fallback defense is on): level black
 // and upstream failures, on predict, chat and agent. Rate limiting, yellow
@@ -90,9 +84,9 @@ func (x *exchange) fallbackStream(reason string) {
 func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 	if x.g.on(defFallback) && x.route != routeExport && x.route != routeStandard {
 		if stream {
-			x.fallbackStream(fallbackUpstream)
+			x.fallbackStream(wire.FallbackUpstream)
 		} else {
-			x.fallback(fallbackUpstream)
+			x.fallback(wire.FallbackUpstream)
 		}
 		return
 	}
@@ -104,9 +98,9 @@ func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 func (x *exchange) shedOrFallback(s *shed, stream bool) {
 	if s.black && x.g.on(defFallback) {
 		if stream {
-			x.fallbackStream(fallbackBlack)
+			x.fallbackStream(wire.FallbackBlack)
 		} else {
-			x.fallback(fallbackBlack)
+			x.fallback(wire.FallbackBlack)
 		}
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/scrape"
 )
@@ -72,14 +73,13 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 // addGauges adds one gateway's gauges to the sample (lag quantiles are the
 // worst gateway's, the others are summed).
 func addGauges(smp *runfiles.Sample, f scrape.Families) {
-	p99 := map[string]string{"quantile": "0.99"}
-	if v, ok := f.Value("levee_lag_probe_seconds", p99); ok {
+	if v, ok := f.Value(wire.MetricLagProbeP99, nil); ok {
 		smp.LagProbeP99Ms = math.Max(smp.LagProbeP99Ms, v*1000)
 	}
-	if v, ok := f.Value("levee_sched_latency_seconds", p99); ok {
+	if v, ok := f.Value(wire.MetricSchedLatencyP99, nil); ok {
 		smp.SchedLatencyP99Ms = math.Max(smp.SchedLatencyP99Ms, v*1000)
 	}
-	if v, ok := f.Value("levee_gc_pause_seconds", p99); ok {
+	if v, ok := f.Value(wire.MetricGCPauseP99, nil); ok {
 		smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
 	}
 	smp.HeapBytes += f.Sum("levee_heap_bytes", nil)
