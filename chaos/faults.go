@@ -1,6 +1,8 @@
 package chaos
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"context"
 	"errors"
 	"fmt"
@@ -124,14 +126,14 @@ func (f *GCPressure) Validate() error {
 }
 
 func (f *GCPressure) Apply(ctx context.Context, env Env) error {
-	patch := map[string]any{"churn_mb_per_s": f.ChurnMBPerS, "ballast_mb": f.BallastMB}
+	patch := map[string]any{wire.KnobChurnMBPerS: f.ChurnMBPerS, wire.KnobBallastMB: f.BallastMB}
 	if f.Target == "node" {
 		return f.applyKnobs(ctx, env, f.Name(), f.Node, patch)
 	}
 	return f.apply(func(uint64) error {
 		if err := env.PatchGatewayPressure(ctx, patch); err != nil {
 			return errors.Join(fmt.Errorf("chaos: gc_pressure: gateway: %w", err),
-				env.PatchGatewayPressure(ctx, map[string]any{"churn_mb_per_s": 0, "ballast_mb": 0}))
+				env.PatchGatewayPressure(ctx, gcPressureOff))
 		}
 		return nil
 	})
@@ -142,7 +144,7 @@ func (f *GCPressure) Revert(ctx context.Context, env Env) error {
 		return f.revertKnobs(ctx, env, f.Name())
 	}
 	return f.revert(func() error {
-		if err := env.PatchGatewayPressure(ctx, map[string]any{"churn_mb_per_s": 0, "ballast_mb": 0}); err != nil {
+		if err := env.PatchGatewayPressure(ctx, gcPressureOff); err != nil {
 			return fmt.Errorf("chaos: gc_pressure: gateway: %w", err)
 		}
 		return nil
@@ -184,11 +186,13 @@ func (f *CPUHog) Validate() error {
 	return nil
 }
 
-var cpuHogOff = map[string]any{"cpu_hog_goroutines": 0, "cpu_hog_duty": 0}
+var cpuHogOff = map[string]any{wire.KnobCPUHogGoroutines: 0, wire.KnobCPUHogDuty: 0}
+
+var gcPressureOff = map[string]any{wire.KnobChurnMBPerS: 0, wire.KnobBallastMB: 0}
 
 func (f *CPUHog) Apply(ctx context.Context, env Env) error {
 	return f.apply(func(uint64) error {
-		if err := env.PatchGatewayPressure(ctx, map[string]any{"cpu_hog_goroutines": f.Goroutines, "cpu_hog_duty": f.Duty}); err != nil {
+		if err := env.PatchGatewayPressure(ctx, map[string]any{wire.KnobCPUHogGoroutines: f.Goroutines, wire.KnobCPUHogDuty: f.Duty}); err != nil {
 			return errors.Join(fmt.Errorf("chaos: cpu_hog: gateway: %w", err), env.PatchGatewayPressure(ctx, cpuHogOff))
 		}
 		return nil

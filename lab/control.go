@@ -181,7 +181,7 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 // faultObserved records every apply and revert the controller performs.
 func (l *Lab) faultObserved(ev chaos.Event) {
 	kind := runfiles.EventFaultApply
-	if ev.Action == "revert" {
+	if ev.Action == chaos.ActionRevert {
 		kind = runfiles.EventFaultRevert
 	}
 	fields := map[string]any{"fault": ev.Fault, "detail": ev.Detail}

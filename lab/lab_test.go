@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -390,7 +392,7 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[load.OutcomeOK] == 0 || run.Summary.Ended != "recording stopped" {
+	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[wire.OutcomeOK.String()] == 0 || run.Summary.Ended != "recording stopped" {
 		t.Errorf("recording summary: %+v", run.Summary)
 	}
 	if !strings.HasPrefix(dir, runs) {
@@ -603,12 +605,12 @@ faults:
 	waitGone(t, pids, 5*time.Second)
 	s := l.Summary()
 	t.Logf("outcomes %v, shed check %+v", s.Outcomes, s.ShedCheck)
-	if s.Unaccounted != 0 || s.Outcomes[load.OutcomeError] != 0 {
-		t.Errorf("unaccounted %d errors %d", s.Unaccounted, s.Outcomes[load.OutcomeError])
+	if s.Unaccounted != 0 || s.Outcomes[wire.OutcomeError.String()] != 0 {
+		t.Errorf("unaccounted %d errors %d", s.Unaccounted, s.Outcomes[wire.OutcomeError.String()])
 	}
 	// Three tenants at 40 req/s each, shared by both gateways: most of the
 	// 300 req/s is refused by the rate limit.
-	if s.Outcomes[load.OutcomeShedRateLimit] == 0 || s.Outcomes[load.OutcomeOK] == 0 {
+	if s.Outcomes[wire.OutcomeShedRateLimit.String()] == 0 || s.Outcomes[wire.OutcomeOK.String()] == 0 {
 		t.Errorf("outcomes %v", s.Outcomes)
 	}
 	if !s.ShedCheck.Exact || s.ShedCheck.Gateway != s.ShedCheck.Client {

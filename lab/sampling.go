@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"context"
 	"fmt"
 	"math"
@@ -67,7 +69,7 @@ type scrapeSlot struct {
 // scrape scrapes the child once; a failed scrape leaves the slot as it was.
 func (sl *scrapeSlot) scrape(ctx context.Context, c *http.Client, clk clockwork.Clock) {
 	starts := sl.child.Starts()
-	f, err := scrape.Scrape(ctx, c, "http://"+sl.child.Listen()+"/metrics")
+	f, err := scrape.Scrape(ctx, c, "http://"+sl.child.Listen()+wire.PathMetrics)
 	if err != nil {
 		return
 	}
@@ -290,6 +292,6 @@ func progressLine(smp runfiles.Sample) string {
 		shed += v
 	}
 	return fmt.Sprintf("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
-		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, smp.ByPriority["P0"].SuccessRate*100, lvl,
+		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, smp.ByPriority[wire.PriorityP0].SuccessRate*100, lvl,
 		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, shed, smp.OOMKills)
 }

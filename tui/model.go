@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"github.com/levee-lab/levee/lab/runfiles"
 
 	"context"
@@ -26,11 +28,11 @@ const (
 
 // defenseOrder is the order defenses are listed in; unknown names follow,
 // sorted.
-var defenseOrder = []string{"ratelimit", "guard", "bulkhead", "budget", "breaker", "retry", "fallback"}
+var defenseOrder = wire.DefenseNames()
 
 var defenseAbbrev = map[string]string{
-	"ratelimit": "RL", "guard": "GUARD", "bulkhead": "BULK", "budget": "BUDGET",
-	"breaker": "BRK", "retry": "RETRY", "fallback": "FB",
+	wire.DefenseRateLimit: "RL", wire.DefenseGuard: "GUARD", wire.DefenseBulkhead: "BULK", wire.DefenseBudget: "BUDGET",
+	wire.DefenseBreaker: "BRK", wire.DefenseRetry: "RETRY", wire.DefenseFallback: "FB",
 }
 
 // Option configures a Model.

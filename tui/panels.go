@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 
@@ -72,16 +74,16 @@ const (
 )
 
 var shedReasons = []struct{ key, label string }{
-	{"overload", "overload"},
-	{"queue_full", "queue full"},
-	{"queue_timeout", "q timeout"},
-	{"ratelimit", "ratelimit"},
-	{"budget", "budget"},
+	{wire.ShedOverload.String(), "overload"},
+	{wire.ShedQueueFull.String(), "queue full"},
+	{wire.ShedQueueTimeout.String(), "q timeout"},
+	{wire.ShedRateLimit.String(), "ratelimit"},
+	{wire.ShedBudget.String(), "budget"},
 }
 
 var reasonColors = []lipgloss.Color{cRed, cOrange, cYellow, cMagenta, cBlue}
 
-var priorityColors = map[string]lipgloss.Color{"P0": cGreen, "P1": cYellow, "P2": cRed}
+var priorityColors = map[string]lipgloss.Color{wire.PriorityP0: cGreen, wire.PriorityP1: cYellow, wire.PriorityP2: cRed}
 
 // panels lists the dashboard's panels in display order (pages fold in this
 // order on small terminals).

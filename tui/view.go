@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"github.com/levee-lab/levee/lab/load"
 
 	"fmt"
@@ -257,7 +259,7 @@ func (m *Model) p0Body(iw, ih int) []string {
 	if m.nSamples == 0 {
 		return []string{"", center("waiting for samples…", iw)}
 	}
-	p0 := m.last.ByPriority["P0"]
+	p0 := m.last.ByPriority[wire.PriorityP0]
 	pct := p0.SuccessRate * 100
 	st := successStyle(pct)
 	var body []string
@@ -385,7 +387,7 @@ func (m *Model) header() string {
 		}
 	}
 	if m.nSamples > 0 {
-		pct := m.last.ByPriority["P0"].SuccessRate * 100
+		pct := m.last.ByPriority[wire.PriorityP0].SuccessRate * 100
 		parts = append(parts, "P0 "+successStyle(pct).Render(fmtPct(pct)+"%"))
 	}
 	if m.paused {

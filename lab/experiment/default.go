@@ -1,6 +1,11 @@
 package experiment
 
-import "time"
+import (
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+)
 
 // DefaultExperiment is the live lab the dashboard starts with: three nodes
 // of 16 slots at p50 200 ms (capacity ≈ 200 req/s), one gateway with every
@@ -14,27 +19,32 @@ func DefaultExperiment() *Experiment {
 		Duration:    Forever,
 		StartRate:   50,
 		Stages:      []Stage{{Duration: Duration(10 * time.Second), Target: 400}},
-		Arrival:     "poisson",
+		Arrival:     load.ArrivalPoisson,
 		Mix: MixSpec{
-			Priorities: map[string]float64{"P0": 0.1, "P1": 0.3, "P2": 0.6},
-			Routes:     map[string]float64{"predict": 0.8, "chat": 0.1, "chat-stream": 0.1},
+			Priorities: DefaultPriorityMix(),
+			Routes:     map[string]float64{wire.RoutePredict: 0.8, wire.RouteChat: 0.1, wire.RouteChatStream: 0.1},
 			// P0 is the trade/settle decision (seed 003): short calls that a
 			// retry can save when a node dies, unlike a half-sent stream.
-			RoutesByPriority: map[string]map[string]float64{"P0": {"predict": 1}},
+			RoutesByPriority: map[string]map[string]float64{wire.PriorityP0: {wire.RoutePredict: 1}},
 			PromptTokens:     IntRange{Min: 100, Max: 400},
 			MaxTokens:        64,
 		},
 		ClientTimeout: Duration(2 * time.Second),
 		Nodes:         NodesSpec{Count: 3, Knobs: defaultNodeKnobs()},
 		Gateway: GatewaySpec{
-			Count:    1,
-			Defenses: map[string]bool{"ratelimit": false, "guard": true, "bulkhead": true, "budget": true, "breaker": true, "retry": true, "fallback": true},
-			Limits: map[string]any{"classes": map[string]any{"ai": map[string]any{
+			Count: 1,
+			// Every defense on but the rate limit.
+			Defenses: func() map[string]bool {
+				d := wire.AllDefenses(true)
+				d.RateLimit = false
+				return d.Map()
+			}(),
+			Limits: map[string]any{"classes": map[string]any{wire.ClassAI: map[string]any{
 				"algorithm": "gradient", "limit": 48, "min": 8, "max": 128, "queue_size": 64, "queue_timeout_ms": 500,
 			}}},
 		},
 		Narration: []Step{
-			{At: 0, Kind: "watch", Text: "Offered load ramps to twice the nodes' capacity. Watch goodput hold at capacity while P2 is shed first."},
+			{At: 0, Kind: NarrationWatch, Text: "Offered load ramps to twice the nodes' capacity. Watch goodput hold at capacity while P2 is shed first."},
 		},
 	}
 	if err := e.Normalize(); err != nil {
@@ -48,9 +58,9 @@ func DefaultExperiment() *Experiment {
 // continued for clients that left (wasted, as real inference servers do).
 func defaultNodeKnobs() map[string]any {
 	return map[string]any{
-		"slots":               16,
-		"overflow":            "queue",
-		"latency":             map[string]any{"dist": "lognormal", "p50_ms": 200, "p99_ms": 600},
-		"abort_on_disconnect": false,
+		wire.KnobSlots:             16,
+		wire.KnobOverflow:          wire.OverflowQueue,
+		wire.KnobLatency:           map[string]any{wire.KnobDist: wire.DistLognormal, wire.KnobP50Ms: 200, wire.KnobP99Ms: 600},
+		wire.KnobAbortOnDisconnect: false,
 	}
 }

@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"math"
 	"time"
 
@@ -124,27 +126,28 @@ type FaultStep struct {
 	For    Duration       `yaml:"for" json:"for"`
 }
 
-// Defense names, in display order.
-var Defenses = []string{"ratelimit", "guard", "bulkhead", "budget", "breaker", "retry", "fallback"}
+// Defenses are the defense names, in display order.
+var Defenses = func() []string { d := wire.DefenseNames(); return d[:] }()
 
 // KnownDefense reports whether name is a defense.
 func KnownDefense(name string) bool { return contains(Defenses, name) }
 
-// Routes the generator can send.
-var Routes = []string{"predict", "chat", "chat-stream", "agent", "export", "standard"}
+// Routes are the routes a mix may weight: the load generator's.
+var Routes = func() []string { r := wire.LoadRoutes(); return r[:] }()
 
 // priorities are the priority names a mix may weight.
 func priorities() []string { return load.Priorities }
 
 // DefaultRoute is the route of a mix that names none.
-const DefaultRoute = "predict"
+const DefaultRoute = wire.RoutePredict
 
 // DefaultPriorityMix is the priority mix of an experiment that names none.
 func DefaultPriorityMix() map[string]float64 {
-	return map[string]float64{"P0": 0.1, "P1": 0.3, "P2": 0.6}
+	return map[string]float64{wire.PriorityP0: 0.1, wire.PriorityP1: 0.3, wire.PriorityP2: 0.6}
 }
 
-// Narration step kinds: predict → watch → explain.
+// Narration step kinds: predict → watch → explain (the lesson's words, not
+// a wire contract).
 const (
 	NarrationPredict = "predict"
 	NarrationWatch   = "watch"

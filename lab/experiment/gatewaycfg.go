@@ -1,6 +1,8 @@
 package experiment
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -21,11 +23,11 @@ func APIKeys(token string) map[string]string {
 	if len(suffix) > 8 {
 		suffix = suffix[:8]
 	}
-	return map[string]string{
-		"P0": "lab-p0-" + suffix,
-		"P1": "lab-p1-" + suffix,
-		"P2": "lab-p2-" + suffix,
+	keys := map[string]string{}
+	for _, p := range wire.Priorities() {
+		keys[p] = "lab-" + strings.ToLower(p) + "-" + suffix
 	}
+	return keys
 }
 
 // GatewayParams is what varies between gateway configs of one lab.

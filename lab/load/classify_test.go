@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -27,25 +29,25 @@ func TestClassify(t *testing.T) {
 	}{
 		{"200 plain", 200, h(), false, oOK},
 		{"204", 204, h(), false, oOK},
-		{"200 fallback header", 200, h(HeaderFallback, "true"), false, oFallback},
+		{"200 fallback header", 200, h(wire.HeaderFallback, "true"), false, oFallback},
 		{"200 fallback body", 200, h(), true, oFallback},
-		{"header ok wins over body marker", 200, h(HeaderOutcome, "ok"), true, oOK},
+		{"header ok wins over body marker", 200, h(wire.HeaderOutcome, "ok"), true, oOK},
 		{"429 bare", 429, h(), false, oShedRateLimit},
-		{"429 overload header", 429, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
+		{"429 overload header", 429, h(wire.HeaderOutcome, "shed_overload"), false, oShedOverload},
 		{"503 bare", 503, h(), false, oError},
-		{"503 queue full", 503, h(HeaderOutcome, "shed_queue_full"), false, oShedQueueFull},
-		{"503 queue timeout", 503, h(HeaderOutcome, "shed_queue_timeout"), false, oShedQueueTimeout},
-		{"503 budget", 503, h(HeaderOutcome, "shed_budget"), false, oShedBudget},
-		{"503 overload", 503, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
+		{"503 queue full", 503, h(wire.HeaderOutcome, "shed_queue_full"), false, oShedQueueFull},
+		{"503 queue timeout", 503, h(wire.HeaderOutcome, "shed_queue_timeout"), false, oShedQueueTimeout},
+		{"503 budget", 503, h(wire.HeaderOutcome, "shed_budget"), false, oShedBudget},
+		{"503 overload", 503, h(wire.HeaderOutcome, "shed_overload"), false, oShedOverload},
 		{"504 bare", 504, h(), false, oTimeout},
-		{"504 header timeout", 504, h(HeaderOutcome, "timeout"), false, oTimeout},
+		{"504 header timeout", 504, h(wire.HeaderOutcome, "timeout"), false, oTimeout},
 		{"500", 500, h(), false, oError},
 		{"502", 502, h(), false, oError},
 		{"400", 400, h(), false, oError},
 		{"302 not followed", 302, h(), false, oError},
-		{"200 header fallback", 200, h(HeaderOutcome, "fallback"), false, oFallback},
-		{"unknown header value", 200, h(HeaderOutcome, "great"), false, oError},
-		{"server may not claim generator_dropped", 200, h(HeaderOutcome, "generator_dropped"), false, oError},
+		{"200 header fallback", 200, h(wire.HeaderOutcome, "fallback"), false, oFallback},
+		{"unknown header value", 200, h(wire.HeaderOutcome, "great"), false, oError},
+		{"server may not claim generator_dropped", 200, h(wire.HeaderOutcome, "generator_dropped"), false, oError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.status, tc.header, tc.fallback); got != tc.want {

@@ -1,6 +1,8 @@
 package load
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -66,19 +68,19 @@ func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behavi
 		case "ok":
 			writeOK(w, r, body)
 		case "fallback":
-			w.Header().Set(HeaderOutcome, OutcomeFallback)
-			w.Header().Set(HeaderFallback, "true")
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeFallback.String())
+			w.Header().Set(wire.HeaderFallback, "true")
 			writeOK(w, r, body)
 		case "trailer_fallback": // the stream's final word overrides its header
-			w.Header().Set("Trailer", HeaderFinalOutcome)
-			w.Header().Set(HeaderOutcome, OutcomeOK)
+			w.Header().Set("Trailer", wire.HeaderOutcomeFinal)
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 			writeOK(w, r, body)
-			w.Header().Set(HeaderFinalOutcome, OutcomeFallback)
+			w.Header().Set(wire.HeaderOutcomeFinal, wire.OutcomeFallback.String())
 		case "ratelimit":
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 		case "queue_full":
-			w.Header().Set(HeaderOutcome, OutcomeShedQueueFull)
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeShedQueueFull.String())
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case "500":
 			w.WriteHeader(http.StatusInternalServerError)
@@ -100,7 +102,7 @@ func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behavi
 
 // check reports what is wrong with the request, "" when nothing.
 func (s *behaviourServer) check(r *http.Request, timeoutMs string, body *map[string]any) string {
-	if got := r.Header.Get(HeaderDeadlineMs); got != timeoutMs {
+	if got := r.Header.Get(wire.HeaderDeadlineMs); got != timeoutMs {
 		return fmt.Sprintf("%s %s: deadline header %q, want %q", r.Method, r.URL, got, timeoutMs)
 	}
 	switch r.URL.Path {
@@ -283,15 +285,15 @@ func TestExactAccounting(t *testing.T) {
 		t.Errorf("%d outstanding after Run returned", tot.Outstanding)
 	}
 	want := map[string]uint64{
-		OutcomeOK:               uint64(srv.did["ok"]),
-		OutcomeFallback:         uint64(srv.did["fallback"] + srv.did["trailer_fallback"]),
-		OutcomeShedRateLimit:    uint64(srv.did["ratelimit"]),
-		OutcomeShedQueueFull:    uint64(srv.did["queue_full"]),
-		OutcomeError:            uint64(srv.did["500"] + srv.did["truncated"]),
-		OutcomeTimeout:          uint64(srv.did["hang"]),
-		OutcomeShedOverload:     0,
-		OutcomeShedQueueTimeout: 0,
-		OutcomeShedBudget:       0,
+		wire.OutcomeOK.String():               uint64(srv.did["ok"]),
+		wire.OutcomeFallback.String():         uint64(srv.did["fallback"] + srv.did["trailer_fallback"]),
+		wire.OutcomeShedRateLimit.String():    uint64(srv.did["ratelimit"]),
+		wire.OutcomeShedQueueFull.String():    uint64(srv.did["queue_full"]),
+		wire.OutcomeError.String():            uint64(srv.did["500"] + srv.did["truncated"]),
+		wire.OutcomeTimeout.String():          uint64(srv.did["hang"]),
+		wire.OutcomeShedOverload.String():     0,
+		wire.OutcomeShedQueueTimeout.String(): 0,
+		wire.OutcomeShedBudget.String():       0,
 	}
 	for name, n := range want {
 		if tot.Outcomes[name] != n {
@@ -299,10 +301,10 @@ func TestExactAccounting(t *testing.T) {
 		}
 	}
 	received := uint64(srv.next.Load())
-	if dropped := tot.Outcomes[OutcomeGeneratorDropped]; tot.Offered-dropped != received {
+	if dropped := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]; tot.Offered-dropped != received {
 		t.Errorf("offered %d − dropped %d ≠ %d received by the server", tot.Offered, dropped, received)
 	}
-	if tot.Outcomes[OutcomeGeneratorDropped] == 0 {
+	if tot.Outcomes[wire.OutcomeGeneratorDropped.String()] == 0 {
 		t.Error("no generator_dropped: the cap of 15 should overflow with hanging requests")
 	}
 	if srv.did["hang"] == 0 || srv.did["ok"] == 0 {
@@ -321,18 +323,18 @@ func TestExactAccounting(t *testing.T) {
 			t.Errorf("%s: offered %d, outcomes sum %d", p, pt.Offered, s)
 		}
 		key := []string{"Bearer key0", "Bearer key1", ""}[i]
-		if sent := pt.Offered - pt.Outcomes[OutcomeGeneratorDropped]; uint64(srv.byKey[key]) != sent {
+		if sent := pt.Offered - pt.Outcomes[wire.OutcomeGeneratorDropped.String()]; uint64(srv.byKey[key]) != sent {
 			t.Errorf("%s: server got %d requests with %q, client sent %d", p, srv.byKey[key], key, sent)
 		}
-		if pt.Latency.TotalCount() != int64(pt.Offered-pt.Outcomes[OutcomeGeneratorDropped]) {
-			t.Errorf("%s: %d latencies for %d sent", p, pt.Latency.TotalCount(), pt.Offered-pt.Outcomes[OutcomeGeneratorDropped])
+		if pt.Latency.TotalCount() != int64(pt.Offered-pt.Outcomes[wire.OutcomeGeneratorDropped.String()]) {
+			t.Errorf("%s: %d latencies for %d sent", p, pt.Latency.TotalCount(), pt.Offered-pt.Outcomes[wire.OutcomeGeneratorDropped.String()])
 		}
 	}
 	if sumOffered != tot.Offered {
 		t.Errorf("priorities offered %d, total %d", sumOffered, tot.Offered)
 	}
 	// Admitted = sent and not shed.
-	admitted := tot.Outcomes[OutcomeOK] + tot.Outcomes[OutcomeFallback] + tot.Outcomes[OutcomeError] + tot.Outcomes[OutcomeTimeout]
+	admitted := tot.Outcomes[wire.OutcomeOK.String()] + tot.Outcomes[wire.OutcomeFallback.String()] + tot.Outcomes[wire.OutcomeError.String()] + tot.Outcomes[wire.OutcomeTimeout.String()]
 	if uint64(tot.Admitted.TotalCount()) != admitted {
 		t.Errorf("admitted histogram has %d values, want %d", tot.Admitted.TotalCount(), admitted)
 	}
@@ -355,7 +357,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	runFor(t, g, fc, 100, 300*time.Millisecond)
 	tot := g.Totals()
-	if tot.Offered == 0 || tot.Outcomes[OutcomeError] != tot.Offered-tot.Outcomes[OutcomeGeneratorDropped] {
+	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered-tot.Outcomes[wire.OutcomeGeneratorDropped.String()] {
 		t.Errorf("refused: offered %d, outcomes %v", tot.Offered, tot.Outcomes)
 	}
 }
@@ -374,7 +376,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 	g.arrive(time.Now().Add(-700*time.Millisecond), mix)
 	g.wg.Wait()
 	tot := g.Totals()
-	if tot.Outcomes[OutcomeOK] != 1 {
+	if tot.Outcomes[wire.OutcomeOK.String()] != 1 {
 		t.Fatalf("outcomes %v", tot.Outcomes)
 	}
 	if min := tot.Admitted.Min(); min < 700*1000 {
@@ -424,7 +426,7 @@ func TestStallShowsInLatency(t *testing.T) {
 	cancel() // at 600 ms, with every answer in
 	stop()
 	tot := g.Totals()
-	if tot.Unaccounted() != 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+	if tot.Unaccounted() != 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
 		t.Fatalf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
 	}
 	// Open loop: the stall did not slow the arrivals (60 in 600 ms; a
@@ -527,7 +529,7 @@ func TestSlowClients(t *testing.T) {
 	}
 	runFor(t, g, nil, 20, 400*time.Millisecond)
 	tot := g.Totals()
-	if tot.Outcomes[OutcomeOK] == 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+	if tot.Outcomes[wire.OutcomeOK.String()] == 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
 		t.Fatalf("outcomes %v", tot.Outcomes)
 	}
 	if min := tot.Admitted.Min(); min < 400*1000 {
@@ -537,7 +539,7 @@ func TestSlowClients(t *testing.T) {
 	g2, _ := New(func() Config { c := cfg; c.ClientTimeout = 200 * time.Millisecond; return c }())
 	_ = g2.SetSlowClients(1, 10)
 	runFor(t, g2, nil, 20, 300*time.Millisecond)
-	if tot := g2.Totals(); tot.Outcomes[OutcomeTimeout] != tot.Offered || tot.Offered == 0 {
+	if tot := g2.Totals(); tot.Outcomes[wire.OutcomeTimeout.String()] != tot.Offered || tot.Offered == 0 {
 		t.Errorf("slow reader past deadline: %v", tot.Outcomes)
 	}
 }

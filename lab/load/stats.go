@@ -101,7 +101,7 @@ func (s *stats) finish(p priority, o outcome, latency time.Duration) {
 	}
 	recordLatency(s.prio[p], latency)
 	recordLatency(s.winPrio[p], latency)
-	if o.admitted() {
+	if o.Admitted() {
 		recordLatency(s.admitted, latency)
 		recordLatency(s.winAdmitted, latency)
 	}

@@ -29,7 +29,7 @@ type Window struct {
 	AdmittedP50Ms float64
 	AdmittedP99Ms float64
 
-	ByPriority map[string]PriorityWindow // keyed "P0", "P1", "P2"
+	ByPriority map[string]PriorityWindow // keyed by priority name
 }
 
 // PriorityWindow is one priority class in a Window.

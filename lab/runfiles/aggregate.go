@@ -1,9 +1,10 @@
 package runfiles
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"math"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -118,7 +119,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 			d.liveSlots += n.Slots
 		}
 	}
-	if p, ok := s.ByPriority["P0"]; ok {
+	if p, ok := s.ByPriority[wire.PriorityP0]; ok {
 		d.p0Offered, d.p0OK = p.OfferedTotal, p.OKTotal
 	}
 	a.digests = append(a.digests, d)
@@ -195,7 +196,7 @@ func (s *Summary) addOutcomes(t load.Totals) {
 	for _, o := range load.Outcomes {
 		s.Outcomes[o] = t.Outcomes[o]
 		sum += t.Outcomes[o]
-		if r, ok := strings.CutPrefix(o, "shed_"); ok {
+		if r, ok := shedReason(o); ok {
 			s.ShedByReason[r] = t.Outcomes[o]
 			s.ShedCheck.Client += t.Outcomes[o]
 		}
@@ -203,7 +204,7 @@ func (s *Summary) addOutcomes(t load.Totals) {
 	s.Unaccounted = int64(t.Offered) - int64(sum)
 	for _, p := range load.Priorities {
 		pt := t.ByPriority[p]
-		ps := PrioritySummary{Offered: pt.Offered, OK: pt.Outcomes[load.OutcomeOK], SuccessRate: 1, Outcomes: map[string]uint64{}}
+		ps := PrioritySummary{Offered: pt.Offered, OK: pt.Outcomes[wire.OutcomeOK.String()], SuccessRate: 1, Outcomes: map[string]uint64{}}
 		for _, o := range load.Outcomes {
 			ps.Outcomes[o] = pt.Outcomes[o]
 		}
@@ -223,7 +224,7 @@ func (a *Aggregator) addRates(s *Summary, t load.Totals) {
 		return
 	}
 	s.AchievedRPS = round(float64(t.Offered)/dur, 3)
-	s.GoodputRPS = round(float64(t.Outcomes[load.OutcomeOK])/dur, 3)
+	s.GoodputRPS = round(float64(t.Outcomes[wire.OutcomeOK.String()])/dur, 3)
 	target := a.targetIntegralUntil(a.started.Add(t.Elapsed))
 	s.TargetRPS = round(target/dur, 3)
 	if target > 0 {
@@ -254,7 +255,7 @@ func (a *Aggregator) addCapacity(s *Summary, t load.Totals) {
 		s.CapacityRPS = round(capSum/capT, 3)
 	}
 	if usable > 0 {
-		s.GoodputRatio = round(float64(t.Outcomes[load.OutcomeOK])/usable, 6)
+		s.GoodputRatio = round(float64(t.Outcomes[wire.OutcomeOK.String()])/usable, 6)
 	}
 	if a.measuredN > 0 {
 		s.CapacityMeasuredRPS = round(a.measuredSum/float64(a.measuredN), 3)

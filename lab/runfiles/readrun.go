@@ -1,12 +1,13 @@
 package runfiles
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/levee-lab/levee/lab/load"
 )
@@ -78,7 +79,7 @@ func partialSummary(samples []Sample) *Summary {
 	for _, o := range load.Outcomes {
 		s.Outcomes[o] = last.OutcomeTotal[o]
 		sum += last.OutcomeTotal[o]
-		if r, ok := strings.CutPrefix(o, "shed_"); ok {
+		if r, ok := shedReason(o); ok {
 			s.ShedByReason[r] = last.OutcomeTotal[o]
 		}
 	}
@@ -111,7 +112,7 @@ func partialSummary(samples []Sample) *Summary {
 		s.TargetRPS = round(target/capT, 3)
 	}
 	if last.Elapsed > 0 {
-		s.GoodputRPS = round(float64(s.Outcomes[load.OutcomeOK])/last.Elapsed, 3)
+		s.GoodputRPS = round(float64(s.Outcomes[wire.OutcomeOK.String()])/last.Elapsed, 3)
 		s.AchievedRPS = round(float64(s.Offered)/last.Elapsed, 3)
 	}
 	if s.CapacityRPS > 0 {

@@ -1,7 +1,7 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/internal/wire"
 
 	"bytes"
 	"errors"
@@ -71,14 +71,14 @@ var reportRows = []reportRow{
 	{"target / achieved req/s", func(r *Run) string {
 		return fmt.Sprintf("%.0f / %.0f", r.Summary.TargetRPS, r.Summary.AchievedRPS)
 	}},
-	{"P0 success", func(r *Run) string { return prioPct(r, "P0") }},
-	{"P1 success", func(r *Run) string { return prioPct(r, "P1") }},
-	{"P2 success", func(r *Run) string { return prioPct(r, "P2") }},
+	{"P0 success", func(r *Run) string { return prioPct(r, wire.PriorityP0) }},
+	{"P1 success", func(r *Run) string { return prioPct(r, wire.PriorityP1) }},
+	{"P2 success", func(r *Run) string { return prioPct(r, wire.PriorityP2) }},
 	{"P0 p99", func(r *Run) string {
-		if r.Summary.ByPriority["P0"].Offered == 0 {
+		if r.Summary.ByPriority[wire.PriorityP0].Offered == 0 {
 			return "-"
 		}
-		return partialMs(r, r.Summary.ByPriority["P0"].P99Ms)
+		return partialMs(r, r.Summary.ByPriority[wire.PriorityP0].P99Ms)
 	}},
 	{"admitted p99", func(r *Run) string { return partialMs(r, r.Summary.AdmittedP99Ms) }},
 	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
@@ -116,15 +116,15 @@ var reportRows = []reportRow{
 	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},
 	{"gateway max RSS", func(r *Run) string { return mb(r.Summary.Gateway.MaxRSSBytes) }},
 	{"OOM kills", func(r *Run) string { return fmt.Sprintf("%d", r.Summary.Gateway.OOMKills) }},
-	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedRateLimit]) }},
-	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedOverload]) }},
-	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedQueueFull]) }},
-	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedQueueTimeout]) }},
-	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeShedBudget]) }},
-	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeFallback]) }},
-	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeTimeout]) }},
-	{"error", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeError]) }},
-	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[load.OutcomeGeneratorDropped]) }},
+	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedRateLimit.String()]) }},
+	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedOverload.String()]) }},
+	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedQueueFull.String()]) }},
+	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedQueueTimeout.String()]) }},
+	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedBudget.String()]) }},
+	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeFallback.String()]) }},
+	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeTimeout.String()]) }},
+	{"error", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeError.String()]) }},
+	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeGeneratorDropped.String()]) }},
 	{"unaccounted", func(r *Run) string { return groupDigits(fmt.Sprintf("%d", r.Summary.Unaccounted)) }},
 	{"shed check (gw/client)", func(r *Run) string {
 		if r.Partial {

@@ -24,7 +24,7 @@ type Sample struct {
 	OutcomeTotal map[string]uint64  `json:"outcome_total"`
 	OfferedTotal uint64             `json:"offered_total"`
 
-	// ByPriority is keyed "P0", "P1", "P2".
+	// ByPriority is keyed by priority name (P0, P1, P2).
 	ByPriority map[string]PrioritySample `json:"by_priority"`
 
 	AdmittedP50Ms float64 `json:"admitted_p50_ms"` // latency of admitted requests, last tick

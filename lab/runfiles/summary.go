@@ -1,6 +1,8 @@
 package runfiles
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"maps"
 	"slices"
 
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
-	"github.com/levee-lab/levee/lab/load"
 )
 
 // Summary is summary.json: the outcome of one run (or one recording). The
@@ -158,7 +159,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 	case "admitted_p99_ms":
 		return s.AdmittedP99Ms, ""
 	case "p0_p99_ms":
-		return s.ByPriority["P0"].P99Ms, ""
+		return s.ByPriority[wire.PriorityP0].P99Ms, ""
 	case "achieved_rate_error":
 		return s.AchievedRateError, ""
 	case "shed_mismatch":
@@ -194,11 +195,11 @@ func (s *Summary) Metric(name string) (float64, string) {
 		}
 		return v, ""
 	case "error_rate":
-		return rate(load.OutcomeError), ""
+		return rate(wire.OutcomeError.String()), ""
 	case "timeout_rate":
-		return rate(load.OutcomeTimeout), ""
+		return rate(wire.OutcomeTimeout.String()), ""
 	case "generator_dropped":
-		return float64(s.Outcomes[load.OutcomeGeneratorDropped]), ""
+		return float64(s.Outcomes[wire.OutcomeGeneratorDropped.String()]), ""
 	}
 	return math.NaN(), "unknown metric"
 }
@@ -230,4 +231,15 @@ func fmtValue(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.4g", v)
+}
+
+// shedReason returns the shed reason of the outcome named o ("overload" for
+// "shed_overload"), and false when o is not a shed.
+func shedReason(o string) (string, bool) {
+	out, ok := wire.ParseOutcome(o)
+	if !ok {
+		return "", false
+	}
+	r, ok := out.ShedReason()
+	return r.String(), ok
 }

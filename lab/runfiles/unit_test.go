@@ -1,6 +1,8 @@
 package runfiles
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"encoding/json"
 	"math"
 	"os"
@@ -40,7 +42,7 @@ func TestThresholdResultJSON(t *testing.T) {
 func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s := Summary{
 		Offered:    10,
-		Outcomes:   map[string]uint64{load.OutcomeOK: 8, load.OutcomeError: 1, load.OutcomeTimeout: 1},
+		Outcomes:   map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeError.String(): 1, wire.OutcomeTimeout.String(): 1},
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
@@ -161,10 +163,10 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 }
 
 func TestSubTotals(t *testing.T) {
-	start := totals(2*time.Second, 10, map[string]uint64{load.OutcomeOK: 8, load.OutcomeTimeout: 2}, 1000, 2000)
-	end := totals(5*time.Second, 25, map[string]uint64{load.OutcomeOK: 20, load.OutcomeTimeout: 5}, 1000, 2000, 3000, 3000, 9000)
+	start := totals(2*time.Second, 10, map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeTimeout.String(): 2}, 1000, 2000)
+	end := totals(5*time.Second, 25, map[string]uint64{wire.OutcomeOK.String(): 20, wire.OutcomeTimeout.String(): 5}, 1000, 2000, 3000, 3000, 9000)
 	d := SubTotals(end, start)
-	if d.Offered != 15 || d.Outcomes[load.OutcomeOK] != 12 || d.Outcomes[load.OutcomeTimeout] != 3 || d.Elapsed != 3*time.Second {
+	if d.Offered != 15 || d.Outcomes[wire.OutcomeOK.String()] != 12 || d.Outcomes[wire.OutcomeTimeout.String()] != 3 || d.Elapsed != 3*time.Second {
 		t.Fatalf("delta %+v", d)
 	}
 	if d.Admitted.TotalCount() != 3 || d.Admitted.Max() < 8990 || d.Admitted.Min() < 2990 {
@@ -235,7 +237,7 @@ func TestAggregatorSummary(t *testing.T) {
 	// 10 s at 100 req/s (under capacity) then 10 s at 300 req/s against a
 	// capacity of 200 for 8 s and 300 for 2 s: usable = 1000 + 1600 + 600.
 	ok := uint64(0.95 * 3200)
-	tot := totals(20*time.Second, 4000, map[string]uint64{load.OutcomeOK: ok, load.OutcomeShedOverload: 4000 - ok}, 100000)
+	tot := totals(20*time.Second, 4000, map[string]uint64{wire.OutcomeOK.String(): ok, wire.OutcomeShedOverload.String(): 4000 - ok}, 100000)
 	s := a.Summarize(SummaryInput{Exp: exp, Totals: tot, GatewayShed: 4000 - uint64(ok), ShedExact: true, End: start.Add(20 * time.Second)})
 	if math.Abs(s.GoodputRatio-0.95) > 0.01 {
 		t.Errorf("goodput ratio %v, want 0.95", s.GoodputRatio)

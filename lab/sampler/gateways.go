@@ -9,8 +9,6 @@ import (
 	"github.com/levee-lab/levee/lab/scrape"
 )
 
-var levelNames = []string{"green", "yellow", "red", "black"}
-
 // gatewayState is one gateway's previous scrape and the shed rates derived
 // from its last two scrapes, carried over to ticks that got no new scrape.
 type gatewayState struct {
@@ -38,13 +36,13 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			smp.GatewayStale = true
 			continue
 		}
-		if v, ok := f.Max("levee_overload_level", nil); ok {
+		if v, ok := f.Max(wire.MetricOverloadLevel, nil); ok {
 			level = math.Max(level, v)
 		}
 		addGauges(smp, f)
-		if defenses == nil && f.Has("levee_defense_enabled") {
+		if defenses == nil && f.Has(wire.MetricDefenseEnabled) {
 			defenses = map[string]bool{}
-			for k, v := range f.ByLabel("levee_defense_enabled", "defense") {
+			for k, v := range f.ByLabel(wire.MetricDefenseEnabled, wire.LabelDefense) {
 				defenses[k] = v > 0
 			}
 		}
@@ -58,8 +56,8 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			smp.ShedRPSByPriority[k] += v
 		}
 	}
-	if level >= 0 && int(level) < len(levelNames) {
-		smp.Level = levelNames[int(level)]
+	if level >= 0 {
+		smp.Level = wire.LevelName(int(level))
 	}
 	if defenses == nil {
 		defenses = make(map[string]bool, len(in.Defenses))
@@ -82,12 +80,12 @@ func addGauges(smp *runfiles.Sample, f scrape.Families) {
 	if v, ok := f.Value(wire.MetricGCPauseP99, nil); ok {
 		smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
 	}
-	smp.HeapBytes += f.Sum("levee_heap_bytes", nil)
-	smp.Goroutines += f.Sum("go_goroutines", nil)
-	smp.Inflight += f.Sum("levee_inflight", nil)
-	smp.QueueDepth += f.Sum("levee_queue_depth", nil)
-	smp.ConcurrencyLimit += f.Sum("levee_concurrency_limit", map[string]string{"class": "ai"})
-	smp.TokensInflight += f.Sum("levee_tokens_inflight", nil)
+	smp.HeapBytes += f.Sum(wire.MetricHeap, nil)
+	smp.Goroutines += f.Sum(wire.MetricGoGoroutines, nil)
+	smp.Inflight += f.Sum(wire.MetricInflight, nil)
+	smp.QueueDepth += f.Sum(wire.MetricQueueDepth, nil)
+	smp.ConcurrencyLimit += f.Sum(wire.MetricConcurrencyLimit, map[string]string{wire.LabelClass: wire.ClassAI})
+	smp.TokensInflight += f.Sum(wire.MetricTokensInflight, nil)
 }
 
 // update takes a new scrape f taken at at: the shed rates since the previous
@@ -104,13 +102,13 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 	}
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
-		for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "reason", nil) {
+		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelReason, nil) {
 			g.byReason[k] = v / since
 		}
-		for k, v := range f.ByLabelDelta(prev, "levee_shed_total", "priority", nil) {
+		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelPriority, nil) {
 			g.byPriority[k] = v / since
 		}
 	}
 	g.prev, g.prevAt = f, at
-	return f.SumDelta(prev, "levee_shed_total", nil)
+	return f.SumDelta(prev, wire.MetricShed, nil)
 }

@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"math"
 	"time"
 
@@ -70,10 +72,10 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 // read takes the node's scrape f (taken at at) into ns and, when it is a
 // new scrape, updates the completion rate and service window.
 func (n *nodeState) read(f scrape.Families, at time.Time, windowS float64, ns *runfiles.NodeSample) {
-	ns.Busy = f.Sum("levee_fakemodel_in_service", nil)
-	ns.Queued = f.Sum("levee_fakemodel_queued", nil)
-	ns.Slots = f.Sum("levee_fakemodel_slots", nil)
-	if mean, ok := f.Max("levee_fakemodel_mean_service_seconds", nil); ok && mean > 0 {
+	ns.Busy = f.Sum(wire.MetricFakeInService, nil)
+	ns.Queued = f.Sum(wire.MetricFakeQueued, nil)
+	ns.Slots = f.Sum(wire.MetricFakeSlots, nil)
+	if mean, ok := f.Max(wire.MetricFakeMeanService, nil); ok && mean > 0 {
 		n.cfg = nodeConfig{slots: ns.Slots, mean: mean, known: true}
 	}
 	if !at.After(n.prevAt) {
@@ -89,10 +91,10 @@ func (n *nodeState) read(f scrape.Families, at time.Time, windowS float64, ns *r
 	}
 	n.rate = 0
 	if since > 0 {
-		n.rate = f.SumDelta(prev, "levee_fakemodel_requests_total", map[string]string{"outcome": "ok"}) / since
+		n.rate = f.SumDelta(prev, wire.MetricFakeRequests, map[string]string{wire.LabelOutcome: wire.FakeOutcomeOK}) / since
 	}
-	n.svc.add(f.SumDelta(prev, "levee_fakemodel_service_seconds_sum", nil),
-		f.SumDelta(prev, "levee_fakemodel_service_seconds_count", nil))
+	n.svc.add(f.SumDelta(prev, wire.MetricFakeService+wire.SuffixSum, nil),
+		f.SumDelta(prev, wire.MetricFakeService+wire.SuffixCount, nil))
 	n.prev, n.prevAt = f, at
 }
 

@@ -1,6 +1,8 @@
 package sampler
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"time"
 
 	"github.com/levee-lab/levee/lab/load"
@@ -118,7 +120,7 @@ func Next(prev State, in Input) (Output, State) {
 		Sample:      smp,
 		Completions: completions,
 		Saturated:   saturated,
-		P0Finished:  in.Window.ByPriority["P0"].FinishedTotal,
+		P0Finished:  in.Window.ByPriority[wire.PriorityP0].FinishedTotal,
 	}, st
 }
 
@@ -143,11 +145,11 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		smp.OutcomeRPS[o] = per(w.Outcomes[o])
 		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
 	}
-	smp.GoodputRPS = per(w.Outcomes[load.OutcomeOK])
+	smp.GoodputRPS = per(w.Outcomes[wire.OutcomeOK.String()])
 	// Admitted requests are counted when they finish, like goodput, so that
 	// goodput ≤ admitted holds tick by tick: a shed decided late (a queue
 	// timeout) can never make this tick's admissions negative or inflated.
-	smp.AdmittedRPS = per(w.Outcomes[load.OutcomeOK] + w.Outcomes[load.OutcomeFallback] + w.Outcomes[load.OutcomeTimeout] + w.Outcomes[load.OutcomeError])
+	smp.AdmittedRPS = per(w.Outcomes[wire.OutcomeOK.String()] + w.Outcomes[wire.OutcomeFallback.String()] + w.Outcomes[wire.OutcomeTimeout.String()] + w.Outcomes[wire.OutcomeError.String()])
 	keep := max(int(SuccessWindow/in.Tick), 1)
 	smp.ByPriority = map[string]runfiles.PrioritySample{}
 	for _, p := range load.Priorities {

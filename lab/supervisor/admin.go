@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -84,7 +86,7 @@ func (s *Supervisor) PatchNodeKnobs(ctx context.Context, node int, patch map[str
 	var errs []error
 	for _, i := range idx {
 		c := s.nodes[i]
-		url := "http://" + c.Listen() + "/admin/knobs"
+		url := "http://" + c.Listen() + wire.PathAdminKnobs
 		var cur map[string]any
 		if c.Up() {
 			if err := s.adminJSON(ctx, http.MethodGet, url, nil, &cur); err != nil {
@@ -170,7 +172,7 @@ func (s *Supervisor) PatchGatewayPressure(ctx context.Context, patch map[string]
 		if !g.Up() {
 			continue
 		}
-		if err := s.adminJSON(ctx, http.MethodPut, "http://"+g.Admin()+"/admin/pressure", patch, nil); err != nil {
+		if err := s.adminJSON(ctx, http.MethodPut, "http://"+g.Admin()+wire.PathAdminPressure, patch, nil); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", g.name, err))
 		}
 	}
@@ -201,7 +203,7 @@ func (s *Supervisor) SetDefense(ctx context.Context, name string, on bool) {
 		if !g.Up() {
 			continue
 		}
-		if err := s.adminJSON(ctx, http.MethodPut, "http://"+g.Admin()+"/admin/defenses", map[string]any{name: on}, nil); err != nil {
+		if err := s.adminJSON(ctx, http.MethodPut, "http://"+g.Admin()+wire.PathAdminDefenses, map[string]any{name: on}, nil); err != nil {
 			s.event(runfiles.EventError, g.name+": set defense", map[string]any{"defense": name, "error": err.Error()})
 			s.progress("%s: set defense %s: %v", g.name, name, err)
 		}
@@ -228,6 +230,6 @@ func (s *Supervisor) NodeKnobs(ctx context.Context, node int) (map[string]any, e
 		return nil, fmt.Errorf("lab: node %d does not exist (0..%d)", node, len(s.nodes)-1)
 	}
 	var knobs map[string]any
-	err := s.adminJSON(ctx, http.MethodGet, "http://"+s.nodes[node].Listen()+"/admin/knobs", nil, &knobs)
+	err := s.adminJSON(ctx, http.MethodGet, "http://"+s.nodes[node].Listen()+wire.PathAdminKnobs, nil, &knobs)
 	return knobs, err
 }

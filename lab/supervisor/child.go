@@ -1,10 +1,10 @@
 package supervisor
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,34 +13,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// readyLine is the one line a server process prints on stdout once its
-// listeners are bound (docs/CONTRACTS.md).
-type readyLine struct {
-	Ready *readyInfo `json:"levee_ready"`
-}
-
-type readyInfo struct {
-	Kind   string   `json:"kind"`
-	Listen string   `json:"listen"`
-	Admin  string   `json:"admin"`
-	PID    int      `json:"pid"`
-	Nodes  []string `json:"nodes"`
-}
-
-// parseReady returns the ready info of line, or nil when line is not a
-// ready line.
-func parseReady(line []byte) *readyInfo {
-	line = bytes.TrimSpace(line)
-	if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte("levee_ready")) {
-		return nil
-	}
-	var r readyLine
-	if json.Unmarshal(line, &r) != nil || r.Ready == nil || r.Ready.Listen == "" {
-		return nil
-	}
-	return r.Ready
-}
 
 // Child is one supervised process: a fake model node, a gateway. It can be
 // killed and started again with the same arguments (same ports once the
@@ -109,7 +81,7 @@ func (c *Child) Start(ctx context.Context) error {
 		logf.Close()
 		return fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
 	}
-	ready := make(chan *readyInfo, 1)
+	ready := make(chan wire.Ready, 1)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
@@ -119,7 +91,7 @@ func (c *Child) Start(ctx context.Context) error {
 			line, err := br.ReadBytes('\n')
 			if len(line) > 0 {
 				if !sent {
-					if r := parseReady(line); r != nil {
+					if r, ok := wire.ParseReady(line); ok {
 						ready <- r
 						sent = true
 					}

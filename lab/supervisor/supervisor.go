@@ -1,6 +1,8 @@
 package supervisor
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,7 +171,7 @@ func (s *Supervisor) newChild(kind string, i int, args func(int, string, string)
 	return &Child{
 		name: name, kind: kind, index: i, exe: s.cfg.Executable,
 		logPath:      filepath.Join(s.cfg.LogsDir, name+".log"),
-		env:          []string{"LEVEE_ADMIN_TOKEN=" + s.cfg.Token},
+		env:          []string{wire.EnvAdminToken + "=" + s.cfg.Token},
 		readyTimeout: s.cfg.ReadyTimeout,
 		onExit:       s.childExited,
 		args:         args,
