@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -62,11 +63,35 @@ func (c *Child) Start(ctx context.Context) error {
 	}
 	listen, admin := c.listen, c.admin
 	c.mu.Unlock()
-	args := c.args(c.index, listen, admin)
+	p, err := c.launch(c.args(c.index, listen, admin))
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed { // Close ran while this process was being started
+		c.Kill()
+		return fmt.Errorf("%s: the lab is stopping", c.name)
+	}
+	return c.waitReady(ctx, p)
+}
 
+// launched is a process just started: its ready line arrives on ready,
+// exited closes when it has been waited for (waitErr is then set).
+type launched struct {
+	ready   <-chan wire.Ready
+	exited  <-chan struct{}
+	waitErr *error
+}
+
+// launch starts the process with args, its stderr and stdout going to the
+// log (the first ready line on stdout is also sent on ready), and waits for
+// it on a goroutine that reports an unexpected exit through onExit.
+func (c *Child) launch(args []string) (launched, error) {
 	logf, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("%s: log: %w", c.name, err)
+		return launched{}, fmt.Errorf("%s: log: %w", c.name, err)
 	}
 	fmt.Fprintf(logf, "---- %s start: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), c.exe, strings.Join(args, " "))
 	cmd := exec.Command(c.exe, args...)
@@ -75,39 +100,19 @@ func (c *Child) Start(ctx context.Context) error {
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		logf.Close()
-		return fmt.Errorf("%s: %w", c.name, err)
+		return launched{}, fmt.Errorf("%s: %w", c.name, err)
 	}
 	if err := StartProcess(cmd); err != nil {
 		logf.Close()
-		return fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
+		return launched{}, fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
 	}
 	ready := make(chan wire.Ready, 1)
 	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		br := bufio.NewReader(stdout)
-		sent := false
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				if !sent {
-					if r, ok := wire.ParseReady(line); ok {
-						ready <- r
-						sent = true
-					}
-				}
-				logf.Write(line)
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go copyStdout(stdout, logf, ready, copied)
 	exited := make(chan struct{})
 	c.mu.Lock()
 	c.cmd, c.pid, c.exited, c.expected = cmd, cmd.Process.Pid, exited, false
 	c.starts++
-	closed := c.closed
 	c.mu.Unlock()
 	var waitErr error
 	go func() {
@@ -125,11 +130,35 @@ func (c *Child) Start(ctx context.Context) error {
 			c.onExit(c, waitErr)
 		}
 	}()
+	return launched{ready: ready, exited: exited, waitErr: &waitErr}, nil
+}
 
-	if closed { // Close ran while this process was being started
-		c.Kill()
-		return fmt.Errorf("%s: the lab is stopping", c.name)
+// copyStdout copies the child's stdout to its log line by line, sending the
+// first ready line on ready, and closes copied at EOF.
+func copyStdout(stdout io.Reader, logf io.Writer, ready chan<- wire.Ready, copied chan<- struct{}) {
+	defer close(copied)
+	br := bufio.NewReader(stdout)
+	sent := false
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			if !sent {
+				if r, ok := wire.ParseReady(line); ok {
+					ready <- r
+					sent = true
+				}
+			}
+			logf.Write(line)
+		}
+		if err != nil {
+			return
+		}
 	}
+}
+
+// waitReady waits for p's ready line, its exit, the ready timeout or ctx,
+// and learns the child's addresses from the first ready line.
+func (c *Child) waitReady(ctx context.Context, p launched) error {
 	timeout := c.readyTimeout
 	if timeout <= 0 {
 		timeout = 15 * time.Second
@@ -137,7 +166,7 @@ func (c *Child) Start(ctx context.Context) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case r := <-ready:
+	case r := <-p.ready:
 		c.mu.Lock()
 		if c.listen == "" {
 			c.listen = r.Listen
@@ -149,8 +178,8 @@ func (c *Child) Start(ctx context.Context) error {
 		c.restart = time.Time{}
 		c.mu.Unlock()
 		return nil
-	case <-exited:
-		return fmt.Errorf("%s: exited before ready (%s); log %s:\n%s", c.name, exitText(waitErr), c.logPath, tail(c.logPath, 12))
+	case <-p.exited:
+		return fmt.Errorf("%s: exited before ready (%s); log %s:\n%s", c.name, exitText(*p.waitErr), c.logPath, tail(c.logPath, 12))
 	case <-timer.C:
 		c.Kill()
 		return fmt.Errorf("%s: not ready after %s; log %s:\n%s", c.name, timeout, c.logPath, tail(c.logPath, 12))
