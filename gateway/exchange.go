@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -104,9 +105,9 @@ func (x *exchange) readBody() ([]byte, bool) {
 	return body, true
 }
 
-// badRequest answers a *RequestError as 400 naming its field.
+// badRequest answers a *openai.RequestError as 400 naming its field.
 func (x *exchange) badRequest(err error) {
-	var re *RequestError
+	var re *openai.RequestError
 	if errors.As(err, &re) {
 		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Msg)
 		return
