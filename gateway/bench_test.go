@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
 	"golang.org/x/time/rate"
 )
 
@@ -108,9 +109,9 @@ func closedLoop(tb testing.TB, c *http.Client, url, key, body string, n, workers
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if o := resp.Header.Get(HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
+				if o := resp.Header.Get(wire.HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
 					if failed.Add(1) == 1 {
-						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(HeaderOutcome))
+						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(wire.HeaderOutcome))
 					}
 				}
 			}

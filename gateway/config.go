@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Config is the gateway's YAML configuration. Start from DefaultConfig and
@@ -64,7 +66,7 @@ type Config struct {
 	// Stream shapes SSE relay and NDJSON export.
 	Stream StreamConfig `yaml:"stream" json:"stream"`
 	// Defenses are the initial defense toggles (admin API changes them).
-	Defenses Defenses `yaml:"defenses" json:"defenses"`
+	Defenses wire.Defenses `yaml:"defenses" json:"defenses"`
 }
 
 // KeyConfig is one API key of the key table.
@@ -80,24 +82,7 @@ const (
 	UnknownKeyReject    = "reject"
 )
 
-// Route names: the `route` label of metrics and the keys of RoutesConfig.
-const (
-	RouteChat     = "chat"
-	RoutePredict  = "predict"
-	RouteAgent    = "agent"
-	RouteExport   = "export"
-	RouteStandard = "standard"
-)
-
-// Route class names: the `class` label of metrics and keys of ClassesConfig.
-const (
-	ClassAI       = "ai"
-	ClassAgent    = "agent"
-	ClassStream   = "stream"
-	ClassStandard = "standard"
-)
-
-// RoutesConfig holds one RouteConfig per route.
+// RoutesConfig holds one RouteConfig per route (keys: the wire route names).
 type RoutesConfig struct {
 	Chat     RouteConfig `yaml:"chat" json:"chat"`
 	Predict  RouteConfig `yaml:"predict" json:"predict"`
@@ -205,7 +190,8 @@ type Watermarks struct {
 	Black  float64 `yaml:"black" json:"black"`
 }
 
-// ClassesConfig holds the bulkhead of each route class.
+// ClassesConfig holds the bulkhead of each route class (keys: the wire
+// class names).
 type ClassesConfig struct {
 	AI       ClassConfig `yaml:"ai" json:"ai"`
 	Agent    ClassConfig `yaml:"agent" json:"agent"`
@@ -307,79 +293,6 @@ type StreamConfig struct {
 	ExportRowBytes int `yaml:"export_row_bytes" json:"export_row_bytes"`
 }
 
-// Defenses are the run-time switches of the chain. All off makes the
-// gateway a plain pass-through: no limit, no queue, no shedding.
-type Defenses struct {
-	RateLimit bool `yaml:"ratelimit" json:"ratelimit"`
-	Guard     bool `yaml:"guard" json:"guard"`
-	Bulkhead  bool `yaml:"bulkhead" json:"bulkhead"`
-	Budget    bool `yaml:"budget" json:"budget"`
-	Breaker   bool `yaml:"breaker" json:"breaker"`
-	Retry     bool `yaml:"retry" json:"retry"`
-	Fallback  bool `yaml:"fallback" json:"fallback"`
-}
-
-// DefenseNames lists the defenses in display order.
-var DefenseNames = []string{"ratelimit", "guard", "bulkhead", "budget", "breaker", "retry", "fallback"}
-
-// Get reports one defense by name; ok is false for an unknown name.
-func (d Defenses) Get(name string) (on, ok bool) {
-	switch name {
-	case "ratelimit":
-		return d.RateLimit, true
-	case "guard":
-		return d.Guard, true
-	case "bulkhead":
-		return d.Bulkhead, true
-	case "budget":
-		return d.Budget, true
-	case "breaker":
-		return d.Breaker, true
-	case "retry":
-		return d.Retry, true
-	case "fallback":
-		return d.Fallback, true
-	}
-	return false, false
-}
-
-// Set switches one defense by name; it reports false for an unknown name.
-func (d *Defenses) Set(name string, on bool) bool {
-	switch name {
-	case "ratelimit":
-		d.RateLimit = on
-	case "guard":
-		d.Guard = on
-	case "bulkhead":
-		d.Bulkhead = on
-	case "budget":
-		d.Budget = on
-	case "breaker":
-		d.Breaker = on
-	case "retry":
-		d.Retry = on
-	case "fallback":
-		d.Fallback = on
-	default:
-		return false
-	}
-	return true
-}
-
-// Map returns the defenses keyed by name.
-func (d Defenses) Map() map[string]bool {
-	m := make(map[string]bool, len(DefenseNames))
-	for _, n := range DefenseNames {
-		m[n], _ = d.Get(n)
-	}
-	return m
-}
-
-// AllDefenses returns every defense on (on=true) or off.
-func AllDefenses(on bool) Defenses {
-	return Defenses{on, on, on, on, on, on, on}
-}
-
 // DefaultConfig returns the defaults every field falls back to. Upstream
 // nodes have no default: a config must name at least one.
 func DefaultConfig() Config {
@@ -401,7 +314,7 @@ func DefaultConfig() Config {
 			Standard: RouteConfig{Timeout: 2 * time.Second},
 		},
 		RateLimit: RateLimitConfig{
-			Store: StoreConfig{Kind: "local", Timeout: 5 * time.Millisecond, FailOpen: true, Share: 1},
+			Store: StoreConfig{Kind: wire.StoreLocal, Timeout: 5 * time.Millisecond, FailOpen: true, Share: 1},
 		},
 		Guard: GuardConfig{
 			Interval:             100 * time.Millisecond,
@@ -428,7 +341,7 @@ func DefaultConfig() Config {
 		},
 		Upstream: UpstreamConfig{
 			HealthInterval: time.Second,
-			HealthPath:     "/healthz",
+			HealthPath:     wire.PathHealthz,
 			Breaker: BreakerConfig{
 				FailureRatio: 0.5, MinRequests: 20, Window: 10 * time.Second,
 				OpenFor: 5 * time.Second, HalfOpenProbes: 3,
@@ -442,7 +355,7 @@ func DefaultConfig() Config {
 			BufferBytes: 32 << 10, WriteTimeout: 5 * time.Second,
 			ExportRows: 10000, ExportMaxRows: 10_000_000, ExportRowBytes: 200,
 		},
-		Defenses: AllDefenses(true),
+		Defenses: wire.AllDefenses(true),
 	}
 }
 
@@ -627,7 +540,7 @@ func (c *Config) Validate() error {
 		if k.Tenant == "" {
 			return fieldErr(p+".tenant", "must not be empty")
 		}
-		if _, ok := priorityIndex(k.Priority); !ok {
+		if _, ok := wire.PriorityIndex(k.Priority); !ok {
 			return fieldErr(p+".priority", "must be P0, P1 or P2 (got %q)", k.Priority)
 		}
 	}
@@ -642,7 +555,7 @@ func (c *Config) Validate() error {
 	for _, r := range []struct {
 		name string
 		rc   RouteConfig
-	}{{RouteChat, c.Routes.Chat}, {RoutePredict, c.Routes.Predict}, {RouteAgent, c.Routes.Agent}, {RouteExport, c.Routes.Export}, {RouteStandard, c.Routes.Standard}} {
+	}{{wire.RouteChat, c.Routes.Chat}, {wire.RoutePredict, c.Routes.Predict}, {wire.RouteAgent, c.Routes.Agent}, {wire.RouteExport, c.Routes.Export}, {wire.RouteStandard, c.Routes.Standard}} {
 		if r.rc.Timeout <= 0 {
 			return fieldErr("routes."+r.name+".timeout", "must be > 0 (got %s)", r.rc.Timeout)
 		}
@@ -656,7 +569,7 @@ func (c *Config) Validate() error {
 	for _, cl := range []struct {
 		name string
 		cc   ClassConfig
-	}{{ClassAI, c.Classes.AI}, {ClassAgent, c.Classes.Agent}, {ClassStream, c.Classes.Stream}, {ClassStandard, c.Classes.Standard}} {
+	}{{wire.ClassAI, c.Classes.AI}, {wire.ClassAgent, c.Classes.Agent}, {wire.ClassStream, c.Classes.Stream}, {wire.ClassStandard, c.Classes.Standard}} {
 		if err := cl.cc.validate("classes." + cl.name); err != nil {
 			return err
 		}
@@ -676,8 +589,8 @@ func (c *Config) Validate() error {
 func (r *RateLimitConfig) validate() error {
 	s := r.Store
 	switch s.Kind {
-	case "local":
-	case "redis":
+	case wire.StoreLocal:
+	case wire.StoreRedis:
 		if s.URL == "" {
 			return fieldErr("ratelimit.store.url", "must be set when kind is redis")
 		}
@@ -698,7 +611,7 @@ func (r *RateLimitConfig) validate() error {
 			return fieldErr(p+".tenant", "must be a tenant or \"*\"")
 		}
 		switch rule.Route {
-		case "*", RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard:
+		case "*", wire.RouteChat, wire.RoutePredict, wire.RouteAgent, wire.RouteExport, wire.RouteStandard:
 		default:
 			return fieldErr(p+".route", "must be chat, predict, agent, export, standard or \"*\" (got %q)", rule.Route)
 		}
@@ -926,19 +839,6 @@ func NormalizeNode(n string) (string, error) {
 		return "", fmt.Errorf("node %q has an invalid port", n)
 	}
 	return "http://" + s, nil
-}
-
-// priorityIndex maps "P0".."P2" to 0..2.
-func priorityIndex(s string) (int, bool) {
-	switch s {
-	case "P0":
-		return 0, true
-	case "P1":
-		return 1, true
-	case "P2":
-		return 2, true
-	}
-	return 0, false
 }
 
 // sortedKeys returns m's keys sorted (for deterministic output).

@@ -48,6 +48,7 @@ import (
 	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/gateway/upstream"
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -285,18 +286,18 @@ func (g *Gateway) closeStore() {
 }
 
 // Defenses reports the current defense switches.
-func (g *Gateway) Defenses() Defenses {
+func (g *Gateway) Defenses() wire.Defenses {
 	b := g.defenses.Load()
-	return Defenses{
+	return wire.Defenses{
 		RateLimit: b&defRateLimit != 0, Guard: b&defGuard != 0, Bulkhead: b&defBulkhead != 0,
 		Budget: b&defBudget != 0, Breaker: b&defBreaker != 0, Retry: b&defRetry != 0, Fallback: b&defFallback != 0,
 	}
 }
 
 // SetDefenses switches every defense to d at once.
-func (g *Gateway) SetDefenses(d Defenses) { g.applyDefenses(d) }
+func (g *Gateway) SetDefenses(d wire.Defenses) { g.applyDefenses(d) }
 
-func (g *Gateway) applyDefenses(d Defenses) {
+func (g *Gateway) applyDefenses(d wire.Defenses) {
 	var b uint32
 	for i, on := range []bool{d.RateLimit, d.Guard, d.Bulkhead, d.Budget, d.Breaker, d.Retry, d.Fallback} {
 		if on {
@@ -406,7 +407,7 @@ type ticket struct {
 
 // shed describes why admission refused a request.
 type shed struct {
-	outcome    Outcome
+	outcome    wire.Outcome
 	status     int
 	retryAfter int  // seconds, for 429s
 	black      bool // level black: serve the route's fallback when it has one
@@ -428,14 +429,14 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	if g.on(defGuard) {
 		lvl := g.guardFor(class).Level()
 		if lvl == admit.Black {
-			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+			return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
 		}
 		if !lvl.Admits(id.Priority) {
 			if lvl == admit.Yellow {
-				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusTooManyRequests,
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusTooManyRequests,
 					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level yellow: P2 shed"}
 			}
-			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level red: only P0 admitted"}
+			return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level red: only P0 admitted"}
 		}
 	}
 	var t ticket
@@ -447,16 +448,16 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	case err == nil:
 		t.permit = p
 	case errors.Is(err, admit.ErrQueueFull):
-		return t, &shed{outcome: OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
+		return t, &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
 	case errors.Is(err, admit.ErrQueueTimeout):
-		return t, &shed{outcome: OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
+		return t, &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
 	default: // the request's deadline passed or the client left while queued
-		return t, &shed{outcome: OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+		return t, &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
 	}
 	if g.on(defBudget) && tokens > 0 {
 		if !g.budget.Acquire(tokens) {
 			t.permit.Release(0, false)
-			return ticket{}, &shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
+			return ticket{}, &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
 		}
 		t.tokens = tokens
 	}
@@ -485,16 +486,16 @@ func (g *Gateway) rateLimit(ctx context.Context, id Identity, r routeID, tokens 
 	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
 	if err != nil {
 		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
-			return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
+			return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
 				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil
 		}
-		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed {
-		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests,
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
 			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit exceeded"}
 	}
 	return nil

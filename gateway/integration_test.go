@@ -122,17 +122,17 @@ func TestOverloadAccounting(t *testing.T) {
 		}
 	}
 	for p, m := range seen {
-		for _, o := range outcomeNames {
-			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o})
-			if int(got) != m[o] {
-				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o])
+		for o := range wire.NumServerOutcomes {
+			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o.String()})
+			if int(got) != m[o.String()] {
+				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o.String()])
 			}
 		}
 	}
-	for r := range numShedReasons {
-		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": ShedReason(r).String()})
-		if want := clientOutcome["shed_"+ShedReason(r).String()]; int(got) != want {
-			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", ShedReason(r), got, want)
+	for r := range wire.NumShedReasons {
+		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": r.String()})
+		if want := clientOutcome[r.Outcome().String()]; int(got) != want {
+			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", r, got, want)
 		}
 	}
 
@@ -160,7 +160,7 @@ func TestOverloadAccounting(t *testing.T) {
 func sendOnce(c *http.Client, url, key string) string {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(predictBody))
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set(HeaderDeadline, "2000")
+	req.Header.Set(wire.HeaderDeadlineMs, "2000")
 	resp, err := c.Do(req)
 	if err != nil {
 		return "error"
@@ -169,7 +169,7 @@ func sendOnce(c *http.Client, url, key string) string {
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return "error"
 	}
-	if o := resp.Header.Get(HeaderOutcome); o != "" {
+	if o := resp.Header.Get(wire.HeaderOutcome); o != "" {
 		return o
 	}
 	switch {

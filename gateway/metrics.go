@@ -45,8 +45,8 @@ var routeClass = [numRoutes]classID{classAI, classAI, classAgent, classStream, c
 type metrics struct {
 	reg *prometheus.Registry
 
-	requests  [numRoutes][admit.NumPriorities][numOutcomes]prometheus.Counter
-	shed      [numShedReasons][admit.NumPriorities]prometheus.Counter
+	requests  [numRoutes][admit.NumPriorities][wire.NumServerOutcomes]prometheus.Counter
+	shed      [wire.NumShedReasons][admit.NumPriorities]prometheus.Counter
 	queueWait [numClasses]prometheus.Observer
 	fallbacks *prometheus.CounterVec // route, reason
 	subcalls  *prometheus.CounterVec // result
@@ -77,14 +77,14 @@ func newMetrics(g *Gateway) *metrics {
 	}, []string{wire.LabelResult})
 	for r := range numRoutes {
 		for p := range admit.NumPriorities {
-			for o := range numOutcomes {
-				m.requests[r][p][o] = req.WithLabelValues(routeID(r).String(), admit.Priority(p).String(), Outcome(o).String())
+			for o := range wire.NumServerOutcomes {
+				m.requests[r][p][o] = req.WithLabelValues(routeID(r).String(), admit.Priority(p).String(), o.String())
 			}
 		}
 	}
-	for s := range numShedReasons {
+	for s := range wire.NumShedReasons {
 		for p := range admit.NumPriorities {
-			m.shed[s][p] = shed.WithLabelValues(ShedReason(s).String(), admit.Priority(p).String())
+			m.shed[s][p] = shed.WithLabelValues(s.String(), admit.Priority(p).String())
 		}
 	}
 	for c := range numClasses {
@@ -156,7 +156,7 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descTokens, float64(g.budget.Inflight()))
 	gauge(descBudget, float64(g.budget.Capacity()))
 	d := g.Defenses()
-	for _, n := range DefenseNames {
+	for _, n := range wire.DefenseNames() {
 		on, _ := d.Get(n)
 		v := 0.0
 		if on {

@@ -149,7 +149,7 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	}
 	f := &Failover{
 		primary:    primary,
-		name:       "redis",
+		name:       wire.StoreRedis,
 		timeout:    DefaultFailoverTimeout,
 		share:      1,
 		threshold:  DefaultBreakerFailures,

@@ -50,10 +50,10 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 
 func breakerValue(s string) float64 {
 	switch s {
-	case "half_open":
-		return 1
-	case "open":
-		return 2
+	case wire.BreakerHalfOpen:
+		return float64(StateHalfOpen)
+	case wire.BreakerOpen:
+		return float64(StateOpen)
 	}
 	return 0
 }

@@ -20,7 +20,7 @@ import (
 
 // DeadlineHeader carries the caller's remaining time, in whole
 // milliseconds, to the node.
-const DeadlineHeader = "X-Levee-Deadline-Ms"
+const DeadlineHeader = wire.HeaderDeadlineMs
 
 // node is one model node. Its counters are atomics; breaker has its own lock.
 type node struct {

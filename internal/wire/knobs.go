@@ -99,6 +99,17 @@ type PressurePatch struct {
 // KnobPatch{Slots: wire.Ptr(8)}.
 func Ptr[T any](v T) *T { return &v }
 
+// KnobNames returns the name of every knob a KnobPatch can set, in field
+// order, latency knobs dotted ("latency.p99_ms").
+func KnobNames() []string {
+	var p KnobPatch
+	var names []string
+	for _, l := range leaves(&p) {
+		names = append(names, l.name)
+	}
+	return names
+}
+
 // IsZero reports whether p changes nothing.
 func (p KnobPatch) IsZero() bool { return len(p.Names()) == 0 }
 

@@ -225,6 +225,9 @@ func TestKnobPatchNamesMatchConstants(t *testing.T) {
 		KnobOverflow, KnobQueueSize, KnobSlowdown, KnobErrorRate, KnobHangRate, KnobAbortOnDisconnect,
 		KnobChurnMBPerS, KnobBallastMB, KnobCPUHogGoroutines, KnobCPUHogDuty,
 	}
+	if got := KnobNames(); !reflect.DeepEqual(got, want) {
+		t.Errorf("KnobNames() = %v\nwant        %v", got, want)
+	}
 	if got := full.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names() = %v\nwant      %v", got, want)
 	}
