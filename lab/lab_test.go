@@ -15,23 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-lab/levee/internal/redisproc"
+	"github.com/levee-lab/levee/internal/redistest"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
-
-// needRedisServer skips when redis-server is missing, except under CI
-// (env CI set), where that is a failure.
-func needRedisServer(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath(redisproc.Binary); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not on PATH and CI is set: install it (apt-get install -y redis-server)", redisproc.Binary)
-		}
-		t.Skipf("%s not on PATH (install it, e.g. apt-get install -y redis-server): %v", redisproc.Binary, err)
-	}
-}
 
 // shortExperiment is a few seconds of real load through a real gateway in
 // front of two real fake model nodes, offered about 4× their capacity,
@@ -573,7 +561,7 @@ func TestOpenFailsCleanly(t *testing.T) {
 // gateways share their rate limits through it, the generator spreads load
 // over both, and a Redis outage fails no request.
 func TestRedisAutoTwoGateways(t *testing.T) {
-	needRedisServer(t)
+	redistest.Need(t)
 	exp := mustParse(t, `
 name: redis
 duration: 4s

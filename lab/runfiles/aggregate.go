@@ -189,19 +189,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 // addOutcomes fills the outcome counts, overall and per priority, the
 // sheds by reason and the client side of the shed check.
 func (s *Summary) addOutcomes(t load.Totals) {
-	s.Outcomes = map[string]uint64{}
+	s.ShedCheck.Client = s.setOutcomes(t.Outcomes)
 	s.ByPriority = map[string]PrioritySummary{}
-	s.ShedByReason = map[string]uint64{}
-	var sum uint64
-	for _, o := range load.Outcomes {
-		s.Outcomes[o] = t.Outcomes[o]
-		sum += t.Outcomes[o]
-		if r, ok := shedReason(o); ok {
-			s.ShedByReason[r] = t.Outcomes[o]
-			s.ShedCheck.Client += t.Outcomes[o]
-		}
-	}
-	s.Unaccounted = int64(t.Offered) - int64(sum)
 	for _, p := range load.Priorities {
 		pt := t.ByPriority[p]
 		ps := PrioritySummary{Offered: pt.Offered, OK: pt.Outcomes[wire.OutcomeOK.String()], SuccessRate: 1, Outcomes: map[string]uint64{}}

@@ -68,22 +68,12 @@ func ReadRun(dir string) (*Run, error) {
 func partialSummary(samples []Sample) *Summary {
 	last := samples[len(samples)-1]
 	s := &Summary{
-		Started:      samples[0].Time,
-		DurationS:    last.Elapsed,
-		Offered:      last.OfferedTotal,
-		Outcomes:     map[string]uint64{},
-		ByPriority:   map[string]PrioritySummary{},
-		ShedByReason: map[string]uint64{},
+		Started:    samples[0].Time,
+		DurationS:  last.Elapsed,
+		Offered:    last.OfferedTotal,
+		ByPriority: map[string]PrioritySummary{},
 	}
-	var sum uint64
-	for _, o := range load.Outcomes {
-		s.Outcomes[o] = last.OutcomeTotal[o]
-		sum += last.OutcomeTotal[o]
-		if r, ok := shedReason(o); ok {
-			s.ShedByReason[r] = last.OutcomeTotal[o]
-		}
-	}
-	s.Unaccounted = int64(s.Offered) - int64(sum)
+	s.setOutcomes(last.OutcomeTotal)
 	for _, p := range load.Priorities {
 		ps := last.ByPriority[p]
 		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}

@@ -1,6 +1,8 @@
 package runfiles
 
 import (
+	"github.com/levee-lab/levee/lab/load"
+
 	"github.com/levee-lab/levee/internal/wire"
 
 	"maps"
@@ -242,4 +244,24 @@ func shedReason(o string) (string, bool) {
 	}
 	r, ok := out.ShedReason()
 	return r.String(), ok
+}
+
+// setOutcomes sets the outcome counts (every outcome, zeros included), the
+// sheds by reason and Unaccounted (s.Offered must be set), and returns the
+// sheds in all.
+func (s *Summary) setOutcomes(counts map[string]uint64) (shed uint64) {
+	s.Outcomes = map[string]uint64{}
+	s.ShedByReason = map[string]uint64{}
+	var sum uint64
+	for _, o := range load.Outcomes {
+		n := counts[o]
+		s.Outcomes[o] = n
+		sum += n
+		if r, ok := shedReason(o); ok {
+			s.ShedByReason[r] = n
+			shed += n
+		}
+	}
+	s.Unaccounted = int64(s.Offered) - int64(sum)
+	return shed
 }

@@ -92,14 +92,7 @@ func addGauges(smp *runfiles.Sample, f scrape.Families) {
 // scrape (over windowS seconds when there is none), and the increase of the
 // shed counter, which it returns.
 func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) float64 {
-	prev := g.prev
-	if prev == nil {
-		prev = scrape.Families{}
-	}
-	since := at.Sub(g.prevAt).Seconds()
-	if g.prevAt.IsZero() {
-		since = windowS
-	}
+	prev, since := sinceLast(g.prev, g.prevAt, at, windowS)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
 		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelReason, nil) {
@@ -111,4 +104,17 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 	}
 	g.prev, g.prevAt = f, at
 	return f.SumDelta(prev, wire.MetricShed, nil)
+}
+
+// sinceLast is the scrape a new one (taken at at) is compared with — the
+// previous one, or an empty one for a new process — and the seconds between
+// them (windowS when there was none).
+func sinceLast(prev scrape.Families, prevAt, at time.Time, windowS float64) (scrape.Families, float64) {
+	if prev == nil {
+		prev = scrape.Families{}
+	}
+	if prevAt.IsZero() {
+		return prev, windowS
+	}
+	return prev, at.Sub(prevAt).Seconds()
 }

@@ -81,14 +81,7 @@ func (n *nodeState) read(f scrape.Families, at time.Time, windowS float64, ns *r
 	if !at.After(n.prevAt) {
 		return
 	}
-	prev := n.prev
-	if prev == nil {
-		prev = scrape.Families{}
-	}
-	since := at.Sub(n.prevAt).Seconds()
-	if n.prevAt.IsZero() {
-		since = windowS
-	}
+	prev, since := sinceLast(n.prev, n.prevAt, at, windowS)
 	n.rate = 0
 	if since > 0 {
 		n.rate = f.SumDelta(prev, wire.MetricFakeRequests, map[string]string{wire.LabelOutcome: wire.FakeOutcomeOK}) / since
