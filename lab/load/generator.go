@@ -1,6 +1,8 @@
 package load
 
 import (
+	"github.com/levee-lab/levee/internal/wire"
+
 	"context"
 	"errors"
 	"fmt"
@@ -357,7 +359,7 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, oDropped, 0)
+		g.stats.finish(spec.priority, wire.OutcomeGeneratorDropped, 0)
 		return
 	}
 	g.wg.Add(1)

@@ -297,7 +297,7 @@ func TestExactAccounting(t *testing.T) {
 	}
 	for name, n := range want {
 		if tot.Outcomes[name] != n {
-			t.Errorf("outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
+			t.Errorf("wire.Outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
 		}
 	}
 	received := uint64(srv.next.Load())
@@ -505,7 +505,7 @@ func TestPauseAndTick(t *testing.T) {
 	}
 	for _, name := range Outcomes {
 		if _, ok := w1.Outcomes[name]; !ok {
-			t.Errorf("window lacks outcome %s", name)
+			t.Errorf("window lacks wire.Outcome %s", name)
 		}
 	}
 }

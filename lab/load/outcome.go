@@ -3,7 +3,7 @@ package load
 import "github.com/levee-lab/levee/internal/wire"
 
 // Outcomes lists every outcome name in report order: the keys of
-// Window.Outcomes and Totals.Outcomes (wire.Outcome's names). Priorities
+// Window.Outcomes and Totals.Outcomes (outcome's names). Priorities
 // are the priority names, most important first. Do not modify either.
 var (
 	Outcomes   = outcomeNames()
@@ -23,26 +23,9 @@ func priorityNames() []string {
 	return p[:]
 }
 
-// outcome is a wire.Outcome; the counters are arrays indexed by it.
-type outcome = wire.Outcome
-
-const (
-	oOK               = wire.OutcomeOK
-	oFallback         = wire.OutcomeFallback
-	oShedRateLimit    = wire.OutcomeShedRateLimit
-	oShedOverload     = wire.OutcomeShedOverload
-	oShedQueueFull    = wire.OutcomeShedQueueFull
-	oShedQueueTimeout = wire.OutcomeShedQueueTimeout
-	oShedBudget       = wire.OutcomeShedBudget
-	oTimeout          = wire.OutcomeTimeout
-	oError            = wire.OutcomeError
-	oDropped          = wire.OutcomeGeneratorDropped
-	numOutcomes       = wire.NumOutcomes
-)
-
 // serverOutcome maps a gateway X-Levee-Outcome header value to an outcome.
 // generator_dropped is not a value a server may send.
-func serverOutcome(name string) (outcome, bool) {
+func serverOutcome(name string) (wire.Outcome, bool) {
 	o, ok := wire.ParseOutcome(name)
 	return o, ok && o.FromServer()
 }

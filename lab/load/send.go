@@ -21,14 +21,14 @@ import (
 const maxSmallBody = 1 << 20
 
 // send performs one request and returns its outcome. It never returns
-// oDropped. The request is bounded by the client timeout from now, body
+// outcomeGeneratorDropped. The request is bounded by the client timeout from now, body
 // included, and is not tied to the Run context.
-func (g *Generator) send(s spec) outcome {
+func (g *Generator) send(s spec) wire.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
 	defer cancel()
 	req, err := newRequest(ctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return oError
+		return wire.OutcomeError
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
@@ -56,8 +56,8 @@ func (g *Generator) send(s spec) outcome {
 	}
 	o := classify(resp.StatusCode, h, r.fallback)
 	// A stream that ends without [DONE] is a malformed answer.
-	if s.route == RouteChatStream && (o == oOK || o == oFallback) && !r.done {
-		return oError
+	if s.route == RouteChatStream && (o == wire.OutcomeOK || o == wire.OutcomeFallback) && !r.done {
+		return wire.OutcomeError
 	}
 	return o
 }
@@ -113,39 +113,39 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 // classify maps a complete answer to its outcome: by X-Levee-Outcome when
 // present (an unknown value is an error), else by status. bodyFallback
 // reports a "fallback":true marker in the body.
-func classify(status int, h http.Header, bodyFallback bool) outcome {
+func classify(status int, h http.Header, bodyFallback bool) wire.Outcome {
 	if v := h.Get(wire.HeaderOutcome); v != "" {
 		if o, ok := serverOutcome(v); ok {
 			return o
 		}
-		return oError
+		return wire.OutcomeError
 	}
 	switch {
 	case status >= 200 && status < 300:
 		if strings.EqualFold(h.Get(wire.HeaderFallback), "true") || bodyFallback {
-			return oFallback
+			return wire.OutcomeFallback
 		}
-		return oOK
+		return wire.OutcomeOK
 	case status == http.StatusTooManyRequests:
-		return oShedRateLimit
+		return wire.OutcomeShedRateLimit
 	case status == http.StatusGatewayTimeout:
-		return oTimeout
+		return wire.OutcomeTimeout
 	default:
-		return oError
+		return wire.OutcomeError
 	}
 }
 
 // errorOutcome maps a transport or body error: the client deadline passing
 // is a timeout, anything else (refused, reset, malformed) an error.
-func errorOutcome(ctx context.Context, err error) outcome {
+func errorOutcome(ctx context.Context, err error) wire.Outcome {
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-		return oTimeout
+		return wire.OutcomeTimeout
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return oTimeout
+		return wire.OutcomeTimeout
 	}
-	return oError
+	return wire.OutcomeError
 }
 
 type bodyResult struct {
