@@ -7,7 +7,7 @@
 // so queueing anywhere — in the gateway, the client transport or the
 // generator itself — shows in the numbers (no coordinated omission).
 //
-// Every offered request ends in exactly one outcome (a outcome; Outcomes
+// Every offered request ends in exactly one outcome (a wire.Outcome; Outcomes
 // lists their names): by the gateway's X-Levee-Outcome header (or the
 // X-Levee-Outcome-Final trailer of a stream) when present, else by status;
 // a timeout when the client deadline passes; an error for anything else.

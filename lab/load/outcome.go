@@ -3,7 +3,7 @@ package load
 import "github.com/levee-lab/levee/internal/wire"
 
 // Outcomes lists every outcome name in report order: the keys of
-// Window.Outcomes and Totals.Outcomes (outcome's names). Priorities
+// Window.Outcomes and Totals.Outcomes (wire.Outcome's names). Priorities
 // are the priority names, most important first. Do not modify either.
 var (
 	Outcomes   = outcomeNames()

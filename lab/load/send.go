@@ -21,7 +21,7 @@ import (
 const maxSmallBody = 1 << 20
 
 // send performs one request and returns its outcome. It never returns
-// outcomeGeneratorDropped. The request is bounded by the client timeout from now, body
+// generator_dropped. The request is bounded by the client timeout from now, body
 // included, and is not tied to the Run context.
 func (g *Generator) send(s spec) wire.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
