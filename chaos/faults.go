@@ -1,13 +1,12 @@
 package chaos
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // NodeKill SIGKILLs a node's process and restarts it after For (a pod

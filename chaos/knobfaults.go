@@ -1,10 +1,10 @@
 package chaos
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"context"
 	"fmt"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // knobState is the state of a fault that patches node knobs: which nodes

@@ -247,12 +247,14 @@ func (l *Lab) startChildren(ctx context.Context) error {
 	return nil
 }
 
-// gatewayConfig is one gateway's config with the defenses in force now.
+// gatewayConfig is the YAML config of one gateway, built as a typed
+// gateway.Config with the defenses in force now.
 func (l *Lab) gatewayConfig(listen, admin string, nodes []string, redisURL string) ([]byte, error) {
-	return l.exp.GatewayConfig(experiment.GatewayParams{
+	_, doc, err := l.exp.GatewayConfig(experiment.GatewayParams{
 		Listen: listen, Admin: admin, Token: l.token, Nodes: nodes, Keys: l.keys,
 		Defenses: l.Defenses(), RedisURL: redisURL, Gateways: l.exp.Gateway.Count,
 	})
+	return doc, err
 }
 
 // startLoad creates the generator, the fault controller and the sampler,

@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/internal/redistest"
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"

@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"context"
 	"fmt"
 	"math"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/sampler"
 	"github.com/levee-lab/levee/lab/scrape"

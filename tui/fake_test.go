@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"github.com/levee-lab/levee/lab/runfiles"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // fakeControls is a lab.Controls that records every call. Samples are fed

@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"github.com/levee-lab/levee/lab/runfiles"
-
 	"bytes"
 	"testing"
 	"time"
@@ -12,6 +10,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
 	"github.com/muesli/termenv"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {

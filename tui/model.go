@@ -1,10 +1,6 @@
 package tui
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
-	"github.com/levee-lab/levee/lab/runfiles"
-
 	"context"
 	"fmt"
 	"sort"
@@ -14,7 +10,10 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // Defaults for the Options.

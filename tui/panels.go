@@ -1,15 +1,14 @@
 package tui
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
-	"github.com/levee-lab/levee/lab/load"
-	"github.com/levee-lab/levee/lab/runfiles"
-
 	"fmt"
 	"math"
 
 	"github.com/charmbracelet/lipgloss"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // seriesDef is one line of a chart: how to read it from a Sample.

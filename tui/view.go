@@ -1,16 +1,15 @@
 package tui
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
-	"github.com/levee-lab/levee/lab/load"
-
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
 )
 
 func (m *Model) panelTitle(p panelDef) string {

@@ -1,11 +1,10 @@
 package experiment
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"math"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 )
 

@@ -1,18 +1,19 @@
 package experiment
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/levee-lab/levee/fakemodel"
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // APIKeys are the API keys the generator sends per priority, derived from
@@ -41,65 +42,97 @@ type GatewayParams struct {
 	Gateways      int             // how many gateways share limits
 }
 
-// GatewayConfig builds the YAML config of one gateway from the experiment
-// and p: the lab's own keys, listeners and nodes; the experiment's
-// defenses, limits (PUT /admin/limits shape), guard thresholds; then its
-// raw overrides. The result is validated with gateway.ParseConfig, whose
-// errors name the field.
-func (e *Experiment) GatewayConfig(p GatewayParams) ([]byte, error) {
-	keys := make([]any, 0, len(p.Keys))
+// GatewayConfig builds one gateway's config: a typed gateway.Config with
+// the lab's own listeners, admin token, keys, nodes, defenses and
+// rate-limit store, onto which the experiment's sections that are raw by
+// design are merged (limits in the PUT /admin/limits shape, guard
+// thresholds, then the raw config overrides). It returns the validated
+// config and the YAML document the gateway reads (every key, durations as
+// text). Errors name the field (gateway.ConfigError).
+func (e *Experiment) GatewayConfig(p GatewayParams) (gateway.Config, []byte, error) {
+	c := gateway.DefaultConfig()
+	c.Listen, c.Admin, c.AdminToken = p.Listen, p.Admin, p.Token
+	c.Keys = nil
 	for _, pr := range priorities() {
 		if k, ok := p.Keys[pr]; ok {
-			keys = append(keys, map[string]any{"key": k, "tenant": "tenant-" + strings.ToLower(pr), "priority": pr})
+			c.Keys = append(c.Keys, gateway.KeyConfig{Key: k, Tenant: "tenant-" + strings.ToLower(pr), Priority: pr})
 		}
 	}
-	nodes := make([]any, len(p.Nodes))
-	for i, n := range p.Nodes {
-		nodes[i] = n
-	}
-	m := map[string]any{
-		"listen":      p.Listen,
-		"admin":       p.Admin,
-		"admin_token": p.Token,
-		"keys":        keys,
-		"upstream":    map[string]any{"nodes": nodes},
-	}
-	if len(p.Defenses) > 0 {
-		d := map[string]any{}
-		for k, v := range p.Defenses {
-			d[k] = v
+	c.Upstream.Nodes = append([]string(nil), p.Nodes...)
+	for name, on := range p.Defenses {
+		if !c.Defenses.Set(name, on) {
+			return gateway.Config{}, nil, &gateway.ConfigError{Field: "defenses." + name, Msg: "unknown defense"}
 		}
-		m["defenses"] = d
+	}
+	if p.RedisURL != "" {
+		c.RateLimit.Store.Kind, c.RateLimit.Store.URL = wire.StoreRedis, p.RedisURL
 	}
 	// Each of N gateways owns 1/N of every limit when it decides alone: with
 	// in-process stores always, with Redis while Redis is unreachable.
-	store := map[string]any{}
-	if p.RedisURL != "" {
-		store["kind"], store["url"] = "redis", p.RedisURL
-	}
 	if p.Gateways > 1 {
-		store["share"] = 1 / float64(p.Gateways)
+		c.RateLimit.Store.Share = 1 / float64(p.Gateways)
 	}
-	if len(store) > 0 {
-		MergeInto(m, map[string]any{"ratelimit": map[string]any{"store": store}})
-	}
+	m := yamlObject(reflect.ValueOf(c)).(map[string]any)
 	lim, err := limitsToConfig(e.Gateway.Limits)
 	if err != nil {
-		return nil, err
+		return gateway.Config{}, nil, err
 	}
 	MergeInto(m, lim)
 	if len(e.Gateway.Guard) > 0 {
 		MergeInto(m, map[string]any{"guard": cloneMap(e.Gateway.Guard)})
 	}
 	MergeInto(m, cloneMap(e.Gateway.Config))
-	b, err := yaml.Marshal(m)
+	doc, err := yaml.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("gateway config: %w", err)
+		return gateway.Config{}, nil, fmt.Errorf("gateway config: %w", err)
 	}
-	if _, err := gateway.ParseConfig(b); err != nil {
-		return nil, fmt.Errorf("gateway config: %w", err)
+	cfg, err := gateway.ParseConfig(doc)
+	if err != nil {
+		return gateway.Config{}, nil, fmt.Errorf("gateway config: %w", err)
 	}
-	return b, nil
+	return cfg, doc, nil
+}
+
+// yamlObject turns a config value into the YAML object it is written as:
+// structs become maps keyed by their yaml tags, durations text ("500ms").
+func yamlObject(v reflect.Value) any {
+	if v.Type() == reflect.TypeOf(time.Duration(0)) {
+		return time.Duration(v.Int()).String()
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		m := map[string]any{}
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if !f.IsExported() || name == "-" || name == "" {
+				continue
+			}
+			m[name] = yamlObject(v.Field(i))
+		}
+		return m
+	case reflect.Slice:
+		if v.IsNil() {
+			return []any{}
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = yamlObject(v.Index(i))
+		}
+		return out
+	case reflect.Map:
+		m := map[string]any{}
+		for _, k := range v.MapKeys() {
+			m[fmt.Sprint(k.Interface())] = yamlObject(v.MapIndex(k))
+		}
+		return m
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return yamlObject(v.Elem())
+	}
+	return v.Interface()
 }
 
 // limitsToConfig turns a PUT /admin/limits body ({"classes":{"ai":{…,

@@ -214,7 +214,7 @@ func (e *Experiment) validateThresholds(p *problems) {
 // validateGatewayConfig checks that the gateway config this experiment
 // makes parses, naming the experiment field that most likely broke it.
 func (e *Experiment) validateGatewayConfig(p *problems) {
-	_, err := e.GatewayConfig(GatewayParams{
+	_, _, err := e.GatewayConfig(GatewayParams{
 		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "check",
 		Nodes: []string{"127.0.0.1:1"}, Keys: APIKeys("check"),
 		Defenses: e.Gateway.Defenses, Gateways: e.Gateway.Count,

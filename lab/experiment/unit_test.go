@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 func mustParse(t *testing.T, y string) *Experiment {
@@ -68,7 +69,7 @@ gateway:
   guard: {lag_probe_p99_ms: {yellow: 10, red: 20, black: 30}}
   config: {unknown_key: reject, upstream: {retry_budget: {ratio: 0.2}}}
 `)
-	b, err := e.GatewayConfig(GatewayParams{
+	cfg, b, err := e.GatewayConfig(GatewayParams{
 		Listen: "127.0.0.1:1000", Admin: "127.0.0.1:1001", Token: "tok",
 		Nodes: []string{"127.0.0.1:2000", "127.0.0.1:2001"}, Keys: APIKeys("tok"),
 		Defenses: e.Gateway.Defenses, Gateways: 2,
@@ -85,9 +86,14 @@ gateway:
 	if !strings.Contains(y, "admin_token: tok") {
 		t.Errorf("config lacks the admin token:\n%s", y)
 	}
+	// The typed config is what the gateway will run with.
+	if cfg.AdminToken != "tok" || len(cfg.Keys) != 3 || len(cfg.Upstream.Nodes) != 2 || cfg.Defenses.Guard ||
+		cfg.RateLimit.Store.Share != 0.5 || cfg.Classes.AI.QueueTimeout != 250*time.Millisecond || cfg.TokenBudget != 5000 {
+		t.Errorf("typed config %+v", cfg)
+	}
 	bad := e.Clone()
 	bad.Gateway.Config = map[string]any{"classes": map[string]any{"ai": map[string]any{"limit": 1000}}}
-	if _, err := bad.GatewayConfig(GatewayParams{Listen: "x:1", Admin: "x:2", Nodes: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "classes.ai.limit") {
+	if _, _, err := bad.GatewayConfig(GatewayParams{Listen: "x:1", Admin: "x:2", Nodes: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "classes.ai.limit") {
 		t.Errorf("bad config: %v", err)
 	}
 	if _, err := limitsToConfig(map[string]any{"speed": 1}); err == nil {

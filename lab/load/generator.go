@@ -1,8 +1,6 @@
 package load
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // MaxRate is the highest rate SetRate accepts, in requests per second.

@@ -1,12 +1,12 @@
 package load
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"sync"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Latencies are recorded in microseconds, from 1 µs to maxLatency; longer

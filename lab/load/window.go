@@ -1,11 +1,11 @@
 package load
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Window is the generator's client-side view at one tick: counts since the

@@ -1,14 +1,13 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"math"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 )

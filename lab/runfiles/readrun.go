@@ -1,14 +1,13 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 )
 

@@ -1,8 +1,6 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // reportRow is one line of the side-by-side table.

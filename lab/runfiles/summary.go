@@ -1,20 +1,17 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/lab/load"
-
-	"github.com/levee-lab/levee/internal/wire"
-
-	"maps"
-	"slices"
-
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
 )
 
 // Summary is summary.json: the outcome of one run (or one recording). The

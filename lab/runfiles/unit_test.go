@@ -1,8 +1,6 @@
 package runfiles
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"encoding/json"
 	"math"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 )

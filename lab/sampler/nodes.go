@@ -1,11 +1,10 @@
 package sampler
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"math"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/scrape"
 )

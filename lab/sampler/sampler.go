@@ -1,10 +1,9 @@
 package sampler
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/scrape"

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/runfiles"
 )

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"bufio"
 	"context"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Child is one supervised process: a fake model node, a gateway. It can be

@@ -1,8 +1,6 @@
 package supervisor
 
 import (
-	"github.com/levee-lab/levee/internal/wire"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
