@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,7 +167,7 @@ func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := g.Defenses()
-	for _, name := range sortedKeys(patch) {
+	for _, name := range slices.Sorted(maps.Keys(patch)) {
 		v := patch[name]
 		if v == nil {
 			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
@@ -241,7 +243,7 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 	defer g.limMu.Unlock()
 	classes := g.cfg.Classes
 	ptrs := map[string]*admit.BulkheadConfig{wire.ClassAI: &classes.AI, wire.ClassAgent: &classes.Agent, wire.ClassStream: &classes.Stream, wire.ClassStandard: &classes.Standard}
-	for _, name := range sortedKeys(patch.Classes) {
+	for _, name := range slices.Sorted(maps.Keys(patch.Classes)) {
 		cc, ok := ptrs[name]
 		if !ok {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -396,14 +395,4 @@ func NormalizeNode(n string) (string, error) {
 		return "", fmt.Errorf("node %q has an invalid port", n)
 	}
 	return "http://" + s, nil
-}
-
-// sortedKeys returns m's keys sorted (for deterministic output).
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
