@@ -5,6 +5,8 @@ package wiretest
 
 import (
 	"bytes"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -65,4 +67,20 @@ func CheckMetrics(t testing.TB, body []byte, want []wire.Metric, optional ...wir
 			t.Errorf("%s is served but not in wire's catalogue", name)
 		}
 	}
+}
+
+// CheckServer fetches base + wire.PathMetrics (base is "http://host:port")
+// and checks the answer with CheckMetrics.
+func CheckServer(t testing.TB, base string, want []wire.Metric, optional ...wire.Metric) {
+	t.Helper()
+	resp, err := http.Get(base + wire.PathMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s%s: %s %v", base, wire.PathMetrics, resp.Status, err)
+	}
+	CheckMetrics(t, body, want, optional...)
 }
