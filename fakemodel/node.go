@@ -67,7 +67,8 @@ type Node struct {
 	seq        atomic.Uint64
 }
 
-var outcomesIdx = [...]string{OutcomeOK, OutcomeError, OutcomeHang, OutcomeRejected, OutcomeAborted, OutcomeBadRequest}
+// outcomesIdx indexes counts.
+var outcomesIdx = wire.FakeOutcomes()
 
 // NewNode makes a node that will serve on ln. It does not serve until Serve.
 func NewNode(ln net.Listener, opts ...Option) (*Node, error) {

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -82,7 +84,7 @@ func (g *Gateway) stateLocked() State {
 	for c, cc := range g.classConfigs() {
 		bs := g.bulkheads[c].Stats()
 		st.Limits.Classes[classID(c).String()] = ClassState{
-			Algorithm: cc.Algorithm, Limit: bs.Limit, ConfiguredLmt: cc.Limit, Min: cc.Min, Max: cc.Max,
+			Algorithm: cc.Limiter.Algorithm, Limit: bs.Limit, ConfiguredLmt: cc.Limiter.Limit, Min: cc.Limiter.Min, Max: cc.Limiter.Max,
 			QueueSize: cc.QueueSize, QueueTimeoutMs: cc.QueueTimeout.Milliseconds(),
 			Inflight: bs.Inflight, Queued: bs.QueueDepth[:],
 		}
@@ -165,7 +167,7 @@ func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := g.Defenses()
-	for _, name := range sortedKeys(patch) {
+	for _, name := range slices.Sorted(maps.Keys(patch)) {
 		v := patch[name]
 		if v == nil {
 			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
@@ -200,18 +202,18 @@ type classPatch struct {
 	QueueTimeoutMs *int64  `json:"queue_timeout_ms"`
 }
 
-func (p classPatch) apply(cc ClassConfig) ClassConfig {
+func (p classPatch) apply(cc admit.BulkheadConfig) admit.BulkheadConfig {
 	if p.Algorithm != nil {
-		cc.Algorithm = *p.Algorithm
+		cc.Limiter.Algorithm = *p.Algorithm
 	}
 	if p.Limit != nil {
-		cc.Limit = *p.Limit
+		cc.Limiter.Limit = *p.Limit
 	}
 	if p.Min != nil {
-		cc.Min = *p.Min
+		cc.Limiter.Min = *p.Min
 	}
 	if p.Max != nil {
-		cc.Max = *p.Max
+		cc.Limiter.Max = *p.Max
 	}
 	if p.QueueSize != nil {
 		cc.QueueSize = *p.QueueSize
@@ -240,15 +242,15 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 	g.limMu.Lock()
 	defer g.limMu.Unlock()
 	classes := g.cfg.Classes
-	ptrs := map[string]*ClassConfig{wire.ClassAI: &classes.AI, wire.ClassAgent: &classes.Agent, wire.ClassStream: &classes.Stream, wire.ClassStandard: &classes.Standard}
-	for _, name := range sortedKeys(patch.Classes) {
+	ptrs := map[string]*admit.BulkheadConfig{wire.ClassAI: &classes.AI, wire.ClassAgent: &classes.Agent, wire.ClassStream: &classes.Stream, wire.ClassStandard: &classes.Standard}
+	for _, name := range slices.Sorted(maps.Keys(patch.Classes)) {
 		cc, ok := ptrs[name]
 		if !ok {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
 			return
 		}
 		*cc = patch.Classes[name].apply(*cc)
-		if err := cc.validate("classes." + name); err != nil {
+		if err := validateClass("classes."+name, *cc); err != nil {
 			bad(err)
 			return
 		}
@@ -280,15 +282,14 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Everything is valid: apply.
-	newCfgs := [numClasses]ClassConfig{classes.AI, classes.Agent, classes.Stream, classes.Standard}
-	for c, cc := range newCfgs {
-		if err := g.bulkheads[c].SetConfig(bulkheadConfig(cc)); err != nil {
+	for c, cc := range classes.byID() {
+		if err := g.bulkheads[c].SetConfig(cc); err != nil {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+classID(c).String(), err.Error())
 			return
 		}
 	}
 	g.cfg.Classes = classes
-	if g.aiLimitRef.Swap(int64(classes.AI.Limit)) != int64(classes.AI.Limit) {
+	if ai := int64(classes.AI.Limiter.Limit); g.aiLimitRef.Swap(ai) != ai {
 		th := g.thresholds(g.cfg.Guard)
 		_ = g.guard.SetThresholds(th) // valid: same watermarks, new reference
 	}

@@ -164,27 +164,13 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		g.store, g.storeCloser = st, closer
 	}
 
-	nodes := make([]string, len(cfg.Upstream.Nodes))
-	for i, n := range cfg.Upstream.Nodes {
-		nodes[i], _ = NormalizeNode(n) // validated
-	}
-	u := cfg.Upstream
-	g.pool, err = upstream.New(upstream.Config{
-		Nodes:               nodes,
-		HealthPath:          u.HealthPath,
-		HealthInterval:      u.HealthInterval,
-		Breaker:             upstream.BreakerConfig(u.Breaker),
-		RetryBudget:         upstream.RetryBudgetConfig{Ratio: u.RetryBudget.Ratio, MinPerSecond: u.RetryBudget.MinPerSecond},
-		MinServiceTime:      u.MinServiceTime,
-		MaxIdleConnsPerHost: u.MaxIdleConnsPerHost,
-		DialTimeout:         u.DialTimeout,
-	}, append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
+	g.pool, err = upstream.New(normalizedUpstream(cfg.Upstream), append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
 	if err != nil {
 		g.closeStore()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 
-	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limit))
+	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limiter.Limit))
 	th := g.thresholds(cfg.Guard)
 	if err := th.Validate(); err != nil {
 		g.Close()
@@ -201,7 +187,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		admit.WithSource(g.localSignals), admit.WithHold(cfg.Guard.Cooldown), admit.WithEvalInterval(cfg.Guard.Interval))
 
 	for c, cc := range g.classConfigs() {
-		b, err := admit.NewBulkhead(classID(c).String(), bulkheadConfig(cc))
+		b, err := admit.NewBulkhead(classID(c).String(), cc)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("gateway: classes.%s: %w", classID(c), err)
@@ -320,17 +306,8 @@ func (g *Gateway) on(bit uint32) bool { return g.defenses.Load()&bit != 0 }
 func (g *Gateway) Level() admit.Level { return g.guard.Level() }
 
 // classConfigs returns the class configs in classID order.
-func (g *Gateway) classConfigs() [numClasses]ClassConfig {
-	c := g.cfg.Classes
-	return [numClasses]ClassConfig{c.AI, c.Agent, c.Stream, c.Standard}
-}
-
-func bulkheadConfig(cc ClassConfig) admit.BulkheadConfig {
-	return admit.BulkheadConfig{
-		Limiter:      admit.LimiterConfig{Algorithm: cc.Algorithm, Limit: cc.Limit, Min: cc.Min, Max: cc.Max},
-		QueueSize:    cc.QueueSize,
-		QueueTimeout: cc.QueueTimeout,
-	}
+func (g *Gateway) classConfigs() [numClasses]admit.BulkheadConfig {
+	return g.cfg.Classes.byID()
 }
 
 // thresholds converts the config's watermarks to the guard's thresholds.

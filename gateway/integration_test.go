@@ -36,7 +36,7 @@ func TestOverloadAccounting(t *testing.T) {
 
 	fm := newFakeModel(t, slots, latency)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: time.Second}
+	cfg.Classes.AI = staticClass(slots, 1, 64, 2*slots, time.Second)
 	// The machine is shared and -race is slow: scheduling stalls of
 	// hundreds of milliseconds happen. They must not fail a health check
 	// (one failure marks a node down) nor push the latency ratio to black

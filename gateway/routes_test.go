@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -133,8 +134,8 @@ func TestRateLimit(t *testing.T) {
 	fm := newFakeModel(t, 8, time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.RateLimit.Rules = []RuleConfig{
-		{Tenant: "*", Route: "predict", Algorithm: AlgoSlidingWindow, Limit: 3, Window: 10 * time.Second, Cost: CostRequests},
-		{Tenant: "batch", Route: "chat", Algorithm: AlgoTokenBucket, ReplenishRate: 1, Burst: 100, Cost: CostTokens},
+		{Tenant: "*", Route: "predict", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 3, Window: 10 * time.Second}, Cost: CostRequests},
+		{Tenant: "batch", Route: "chat", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1, Burst: 100}, Cost: CostTokens},
 	}
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -247,7 +248,7 @@ func TestGuardReactsToUpstreamSignals(t *testing.T) {
 	fm := newFakeModel(t, 1, 30*time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.Defenses.Bulkhead = false
-	cfg.Classes.AI.Limit, cfg.Classes.AI.Min = 4, 1
+	cfg.Classes.AI.Limiter.Limit, cfg.Classes.AI.Limiter.Min = 4, 1
 	cfg.Guard.InflightRatio = Watermarks{Yellow: 2, Red: 4}
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -264,7 +265,7 @@ func TestGuardReactsToUpstreamSignals(t *testing.T) {
 func TestBulkheadQueue(t *testing.T) {
 	fm := newFakeModel(t, 8, 300*time.Millisecond)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 1, QueueTimeout: 2 * time.Second}
+	cfg.Classes.AI = staticClass(1, 1, 4, 1, 2*time.Second)
 	cfg.Defenses.Guard = false // a full queue of one would turn the level red
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -317,7 +318,7 @@ func TestBulkheadQueue(t *testing.T) {
 func TestStandardHasItsOwnPool(t *testing.T) {
 	fm := newFakeModel(t, 1, 200*time.Millisecond)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 0, QueueTimeout: time.Second}
+	cfg.Classes.AI = staticClass(1, 1, 4, 0, time.Second)
 	cfg.Defenses.Guard = false
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -627,7 +628,7 @@ func TestShutdownDrains(t *testing.T) {
 func TestPanicIsRecoveredAndCounted(t *testing.T) {
 	fm := newFakeModel(t, 1, 0)
 	cfg := testConfig(fm.addr())
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 9, Window: time.Second, Cost: CostRequests}}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 9, Window: time.Second}, Cost: CostRequests}}
 	s := startServer(t, cfg, WithStore(panicStore{}))
 	a := call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody)
 	if a.status != 500 || a.outcome != "error" {
@@ -648,9 +649,9 @@ func TestAllDefensesOffIsAPassThrough(t *testing.T) {
 	fm := newFakeModel(t, 1, 50*time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.Defenses = wire.AllDefenses(false)
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 1, QueueSize: 0, QueueTimeout: time.Millisecond}
+	cfg.Classes.AI = staticClass(1, 1, 1, 0, time.Millisecond)
 	cfg.TokenBudget = 1
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 1, Window: time.Minute, Cost: CostRequests}}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 1, Window: time.Minute}, Cost: CostRequests}}
 	s := startServer(t, cfg)
 	admin(t, s, "PUT", "/admin/level", `{"level":"black"}`)
 	const n = 20

@@ -133,7 +133,7 @@ func startGateways(t *testing.T, node *httptest.Server, redisURL string, n int, 
 		cfg.RateLimit.Store = gateway.StoreConfig{Kind: "redis", URL: redisURL, Timeout: timeout, FailOpen: true, Share: 1 / float64(n)}
 		cfg.RateLimit.Rules = []gateway.RuleConfig{{
 			Tenant: "tenant-a", Route: wire.RouteStandard,
-			Algorithm: gateway.AlgoSlidingWindow, Limit: limit, Window: time.Second, Cost: gateway.CostRequests,
+			Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: limit, Window: time.Second}, Cost: gateway.CostRequests,
 		}}
 		// Only the rate limit: the overload guard would react to this
 		// shared machine's load, not to the limit under test.

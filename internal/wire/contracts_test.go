@@ -132,20 +132,17 @@ var outcomeHTTP = map[Outcome]string{
 
 func docOutcomes() string {
 	var b strings.Builder
-	b.WriteString("| outcome | HTTP seen by the client | gateway header `" + HeaderOutcome + "` | shed reason |\n|---|---|---|---|\n")
+	b.WriteString("| outcome | HTTP seen by the client | gateway header `" + HeaderOutcome + "` |\n|---|---|---|\n")
 	for _, o := range Outcomes() {
 		desc, ok := outcomeHTTP[o]
 		if !ok {
 			desc = "**undocumented**"
 		}
-		header, reason := "—", "—"
+		header := "—"
 		if o.FromServer() {
 			header = "`" + o.String() + "`"
 		}
-		if r, ok := o.ShedReason(); ok {
-			reason = "`" + r.String() + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o, desc, header, reason)
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", o, desc, header)
 	}
 	return b.String()
 }
