@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/htmlreport"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {
@@ -39,9 +39,9 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	var runs []*lab.Run
+	var runs []*runfiles.Run
 	for _, dir := range fs.Args() {
-		r, err := lab.ReadRun(dir)
+		r, err := runfiles.ReadRun(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "levee report: %v\n", err)
 			return 1
@@ -55,7 +55,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	if err := lab.WriteReport(stdout, runs); err != nil {
+	if err := runfiles.WriteReport(stdout, runs); err != nil {
 		fmt.Fprintf(stderr, "levee report: %v\n", err)
 		return 1
 	}

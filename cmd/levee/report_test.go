@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // writeTinyRun writes a run folder of a few samples and a summary.
@@ -22,19 +23,19 @@ func writeTinyRun(t *testing.T, dir string) string {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var b bytes.Buffer
 	for i := 1; i <= 8; i++ {
-		s := lab.Sample{Time: start.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: float64(i) / 4,
-			OfferedTotal: uint64(25 * i), OutcomeTotal: map[string]uint64{lab.OutcomeOK: uint64(20 * i)},
-			ByPriority:  map[string]lab.PrioritySample{"P0": {OfferedTotal: uint64(i), OKTotal: uint64(i), FinishedTotal: uint64(i)}},
-			CapacityRPS: 100, Inflight: 5, Nodes: []lab.NodeSample{{Up: true, Slots: 4}}}
+		s := runfiles.Sample{Time: start.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: float64(i) / 4,
+			OfferedTotal: uint64(25 * i), OutcomeTotal: map[string]uint64{wire.OutcomeOK.String(): uint64(20 * i)},
+			ByPriority:  map[string]runfiles.PrioritySample{"P0": {OfferedTotal: uint64(i), OKTotal: uint64(i), FinishedTotal: uint64(i)}},
+			CapacityRPS: 100, Inflight: 5, Nodes: []runfiles.NodeSample{{Up: true, Slots: 4}}}
 		line, _ := json.Marshal(s)
 		b.Write(append(line, '\n'))
 	}
-	if err := os.WriteFile(filepath.Join(rd, lab.SamplesFile), b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(rd, runfiles.SamplesFile), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum, _ := json.Marshal(lab.Summary{Name: "tiny", Started: start, DurationS: 2, Offered: 200,
-		Outcomes: map[string]uint64{lab.OutcomeOK: 160}, ByPriority: map[string]lab.PrioritySummary{"P0": {Offered: 8, OK: 8, SuccessRate: 1}}})
-	if err := os.WriteFile(filepath.Join(rd, lab.SummaryFile), sum, 0o644); err != nil {
+	sum, _ := json.Marshal(runfiles.Summary{Name: "tiny", Started: start, DurationS: 2, Offered: 200,
+		Outcomes: map[string]uint64{wire.OutcomeOK.String(): 160}, ByPriority: map[string]runfiles.PrioritySummary{"P0": {Offered: 8, OK: 8, SuccessRate: 1}}})
+	if err := os.WriteFile(filepath.Join(rd, runfiles.SummaryFile), sum, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return rd
@@ -78,7 +79,7 @@ func TestReportHTMLBadInput(t *testing.T) {
 	if err := os.MkdirAll(summaryOnly, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(summaryOnly, lab.SummaryFile), []byte(`{"name":"s"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s"}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

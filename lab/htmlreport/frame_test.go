@@ -10,7 +10,8 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // encodeMs encodes latencies (ms) as the sampler does.
@@ -42,13 +43,13 @@ func repeat(v float64, n int) []float64 {
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // mkRun builds a headless run from samples given as (seconds, mutate).
-func mkRun(samples ...lab.Sample) *Run {
+func mkRun(samples ...runfiles.Sample) *Run {
 	for i := range samples {
 		if samples[i].Time.IsZero() {
 			samples[i].Time = t0.Add(seconds(samples[i].Elapsed))
 		}
 	}
-	return &Run{Dir: "x", Summary: &lab.Summary{Started: t0}, Samples: samples}
+	return &Run{Dir: "x", Summary: &runfiles.Summary{Started: t0}, Samples: samples}
 }
 
 // TestPercentilesAreMerged: one interval of two ticks. Tick 1: 100
@@ -56,11 +57,11 @@ func mkRun(samples ...lab.Sample) *Run {
 // are 10 ms and 1 s; their average would be 505 ms; the interval's 200
 // requests have a p99 of 10 ms (2 slow ones are 1 %).
 func TestPercentilesAreMerged(t *testing.T) {
-	s1 := lab.Sample{Elapsed: 0.25, AdmittedHist: encodeMs(t, repeat(10, 100)...)}
-	s1.ByPriority = map[string]lab.PrioritySample{"P0": {Hist: encodeMs(t, repeat(10, 100)...)}}
+	s1 := runfiles.Sample{Elapsed: 0.25, AdmittedHist: encodeMs(t, repeat(10, 100)...)}
+	s1.ByPriority = map[string]runfiles.PrioritySample{"P0": {Hist: encodeMs(t, repeat(10, 100)...)}}
 	slow := append(repeat(10, 98), 1000, 1000)
-	s2 := lab.Sample{Elapsed: 0.5, AdmittedHist: encodeMs(t, slow...)}
-	s2.ByPriority = map[string]lab.PrioritySample{"P0": {Hist: encodeMs(t, slow...)}}
+	s2 := runfiles.Sample{Elapsed: 0.5, AdmittedHist: encodeMs(t, slow...)}
+	s2.ByPriority = map[string]runfiles.PrioritySample{"P0": {Hist: encodeMs(t, slow...)}}
 	r := mkRun(s1, s2)
 	tl := newTimeline(r)
 
@@ -87,9 +88,9 @@ func TestPercentilesAreMerged(t *testing.T) {
 // TestRatesFromCounters: irregular ticks (a stalled sampler) still give
 // exact rates over each interval, from the cumulative counters.
 func TestRatesFromCounters(t *testing.T) {
-	mk := func(x float64, offered, ok, timeout uint64) lab.Sample {
-		return lab.Sample{Elapsed: x, OfferedTotal: offered, OfferedRPS: 12345, // the per-tick rate is not used
-			OutcomeTotal: map[string]uint64{lab.OutcomeOK: ok, lab.OutcomeTimeout: timeout}}
+	mk := func(x float64, offered, ok, timeout uint64) runfiles.Sample {
+		return runfiles.Sample{Elapsed: x, OfferedTotal: offered, OfferedRPS: 12345, // the per-tick rate is not used
+			OutcomeTotal: map[string]uint64{wire.OutcomeOK.String(): ok, wire.OutcomeTimeout.String(): timeout}}
 	}
 	r := mkRun(mk(0.25, 25, 20, 0), mk(0.5, 50, 40, 0), mk(1.75, 300, 60, 100), mk(2, 325, 80, 100))
 	f := computeFrame(r, newTimeline(r), 1)
@@ -115,8 +116,8 @@ func TestRatesFromCounters(t *testing.T) {
 // TestSuccessPerInterval: ok / finished of the interval, a gap when nothing
 // finished.
 func TestSuccessPerInterval(t *testing.T) {
-	mk := func(x float64, ok, fin uint64) lab.Sample {
-		return lab.Sample{Elapsed: x, ByPriority: map[string]lab.PrioritySample{"P0": {OKTotal: ok, FinishedTotal: fin, OfferedTotal: fin}}}
+	mk := func(x float64, ok, fin uint64) runfiles.Sample {
+		return runfiles.Sample{Elapsed: x, ByPriority: map[string]runfiles.PrioritySample{"P0": {OKTotal: ok, FinishedTotal: fin, OfferedTotal: fin}}}
 	}
 	r := mkRun(mk(1, 9, 10), mk(2, 9, 10), mk(3, 19, 30))
 	f := computeFrame(r, newTimeline(r), 1)
@@ -130,9 +131,9 @@ func TestSuccessPerInterval(t *testing.T) {
 // are gaps, never zeros.
 func TestStaleGatewayIsGap(t *testing.T) {
 	r := mkRun(
-		lab.Sample{Elapsed: 1, LagProbeP99Ms: 5, Inflight: 10, HeapBytes: 1 << 20},
-		lab.Sample{Elapsed: 2, GatewayStale: true},
-		lab.Sample{Elapsed: 3, LagProbeP99Ms: 7, Inflight: 30, HeapBytes: 2 << 20},
+		runfiles.Sample{Elapsed: 1, LagProbeP99Ms: 5, Inflight: 10, HeapBytes: 1 << 20},
+		runfiles.Sample{Elapsed: 2, GatewayStale: true},
+		runfiles.Sample{Elapsed: 3, LagProbeP99Ms: 7, Inflight: 30, HeapBytes: 2 << 20},
 	)
 	f := computeFrame(r, newTimeline(r), 1)
 	for _, key := range []string{"lag_probe_p99", "inflight", "heap_mb"} {
@@ -170,10 +171,10 @@ func TestChooseInterval(t *testing.T) {
 // its first sample only sets the counters' baseline.
 func TestRecordingBaseline(t *testing.T) {
 	start := t0.Add(100 * time.Second) // recording started 100 s into the lab
-	s := func(at float64, offered uint64) lab.Sample {
-		return lab.Sample{Time: start.Add(seconds(at)), Elapsed: 100 + at, OfferedTotal: offered}
+	s := func(at float64, offered uint64) runfiles.Sample {
+		return runfiles.Sample{Time: start.Add(seconds(at)), Elapsed: 100 + at, OfferedTotal: offered}
 	}
-	r := &Run{Dir: "rec", Summary: &lab.Summary{Started: start}, Samples: []lab.Sample{s(0.25, 10000), s(0.5, 10050), s(0.75, 10100)}}
+	r := &Run{Dir: "rec", Summary: &runfiles.Summary{Started: start}, Samples: []runfiles.Sample{s(0.25, 10000), s(0.5, 10050), s(0.75, 10100)}}
 	tl := newTimeline(r)
 	if tl.zeroBase {
 		t.Fatal("a recording's counters were taken as starting from zero")
@@ -185,18 +186,18 @@ func TestRecordingBaseline(t *testing.T) {
 }
 
 func TestBands(t *testing.T) {
-	ev := func(x float64, kind, detail string, f map[string]any) lab.Event {
-		return lab.Event{Time: t0.Add(seconds(x)), Kind: kind, Detail: detail, Fields: f}
+	ev := func(x float64, kind, detail string, f map[string]any) runfiles.Event {
+		return runfiles.Event{Time: t0.Add(seconds(x)), Kind: kind, Detail: detail, Fields: f}
 	}
-	r := mkRun(lab.Sample{Elapsed: 10}, lab.Sample{Elapsed: 20})
-	r.Events = []lab.Event{
-		ev(-1, lab.EventChildStart, "gateway-0", nil),
-		ev(2, lab.EventFaultApply, "node_kill #1", map[string]any{"fault": "node_kill", "detail": "#1"}),
-		ev(4, lab.EventFaultApply, "gc_pressure", map[string]any{"fault": "gc_pressure", "detail": ""}),
-		ev(5, lab.EventFaultRevert, "node_kill", map[string]any{"fault": "node_kill", "detail": ""}),
-		ev(6, lab.EventOOMKill, "gateway-0", nil),
-		ev(9, lab.EventChildStart, "gateway-0", nil),
-		ev(7, lab.EventNarration, "Watch this", map[string]any{"step": 2.0, "kind": "watch"}),
+	r := mkRun(runfiles.Sample{Elapsed: 10}, runfiles.Sample{Elapsed: 20})
+	r.Events = []runfiles.Event{
+		ev(-1, runfiles.EventChildStart, "gateway-0", nil),
+		ev(2, runfiles.EventFaultApply, "node_kill #1", map[string]any{"fault": "node_kill", "detail": "#1"}),
+		ev(4, runfiles.EventFaultApply, "gc_pressure", map[string]any{"fault": "gc_pressure", "detail": ""}),
+		ev(5, runfiles.EventFaultRevert, "node_kill", map[string]any{"fault": "node_kill", "detail": ""}),
+		ev(6, runfiles.EventOOMKill, "gateway-0", nil),
+		ev(9, runfiles.EventChildStart, "gateway-0", nil),
+		ev(7, runfiles.EventNarration, "Watch this", map[string]any{"step": 2.0, "kind": "watch"}),
 	}
 	v := newRunView(0, r, newTimeline(r), frame{})
 	want := []band{
@@ -256,7 +257,7 @@ func TestWriteRejects(t *testing.T) {
 	if err := Write(&strings.Builder{}); err == nil {
 		t.Error("Write with no runs: no error")
 	}
-	r := mkRun(lab.Sample{Elapsed: 1})
+	r := mkRun(runfiles.Sample{Elapsed: 1})
 	if err := Write(&strings.Builder{}, r, r, r, r, r); err == nil || !strings.Contains(err.Error(), "at most 4") {
 		t.Errorf("Write with 5 runs = %v, want an error naming the limit", err)
 	}
@@ -276,7 +277,7 @@ func TestRedisChart(t *testing.T) {
 		}
 		return false
 	}
-	r := mkRun(lab.Sample{Elapsed: 1, RedisFallbackRPS: 0}, lab.Sample{Elapsed: 2})
+	r := mkRun(runfiles.Sample{Elapsed: 1, RedisFallbackRPS: 0}, runfiles.Sample{Elapsed: 2})
 	pg, err := build([]*Run{r})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +285,7 @@ func TestRedisChart(t *testing.T) {
 	if has(pg) {
 		t.Error("a run without Redis has a Redis chart")
 	}
-	r.Info = &lab.RunInfo{Resolved: lab.Resolved{Redis: "redis://127.0.0.1:6390"}}
+	r.Info = &runfiles.RunInfo{Resolved: runfiles.Resolved{Redis: "redis://127.0.0.1:6390"}}
 	r.Samples[1].RedisFallbackRPS = 40
 	if pg, err = build([]*Run{r}); err != nil {
 		t.Fatal(err)
@@ -302,8 +303,8 @@ func TestRedisChart(t *testing.T) {
 // TestOlderRun: samples written before histograms and finished_total
 // still draw; the charts say what they lack instead of inventing it.
 func TestOlderRun(t *testing.T) {
-	old := func(x float64) lab.Sample {
-		return lab.Sample{Elapsed: x, AdmittedP99Ms: 900, ByPriority: map[string]lab.PrioritySample{"P0": {OfferedTotal: 10, SuccessRate: 0.5}}}
+	old := func(x float64) runfiles.Sample {
+		return runfiles.Sample{Elapsed: x, AdmittedP99Ms: 900, ByPriority: map[string]runfiles.PrioritySample{"P0": {OfferedTotal: 10, SuccessRate: 0.5}}}
 	}
 	pg, err := build([]*Run{mkRun(old(1), old(2))})
 	if err != nil {
@@ -334,11 +335,11 @@ func TestOlderRun(t *testing.T) {
 // TestOneSampleAndHostileText: a run of one sample still renders, and text
 // from the run files (narration, names) cannot break out of the page.
 func TestOneSampleAndHostileText(t *testing.T) {
-	r := mkRun(lab.Sample{Elapsed: 0.25, OfferedTotal: 3})
+	r := mkRun(runfiles.Sample{Elapsed: 0.25, OfferedTotal: 3})
 	evil := `</script><script>alert(1)</script><b onmouseover="x">`
 	r.Summary.Name = evil
-	r.Events = []lab.Event{{Time: t0.Add(100 * time.Millisecond), Kind: lab.EventNarration, Detail: evil, Fields: map[string]any{"step": 1.0, "kind": "watch"}},
-		{Time: t0.Add(100 * time.Millisecond), Kind: lab.EventFaultApply, Detail: evil, Fields: map[string]any{"fault": evil, "detail": evil}}}
+	r.Events = []runfiles.Event{{Time: t0.Add(100 * time.Millisecond), Kind: runfiles.EventNarration, Detail: evil, Fields: map[string]any{"step": 1.0, "kind": "watch"}},
+		{Time: t0.Add(100 * time.Millisecond), Kind: runfiles.EventFaultApply, Detail: evil, Fields: map[string]any{"fault": evil, "detail": evil}}}
 	var b strings.Builder
 	if err := Write(&b, r); err != nil {
 		t.Fatal(err)

@@ -9,44 +9,45 @@ import (
 	"math"
 	"os"
 
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 type (
-	sample         = lab.Sample
-	prioritySample = lab.PrioritySample
-	event          = lab.Event
-	summary        = lab.Summary
-	runInfo        = lab.RunInfo
+	sample         = runfiles.Sample
+	prioritySample = runfiles.PrioritySample
+	event          = runfiles.Event
+	summary        = runfiles.Summary
+	runInfo        = runfiles.RunInfo
 )
 
 // Event kinds the report draws.
 const (
-	eventFaultApply  = lab.EventFaultApply
-	eventFaultRevert = lab.EventFaultRevert
-	eventNarration   = lab.EventNarration
-	eventOOMKill     = lab.EventOOMKill
-	eventChildStart  = lab.EventChildStart
-)
-
-const (
-	outcomeOK       = lab.OutcomeOK
-	outcomeFallback = lab.OutcomeFallback
-	outcomeTimeout  = lab.OutcomeTimeout
-	outcomeError    = lab.OutcomeError
-	outcomeDropped  = lab.OutcomeGeneratorDropped
+	eventFaultApply  = runfiles.EventFaultApply
+	eventFaultRevert = runfiles.EventFaultRevert
+	eventNarration   = runfiles.EventNarration
+	eventOOMKill     = runfiles.EventOOMKill
+	eventChildStart  = runfiles.EventChildStart
 )
 
 var (
-	outcomeNames  = lab.Outcomes
-	priorityNames = lab.Priorities
+	outcomeOK       = wire.OutcomeOK.String()
+	outcomeFallback = wire.OutcomeFallback.String()
+	outcomeTimeout  = wire.OutcomeTimeout.String()
+	outcomeError    = wire.OutcomeError.String()
+	outcomeDropped  = wire.OutcomeGeneratorDropped.String()
+
+	outcomeNames  = load.Outcomes
+	priorityNames = load.Priorities
 	// metricDoc says what each threshold metric measures.
-	metricDoc = lab.ThresholdMetrics
+	metricDoc = experiment.ThresholdMetrics
 )
 
 // parseThreshold returns the operator and value of a threshold's expression.
 func parseThreshold(name, expr string) (op string, value float64, err error) {
-	t, err := lab.ParseThreshold(name, expr)
+	t, err := experiment.ParseThreshold(name, expr)
 	return t.Op, t.Value, err
 }
 
@@ -73,13 +74,13 @@ func Load(dir string) (*Run, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("run folder %s: not a folder", dir)
 	}
-	r, err := lab.ReadRun(dir)
+	r, err := runfiles.ReadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	samples, err := lab.ReadSamples(dir)
+	samples, err := runfiles.ReadSamples(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%s: no %s: nothing to draw over time (a summary alone makes only the text report)", dir, lab.SamplesFile)
+		return nil, fmt.Errorf("%s: no %s: nothing to draw over time (a summary alone makes only the text report)", dir, runfiles.SamplesFile)
 	}
 	if err != nil {
 		return nil, err
@@ -87,7 +88,7 @@ func Load(dir string) (*Run, error) {
 	if len(samples) == 0 {
 		return nil, fmt.Errorf("%s: no samples recorded", dir)
 	}
-	events, err := lab.ReadEvents(dir)
+	events, err := runfiles.ReadEvents(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

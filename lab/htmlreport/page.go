@@ -137,3 +137,12 @@ func writeAtomic(path string, b []byte) error {
 	}
 	return nil
 }
+
+// ReportFile is the page a recording leaves beside its other files.
+const ReportFile = "report.html"
+
+// WriteRunReport writes dir/report.html from the run folder dir. It is a
+// runfiles.ReportWriter: recorders run it when a recording ends.
+func WriteRunReport(dir string) error {
+	return WriteFile(filepath.Join(dir, ReportFile), dir)
+}

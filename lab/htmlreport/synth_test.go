@@ -13,7 +13,10 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/levee-lab/levee/internal/hdrv2"
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // synth describes a synthetic run: a 10× overload of three nodes, with
@@ -56,27 +59,27 @@ func (sy synth) write(t testing.TB, dir string) string {
 	}
 
 	// events.jsonl
-	var events []lab.Event
+	var events []runfiles.Event
 	ev := func(x float64, kind, detail string, fields map[string]any) {
-		events = append(events, lab.Event{Time: sy.start.Add(seconds(x)), Elapsed: x, Kind: kind, Detail: detail, Fields: fields})
+		events = append(events, runfiles.Event{Time: sy.start.Add(seconds(x)), Elapsed: x, Kind: kind, Detail: detail, Fields: fields})
 	}
-	ev(0, lab.EventRunStart, sy.name, nil)
+	ev(0, runfiles.EventRunStart, sy.name, nil)
 	for i, share := range []float64{0, 0.25, 0.5, 0.75} {
 		kind := []string{"predict", "watch", "watch", "explain"}[i]
-		ev(at(share)+0.001, lab.EventNarration, fmt.Sprintf("Step %d of %s: what happens next?", i+1, sy.name), map[string]any{"step": i + 1, "kind": kind})
+		ev(at(share)+0.001, runfiles.EventNarration, fmt.Sprintf("Step %d of %s: what happens next?", i+1, sy.name), map[string]any{"step": i + 1, "kind": kind})
 	}
-	ev(killFrom, lab.EventFaultApply, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
-	ev(killTo, lab.EventFaultRevert, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
-	ev(latFrom, lab.EventFaultApply, "model_latency ×3", map[string]any{"fault": "model_latency", "detail": "×3"})
-	ev(latTo, lab.EventFaultRevert, "model_latency ×3", map[string]any{"fault": "model_latency", "detail": ""})
+	ev(killFrom, runfiles.EventFaultApply, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
+	ev(killTo, runfiles.EventFaultRevert, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
+	ev(latFrom, runfiles.EventFaultApply, "model_latency ×3", map[string]any{"fault": "model_latency", "detail": "×3"})
+	ev(latTo, runfiles.EventFaultRevert, "model_latency ×3", map[string]any{"fault": "model_latency", "detail": ""})
 	if oomAt > 0 {
-		ev(oomAt, lab.EventOOMKill, "gateway-0", map[string]any{"pid": 42})
-		ev(oomBack, lab.EventChildStart, "gateway-0", map[string]any{"pid": 43})
+		ev(oomAt, runfiles.EventOOMKill, "gateway-0", map[string]any{"pid": 42})
+		ev(oomBack, runfiles.EventChildStart, "gateway-0", map[string]any{"pid": 43})
 	}
-	ev(T, lab.EventRunEnd, "done", nil)
+	ev(T, runfiles.EventRunEnd, "done", nil)
 
 	// samples.jsonl
-	f, err := os.Create(filepath.Join(rd, lab.SamplesFile))
+	f, err := os.Create(filepath.Join(rd, runfiles.SamplesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +101,7 @@ func (sy synth) write(t testing.TB, dir string) string {
 	}
 	shares := map[string]float64{"P0": 0.05, "P1": 0.25, "P2": 0.70}
 	outTotal := map[string]uint64{}
-	prio := map[string]*lab.PrioritySample{"P0": {}, "P1": {}, "P2": {}}
+	prio := map[string]*runfiles.PrioritySample{"P0": {}, "P1": {}, "P2": {}}
 	var offered uint64
 	oom := 0
 	admitted := newH()
@@ -121,14 +124,14 @@ func (sy synth) write(t testing.TB, dir string) string {
 		if oomAt > 0 && x > oomAt {
 			oom = 1
 		}
-		s := lab.Sample{
+		s := runfiles.Sample{
 			Time: sy.start.Add(seconds(x)), Elapsed: x, TargetRPS: target, CapacityRPS: capacity * float64(up) / 3,
-			OutcomeRPS: map[string]float64{}, OutcomeTotal: map[string]uint64{}, ByPriority: map[string]lab.PrioritySample{},
+			OutcomeRPS: map[string]float64{}, OutcomeTotal: map[string]uint64{}, ByPriority: map[string]runfiles.PrioritySample{},
 			ShedRPSByReason: map[string]float64{}, ShedRPSByPriority: map[string]float64{}, OOMKills: oom, GatewayStale: stale,
 			Defenses: map[string]bool{"guard": sy.protected, "bulkhead": sy.protected},
 		}
 		admitted.Reset()
-		for _, p := range lab.Priorities {
+		for _, p := range load.Priorities {
 			mean := target * shares[p] * tick
 			n := uint64(math.Max(0, math.Round(mean+math.Sqrt(mean)*rng.NormFloat64())))
 			offered += n
@@ -145,7 +148,7 @@ func (sy synth) write(t testing.TB, dir string) string {
 			}
 			for j := uint64(0); j < n; j++ {
 				var lat float64 // µs
-				outcome := lab.OutcomeOK
+				outcome := wire.OutcomeOK.String()
 				switch {
 				case float64(j) < served:
 					lat = 200e3 * math.Exp(rng.NormFloat64()*0.45)
@@ -153,29 +156,29 @@ func (sy synth) write(t testing.TB, dir string) string {
 						lat *= 6
 					}
 				case sy.protected:
-					outcome = lab.OutcomeShedOverload
+					outcome = wire.OutcomeShedOverload.String()
 					if p == "P1" {
-						outcome = lab.OutcomeShedQueueFull
+						outcome = wire.OutcomeShedQueueFull.String()
 					}
 					lat = 800 * math.Exp(rng.NormFloat64()*0.5)
 				default:
-					outcome = lab.OutcomeTimeout
+					outcome = wire.OutcomeTimeout.String()
 					lat = 2e6 + rng.Float64()*5e4
 				}
 				if stale && !sy.protected {
-					outcome = lab.OutcomeError
+					outcome = wire.OutcomeError.String()
 				}
 				_ = h.RecordValue(int64(math.Max(1, lat)))
-				if outcome == lab.OutcomeOK || outcome == lab.OutcomeTimeout || outcome == lab.OutcomeError {
+				if outcome == wire.OutcomeOK.String() || outcome == wire.OutcomeTimeout.String() || outcome == wire.OutcomeError.String() {
 					_ = admitted.RecordValue(int64(math.Max(1, lat)))
 				}
 				outTotal[outcome]++
 				s.OutcomeRPS[outcome] += 1 / tick
-				if outcome == lab.OutcomeOK {
+				if outcome == wire.OutcomeOK.String() {
 					ps.OKTotal++
 				}
 				ps.FinishedTotal++
-				if outcome == lab.OutcomeShedOverload || outcome == lab.OutcomeShedQueueFull {
+				if outcome == wire.OutcomeShedOverload.String() || outcome == wire.OutcomeShedQueueFull.String() {
 					s.ShedRPSByPriority[p] += 1 / tick
 					s.ShedRPSByReason[outcome[len("shed_"):]] += 1 / tick
 				}
@@ -187,10 +190,10 @@ func (sy synth) write(t testing.TB, dir string) string {
 		}
 		s.OfferedTotal = offered
 		s.OfferedRPS = float64(offered) / x
-		for _, o := range lab.Outcomes {
+		for _, o := range load.Outcomes {
 			s.OutcomeTotal[o] = outTotal[o]
 		}
-		s.GoodputRPS = s.OutcomeRPS[lab.OutcomeOK]
+		s.GoodputRPS = s.OutcomeRPS[wire.OutcomeOK.String()]
 		s.AdmittedHist = encode(admitted)
 		s.AdmittedP50Ms = float64(admitted.ValueAtPercentile(50)) / 1000
 		s.AdmittedP99Ms = float64(admitted.ValueAtPercentile(99)) / 1000
@@ -212,7 +215,7 @@ func (sy synth) write(t testing.TB, dir string) string {
 			s.RSSBytes = s.HeapBytes * 1.6
 		}
 		for n := range 3 {
-			s.Nodes = append(s.Nodes, lab.NodeSample{Index: n, Up: n != 1 || up == 3, Slots: 16, Busy: 16})
+			s.Nodes = append(s.Nodes, runfiles.NodeSample{Index: n, Up: n != 1 || up == 3, Slots: 16, Busy: 16})
 		}
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
@@ -220,48 +223,48 @@ func (sy synth) write(t testing.TB, dir string) string {
 	}
 
 	// run.json, events.jsonl, summary.json
-	exp := &lab.Experiment{Name: sy.name, Title: "Synthetic " + sy.name, Tick: lab.Duration(sy.tick),
-		Gateway:    lab.GatewaySpec{Count: 1, MemoryLimitMB: 256},
+	exp := &experiment.Experiment{Name: sy.name, Title: "Synthetic " + sy.name, Tick: experiment.Duration(sy.tick),
+		Gateway:    experiment.GatewaySpec{Count: 1, MemoryLimitMB: 256},
 		Thresholds: map[string]string{"p0_success_rate": ">= 0.999", "lag_p99_ms": "<= 50", "oom_kills": "== 0", "max_heap_bytes": "<= 104857600"}}
-	info := lab.RunInfo{Name: sy.name, Started: sy.start, Experiment: exp, Resolved: lab.Resolved{
-		Tick: lab.Duration(sy.tick),
+	info := runfiles.RunInfo{Name: sy.name, Started: sy.start, Experiment: exp, Resolved: runfiles.Resolved{
+		Tick: experiment.Duration(sy.tick),
 		GatewayConfig: map[string]any{"guard": map[string]any{
 			"lag_probe_p99_ms": map[string]any{"yellow": 100.0, "red": 800.0, "black": 0.0}}},
 	}}
-	sum := lab.Summary{Name: sy.name, Title: exp.Title, Started: sy.start, DurationS: T, Ended: "done",
-		Offered: offered, Outcomes: map[string]uint64{}, ByPriority: map[string]lab.PrioritySummary{},
-		ShedByReason: map[string]uint64{}, Thresholds: map[string]lab.ThresholdResult{}}
+	sum := runfiles.Summary{Name: sy.name, Title: exp.Title, Started: sy.start, DurationS: T, Ended: "done",
+		Offered: offered, Outcomes: map[string]uint64{}, ByPriority: map[string]runfiles.PrioritySummary{},
+		ShedByReason: map[string]uint64{}, Thresholds: map[string]runfiles.ThresholdResult{}}
 	var sumOut uint64
-	for _, o := range lab.Outcomes {
+	for _, o := range load.Outcomes {
 		sum.Outcomes[o] = outTotal[o]
 		sumOut += outTotal[o]
 	}
 	sum.Unaccounted = int64(offered) - int64(sumOut)
-	for _, p := range lab.Priorities {
+	for _, p := range load.Priorities {
 		ps := prio[p]
-		sum.ByPriority[p] = lab.PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: float64(ps.OKTotal) / float64(max(ps.OfferedTotal, 1)), P99Ms: 500}
+		sum.ByPriority[p] = runfiles.PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: float64(ps.OKTotal) / float64(max(ps.OfferedTotal, 1)), P99Ms: 500}
 	}
-	sum.GoodputRPS = float64(outTotal[lab.OutcomeOK]) / T
+	sum.GoodputRPS = float64(outTotal[wire.OutcomeOK.String()]) / T
 	sum.CapacityRPS = capacity
 	sum.AdmittedP99Ms = 900
-	sum.Gateway = lab.GatewaySummary{LagP99Ms: 5, MaxHeapBytes: 8 << 20, OOMKills: 0}
+	sum.Gateway = runfiles.GatewaySummary{LagP99Ms: 5, MaxHeapBytes: 8 << 20, OOMKills: 0}
 	if !sy.protected {
-		sum.Gateway = lab.GatewaySummary{LagP99Ms: 105, MaxHeapBytes: 208 << 20, OOMKills: 1}
+		sum.Gateway = runfiles.GatewaySummary{LagP99Ms: 105, MaxHeapBytes: 208 << 20, OOMKills: 1}
 		sum.AdmittedP99Ms = 2050
 	}
 	sum.Pass = true
 	for _, name := range sortedKeys(exp.Thresholds) {
-		th, err := lab.ParseThreshold(name, exp.Thresholds[name])
+		th, err := experiment.ParseThreshold(name, exp.Thresholds[name])
 		if err != nil {
 			t.Fatal(err)
 		}
 		v, _ := sum.Metric(name)
-		sum.Thresholds[name] = lab.ThresholdResult{Expr: th.Expr, Value: v, Pass: th.Check(v)}
+		sum.Thresholds[name] = runfiles.ThresholdResult{Expr: th.Expr, Value: v, Pass: th.Check(v)}
 		sum.Pass = sum.Pass && th.Check(v)
 	}
-	writeJSON(t, filepath.Join(rd, lab.RunFile), info)
-	writeJSON(t, filepath.Join(rd, lab.SummaryFile), sum)
-	ef, err := os.Create(filepath.Join(rd, lab.EventsFile))
+	writeJSON(t, filepath.Join(rd, runfiles.RunFile), info)
+	writeJSON(t, filepath.Join(rd, runfiles.SummaryFile), sum)
+	ef, err := os.Create(filepath.Join(rd, runfiles.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
