@@ -1,7 +1,8 @@
 package htmlreport
 
-// This file is the only one that names the package defining the run files;
-// every other file uses the names below.
+// This file is the only one that names the packages defining the run files
+// and their vocabulary (runfiles, experiment, load, wire); every other file
+// uses the names below.
 
 import (
 	"errors"
