@@ -1,9 +1,7 @@
 package redisproc
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,48 +11,31 @@ import (
 	"syscall"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
-// ReadyKind is the "kind" of the embedded server's ready line.
-const ReadyKind = "redis"
-
-// embeddedGOGC is the embedded server's GC target: measured here, 400 about
-// doubled the decisions per second over the default 100, for an RSS of
-// ~35 MB instead of ~22 MB.
-const embeddedGOGC = 400
-
-// readyLine is the ready line every Levee child prints on stdout once it
-// accepts connections (docs/CONTRACTS.md).
-type readyLine struct {
-	Ready *readyInfo `json:"levee_ready"`
-}
-
-type readyInfo struct {
-	Kind   string `json:"kind"`
-	Listen string `json:"listen"`
-	PID    int    `json:"pid"`
-}
-
-// ReadyLine is the embedded server's ready line for addr, without newline:
-// {"levee_ready":{"kind":"redis","listen":"127.0.0.1:41234","pid":123}}.
+// ReadyLine is the embedded server's ready line for addr, without newline
+// (wire.Ready, kind wire.KindRedis):
+// {"levee_ready":{"kind":"redis","listen":"127.0.0.1:41234","admin":"","pid":123}}.
 func ReadyLine(addr string) []byte {
-	b, _ := json.Marshal(readyLine{&readyInfo{Kind: ReadyKind, Listen: addr, PID: os.Getpid()}})
-	return b
+	return wire.Ready{Kind: wire.KindRedis, Listen: addr, PID: os.Getpid()}.Line()
 }
 
 // ParseReadyLine returns the listen address of an embedded server's ready
 // line, and false when line is not one.
 func ParseReadyLine(line []byte) (string, bool) {
-	line = bytes.TrimSpace(line)
-	if !bytes.HasPrefix(line, []byte("{")) || !bytes.Contains(line, []byte("levee_ready")) {
+	r, ok := wire.ParseReady(line)
+	if !ok || r.Kind != wire.KindRedis {
 		return "", false
 	}
-	var r readyLine
-	if json.Unmarshal(line, &r) != nil || r.Ready == nil || r.Ready.Kind != ReadyKind || r.Ready.Listen == "" {
-		return "", false
-	}
-	return r.Ready.Listen, true
+	return r.Listen, true
 }
+
+// embeddedGOGC is the embedded server's GC target: measured here, 400 about
+// doubled the decisions per second over the default 100, for an RSS of
+// ~35 MB instead of ~22 MB.
+const embeddedGOGC = 400
 
 // Serve runs the embedded Redis-protocol server on listen (e.g.
 // 127.0.0.1:0) until ctx ends, then closes it. Once it accepts connections
