@@ -63,22 +63,23 @@ func TestGatewaysShareOneLimitThroughRedis(t *testing.T) {
 					// One window of 10 s holding 2 s of the limit, longer
 					// than the run: whatever stalls a loaded test machine
 					// puts into the load, gateways sharing one limit admit
-					// exactly it; the rate over several windows is measured
-					// by TestStoresShareOneLimit. A generous store timeout:
-					// this phase is about accounting; with the 5 ms default
-					// a scheduling hiccup (or -race) sends decisions to the
-					// local shares, which add to Redis's count. The outage
-					// phase runs with the default.
-					urls := startGateways(t, node, url, gateways, 2*limit, 10*time.Second, 250*time.Millisecond)
-					res := hammer(t, client, urls, workers, offered/float64(gateways*workers), 2*time.Second, nil)
+					// exactly it once offered more; the rate over several
+					// windows is measured by TestStoresShareOneLimit. A
+					// generous store timeout: this phase is about
+					// accounting; with the 5 ms default a scheduling hiccup
+					// (or -race) sends decisions to the local shares, which
+					// add to Redis's count. Twice the workers: a loaded
+					// machine's slow answers must not starve the offer.
+					urls := startGateways(t, node, url, gateways, 2*limit, 10*time.Second, time.Second)
+					res := hammer(t, client, urls, 2*workers, offered/float64(gateways*2*workers), 2*time.Second, nil)
 					want := float64(limit * 2)
 					t.Logf("%s, %d gateways, 2 s: offered %d, admitted %d (ok, %+.1f %%), shed %d, other %d; want admitted %.0f ± 5%%; fallbacks %v",
 						b.name, gateways, res.offered, res.ok, 100*(float64(res.ok)-want)/want, res.shed, res.other, want, fallbacks(t, client, urls))
 					if res.other != 0 {
 						t.Fatalf("%d requests ended neither ok nor shed_ratelimit; first: %s", res.other, res.firstOther)
 					}
-					if float64(res.offered) < 2*want {
-						t.Fatalf("offered only %d: not well above the limit", res.offered)
+					if float64(res.offered) < 1.2*want {
+						t.Fatalf("offered only %d: not above the limit, which cannot be judged then", res.offered)
 					}
 					if d := float64(res.ok) - want; d > 0.05*want || d < -0.05*want {
 						t.Fatalf("admitted %d, want %.0f ± 5%% (%d gateways deciding alone would admit ≈ %.0f)", res.ok, want, gateways, float64(gateways)*want)
