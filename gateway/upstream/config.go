@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -24,7 +25,38 @@ const (
 
 	DefaultRetryRatio = 0.1
 	DefaultRetryTTL   = 10 * time.Second
+
+	DefaultLatencyWindow = 10 * time.Second
+
+	DefaultAttemptQuantile   = 0.99
+	DefaultAttemptMultiplier = 2.0
+	DefaultAttemptMin        = 50 * time.Millisecond
+	DefaultMinSamples        = 20
+
+	DefaultHedgeQuantile = 0.95
+	DefaultHedgeRatio    = 0.1
+
+	DefaultOutlierInterval     = time.Second
+	DefaultOutlierWindow       = 10 * time.Second
+	DefaultConsecutiveFailures = 5
+	DefaultOutlierMinRequests  = 20
+	DefaultFailureRateExcess   = 0.1
+	DefaultLatencyRatio        = 2.0
+	DefaultBaseEjectionTime    = 10 * time.Second
+	DefaultMaxEjectionTime     = 300 * time.Second
+	DefaultMaxEjectionPercent  = 10.0
+	DefaultProbeRequests       = 3
 )
+
+// Failures a call is retried on (Config.RetryOn).
+const (
+	RetryOnConnect = "connect" // dial refused, reset, EOF before the first byte
+	RetryOnStatus  = "5xx"     // the node answered a 5xx status
+	RetryOnTimeout = "timeout" // the per-attempt timeout abandoned the attempt
+)
+
+// DefaultRetryOn is every failure kind.
+var DefaultRetryOn = []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout}
 
 // Config configures a [Pool]. A zero field means "use the default" (see the
 // Default* constants); negative durations or counts are errors.
@@ -59,6 +91,100 @@ type Config struct {
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
 	// DialTimeout bounds establishing a TCP connection to a node.
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
+
+	// RetryOn lists the failures a call is retried on, on another node,
+	// within the retry budget: connect, 5xx, timeout. Empty: all three.
+	// A 4xx (429 included) is never retried: the node answered.
+	RetryOn []string `yaml:"retry_on" json:"retry_on"`
+	// LatencyWindow is how far back each node's observed latencies (time
+	// to the first byte of the answer, per call class) are kept for the
+	// attempt timeouts, the hedge delay and the outlier latency rule.
+	LatencyWindow time.Duration `yaml:"latency_window" json:"latency_window"`
+	// AttemptTimeout abandons an attempt that takes far longer than its
+	// node usually does, so the call can go to another node in time.
+	AttemptTimeout AttemptTimeoutConfig `yaml:"attempt_timeout" json:"attempt_timeout"`
+	// Hedge sends a second attempt for important calls that are slower
+	// than usual (The Tail at Scale).
+	Hedge HedgeConfig `yaml:"hedge" json:"hedge"`
+	// Outlier takes nodes whose failures or latency stand out from their
+	// peers' out of rotation (Envoy's outlier detection).
+	Outlier OutlierConfig `yaml:"outlier" json:"outlier"`
+}
+
+// AttemptTimeoutConfig derives each attempt's timeout from its node's
+// recent latency for the call's class: Multiplier × the Quantile of the
+// node's time to first byte (the pool's, while the node has fewer than
+// MinSamples), at least Min. It is cut so that a retry still fits in the
+// caller's deadline when that leaves the attempt its node's median, and
+// never exceeds the deadline. Before any measurement there is no attempt
+// timeout: the caller's deadline alone bounds the attempt. An abandoned
+// attempt's request is cancelled (the node sees the disconnect), counts as
+// a failure of the node, and is retried when RetryOn has "timeout".
+type AttemptTimeoutConfig struct {
+	// Disabled turns attempt timeouts off.
+	Disabled bool `yaml:"disabled" json:"disabled"`
+	// Quantile of the node's latency; in (0,1), default 0.99.
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	// Multiplier on that quantile; ≥ 1, default 2.
+	Multiplier float64 `yaml:"multiplier" json:"multiplier"`
+	// Min is the floor of a derived timeout (default 50ms): room for the
+	// gateway's own scheduling jitter, not for any node's speed.
+	Min time.Duration `yaml:"min" json:"min"`
+	// MinSamples a latency window needs before its quantile is used
+	// (default 20); also the hedge delay's.
+	MinSamples int `yaml:"min_samples" json:"min_samples"`
+}
+
+// HedgeConfig configures hedged requests: when a P0 call's attempt has had
+// no first byte after the Quantile of its node's latency (capped at the
+// whole pool's, so a slow node is hedged at the speed of its peers), one
+// second attempt goes to another node; the first good answer wins and the
+// other attempt is cancelled. Hedges draw on their own token budget (Ratio
+// of hedge-eligible calls, MinPerSecond reserve), never on the retry
+// budget. P2 calls are never hedged; P1 calls only with IncludeP1. A call
+// is hedged at most once, and only before its answer's first byte (so a
+// stream is hedged on its time to first token, never after bytes reached
+// the client).
+type HedgeConfig struct {
+	// Disabled turns hedging off.
+	Disabled bool `yaml:"disabled" json:"disabled"`
+	// Quantile of the node's latency after which a hedge is sent; in
+	// (0,1), default 0.95.
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	// Ratio of hedge-eligible calls that may be hedged; in (0,1], default 0.1.
+	Ratio float64 `yaml:"ratio" json:"ratio"`
+	// MinPerSecond hedges are always allowed (≥ 0; default none).
+	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
+	// IncludeP1 hedges P1 calls too (default P0 only).
+	IncludeP1 bool `yaml:"include_p1" json:"include_p1"`
+}
+
+// OutlierConfig configures outlier ejection, beside the breaker: a node is
+// ejected when ConsecutiveFailures attempts in a row failed, or — checked
+// every Interval over the last Window, once the node made MinRequests
+// attempts — when its failure share exceeds its peers' pooled share by
+// FailureRateExcess (and by three standard errors), or when its median
+// latency for a class is LatencyRatio × its peers'. Failures are
+// connection errors, 5xx and attempt timeouts. An ejected node gets no
+// calls for BaseEjectionTime × 2^(ejections in a row − 1), at most
+// MaxEjectionTime; then it is probed: up to ProbeRequests calls at a time
+// (never P0 while another node can take it), ProbeRequests successes bring
+// it back, one failure ejects it again for twice as long. A node that
+// stays in rotation for BaseEjectionTime forgets one ejection. At most
+// MaxEjectionPercent of the nodes are out at once (at least one may be),
+// and never the last node in rotation.
+type OutlierConfig struct {
+	Disabled            bool          `yaml:"disabled" json:"disabled"`
+	Interval            time.Duration `yaml:"interval" json:"interval"`                         // default 1s
+	Window              time.Duration `yaml:"window" json:"window"`                             // default 10s
+	ConsecutiveFailures int           `yaml:"consecutive_failures" json:"consecutive_failures"` // default 5
+	MinRequests         int           `yaml:"min_requests" json:"min_requests"`                 // default 20
+	FailureRateExcess   float64       `yaml:"failure_rate_excess" json:"failure_rate_excess"`   // in (0,1]; default 0.1
+	LatencyRatio        float64       `yaml:"latency_ratio" json:"latency_ratio"`               // > 1; default 2
+	BaseEjectionTime    time.Duration `yaml:"base_ejection_time" json:"base_ejection_time"`     // default 10s
+	MaxEjectionTime     time.Duration `yaml:"max_ejection_time" json:"max_ejection_time"`       // default 300s
+	MaxEjectionPercent  float64       `yaml:"max_ejection_percent" json:"max_ejection_percent"` // in (0,100]; default 10
+	ProbeRequests       int           `yaml:"probe_requests" json:"probe_requests"`             // default 3
 }
 
 // BreakerConfig configures the per-node circuit breaker. The breaker opens
@@ -82,6 +208,10 @@ type RetryBudgetConfig struct {
 	Ratio        float64       `yaml:"ratio" json:"ratio"`                   // in (0,1]; default 0.1
 	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"` // ≥ 0; zero means no reserve (not defaulted)
 	TTL          time.Duration `yaml:"ttl" json:"ttl"`                       // default 10s
+	// Shared puts every priority in one pot. Default: a pot per priority,
+	// and a retry may borrow only from less important priorities' pots
+	// (see RetryBudget).
+	Shared bool `yaml:"shared" json:"shared"`
 }
 
 // FieldError is a configuration error naming the field to blame, in the
@@ -115,7 +245,80 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Breaker = c.Breaker.WithDefaults()
 	c.RetryBudget = c.RetryBudget.WithDefaults()
+	if len(c.RetryOn) == 0 {
+		c.RetryOn = DefaultRetryOn
+	}
+	if c.LatencyWindow == 0 {
+		c.LatencyWindow = DefaultLatencyWindow
+	}
+	c.AttemptTimeout = c.AttemptTimeout.WithDefaults()
+	c.Hedge = c.Hedge.WithDefaults()
+	c.Outlier = c.Outlier.WithDefaults()
 	return c
+}
+
+// WithDefaults returns a with every zero field set to its default.
+func (a AttemptTimeoutConfig) WithDefaults() AttemptTimeoutConfig {
+	if a.Quantile == 0 {
+		a.Quantile = DefaultAttemptQuantile
+	}
+	if a.Multiplier == 0 {
+		a.Multiplier = DefaultAttemptMultiplier
+	}
+	if a.Min == 0 {
+		a.Min = DefaultAttemptMin
+	}
+	if a.MinSamples == 0 {
+		a.MinSamples = DefaultMinSamples
+	}
+	return a
+}
+
+// WithDefaults returns h with every zero field (except MinPerSecond) set
+// to its default.
+func (h HedgeConfig) WithDefaults() HedgeConfig {
+	if h.Quantile == 0 {
+		h.Quantile = DefaultHedgeQuantile
+	}
+	if h.Ratio == 0 {
+		h.Ratio = DefaultHedgeRatio
+	}
+	return h
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o OutlierConfig) WithDefaults() OutlierConfig {
+	if o.Interval == 0 {
+		o.Interval = DefaultOutlierInterval
+	}
+	if o.Window == 0 {
+		o.Window = DefaultOutlierWindow
+	}
+	if o.ConsecutiveFailures == 0 {
+		o.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if o.MinRequests == 0 {
+		o.MinRequests = DefaultOutlierMinRequests
+	}
+	if o.FailureRateExcess == 0 {
+		o.FailureRateExcess = DefaultFailureRateExcess
+	}
+	if o.LatencyRatio == 0 {
+		o.LatencyRatio = DefaultLatencyRatio
+	}
+	if o.BaseEjectionTime == 0 {
+		o.BaseEjectionTime = DefaultBaseEjectionTime
+	}
+	if o.MaxEjectionTime == 0 {
+		o.MaxEjectionTime = DefaultMaxEjectionTime
+	}
+	if o.MaxEjectionPercent == 0 {
+		o.MaxEjectionPercent = DefaultMaxEjectionPercent
+	}
+	if o.ProbeRequests == 0 {
+		o.ProbeRequests = DefaultProbeRequests
+	}
+	return o
 }
 
 // WithDefaults returns b with every zero field set to its default.
@@ -221,5 +424,68 @@ func (c Config) Validate() error {
 	case r.TTL < 0:
 		return &FieldError{"retry_budget.ttl", "must not be negative"}
 	}
+	seenOn := map[string]bool{}
+	for i, on := range c.RetryOn {
+		switch on {
+		case RetryOnConnect, RetryOnStatus, RetryOnTimeout:
+		default:
+			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is not one of %s, %s, %s", on, RetryOnConnect, RetryOnStatus, RetryOnTimeout)}
+		}
+		if seenOn[on] {
+			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is listed twice", on)}
+		}
+		seenOn[on] = true
+	}
+	if c.LatencyWindow < 0 {
+		return &FieldError{"latency_window", "must not be negative"}
+	}
+	a := c.AttemptTimeout
+	switch {
+	case !unitOpen(a.Quantile):
+		return &FieldError{"attempt_timeout.quantile", fmt.Sprintf("%v is outside (0,1)", a.Quantile)}
+	case a.Multiplier != 0 && !(a.Multiplier >= 1 && a.Multiplier <= 1000):
+		return &FieldError{"attempt_timeout.multiplier", fmt.Sprintf("%v is outside [1,1000]", a.Multiplier)}
+	case a.Min < 0:
+		return &FieldError{"attempt_timeout.min", "must not be negative"}
+	case a.MinSamples < 0:
+		return &FieldError{"attempt_timeout.min_samples", "must not be negative"}
+	}
+	h := c.Hedge
+	switch {
+	case !unitOpen(h.Quantile):
+		return &FieldError{"hedge.quantile", fmt.Sprintf("%v is outside (0,1)", h.Quantile)}
+	case h.Ratio < 0 || h.Ratio > 1 || h.Ratio != h.Ratio:
+		return &FieldError{"hedge.ratio", fmt.Sprintf("%v is outside (0,1]", h.Ratio)}
+	case h.MinPerSecond < 0 || h.MinPerSecond != h.MinPerSecond || math.IsInf(h.MinPerSecond, 0):
+		return &FieldError{"hedge.min_per_second", fmt.Sprintf("%v must be ≥ 0", h.MinPerSecond)}
+	}
+	o := c.Outlier
+	switch {
+	case o.Interval < 0:
+		return &FieldError{"outlier.interval", "must not be negative"}
+	case o.Window < 0:
+		return &FieldError{"outlier.window", "must not be negative"}
+	case o.ConsecutiveFailures < 0:
+		return &FieldError{"outlier.consecutive_failures", "must not be negative"}
+	case o.MinRequests < 0:
+		return &FieldError{"outlier.min_requests", "must not be negative"}
+	case o.FailureRateExcess < 0 || o.FailureRateExcess > 1 || o.FailureRateExcess != o.FailureRateExcess:
+		return &FieldError{"outlier.failure_rate_excess", fmt.Sprintf("%v is outside (0,1]", o.FailureRateExcess)}
+	case o.LatencyRatio != 0 && !(o.LatencyRatio > 1 && o.LatencyRatio <= 1000):
+		return &FieldError{"outlier.latency_ratio", fmt.Sprintf("%v is outside (1,1000]", o.LatencyRatio)}
+	case o.BaseEjectionTime < 0:
+		return &FieldError{"outlier.base_ejection_time", "must not be negative"}
+	case o.MaxEjectionTime < 0:
+		return &FieldError{"outlier.max_ejection_time", "must not be negative"}
+	case o.MaxEjectionTime != 0 && o.MaxEjectionTime < o.BaseEjectionTime:
+		return &FieldError{"outlier.max_ejection_time", fmt.Sprintf("%v is below base_ejection_time %v", o.MaxEjectionTime, o.BaseEjectionTime)}
+	case o.MaxEjectionPercent < 0 || o.MaxEjectionPercent > 100 || o.MaxEjectionPercent != o.MaxEjectionPercent:
+		return &FieldError{"outlier.max_ejection_percent", fmt.Sprintf("%v is outside (0,100]", o.MaxEjectionPercent)}
+	case o.ProbeRequests < 0:
+		return &FieldError{"outlier.probe_requests", "must not be negative"}
+	}
 	return nil
 }
+
+// unitOpen reports whether q is zero (the default) or within (0,1).
+func unitOpen(q float64) bool { return q == 0 || (q > 0 && q < 1) }

@@ -25,8 +25,8 @@ type testNode struct {
 	healthy  atomic.Bool
 	status   atomic.Int64  // status for /work; 0 = 200
 	lastDL   atomic.Value  // string: last X-Levee-Deadline-Ms seen ("<none>" if absent)
-	release  chan struct{} // /hold waits on it after sending headers
-	arrived  chan struct{} // /hold signals here once headers are sent
+	release  chan struct{} // /hold waits on it after sending its first byte
+	arrived  chan struct{} // /hold signals here once its first byte is sent
 	bodyRead atomic.Int64  // bytes of request body seen on /work
 }
 
@@ -57,13 +57,14 @@ func newTestNode(t *testing.T) *testNode {
 	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
 		n.hits.Add(1)
 		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "h") // the first byte: the pool returns the answer here
 		w.(http.Flusher).Flush()
 		n.arrived <- struct{}{}
 		select {
 		case <-n.release:
 		case <-r.Context().Done():
 		}
-		io.WriteString(w, "held")
+		io.WriteString(w, "eld")
 	})
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
@@ -169,7 +170,7 @@ func TestPoolLeastOutstanding(t *testing.T) {
 		resps = append(resps, r)
 		return r
 	}
-	// Four held calls (Do returns at headers; the body stays open): each
+	// Four held calls (Do returns at the first byte; the body stays open): each
 	// pick sees the other node as less loaded, so they split 2/2.
 	for range 4 {
 		hold()
@@ -262,6 +263,7 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 				Nodes:       []string{badURL, good.srv.URL},
 				RetryBudget: RetryBudgetConfig{MinPerSecond: 10}, // reserve 100 retries
 				Breaker:     BreakerConfig{MinRequests: 1000},
+				Outlier:     OutlierConfig{Disabled: true}, // keep sending to the bad node
 			}, first)
 			const n = 20
 			for range n {
@@ -297,21 +299,44 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 	}
 }
 
-func TestPoolHTTPErrorsNotRetried(t *testing.T) {
-	checkGoroutines(t)
-	a, b := newTestNode(t), newTestNode(t)
-	a.status.Store(503)
-	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
-	resp, err := p.Do(context.Background(), http.MethodPost, "/work", nil, nil)
-	if err != nil {
-		t.Fatal(err)
+// A 5xx is retried on another node (RetryOn 5xx, the default); a 4xx,
+// 429 included, is final; without 5xx in RetryOn the 5xx comes back.
+func TestPoolStatusRetries(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		retryOn   []string
+		wantCode  int
+		wantBHits int64
+	}{
+		{"503 retried", 503, nil, 200, 1},
+		{"500 retried", 500, nil, 200, 1},
+		{"404 final", 404, nil, 404, 0},
+		{"429 final", 429, nil, 429, 0},
+		{"503 not in retry_on", 503, []string{RetryOnConnect}, 503, 0},
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 503 || b.hits.Load() != 0 || p.Counters().RetriesSent != 0 {
-		t.Fatalf("status %d, b hits %d, counters %+v", resp.StatusCode, b.hits.Load(), p.Counters())
-	}
-	if p.Stats()[0].Failures != 1 {
-		t.Fatalf("5xx not counted as a failure: %+v", p.Stats()[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkGoroutines(t)
+			a, b := newTestNode(t), newTestNode(t)
+			a.status.Store(int64(tt.status))
+			p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, RetryOn: tt.retryOn, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
+			resp, err := p.Do(context.Background(), http.MethodPost, "/work", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantCode || b.hits.Load() != tt.wantBHits || p.Counters().RetriesSent != uint64(tt.wantBHits) {
+				t.Fatalf("status %d (want %d), b hits %d (want %d), counters %+v", resp.StatusCode, tt.wantCode, b.hits.Load(), tt.wantBHits, p.Counters())
+			}
+			wantFail := uint64(0)
+			if tt.status >= 500 {
+				wantFail = 1
+			}
+			if st := p.Stats(); st[0].Failures != wantFail || st[0].Inflight != 0 || st[1].Inflight != 0 {
+				t.Fatalf("stats %+v, want %d failure on a and nothing outstanding", st, wantFail)
+			}
+		})
 	}
 }
 
@@ -618,10 +643,25 @@ func TestPoolMetrics(t *testing.T) {
 	}
 	retries := map[string]float64{}
 	for _, m := range got["levee_retries_total"] {
-		retries[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		retries[labelString(m)] = m.GetCounter().GetValue()
 	}
-	if len(retries) != 2 || retries["sent"] != 1 || retries["denied"] != 0 {
-		t.Fatalf("levee_retries_total = %v, want sent 1 denied 0", retries)
+	if len(retries) != 6 || retries["priority=P2,result=sent"] != 1 || retries["priority=P2,result=denied"] != 0 {
+		t.Fatalf("levee_retries_total = %v, want P2 sent 1 denied 0", retries)
+	}
+	attempts := map[string]float64{}
+	for _, m := range got["levee_upstream_attempts_total"] {
+		attempts[labelString(m)] = m.GetCounter().GetValue()
+	}
+	if attempts["kind=first"] != 1 || attempts["kind=retry"] != 1 || attempts["kind=hedge"] != 0 {
+		t.Fatalf("levee_upstream_attempts_total = %v, want first 1 retry 1 hedge 0", attempts)
+	}
+	for _, name := range []string{"levee_upstream_ejection_state", "levee_upstream_attempt_failures_total", "levee_upstream_ejections_total", "levee_upstream_hedges_total"} {
+		if len(got[name]) == 0 {
+			t.Fatalf("%s not gathered", name)
+		}
+	}
+	if ts := got["levee_upstream_attempt_timeout_seconds"]; len(ts) != 1 || labelString(ts[0]) != "class=default,node="+strings.TrimPrefix(a.srv.URL, "") {
+		t.Fatalf("attempt timeout gauges: %v (want one, for the node that answered)", ts)
 	}
 	for _, m := range got["levee_upstream_up"] {
 		if m.GetGauge().GetValue() != 1 {
@@ -716,4 +756,13 @@ func TestHealthHysteresis(t *testing.T) {
 	if !up(0) {
 		t.Fatal("the failure count was not reset by the good check")
 	}
+}
+
+// labelString renders a metric's labels as "a=x,b=y" in name order.
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	return strings.Join(parts, ",")
 }
