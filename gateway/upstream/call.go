@@ -69,10 +69,10 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 		c.Class = defaultClass
 	}
 	prio := clampPriority(c.Priority)
-	p.budget.Deposit(prio)
+	p.budget.Deposit()
 	hedging := p.hedgeEligible(prio)
 	if hedging {
-		p.hedges.Deposit(HighestPriority)
+		p.hedges.Deposit()
 	}
 	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging, results: make(chan attemptResult, len(p.nodes))}
 	return s.run()

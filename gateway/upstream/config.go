@@ -25,6 +25,7 @@ const (
 
 	DefaultRetryRatio = 0.1
 	DefaultRetryTTL   = 10 * time.Second
+	DefaultP0Reserve  = 0.5
 
 	DefaultLatencyWindow = 10 * time.Second
 
@@ -208,9 +209,11 @@ type RetryBudgetConfig struct {
 	Ratio        float64       `yaml:"ratio" json:"ratio"`                   // in (0,1]; default 0.1
 	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"` // ≥ 0; zero means no reserve (not defaulted)
 	TTL          time.Duration `yaml:"ttl" json:"ttl"`                       // default 10s
-	// Shared puts every priority in one pot. Default: a pot per priority,
-	// and a retry may borrow only from less important priorities' pots
-	// (see RetryBudget).
+	// P0Reserve is the share of the budget only P0 retries may spend; in
+	// (0,1), default 0.5 (see RetryBudget).
+	P0Reserve float64 `yaml:"p0_reserve" json:"p0_reserve"`
+	// Shared: no share is reserved, every priority spends the same budget
+	// (first come, first served).
 	Shared bool `yaml:"shared" json:"shared"`
 }
 
@@ -350,6 +353,9 @@ func (r RetryBudgetConfig) WithDefaults() RetryBudgetConfig {
 	if r.TTL == 0 {
 		r.TTL = DefaultRetryTTL
 	}
+	if r.P0Reserve == 0 {
+		r.P0Reserve = DefaultP0Reserve
+	}
 	return r
 }
 
@@ -423,6 +429,8 @@ func (c Config) Validate() error {
 		return &FieldError{"retry_budget.min_per_second", fmt.Sprintf("%v must be ≥ 0", r.MinPerSecond)}
 	case r.TTL < 0:
 		return &FieldError{"retry_budget.ttl", "must not be negative"}
+	case !unitOpen(r.P0Reserve):
+		return &FieldError{"retry_budget.p0_reserve", fmt.Sprintf("%v is outside (0,1)", r.P0Reserve)}
 	}
 	seenOn := map[string]bool{}
 	for i, on := range c.RetryOn {

@@ -46,8 +46,8 @@ type Counters struct {
 	RetriesSent   uint64 `json:"retries_sent"`   // all priorities
 	RetriesDenied uint64 `json:"retries_denied"` // by the retry budget
 	HedgesSent    uint64 `json:"hedges_sent"`
-	HedgesWon     uint64 `json:"hedges_won"`    // the hedge answered first
-	HedgesDenied  uint64 `json:"hedges_denied"` // by the hedge budget
+	HedgesWon     uint64 `json:"hedges_won"`     // the hedge answered first
+	HedgesDenied  uint64 `json:"hedges_denied"`  // by the hedge budget
 	DeadlineSkips uint64 `json:"deadline_skips"` // calls not made: deadline too short
 	NoNode        uint64 `json:"no_node"`        // calls not made: no node admitted
 }
@@ -67,15 +67,15 @@ var kindNames = [numKinds]string{"first", "retry", "hedge"}
 // Pool sends requests to a set of model nodes; see Send. It is safe for
 // concurrent use.
 type Pool struct {
-	cfg      Config
-	nodes    []*node
-	rt       http.RoundTripper
-	clock    Clock
-	log      *slog.Logger
-	bal      Balancer
-	budget   *RetryBudget
-	hedges   *RetryBudget
-	outliers *outliers
+	cfg         Config
+	nodes       []*node
+	rt          http.RoundTripper
+	clock       Clock
+	log         *slog.Logger
+	bal         Balancer
+	budget      *RetryBudget
+	hedges      *RetryBudget
+	outliers    *outliers
 	retryOnKind [numFailureKinds]bool // which failures are retried (RetryOn)
 
 	breakerOn atomic.Bool
@@ -335,4 +335,3 @@ func contains(ns []*node, n *node) bool {
 	}
 	return false
 }
-

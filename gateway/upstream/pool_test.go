@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -341,36 +342,44 @@ func TestPoolStatusRetries(t *testing.T) {
 }
 
 // A storm of connection failures on every node: the budget allows exactly
-// one retry per ten requests (Ratio 0.1, no reserve, time frozen).
+// one P0 retry per ten requests (Ratio 0.1, no reserve, time frozen), and
+// half of that to P2 (P0Reserve 0.5). Retries never amplify the storm.
 func TestPoolRetryBudgetStorm(t *testing.T) {
-	checkGoroutines(t)
-	p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
-	p.SetBreakerEnabled(false)
-	const n = 1000
-	for range n {
-		_, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
-		if !errors.Is(err, ErrConn) {
-			t.Fatalf("err %v, want ErrConn", err)
-		}
-	}
-	c := p.Counters()
-	// Each granted retry also fails and asks for a second one on the third
-	// node; the budget is shared, so sent stays ≤ 10 % of requests.
-	if c.RetriesSent != n/10 {
-		t.Fatalf("retries sent %d, want exactly %d (10%% of %d)", c.RetriesSent, n/10, n)
-	}
-	if c.RetriesSent+c.RetriesDenied < n {
-		t.Fatalf("sent+denied = %d, want ≥ %d (every request asked)", c.RetriesSent+c.RetriesDenied, n)
-	}
-	var attempts uint64
-	for _, s := range p.Stats() {
-		attempts += s.Requests
-		if s.Inflight != 0 || s.Failures != s.Requests {
-			t.Fatalf("node %+v: want inflight 0 and every attempt failed", s)
-		}
-	}
-	if attempts != n+c.RetriesSent {
-		t.Fatalf("attempts %d, want requests+retries = %d", attempts, n+c.RetriesSent)
+	for _, tt := range []struct {
+		priority int
+		want     uint64
+	}{{0, 100}, {1, 50}, {2, 50}} {
+		t.Run(fmt.Sprintf("P%d", tt.priority), func(t *testing.T) {
+			checkGoroutines(t)
+			p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
+			p.SetBreakerEnabled(false)
+			const n = 1000
+			for range n {
+				_, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Body: []byte("x"), Priority: tt.priority})
+				if !errors.Is(err, ErrConn) {
+					t.Fatalf("err %v, want ErrConn", err)
+				}
+			}
+			c := p.Counters()
+			// Each granted retry also fails and asks for a second one on the
+			// third node; sent stays within the budget.
+			if c.RetriesSent != tt.want {
+				t.Fatalf("retries sent %d, want exactly %d of %d requests", c.RetriesSent, tt.want, n)
+			}
+			if c.RetriesSent+c.RetriesDenied < n {
+				t.Fatalf("sent+denied = %d, want ≥ %d (every request asked)", c.RetriesSent+c.RetriesDenied, n)
+			}
+			var attempts uint64
+			for _, s := range p.Stats() {
+				attempts += s.Requests
+				if s.Inflight != 0 || s.Failures != s.Requests {
+					t.Fatalf("node %+v: want inflight 0 and every attempt failed", s)
+				}
+			}
+			if attempts != n+c.RetriesSent || c.Attempts != attempts {
+				t.Fatalf("attempts %d (counted %d), want requests+retries = %d", attempts, c.Attempts, n+c.RetriesSent)
+			}
+		})
 	}
 }
 

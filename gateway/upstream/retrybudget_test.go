@@ -37,10 +37,10 @@ func TestRetryBudget(t *testing.T) {
 			for _, s := range tt.steps {
 				clk.Advance(s.advance)
 				for range s.deposits {
-					rb.Deposit(LowestPriority)
+					rb.Deposit()
 				}
 				for range s.tries {
-					if rb.TryWithdraw(LowestPriority) {
+					if rb.TryWithdraw(HighestPriority) {
 						granted++
 					}
 				}
@@ -48,8 +48,8 @@ func TestRetryBudget(t *testing.T) {
 			if granted != tt.granted {
 				t.Fatalf("granted %d retries, want %d", granted, tt.granted)
 			}
-			if rb.Balance(LowestPriority) != 0 && granted > 0 && tt.steps[len(tt.steps)-1].tries > granted {
-				t.Fatalf("balance %d left after a denial", rb.Balance(LowestPriority))
+			if rb.Balance(HighestPriority) != 0 && granted > 0 && tt.steps[len(tt.steps)-1].tries > granted {
+				t.Fatalf("balance %d left after a denial", rb.Balance(HighestPriority))
 			}
 		})
 	}
@@ -61,8 +61,8 @@ func TestRetryBudgetInterleaved(t *testing.T) {
 	rb := NewRetryBudget(RetryBudgetConfig{Ratio: 0.1}, newFakeClock())
 	var granted []int
 	for i := 1; i <= 100; i++ {
-		rb.Deposit(LowestPriority)
-		if rb.TryWithdraw(LowestPriority) {
+		rb.Deposit()
+		if rb.TryWithdraw(HighestPriority) {
 			granted = append(granted, i)
 		}
 	}
@@ -71,78 +71,59 @@ func TestRetryBudgetInterleaved(t *testing.T) {
 	}
 }
 
-// Per-priority pots: a retry draws on its own pot, then on less important
-// priorities' pots, then on the reserve; never on a more important one.
-func TestRetryBudgetPriorities(t *testing.T) {
-	type op struct {
-		deposit  [numPriorities]int // requests per priority
-		withdraw [numPriorities]int // retries asked per priority, in order P2, P1, P0
+
+// The P0 reserve: lower priorities spend at most 1 − P0Reserve of the
+// budget; P0 may spend all of it, whoever asked first.
+func TestRetryBudgetP0Reserve(t *testing.T) {
+	type ask struct {
+		priority, n int
 	}
 	tests := []struct {
-		name    string
-		cfg     RetryBudgetConfig
-		ops     []op
-		granted [numPriorities]int
+		name     string
+		cfg      RetryBudgetConfig
+		requests int
+		asks     []ask // in order
+		granted  []int // per ask
 	}{
-		// 100 P0 and 900 P2 requests at 0.1: 10 P0 tokens, 90 P2 tokens.
-		// P2 asks for 200 first: it gets its 90 and nothing of P0's; P0
-		// then still has its 10.
-		{"P2 storm leaves P0 its own", RetryBudgetConfig{Ratio: 0.1},
-			[]op{{deposit: [3]int{100, 0, 900}, withdraw: [3]int{20, 0, 200}}}, [3]int{10, 0, 90}},
-		// P0 borrows what P2 left.
-		{"P0 borrows from P2", RetryBudgetConfig{Ratio: 0.1},
-			[]op{{deposit: [3]int{100, 0, 900}, withdraw: [3]int{60, 0, 10}}}, [3]int{60, 0, 10}},
-		// P1 borrows from P2 but not from P0.
-		{"P1 borrows down, not up", RetryBudgetConfig{Ratio: 0.1},
-			[]op{{deposit: [3]int{500, 100, 100}, withdraw: [3]int{0, 100, 0}}}, [3]int{0, 20, 0}},
-		// The reserve is drawn last, by anyone.
-		{"reserve for everyone", RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1, TTL: 5 * time.Second},
-			[]op{{deposit: [3]int{0, 0, 0}, withdraw: [3]int{3, 0, 10}}}, [3]int{0, 0, 5}},
-		// Shared: one pot, first come first served (P2 asks first).
-		{"shared pot", RetryBudgetConfig{Ratio: 0.1, Shared: true},
-			[]op{{deposit: [3]int{100, 0, 900}, withdraw: [3]int{20, 0, 200}}}, [3]int{0, 0, 100}},
+		// 1000 requests at 0.1: 100 tokens, 50 of them P0's.
+		{"P2 storm leaves P0 its half", RetryBudgetConfig{Ratio: 0.1}, 1000,
+			[]ask{{2, 200}, {0, 80}}, []int{50, 50}},
+		{"P1 and P2 share the other half", RetryBudgetConfig{Ratio: 0.1}, 1000,
+			[]ask{{1, 30}, {2, 30}, {0, 100}}, []int{30, 20, 50}},
+		{"P0 may spend everything", RetryBudgetConfig{Ratio: 0.1}, 1000,
+			[]ask{{0, 200}, {2, 10}}, []int{100, 0}},
+		{"reserve 0.8", RetryBudgetConfig{Ratio: 0.1, P0Reserve: 0.8}, 1000,
+			[]ask{{2, 200}, {0, 200}}, []int{20, 80}},
+		{"min_per_second counts in the budget", RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1, TTL: 5 * time.Second}, 0,
+			[]ask{{2, 10}, {0, 10}}, []int{2, 3}},
+		{"shared: first come first served", RetryBudgetConfig{Ratio: 0.1, Shared: true}, 1000,
+			[]ask{{2, 200}, {0, 80}}, []int{100, 0}},
+		{"out-of-range priorities clamp", RetryBudgetConfig{Ratio: 0.1}, 100,
+			[]ask{{7, 10}, {-3, 10}}, []int{5, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rb := NewRetryBudget(tt.cfg, newFakeClock())
-			var got [numPriorities]int
-			total, deposits := 0, 0
-			for _, o := range tt.ops {
-				for p, k := range o.deposit {
-					for range k {
-						rb.Deposit(p)
-						deposits++
+			for range tt.requests {
+				rb.Deposit()
+			}
+			total := 0
+			for i, a := range tt.asks {
+				got := 0
+				for range a.n {
+					if rb.TryWithdraw(a.priority) {
+						got++
 					}
 				}
-				for _, p := range []int{2, 1, 0} {
-					for range o.withdraw[p] {
-						if rb.TryWithdraw(p) {
-							got[p]++
-							total++
-						}
-					}
+				total += got
+				if got != tt.granted[i] {
+					t.Fatalf("ask %d (P%d × %d): granted %d, want %d", i, a.priority, a.n, got, tt.granted[i])
 				}
 			}
-			if got != tt.granted {
-				t.Fatalf("granted %v (P0 P1 P2), want %v", got, tt.granted)
-			}
-			reserve := int(tt.cfg.MinPerSecond * tt.cfg.WithDefaults().TTL.Seconds())
-			if limit := int(tt.cfg.WithDefaults().Ratio*float64(deposits)) + reserve; total > limit {
+			cfg := tt.cfg.WithDefaults()
+			if limit := int(cfg.Ratio*float64(tt.requests) + cfg.MinPerSecond*cfg.TTL.Seconds()); total > limit {
 				t.Fatalf("%d retries granted, above the budget's %d", total, limit)
 			}
 		})
-	}
-}
-
-// Out-of-range priorities count as the nearest valid one.
-func TestRetryBudgetClampsPriority(t *testing.T) {
-	rb := NewRetryBudget(RetryBudgetConfig{Ratio: 0.5}, newFakeClock())
-	rb.Deposit(-3) // counts as P0
-	rb.Deposit(-3)
-	if rb.TryWithdraw(7) { // counts as P2: may not touch P0's pot
-		t.Fatal("P2 retry drew on P0's pot")
-	}
-	if !rb.TryWithdraw(0) || rb.TryWithdraw(0) {
-		t.Fatal("P0 should have exactly one token")
 	}
 }
