@@ -71,7 +71,6 @@ func TestRetryBudgetInterleaved(t *testing.T) {
 	}
 }
 
-
 // The P0 reserve: lower priorities spend at most 1 − P0Reserve of the
 // budget; P0 may spend all of it, whoever asked first.
 func TestRetryBudgetP0Reserve(t *testing.T) {
