@@ -45,7 +45,7 @@ type attempt struct {
 	cancel     context.CancelFunc
 	timeout    time.Duration // 0: only the call's deadline
 	hedgeDelay time.Duration // 0: no hedge after this attempt
-	timer      *time.Timer
+	stopTimer  func() bool   // nil without a timeout
 	state      atomic.Int32
 }
 
@@ -68,7 +68,7 @@ func (r attemptResult) good() bool {
 // start arms the timeout and runs the attempt; the result goes to results.
 func (a *attempt) start(results chan<- attemptResult) {
 	if a.timeout > 0 {
-		a.timer = time.AfterFunc(a.timeout, a.expire)
+		a.stopTimer = a.p.after(a.timeout, a.expire)
 	}
 	go func() { results <- a.run() }()
 }
@@ -77,6 +77,13 @@ func (a *attempt) start(results chan<- attemptResult) {
 func (a *attempt) expire() {
 	if a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
 		a.cancel()
+	}
+}
+
+// stop disarms the attempt timeout.
+func (a *attempt) stop() {
+	if a.stopTimer != nil {
+		a.stopTimer()
 	}
 }
 
@@ -107,9 +114,7 @@ func (a *attempt) run() attemptResult {
 	}
 	if resp == nil {
 		a.state.CompareAndSwap(attemptPending, attemptDone)
-		if a.timer != nil {
-			a.timer.Stop()
-		}
+		a.stop()
 		defer a.cancel()
 		switch {
 		case a.state.Load() == attemptTimedOut:
@@ -128,9 +133,7 @@ func (a *attempt) run() attemptResult {
 			return attemptResult{a: a, err: fmt.Errorf("%w: %s: %w", ErrConn, n.addr, err), fail: failConnect}
 		}
 	}
-	if a.timer != nil {
-		a.timer.Stop()
-	}
+	a.stop()
 	p.latency.Observe(elapsed.Seconds())
 	fail, sample := failNone, elapsed
 	switch {

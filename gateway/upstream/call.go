@@ -74,7 +74,8 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	if hedging {
 		p.hedges.Deposit()
 	}
-	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging, results: make(chan attemptResult, len(p.nodes))}
+	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging,
+		results: make(chan attemptResult, len(p.nodes)), hedgeDue: make(chan struct{}, 1)}
 	return s.run()
 }
 
@@ -95,7 +96,10 @@ type callState struct {
 	tried   []*node
 	live    []*attempt // attempts in flight
 	last    attemptResult
-	hedge   *time.Timer
+	// hedgeDue receives when the hedge delay of the attempt in flight has
+	// passed; stopHedge disarms that timer (nil when none is armed).
+	hedgeDue  chan struct{}
+	stopHedge func() bool
 }
 
 // errNotSent says launch sent nothing because no retry or hedge was
@@ -103,19 +107,11 @@ type callState struct {
 var errNotSent = errors.New("upstream: not sent")
 
 func (s *callState) run() (*http.Response, error) {
-	defer func() {
-		if s.hedge != nil {
-			s.hedge.Stop()
-		}
-	}()
+	defer s.disarmHedge()
 	if _, err := s.launch(kindFirst); err != nil {
 		return nil, err
 	}
 	for {
-		var hedgeC <-chan time.Time
-		if s.hedge != nil {
-			hedgeC = s.hedge.C
-		}
 		select {
 		case r := <-s.results:
 			s.remove(r.a)
@@ -140,8 +136,8 @@ func (s *callState) run() (*http.Response, error) {
 				}
 				return s.result()
 			}
-		case <-hedgeC:
-			s.hedge = nil
+		case <-s.hedgeDue:
+			s.stopHedge = nil
 			if s.hedging && len(s.live) > 0 {
 				s.hedging = false // one hedge per call, sent or denied
 				_, _ = s.launch(kindHedge)
@@ -214,12 +210,28 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	p.attempts[kind].Add(1)
 	a.start(s.results)
 	if s.hedging && kind != kindHedge && a.hedgeDelay > 0 {
-		if s.hedge != nil {
-			s.hedge.Stop()
-		}
-		s.hedge = time.NewTimer(a.hedgeDelay)
+		s.disarmHedge()
+		due := s.hedgeDue
+		s.stopHedge = p.after(a.hedgeDelay, func() {
+			select {
+			case due <- struct{}{}:
+			default: // one firing pending is enough
+			}
+		})
 	}
 	return a, nil
+}
+
+// disarmHedge stops the hedge timer and drops a firing not yet seen.
+func (s *callState) disarmHedge() {
+	if s.stopHedge != nil {
+		s.stopHedge()
+		s.stopHedge = nil
+	}
+	select {
+	case <-s.hedgeDue:
+	default:
+	}
 }
 
 // request builds a's HTTP request under its own cancellable context.
@@ -309,34 +321,37 @@ func drainClose(resp *http.Response) {
 
 // timing returns an attempt's timeout and hedge delay on n for class (0:
 // none), from the latencies observed (see AttemptTimeoutConfig and
-// HedgeConfig).
+// HedgeConfig). A retry or a hedge goes to another node, so the time it
+// needs, and the speed a slow node is hedged at, are its peers'.
 func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadline bool) (timeout, hedgeDelay time.Duration) {
 	now := p.clock.Now()
-	var own, all latencyHist
+	var own, peers latencyHist
 	for _, m := range p.nodes {
 		if m == n {
 			m.stats.latency(now, class, &own)
+		} else {
+			m.stats.latency(now, class, &peers)
 		}
-		m.stats.latency(now, class, &all)
 	}
 	at, hc := p.cfg.AttemptTimeout, p.cfg.Hedge
 	enough := uint32(at.MinSamples)
+	peersKnown := peers.count >= enough
 	q := func(q float64) (time.Duration, bool) {
 		if own.count >= enough {
 			return own.quantile(q)
 		}
-		if all.count >= enough {
-			return all.quantile(q)
+		if peersKnown {
+			return peers.quantile(q)
 		}
 		return 0, false
 	}
 	if !at.Disabled {
 		if d, ok := q(at.Quantile); ok {
 			timeout = max(at.Min, time.Duration(at.Multiplier*float64(d)))
-			if hasDeadline && all.count >= enough {
-				// Leave a retry the pool's quantile latency, while this
+			if hasDeadline && peersKnown {
+				// Leave a retry its peers' quantile latency, while this
 				// attempt keeps at least its node's median.
-				need, _ := all.quantile(at.Quantile)
+				need, _ := peers.quantile(at.Quantile)
 				median, _ := q(0.5)
 				if room := remaining - need; room >= median && room < timeout {
 					timeout = max(room, at.Min)
@@ -349,8 +364,8 @@ func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadlin
 	}
 	if !hc.Disabled {
 		d, ok := q(hc.Quantile)
-		if ok && all.count >= enough {
-			pd, _ := all.quantile(hc.Quantile)
+		if ok && peersKnown {
+			pd, _ := peers.quantile(hc.Quantile)
 			d = min(d, pd)
 		}
 		if ok && (!hasDeadline || d < remaining) {

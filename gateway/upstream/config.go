@@ -114,10 +114,10 @@ type Config struct {
 
 // AttemptTimeoutConfig derives each attempt's timeout from its node's
 // recent latency for the call's class: Multiplier × the Quantile of the
-// node's time to first byte (the pool's, while the node has fewer than
-// MinSamples), at least Min. It is cut so that a retry still fits in the
-// caller's deadline when that leaves the attempt its node's median, and
-// never exceeds the deadline. Before any measurement there is no attempt
+// node's time to first byte (its peers', while the node has fewer than
+// MinSamples), at least Min. It is cut so that a retry (at the peers'
+// Quantile) still fits in the caller's deadline when that leaves the
+// attempt its node's median, and never exceeds the deadline. Before any measurement there is no attempt
 // timeout: the caller's deadline alone bounds the attempt. An abandoned
 // attempt's request is cancelled (the node sees the disconnect), counts as
 // a failure of the node, and is retried when RetryOn has "timeout".
@@ -137,8 +137,8 @@ type AttemptTimeoutConfig struct {
 }
 
 // HedgeConfig configures hedged requests: when a P0 call's attempt has had
-// no first byte after the Quantile of its node's latency (capped at the
-// whole pool's, so a slow node is hedged at the speed of its peers), one
+// no first byte after the Quantile of its node's latency (capped at its
+// peers', so a slow node is hedged at the speed of the others), one
 // second attempt goes to another node; the first good answer wins and the
 // other attempt is cancelled. Hedges draw on their own token budget (Ratio
 // of hedge-eligible calls, MinPerSecond reserve), never on the retry

@@ -71,6 +71,7 @@ type Pool struct {
 	nodes       []*node
 	rt          http.RoundTripper
 	clock       Clock
+	after       AfterFunc
 	log         *slog.Logger
 	bal         Balancer
 	budget      *RetryBudget
@@ -108,8 +109,14 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	if p.after == nil {
+		p.after = realAfterFunc
+	}
 	if p.clock == nil {
 		p.clock = realClock{}
+	}
+	if p.after == nil {
+		p.after = realAfterFunc
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

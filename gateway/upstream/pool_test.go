@@ -116,6 +116,10 @@ func newPool(t *testing.T, cfg Config, opts ...Option) *Pool {
 		// machine a loopback dial to a live node can exceed the 1 s default.
 		cfg.DialTimeout = 10 * time.Second
 	}
+	// Attempt timeouts and hedge delays never fire unless a test brings
+	// its own scheduler: on a loaded machine a real timer of a few
+	// milliseconds would decide tests that are not about them.
+	opts = append([]Option{WithAfterFunc(new(manualTimers).after)}, opts...)
 	p, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
