@@ -160,7 +160,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 
 // subcall makes one agent sub-call and extracts the answer's text.
 func (g *Gateway) subcall(x *exchange, body []byte) subResult {
-	resp, _, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
+	resp, _, o, err := g.callModel(x.ctx, x.id.Priority, callAgent, "/v1/chat/completions", body)
 	if err != nil {
 		return subResult{timeout: o == OutcomeTimeout}
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/gateway/upstream"
 )
 
 // Config is the gateway's YAML configuration. Start from DefaultConfig and
@@ -272,6 +274,13 @@ type UpstreamConfig struct {
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
 	// DialTimeout bounds connecting to a node. > 0.
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
+	// RetryOn, LatencyWindow, AttemptTimeout, Hedge and Outlier are the
+	// pool's own (package upstream documents them and their defaults).
+	RetryOn        []string                      `yaml:"retry_on" json:"retry_on"`
+	LatencyWindow  time.Duration                 `yaml:"latency_window" json:"latency_window"`
+	AttemptTimeout upstream.AttemptTimeoutConfig `yaml:"attempt_timeout" json:"attempt_timeout"`
+	Hedge          upstream.HedgeConfig          `yaml:"hedge" json:"hedge"`
+	Outlier        upstream.OutlierConfig        `yaml:"outlier" json:"outlier"`
 }
 
 // BreakerConfig is a per-node circuit breaker.
@@ -287,10 +296,13 @@ type BreakerConfig struct {
 	HalfOpenProbes int `yaml:"half_open_probes" json:"half_open_probes"`
 }
 
-// RetryBudgetConfig: retries ≤ Ratio × requests + MinPerSecond.
+// RetryBudgetConfig: retries ≤ Ratio × requests + MinPerSecond; a share
+// P0Reserve of it only P0 may spend, unless Shared.
 type RetryBudgetConfig struct {
 	Ratio        float64 `yaml:"ratio" json:"ratio"`                   // 0..1, default 0.1
 	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"` // ≥ 0
+	P0Reserve    float64 `yaml:"p0_reserve" json:"p0_reserve"`         // (0,1), default 0.5
+	Shared       bool    `yaml:"shared" json:"shared"`
 }
 
 // StreamConfig shapes the streaming routes.
@@ -884,7 +896,45 @@ func (u *UpstreamConfig) validate() error {
 	if u.DialTimeout <= 0 {
 		return fieldErr("upstream.dial_timeout", "must be > 0 (got %s)", u.DialTimeout)
 	}
+	// The pool's own settings are checked by the pool.
+	var fe *upstream.FieldError
+	if err := u.PoolConfig().Validate(); errors.As(err, &fe) {
+		return fieldErr("upstream."+fe.Field, "%s", fe.Msg)
+	} else if err != nil {
+		return fieldErr("upstream", "%v", err)
+	}
 	return nil
+}
+
+// PoolConfig is u as the upstream pool's configuration (nodes normalized
+// when valid).
+func (u UpstreamConfig) PoolConfig() upstream.Config {
+	nodes := make([]string, len(u.Nodes))
+	for i, n := range u.Nodes {
+		if norm, err := NormalizeNode(n); err == nil {
+			nodes[i] = norm
+		} else {
+			nodes[i] = n
+		}
+	}
+	return upstream.Config{
+		Nodes:          nodes,
+		HealthPath:     u.HealthPath,
+		HealthInterval: u.HealthInterval,
+		Breaker:        upstream.BreakerConfig(u.Breaker),
+		RetryBudget: upstream.RetryBudgetConfig{
+			Ratio: u.RetryBudget.Ratio, MinPerSecond: u.RetryBudget.MinPerSecond,
+			P0Reserve: u.RetryBudget.P0Reserve, Shared: u.RetryBudget.Shared,
+		},
+		MinServiceTime:      u.MinServiceTime,
+		MaxIdleConnsPerHost: u.MaxIdleConnsPerHost,
+		DialTimeout:         u.DialTimeout,
+		RetryOn:             u.RetryOn,
+		LatencyWindow:       u.LatencyWindow,
+		AttemptTimeout:      u.AttemptTimeout,
+		Hedge:               u.Hedge,
+		Outlier:             u.Outlier,
+	}
 }
 
 func (s *StreamConfig) validate() error {

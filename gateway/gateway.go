@@ -163,21 +163,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		g.store, g.storeCloser = st, closer
 	}
 
-	nodes := make([]string, len(cfg.Upstream.Nodes))
-	for i, n := range cfg.Upstream.Nodes {
-		nodes[i], _ = NormalizeNode(n) // validated
-	}
-	u := cfg.Upstream
-	g.pool, err = upstream.New(upstream.Config{
-		Nodes:               nodes,
-		HealthPath:          u.HealthPath,
-		HealthInterval:      u.HealthInterval,
-		Breaker:             upstream.BreakerConfig(u.Breaker),
-		RetryBudget:         upstream.RetryBudgetConfig{Ratio: u.RetryBudget.Ratio, MinPerSecond: u.RetryBudget.MinPerSecond},
-		MinServiceTime:      u.MinServiceTime,
-		MaxIdleConnsPerHost: u.MaxIdleConnsPerHost,
-		DialTimeout:         u.DialTimeout,
-	}, append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
+	g.pool, err = upstream.New(cfg.Upstream.PoolConfig(), append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
 	if err != nil {
 		g.closeStore()
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -90,7 +90,7 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // read only as fast as the client takes the events.
 func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, callChatStream, "/v1/chat/completions", body)
 	if err != nil {
 		if o == OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
