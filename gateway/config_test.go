@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ func TestParseConfigExample(t *testing.T) {
 	}
 	if cfg.Classes != def.Classes || cfg.Agent != def.Agent || cfg.Stream != def.Stream || cfg.Defenses != def.Defenses || cfg.Routes != def.Routes {
 		t.Errorf("example.yaml drifted from DefaultConfig")
+	}
+	if !reflect.DeepEqual(cfg.Upstream, def.Upstream) {
+		t.Errorf("upstream differs from defaults:\n got %+v\nwant %+v", cfg.Upstream, def.Upstream)
 	}
 }
 
@@ -71,6 +75,9 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
 		{"unknown policy", nodes + "unknown_key: maybe\n", 3, "unknown_key", "maybe"},
 		{"two documents", nodes + "---\nlisten: x\n", 3, "", "more than one"},
+		{"hedge quantile", nodes + "  hedge: {quantile: 2}\n", 3, "upstream.hedge.quantile", "outside (0,1)"},
+		{"retry_on", nodes + "  retry_on: [connect, sometimes]\n", 3, "upstream.retry_on[1]", "sometimes"},
+		{"ejection cap", nodes + "  outlier:\n    max_ejection_percent: 150\n", 4, "upstream.outlier.max_ejection_percent", "outside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))

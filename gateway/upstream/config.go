@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -249,7 +250,7 @@ func (c Config) WithDefaults() Config {
 	c.Breaker = c.Breaker.WithDefaults()
 	c.RetryBudget = c.RetryBudget.WithDefaults()
 	if len(c.RetryOn) == 0 {
-		c.RetryOn = DefaultRetryOn
+		c.RetryOn = slices.Clone(DefaultRetryOn)
 	}
 	if c.LatencyWindow == 0 {
 		c.LatencyWindow = DefaultLatencyWindow
