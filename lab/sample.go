@@ -81,6 +81,10 @@ type Sample struct {
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
 	Faults   []ActiveFault   `json:"faults,omitempty"`
 
+	// UpstreamAttemptsTotal is the gateways' levee_upstream_attempts_total
+	// summed as scraped (first tries, retries and hedges sent to nodes).
+	UpstreamAttemptsTotal float64 `json:"upstream_attempts_total"`
+
 	Recording bool   `json:"recording"`
 	Lesson    string `json:"lesson,omitempty"` // narration showing now, if an experiment plays
 }

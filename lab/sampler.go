@@ -372,6 +372,7 @@ func (s *sampler) merge(now time.Time, w load.Window, gw []scrape.Families, gwAt
 		smp.QueueDepth += f.Sum("levee_queue_depth", nil)
 		smp.ConcurrencyLimit += f.Sum("levee_concurrency_limit", map[string]string{"class": "ai"})
 		smp.TokensInflight += f.Sum("levee_tokens_inflight", nil)
+		smp.UpstreamAttemptsTotal += f.Sum("levee_upstream_attempts_total", nil)
 		if defenses == nil && f.Has("levee_defense_enabled") {
 			defenses = map[string]bool{}
 			for k, v := range f.ByLabel("levee_defense_enabled", "defense") {

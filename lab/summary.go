@@ -63,6 +63,13 @@ type Summary struct {
 	// Faults has one entry per fault application, in time order.
 	Faults []FaultSummary `json:"faults,omitempty"`
 
+	// UpstreamAttempts is how many attempts the gateways sent to nodes from
+	// the first sample on (first tries, retries, hedges; a gateway restart
+	// loses its count), and AttemptsPerAdmitted that over the admitted
+	// requests (ok, fallback, timeout, error).
+	UpstreamAttempts    float64 `json:"upstream_attempts"`
+	AttemptsPerAdmitted float64 `json:"attempts_per_admitted"`
+
 	Thresholds map[string]ThresholdResult `json:"thresholds"`
 	// Pass is true when every threshold passed.
 	Pass bool `json:"pass"`
@@ -134,6 +141,7 @@ type digest struct {
 	p0OK      uint64
 	p0Fin     uint64 // P0 requests finished (any outcome) since the start
 	rss       float64
+	attempts  float64 // gateways' upstream attempts since they started
 }
 
 type faultWindow struct {
@@ -218,6 +226,7 @@ func (a *aggregator) add(s Sample, dt float64, completions float64, saturated bo
 		limit:    s.ConcurrencyLimit,
 		rss:      s.RSSBytes,
 		p0Fin:    p0Finished,
+		attempts: s.UpstreamAttemptsTotal,
 	}
 	for _, n := range s.Nodes {
 		if n.Up {
@@ -329,6 +338,13 @@ func (a *aggregator) summarize(in summaryInput) Summary {
 	}
 	if a.measuredN > 0 {
 		s.CapacityMeasuredRPS = round(a.measuredSum/float64(a.measuredN), 3)
+	}
+	if n := len(a.digests); n > 0 {
+		s.UpstreamAttempts = math.Max(0, a.digests[n-1].attempts-a.digests[0].attempts)
+		admitted := t.Outcomes[OutcomeOK] + t.Outcomes[OutcomeFallback] + t.Outcomes[OutcomeTimeout] + t.Outcomes[OutcomeError]
+		if admitted > 0 {
+			s.AttemptsPerAdmitted = round(s.UpstreamAttempts/float64(admitted), 4)
+		}
 	}
 	s.Gateway = GatewaySummary{
 		LagP99Ms:          round(a.lag, 3),
@@ -561,6 +577,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 			v = math.Min(v, f.P0SuccessRate)
 		}
 		return v, ""
+	case "attempts_per_admitted":
+		return s.AttemptsPerAdmitted, ""
 	case "error_rate":
 		return rate(OutcomeError), ""
 	case "timeout_rate":
