@@ -779,3 +779,80 @@ func labelString(m *dto.Metric) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// Many callers of every priority against a node that hangs on a third of
+// its calls and one that fails a third, with real timers: attempt
+// timeouts, hedges, retries and ejections all happen at once. Whatever
+// the timing, every call ends, nothing stays outstanding, every attempt
+// is counted once, and retries and hedges stay within their budgets.
+func TestPoolConcurrentPartialFailures(t *testing.T) {
+	checkGoroutines(t)
+	hang, fail, good := newScriptNode(t, answerHangThird), newScriptNode(t, answer500Third), newScriptNode(t, answerOK)
+	cfg := Config{
+		Nodes:       []string{hang.srv.URL, fail.srv.URL, good.srv.URL},
+		RetryBudget: RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1},
+		Hedge:       HedgeConfig{Ratio: 0.1, MinPerSecond: 1},
+	}
+	p, err := New(cfg) // real clock and timers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const workers, each = 8, 40
+	var ok, answered5xx, failed, p0 atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				prio := (w + i) % 3
+				if prio == 0 {
+					p0.Add(1)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				resp, err := p.Send(ctx, Call{Method: http.MethodPost, Path: "/work", Body: []byte("x"), Priority: prio, Class: "work"})
+				cancel()
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case resp.StatusCode == 200:
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					ok.Add(1)
+				default:
+					resp.Body.Close()
+					answered5xx.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const n = workers * each
+	c := p.Counters()
+	if ok.Load()+answered5xx.Load()+failed.Load() != n {
+		t.Fatalf("ok %d + 5xx %d + failed %d != %d", ok.Load(), answered5xx.Load(), failed.Load(), n)
+	}
+	var requests uint64
+	for _, s := range p.Stats() {
+		requests += s.Requests
+		if s.Inflight != 0 {
+			t.Fatalf("%s: %d outstanding after every call ended", s.Addr, s.Inflight)
+		}
+	}
+	first := p.attempts[kindFirst].Load()
+	if c.Attempts != requests || c.Attempts != first+c.RetriesSent+c.HedgesSent || first != n {
+		t.Fatalf("attempts %d, node requests %d, first %d + retries %d + hedges %d (calls %d)", c.Attempts, requests, first, c.RetriesSent, c.HedgesSent, n)
+	}
+	// Budgets: the clock runs for seconds here, well within the 10 s TTL,
+	// so every deposit is still counted.
+	if limit := uint64(0.1*n) + 10; c.RetriesSent > limit {
+		t.Fatalf("retries %d above the budget's %d", c.RetriesSent, limit)
+	}
+	if limit := uint64(0.1*float64(p0.Load())) + 10; c.HedgesSent > limit {
+		t.Fatalf("hedges %d above the budget's %d", c.HedgesSent, limit)
+	}
+	if c.HedgesWon > c.HedgesSent {
+		t.Fatalf("hedges won %d > sent %d", c.HedgesWon, c.HedgesSent)
+	}
+	t.Logf("%d calls: ok %d, 5xx %d, failed %d; attempts %d (retries %d, hedges %d won %d); timeouts %d; states %v",
+		n, ok.Load(), answered5xx.Load(), failed.Load(), c.Attempts, c.RetriesSent, c.HedgesSent, c.HedgesWon, p.Stats()[0].Timeouts, states(p))
+}

@@ -17,6 +17,8 @@ const (
 	answerHeadersOnly        // 200 headers at once, then no byte until the client leaves
 	answerHold               // waits for release (or the client leaving), then 200 "ok"
 	answerFirstByte          // 200 and "o" at once, then "k" after release
+	answerHangThird          // every third request hangs, the others answer ok
+	answer500Third           // every third request gets a 500, the others ok
 )
 
 // scriptNode is a loopback model node whose behaviour a test scripts. It
@@ -53,10 +55,19 @@ func newScriptNode(t *testing.T, mode int32) *scriptNode {
 		if r.URL.Path == "/healthz" {
 			return
 		}
-		n.hits.Add(1)
+		hit := n.hits.Add(1)
 		n.lastDL.Store(r.Header.Get(DeadlineHeader))
 		_, _ = io.Copy(io.Discard, r.Body)
-		switch n.mode.Load() {
+		mode := n.mode.Load()
+		switch {
+		case mode == answerHangThird && hit%3 == 0:
+			mode = answerHang
+		case mode == answer500Third && hit%3 == 0:
+			mode = answer500
+		case mode == answerHangThird || mode == answer500Third:
+			mode = answerOK
+		}
+		switch mode {
 		case answerOK:
 			n.arrived <- struct{}{}
 			io.WriteString(w, "ok")
