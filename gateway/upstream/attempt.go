@@ -37,6 +37,7 @@ const (
 // attempt is one request to one node on behalf of a call.
 type attempt struct {
 	p          *Pool
+	call       *callState
 	pk         picked
 	kind       attemptKind
 	class      string
@@ -73,8 +74,14 @@ func (a *attempt) start(results chan<- attemptResult) {
 	go func() { results <- a.run() }()
 }
 
-// expire is the attempt timeout firing.
+// expire is the attempt timeout firing. The attempt is abandoned only
+// when something can take its place: another attempt of the call in
+// flight, or a retry (see callState.replaceable). Otherwise it runs on
+// until the caller's deadline: a slow answer beats none.
 func (a *attempt) expire() {
+	if !a.call.replaceable() {
+		return
+	}
 	if a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
 		a.cancel()
 	}

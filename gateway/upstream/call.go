@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,10 +45,9 @@ func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header 
 // first good response: any status but 5xx and 429. When nothing better
 // came it returns the last 5xx or 429 answer, or the last error.
 //
-// When ctx has a deadline, each attempt sends its remaining time (or its
-// attempt timeout, if shorter) as X-Levee-Deadline-Ms; when the remaining
-// time is below MinServiceTime no attempt is made and the error is
-// ErrDeadline. An attempt counts as answered at the first byte of the
+// When ctx has a deadline, each attempt sends the remaining time as
+// X-Levee-Deadline-Ms; when it is below MinServiceTime no attempt is made
+// and the error is ErrDeadline. An attempt counts as answered at the first byte of the
 // body, so a stream is judged by its first token.
 //
 // An attempt that fails (see RetryOn: connection failure, 5xx, attempt
@@ -100,6 +100,22 @@ type callState struct {
 	// passed; stopHedge disarms that timer (nil when none is armed).
 	hedgeDue  chan struct{}
 	stopHedge func() bool
+	// inFlight and launched mirror len(live) and len(tried) for the
+	// attempt timers' goroutines.
+	inFlight atomic.Int32
+	launched atomic.Int32
+}
+
+// replaceable reports whether an attempt of this call that timed out can
+// be replaced: another attempt is in flight, or a retry after a timeout
+// is allowed, a node is left untried and the budget has a token for it.
+func (s *callState) replaceable() bool {
+	p := s.p
+	if s.inFlight.Load() > 1 {
+		return true
+	}
+	return p.retriesOn.Load() && p.retryOnKind[failTimeout] &&
+		int(s.launched.Load()) < len(p.nodes) && p.budget.Balance(s.prio) >= 1
 }
 
 // errNotSent says launch sent nothing because no retry or hedge was
@@ -197,7 +213,7 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 		}
 		p.hedgesSent.Add(1)
 	}
-	a := &attempt{p: p, pk: pk, kind: kind, class: s.c.Class, parent: s.ctx}
+	a := &attempt{p: p, call: s, pk: pk, kind: kind, class: s.c.Class, parent: s.ctx}
 	if p.retriesOn.Load() {
 		a.timeout, a.hedgeDelay = p.timing(pk.n, s.c.Class, remaining, hasDeadline)
 	}
@@ -207,6 +223,8 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	}
 	s.tried = append(s.tried, pk.n)
 	s.live = append(s.live, a)
+	s.launched.Add(1)
+	s.inFlight.Add(1)
 	p.attempts[kind].Add(1)
 	a.start(s.results)
 	if s.hedging && kind != kindHedge && a.hedgeDelay > 0 {
@@ -249,12 +267,11 @@ func (s *callState) request(a *attempt, remaining time.Duration, hasDeadline boo
 	if s.c.Header != nil {
 		req.Header = s.c.Header.Clone()
 	}
-	switch {
-	case a.timeout > 0:
-		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(1, a.timeout.Milliseconds()), 10))
-	case hasDeadline:
+	// The caller's deadline, not the attempt timeout: an attempt nothing
+	// can replace runs on past its timeout.
+	if hasDeadline {
 		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(0, remaining.Milliseconds()), 10))
-	default:
+	} else {
 		req.Header.Del(DeadlineHeader)
 	}
 	a.req, a.cancel = req, cancel
@@ -265,6 +282,7 @@ func (s *callState) remove(a *attempt) {
 	for i, x := range s.live {
 		if x == a {
 			s.live = append(s.live[:i], s.live[i+1:]...)
+			s.inFlight.Add(-1)
 			return
 		}
 	}
@@ -310,6 +328,7 @@ func (s *callState) finish() {
 		}
 	}
 	s.live = nil
+	s.inFlight.Store(0)
 }
 
 // drainClose reads a little of an unused answer (so its connection may be

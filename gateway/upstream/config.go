@@ -119,9 +119,12 @@ type Config struct {
 // MinSamples), at least Min. It is cut so that a retry (at the peers'
 // Quantile) still fits in the caller's deadline when that leaves the
 // attempt its node's median, and never exceeds the deadline. Before any measurement there is no attempt
-// timeout: the caller's deadline alone bounds the attempt. An abandoned
-// attempt's request is cancelled (the node sees the disconnect), counts as
-// a failure of the node, and is retried when RetryOn has "timeout".
+// timeout: the caller's deadline alone bounds the attempt. A timeout
+// abandons its attempt only when something can take its place — a hedge
+// in flight, or a retry (RetryOn has "timeout", a node is left untried,
+// the budget has a token) — else the attempt runs on to the deadline. An
+// abandoned attempt's request is cancelled (the node sees the
+// disconnect) and counts as a failure of the node.
 type AttemptTimeoutConfig struct {
 	// Disabled turns attempt timeouts off.
 	Disabled bool `yaml:"disabled" json:"disabled"`
