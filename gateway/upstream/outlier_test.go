@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -243,5 +245,52 @@ func TestOutlierKeepsLastNode(t *testing.T) {
 	fail(1)
 	if got := fmt.Sprint(states(p)); got != "[ejected in_rotation in_rotation]" {
 		t.Fatalf("states %s: the first may go, the last live one may not", got)
+	}
+}
+
+// A node much slower than its peers over real HTTP (50 ms against about a
+// millisecond: a ratio no scheduling noise closes) is ejected by the
+// latency rule at the next periodic check and gets no more calls.
+func TestSlowNodeEjected(t *testing.T) {
+	checkGoroutines(t)
+	clk := newFakeClock()
+	var slowHits atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/work" {
+			slowHits.Add(1)
+			time.Sleep(50 * time.Millisecond)
+		}
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(slow.Close)
+	b, c := newScriptNode(t, answerOK), newScriptNode(t, answerOK)
+	p := newPool(t, Config{Nodes: []string{slow.URL, b.srv.URL, c.srv.URL}}, WithClock(clk))
+	call := func(prio int) {
+		t.Helper()
+		resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Priority: prio, Class: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range 90 { // sequential: least-outstanding ties rotate, 30 calls each
+		call(LowestPriority)
+	}
+	if got := fmt.Sprint(states(p)); got != "[in_rotation in_rotation in_rotation]" {
+		t.Fatalf("before the periodic check: %s", got)
+	}
+	clk.Advance(DefaultOutlierInterval)
+	p.outliers.maybeEvaluate(clk.Now())
+	if got := fmt.Sprint(states(p)); got != "[ejected in_rotation in_rotation]" {
+		t.Fatalf("after the check: %s (hits %d/%d/%d)", got, slowHits.Load(), b.hits.Load(), c.hits.Load())
+	}
+	assertCounter(t, p, "levee_upstream_ejections_total", map[string]string{"node": slow.URL, "reason": ReasonLatency}, 1)
+	before := slowHits.Load()
+	for range 10 {
+		call(HighestPriority)
+	}
+	if slowHits.Load() != before {
+		t.Fatalf("the ejected slow node got %d more calls", slowHits.Load()-before)
 	}
 }
