@@ -902,6 +902,27 @@ func (u *UpstreamConfig) validate() error {
 	if u.DialTimeout <= 0 {
 		return fieldErr("upstream.dial_timeout", "must be > 0 (got %s)", u.DialTimeout)
 	}
+	// DefaultConfig fills every pool setting, so a zero here was written
+	// in the file; the pool would read it as "default", silently.
+	a, h, o := u.AttemptTimeout, u.Hedge, u.Outlier
+	for _, z := range []struct {
+		field string
+		zero  bool
+	}{
+		{"retry_budget.p0_reserve", u.RetryBudget.P0Reserve == 0}, {"latency_window", u.LatencyWindow == 0},
+		{"attempt_timeout.quantile", a.Quantile == 0}, {"attempt_timeout.multiplier", a.Multiplier == 0},
+		{"attempt_timeout.min", a.Min == 0}, {"attempt_timeout.min_samples", a.MinSamples == 0},
+		{"hedge.quantile", h.Quantile == 0}, {"hedge.ratio", h.Ratio == 0},
+		{"outlier.interval", o.Interval == 0}, {"outlier.window", o.Window == 0},
+		{"outlier.consecutive_failures", o.ConsecutiveFailures == 0}, {"outlier.min_requests", o.MinRequests == 0},
+		{"outlier.failure_rate_excess", o.FailureRateExcess == 0}, {"outlier.latency_ratio", o.LatencyRatio == 0},
+		{"outlier.base_ejection_time", o.BaseEjectionTime == 0}, {"outlier.max_ejection_time", o.MaxEjectionTime == 0},
+		{"outlier.max_ejection_percent", o.MaxEjectionPercent == 0}, {"outlier.probe_requests", o.ProbeRequests == 0},
+	} {
+		if z.zero {
+			return fieldErr("upstream."+z.field, "must not be 0 (leave it out for the default; see disabled to turn it off)")
+		}
+	}
 	// The pool's own settings are checked by the pool.
 	var fe *upstream.FieldError
 	if err := u.PoolConfig().Validate(); errors.As(err, &fe) {

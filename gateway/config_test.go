@@ -78,6 +78,7 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"hedge quantile", nodes + "  hedge: {quantile: 2}\n", 3, "upstream.hedge.quantile", "outside (0,1)"},
 		{"retry_on", nodes + "  retry_on: [connect, sometimes]\n", 3, "upstream.retry_on[1]", "sometimes"},
 		{"ejection cap", nodes + "  outlier:\n    max_ejection_percent: 150\n", 4, "upstream.outlier.max_ejection_percent", "outside"},
+		{"zero is no silent default", nodes + "  hedge: {ratio: 0}\n", 3, "upstream.hedge.ratio", "must not be 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))
