@@ -108,8 +108,10 @@ func (a *attempt) run() attemptResult {
 	n.requests.Add(1)
 	start := time.Now()
 	resp, err := p.rt.RoundTrip(a.req)
+	var first byte
+	var held bool
 	if err == nil {
-		if err = readFirstByte(resp); err != nil {
+		if first, held, err = readFirstByte(resp.Body); err != nil {
 			resp = nil
 		}
 	}
@@ -150,8 +152,7 @@ func (a *attempt) run() attemptResult {
 		sample = 0 // a refusal's speed says nothing about service time
 	}
 	p.settle(a, fail, sample)
-	fb := resp.Body.(*firstByte)
-	resp.Body = &answerBody{rc: fb.ReadCloser, first: fb.b, held: fb.ok, n: n, cancel: a.cancel}
+	resp.Body = &answerBody{rc: resp.Body, first: first, held: held, n: n, cancel: a.cancel}
 	return attemptResult{a: a, resp: resp, fail: fail}
 }
 
@@ -188,32 +189,23 @@ func (p *Pool) release(pk picked) {
 	}
 }
 
-// firstByte is a body whose first byte was read ahead (ok false: the body
-// was empty).
-type firstByte struct {
-	io.ReadCloser
-	b  byte
-	ok bool
-}
-
-// readFirstByte waits for the answer's first byte (or its end), so that
-// an attempt counts as answered only when the node produced something: a
-// stream's first token, not just its headers. On error the body is closed.
-func readFirstByte(resp *http.Response) error {
+// readFirstByte waits for an answer's first byte (held false: the body
+// was empty), so that an attempt counts as answered only when the node
+// produced something: a stream's first token, not just its headers. On
+// error the body is closed.
+func readFirstByte(body io.ReadCloser) (first byte, held bool, err error) {
 	var b [1]byte
 	for {
-		k, err := resp.Body.Read(b[:])
+		k, err := body.Read(b[:])
 		if k > 0 {
-			resp.Body = &firstByte{ReadCloser: resp.Body, b: b[0], ok: true}
-			return nil
+			return b[0], true, nil
 		}
 		if err == io.EOF {
-			resp.Body = &firstByte{ReadCloser: resp.Body}
-			return nil
+			return 0, false, nil
 		}
 		if err != nil {
-			resp.Body.Close()
-			return err
+			body.Close()
+			return 0, false, err
 		}
 	}
 }

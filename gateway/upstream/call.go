@@ -74,8 +74,10 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	if hedging {
 		p.hedges.Deposit()
 	}
-	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging,
-		results: make(chan attemptResult, len(p.nodes)), hedgeDue: make(chan struct{}, 1)}
+	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging, results: make(chan attemptResult, len(p.nodes))}
+	if hedging {
+		s.hedgeDue = make(chan struct{}, 1)
+	}
 	return s.run()
 }
 
@@ -97,7 +99,8 @@ type callState struct {
 	live    []*attempt // attempts in flight
 	last    attemptResult
 	// hedgeDue receives when the hedge delay of the attempt in flight has
-	// passed; stopHedge disarms that timer (nil when none is armed).
+	// passed (nil for a call never hedged); stopHedge disarms that timer
+	// (nil when none is armed).
 	hedgeDue  chan struct{}
 	stopHedge func() bool
 	// inFlight and launched mirror len(live) and len(tried) for the

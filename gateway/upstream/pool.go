@@ -279,30 +279,8 @@ func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 		cand = append(cand, n)
 		loads = append(loads, n.inflight.Load())
 	}
-	try := func(n *node, probe bool) (picked, bool) {
-		if !breakerOn {
-			n.inflight.Add(1)
-			return picked{n: n, probe: probe}, true
-		}
-		if gen, ok := n.breaker.Allow(); ok {
-			n.inflight.Add(1)
-			return picked{n: n, gen: gen, probe: probe}, true
-		}
-		return picked{}, false
-	}
-	probeFirst := func() (picked, bool) {
-		for _, n := range probing {
-			if p.outliers.takeProbe(n) {
-				if pk, ok := try(n, true); ok {
-					return pk, true
-				}
-				p.outliers.releaseProbe(n)
-			}
-		}
-		return picked{}, false
-	}
 	if priority != HighestPriority {
-		if pk, ok := probeFirst(); ok {
+		if pk, ok := p.probe(probing, breakerOn); ok {
 			return pk, nil
 		}
 	}
@@ -311,7 +289,7 @@ func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 		if i < 0 || i >= len(cand) {
 			return picked{}, fmt.Errorf("upstream: balancer picked %d of %d nodes", i, len(cand))
 		}
-		if pk, ok := try(cand[i], false); ok {
+		if pk, ok := p.admit(cand[i], false, breakerOn); ok {
 			return pk, nil
 		}
 		// Half-open with all probes out (or just reopened): drop and repick.
@@ -319,12 +297,12 @@ func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 		loads = append(loads[:i], loads[i+1:]...)
 	}
 	if priority == HighestPriority {
-		if pk, ok := probeFirst(); ok {
+		if pk, ok := p.probe(probing, breakerOn); ok {
 			return pk, nil
 		}
 	}
 	for _, n := range ejected {
-		if pk, ok := try(n, false); ok {
+		if pk, ok := p.admit(n, false, breakerOn); ok {
 			return pk, nil
 		}
 	}
@@ -332,6 +310,33 @@ func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 		return picked{}, fmt.Errorf("%w: %w", ErrNoNode, ErrBreakerOpen)
 	}
 	return picked{}, ErrNoNode
+}
+
+// admit gets n's breaker admission (when breakers are on) and raises its
+// outstanding count.
+func (p *Pool) admit(n *node, probe, breakerOn bool) (picked, bool) {
+	if !breakerOn {
+		n.inflight.Add(1)
+		return picked{n: n, probe: probe}, true
+	}
+	if gen, ok := n.breaker.Allow(); ok {
+		n.inflight.Add(1)
+		return picked{n: n, gen: gen, probe: probe}, true
+	}
+	return picked{}, false
+}
+
+// probe picks the first node on probation with a free probe slot.
+func (p *Pool) probe(probing []*node, breakerOn bool) (picked, bool) {
+	for _, n := range probing {
+		if p.outliers.takeProbe(n) {
+			if pk, ok := p.admit(n, true, breakerOn); ok {
+				return pk, true
+			}
+			p.outliers.releaseProbe(n)
+		}
+	}
+	return picked{}, false
 }
 
 func contains(ns []*node, n *node) bool {
