@@ -171,8 +171,9 @@ type HedgeConfig struct {
 // FailureRateExcess (and by three standard errors), or when its median
 // latency for a class is LatencyRatio × its peers'. Failures are
 // connection errors, 5xx and attempt timeouts. An ejected node gets no
-// calls for BaseEjectionTime × 2^(ejections in a row − 1), at most
-// MaxEjectionTime; then it is probed: up to ProbeRequests calls at a time
+// calls (unless no other node can take one: then it is a last resort) for
+// BaseEjectionTime × 2^(ejections in a row − 1), at most MaxEjectionTime;
+// then it is probed: up to ProbeRequests calls at a time
 // (never P0 while another node can take it), ProbeRequests successes bring
 // it back, one failure ejects it again for twice as long. A node that
 // stays in rotation for BaseEjectionTime forgets one ejection. At most
