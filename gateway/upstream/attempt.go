@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // failureKind is why an attempt failed.
@@ -21,7 +23,7 @@ const (
 	numFailureKinds
 )
 
-var failureNames = [numFailureKinds]string{"", "connect", "5xx", "timeout"}
+var failureNames = [numFailureKinds]string{"", wire.AttemptFailConnect, wire.AttemptFailStatus, wire.AttemptFailTimeout}
 
 // Attempt states. An attempt leaves pending exactly once: its own
 // goroutine got an answer or an error (done), its timeout fired (timedOut),

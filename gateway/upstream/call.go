@@ -11,11 +11,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // DeadlineHeader carries the attempt's remaining time, in whole
 // milliseconds, to the node.
-const DeadlineHeader = "X-Levee-Deadline-Ms"
+const DeadlineHeader = wire.HeaderDeadlineMs
 
 // Call is one request for the pool to answer.
 type Call struct {
@@ -229,7 +231,8 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	s.launched.Add(1)
 	s.inFlight.Add(1)
 	p.attempts[kind].Add(1)
-	a.start(s.results)
+	// The hedge timer is armed before the attempt starts, like its timeout:
+	// by the time the node sees the request, both are running.
 	if s.hedging && kind != kindHedge && a.hedgeDelay > 0 {
 		s.disarmHedge()
 		due := s.hedgeDue
@@ -240,6 +243,7 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 			}
 		})
 	}
+	a.start(s.results)
 	return a, nil
 }
 

@@ -1,12 +1,10 @@
 package upstream
 
 import (
-	"fmt"
-	"math"
-	"net/url"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Defaults applied by [Config.WithDefaults] (and so by [New]) to zero fields.
@@ -52,9 +50,9 @@ const (
 
 // Failures a call is retried on (Config.RetryOn).
 const (
-	RetryOnConnect = "connect" // dial refused, reset, EOF before the first byte
-	RetryOnStatus  = "5xx"     // the node answered a 5xx status
-	RetryOnTimeout = "timeout" // the per-attempt timeout abandoned the attempt
+	RetryOnConnect = wire.AttemptFailConnect // dial refused, reset, EOF before the first byte
+	RetryOnStatus  = wire.AttemptFailStatus  // the node answered a 5xx status
+	RetryOnTimeout = wire.AttemptFailTimeout // the per-attempt timeout abandoned the attempt
 )
 
 // DefaultRetryOn is every failure kind.
@@ -363,142 +361,3 @@ func (r RetryBudgetConfig) WithDefaults() RetryBudgetConfig {
 	}
 	return r
 }
-
-// Validate reports the first bad field as a *FieldError. Zero fields are
-// valid (they mean "default").
-func (c Config) Validate() error {
-	if len(c.Nodes) == 0 {
-		return &FieldError{"nodes", "at least one node URL is required"}
-	}
-	seen := make(map[string]int, len(c.Nodes))
-	for i, n := range c.Nodes {
-		f := fmt.Sprintf("nodes[%d]", i)
-		u, err := url.Parse(n)
-		if err != nil {
-			return &FieldError{f, fmt.Sprintf("%q is not a URL: %v", n, err)}
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return &FieldError{f, fmt.Sprintf("%q: scheme must be http or https", n)}
-		}
-		if u.Host == "" {
-			return &FieldError{f, fmt.Sprintf("%q has no host", n)}
-		}
-		if u.RawQuery != "" || u.Fragment != "" {
-			return &FieldError{f, fmt.Sprintf("%q: a base URL takes no query or fragment", n)}
-		}
-		key := strings.TrimRight(n, "/")
-		if j, dup := seen[key]; dup {
-			return &FieldError{f, fmt.Sprintf("%q duplicates nodes[%d]", n, j)}
-		}
-		seen[key] = i
-	}
-	if c.HealthPath != "" && !strings.HasPrefix(c.HealthPath, "/") {
-		return &FieldError{"health_path", fmt.Sprintf("%q must start with /", c.HealthPath)}
-	}
-	if c.HealthInterval < 0 {
-		return &FieldError{"health_interval", "must not be negative"}
-	}
-	if c.HealthTimeout < 0 {
-		return &FieldError{"health_timeout", "must not be negative"}
-	}
-	if c.UnhealthyThreshold < 0 {
-		return &FieldError{"unhealthy_threshold", "must not be negative"}
-	}
-	if c.MinServiceTime < 0 {
-		return &FieldError{"min_service_time", "must not be negative"}
-	}
-	if c.MaxIdleConnsPerHost < 0 {
-		return &FieldError{"max_idle_conns_per_host", "must not be negative"}
-	}
-	if c.DialTimeout < 0 {
-		return &FieldError{"dial_timeout", "must not be negative"}
-	}
-	b := c.Breaker
-	switch {
-	case b.FailureRatio < 0 || b.FailureRatio > 1 || b.FailureRatio != b.FailureRatio:
-		return &FieldError{"breaker.failure_ratio", fmt.Sprintf("%v is outside (0,1]", b.FailureRatio)}
-	case b.MinRequests < 0:
-		return &FieldError{"breaker.min_requests", "must not be negative"}
-	case b.Window < 0:
-		return &FieldError{"breaker.window", "must not be negative"}
-	case b.OpenFor < 0:
-		return &FieldError{"breaker.open_for", "must not be negative"}
-	case b.HalfOpenProbes < 0:
-		return &FieldError{"breaker.half_open_probes", "must not be negative"}
-	}
-	r := c.RetryBudget
-	switch {
-	case r.Ratio < 0 || r.Ratio > 1 || r.Ratio != r.Ratio:
-		return &FieldError{"retry_budget.ratio", fmt.Sprintf("%v is outside (0,1]", r.Ratio)}
-	case r.MinPerSecond < 0 || r.MinPerSecond != r.MinPerSecond:
-		return &FieldError{"retry_budget.min_per_second", fmt.Sprintf("%v must be ≥ 0", r.MinPerSecond)}
-	case r.TTL < 0:
-		return &FieldError{"retry_budget.ttl", "must not be negative"}
-	case !unitOpen(r.P0Reserve):
-		return &FieldError{"retry_budget.p0_reserve", fmt.Sprintf("%v is outside (0,1)", r.P0Reserve)}
-	}
-	seenOn := map[string]bool{}
-	for i, on := range c.RetryOn {
-		switch on {
-		case RetryOnConnect, RetryOnStatus, RetryOnTimeout:
-		default:
-			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is not one of %s, %s, %s", on, RetryOnConnect, RetryOnStatus, RetryOnTimeout)}
-		}
-		if seenOn[on] {
-			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is listed twice", on)}
-		}
-		seenOn[on] = true
-	}
-	if c.LatencyWindow < 0 {
-		return &FieldError{"latency_window", "must not be negative"}
-	}
-	a := c.AttemptTimeout
-	switch {
-	case !unitOpen(a.Quantile):
-		return &FieldError{"attempt_timeout.quantile", fmt.Sprintf("%v is outside (0,1)", a.Quantile)}
-	case a.Multiplier != 0 && !(a.Multiplier >= 1 && a.Multiplier <= 1000):
-		return &FieldError{"attempt_timeout.multiplier", fmt.Sprintf("%v is outside [1,1000]", a.Multiplier)}
-	case a.Min < 0:
-		return &FieldError{"attempt_timeout.min", "must not be negative"}
-	case a.MinSamples < 0:
-		return &FieldError{"attempt_timeout.min_samples", "must not be negative"}
-	}
-	h := c.Hedge
-	switch {
-	case !unitOpen(h.Quantile):
-		return &FieldError{"hedge.quantile", fmt.Sprintf("%v is outside (0,1)", h.Quantile)}
-	case h.Ratio < 0 || h.Ratio > 1 || h.Ratio != h.Ratio:
-		return &FieldError{"hedge.ratio", fmt.Sprintf("%v is outside (0,1]", h.Ratio)}
-	case h.MinPerSecond < 0 || h.MinPerSecond != h.MinPerSecond || math.IsInf(h.MinPerSecond, 0):
-		return &FieldError{"hedge.min_per_second", fmt.Sprintf("%v must be ≥ 0", h.MinPerSecond)}
-	}
-	o := c.Outlier
-	switch {
-	case o.Interval < 0:
-		return &FieldError{"outlier.interval", "must not be negative"}
-	case o.Window < 0:
-		return &FieldError{"outlier.window", "must not be negative"}
-	case o.ConsecutiveFailures < 0:
-		return &FieldError{"outlier.consecutive_failures", "must not be negative"}
-	case o.MinRequests < 0:
-		return &FieldError{"outlier.min_requests", "must not be negative"}
-	case o.FailureRateExcess < 0 || o.FailureRateExcess > 1 || o.FailureRateExcess != o.FailureRateExcess:
-		return &FieldError{"outlier.failure_rate_excess", fmt.Sprintf("%v is outside (0,1]", o.FailureRateExcess)}
-	case o.LatencyRatio != 0 && !(o.LatencyRatio > 1 && o.LatencyRatio <= 1000):
-		return &FieldError{"outlier.latency_ratio", fmt.Sprintf("%v is outside (1,1000]", o.LatencyRatio)}
-	case o.BaseEjectionTime < 0:
-		return &FieldError{"outlier.base_ejection_time", "must not be negative"}
-	case o.MaxEjectionTime < 0:
-		return &FieldError{"outlier.max_ejection_time", "must not be negative"}
-	case o.MaxEjectionTime != 0 && o.MaxEjectionTime < o.BaseEjectionTime:
-		return &FieldError{"outlier.max_ejection_time", fmt.Sprintf("%v is below base_ejection_time %v", o.MaxEjectionTime, o.BaseEjectionTime)}
-	case o.MaxEjectionPercent < 0 || o.MaxEjectionPercent > 100 || o.MaxEjectionPercent != o.MaxEjectionPercent:
-		return &FieldError{"outlier.max_ejection_percent", fmt.Sprintf("%v is outside (0,100]", o.MaxEjectionPercent)}
-	case o.ProbeRequests < 0:
-		return &FieldError{"outlier.probe_requests", "must not be negative"}
-	}
-	return nil
-}
-
-// unitOpen reports whether q is zero (the default) or within (0,1).
-func unitOpen(q float64) bool { return q == 0 || (q > 0 && q < 1) }

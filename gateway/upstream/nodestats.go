@@ -3,14 +3,16 @@ package upstream
 import (
 	"sync"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // maxClasses bounds the call classes a node keeps latency windows for;
 // calls of further classes share otherClass.
 const (
 	maxClasses   = 16
-	otherClass   = "other"
-	defaultClass = "default"
+	otherClass   = wire.CallOther
+	defaultClass = wire.CallDefault
 )
 
 // outcomeCount is one bucket of a node's attempt outcomes.

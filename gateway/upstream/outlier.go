@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // EjectionState is a node's place in the outlier detector.
@@ -21,21 +23,21 @@ const (
 func (s EjectionState) String() string {
 	switch s {
 	case InRotation:
-		return "in_rotation"
+		return wire.EjectionInRotation
 	case Probing:
-		return "probing"
+		return wire.EjectionProbing
 	case Ejected:
-		return "ejected"
+		return wire.EjectionEjected
 	}
 	return "unknown"
 }
 
 // Ejection reasons (levee_upstream_ejections_total{reason}).
 const (
-	ReasonConsecutive = "consecutive_failures"
-	ReasonFailureRate = "failure_rate"
-	ReasonLatency     = "latency"
-	ReasonProbe       = "probe_failed"
+	ReasonConsecutive = wire.EjectConsecutiveFailures
+	ReasonFailureRate = wire.EjectFailureRate
+	ReasonLatency     = wire.EjectLatency
+	ReasonProbe       = wire.EjectProbeFailed
 )
 
 var ejectReasons = [...]string{ReasonConsecutive, ReasonFailureRate, ReasonLatency, ReasonProbe}

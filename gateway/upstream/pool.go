@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -32,8 +33,8 @@ type node struct {
 type NodeStats struct {
 	Addr     string `json:"addr"`
 	Up       bool   `json:"up"`
-	Breaker  string `json:"breaker"`  // "closed", "half_open", "open"
-	Ejection string `json:"ejection"` // "in_rotation", "probing", "ejected"
+	Breaker  string `json:"breaker"`  // wire.Breaker…
+	Ejection string `json:"ejection"` // wire.Ejection…
 	Inflight int64  `json:"inflight"`
 	Requests uint64 `json:"requests"` // attempts sent to the node
 	Failures uint64 `json:"failures"` // connection failures, 5xx and attempt timeouts
@@ -62,7 +63,7 @@ const (
 	numKinds
 )
 
-var kindNames = [numKinds]string{"first", "retry", "hedge"}
+var kindNames = [numKinds]string{wire.AttemptFirst, wire.AttemptRetry, wire.AttemptHedge}
 
 // Pool sends requests to a set of model nodes; see Send. It is safe for
 // concurrent use.
@@ -142,7 +143,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	p.breakerOn.Store(true)
 	p.retriesOn.Store(true)
 	p.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "levee_upstream_latency_seconds",
+		Name:    wire.MetricUpstreamLatency,
 		Help:    "Time from sending an attempt to a model node to the first byte of its answer.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})

@@ -673,7 +673,7 @@ func TestPoolMetrics(t *testing.T) {
 			t.Fatalf("%s not gathered", name)
 		}
 	}
-	if ts := got["levee_upstream_attempt_timeout_seconds"]; len(ts) != 1 || labelString(ts[0]) != "class=default,node="+strings.TrimPrefix(a.srv.URL, "") {
+	if ts := got["levee_upstream_attempt_timeout_seconds"]; len(ts) != 1 || labelString(ts[0]) != "call_class=default,node="+strings.TrimPrefix(a.srv.URL, "") {
 		t.Fatalf("attempt timeout gauges: %v (want one, for the node that answered)", ts)
 	}
 	for _, m := range got["levee_upstream_up"] {

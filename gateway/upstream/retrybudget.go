@@ -3,13 +3,15 @@ package upstream
 import (
 	"math"
 	"sync"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
-// Priorities of a Call: 0 is the most important (P0). Values above
-// LowestPriority count as LowestPriority.
+// Priorities of a Call: 0 is the most important (P0), the ranks of
+// wire.Priorities(). Values above LowestPriority count as LowestPriority.
 const (
 	HighestPriority = 0
-	LowestPriority  = 2
+	LowestPriority  = wire.NumPriorities - 1
 	numPriorities   = LowestPriority + 1
 )
 
