@@ -124,6 +124,12 @@ const (
 	EjectionEjected    = "ejected"
 )
 
+// EjectionStates returns the ejection states in the order of their
+// MetricUpstreamEjectionState values.
+func EjectionStates() [3]string {
+	return [3]string{EjectionInRotation, EjectionProbing, EjectionEjected}
+}
+
 // Ejection reasons: the LabelReason values of MetricUpstreamEjections.
 const (
 	EjectConsecutiveFailures = "consecutive_failures"
