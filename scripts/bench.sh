@@ -18,6 +18,8 @@ echo "== rate-limit decisions per store kind (redis-server, embedded \`levee red
 bench -bench '^Benchmark(Redis|Local)Allow64$' -benchtime 1s ./gateway/ratelimit
 echo "== upstream pool: tuned vs default transport"
 bench -bench '^BenchmarkPoolDoTransportRatio$' ./gateway/upstream
+echo "== upstream pool: P0 (attempt timeout + hedge timer per call) vs P2 throughput"
+bench -bench '^BenchmarkPoolSendP0VsP2$' -benchtime 20000x ./gateway/upstream
 echo "== fake model: saturated throughput vs N x C / mean"
 bench -bench '^BenchmarkSaturatedThroughput$' -benchtime 1x ./fakemodel
 echo "== dashboard CPU at 4 Hz"

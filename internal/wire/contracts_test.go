@@ -190,6 +190,14 @@ func docNames() string {
 	fmt.Fprintf(&b, "| load generator routes (`%s` is chat with `\"stream\":true`) | %s |\n", RouteChatStream, code(lr[:]))
 	fmt.Fprintf(&b, "| rate-limit stores (label `%s`) | %s |\n", LabelStore, code([]string{StoreLocal, StoreRedis}))
 	fmt.Fprintf(&b, "| upstream breaker states, `%s` values 0–2 | %s |\n", MetricUpstreamBreakerState, code([]string{BreakerClosed, BreakerHalfOpen, BreakerOpen}))
+	es := EjectionStates()
+	fmt.Fprintf(&b, "| upstream ejection states, `%s` values 0–2 | %s |\n", MetricUpstreamEjectionState, code(es[:]))
+	fmt.Fprintf(&b, "| upstream attempt kinds (label `%s` of `%s`) | %s |\n", LabelKind, MetricUpstreamAttempts, code([]string{AttemptFirst, AttemptRetry, AttemptHedge}))
+	fmt.Fprintf(&b, "| upstream attempt failures (label `%s` of `%s`; the gateway's `upstream.retry_on` values) | %s |\n", LabelReason, MetricUpstreamAttemptFailures, code([]string{AttemptFailConnect, AttemptFailStatus, AttemptFailTimeout}))
+	fmt.Fprintf(&b, "| hedge results (label `%s` of `%s`) | %s |\n", LabelResult, MetricUpstreamHedges, code([]string{HedgeSent, HedgeWon, HedgeDenied}))
+	fmt.Fprintf(&b, "| ejection reasons (label `%s` of `%s`) | %s |\n", LabelReason, MetricUpstreamEjections, code([]string{EjectConsecutiveFailures, EjectFailureRate, EjectLatency, EjectProbeFailed}))
+	cc := CallClasses()
+	fmt.Fprintf(&b, "| upstream call classes (label `%s`) | %s |\n", LabelCallClass, code(cc[:]))
 	return b.String()
 }
 
