@@ -127,9 +127,10 @@ func TestToggleRace(t *testing.T) {
 	ctl := NewController(Default, env)
 	// Short durations so expiries race with the toggles.
 	for name, p := range map[string]string{
-		"node_kill":     `{"node":1,"for":"1ms"}`,
-		"traffic_spike": `{"factor":2,"for":"1ms"}`,
-		"redis_outage":  `{"for":"2ms"}`,
+		"node_kill":         `{"node":1,"for":"1ms"}`,
+		"traffic_spike":     `{"factor":2,"for":"1ms"}`,
+		"redis_outage":      `{"for":"2ms"}`,
+		"redis_master_kill": `{"for":"1ms"}`,
 	} {
 		if err := ctl.Configure(name, json.RawMessage(p)); err != nil {
 			t.Fatal(err)

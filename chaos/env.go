@@ -30,6 +30,15 @@ type Env interface {
 	// They return an error when the lab has no Redis.
 	KillRedis(ctx context.Context) error
 	RestartRedis(ctx context.Context) error
+	// KillRedisMaster SIGKILLs one master of the lab's Redis Cluster —
+	// master is its 0-based rank in slot order, -1 the master holding the
+	// most keys — and returns the killed node's index; the lab records the
+	// failover when a replica takes over. RestartRedisNode starts a killed
+	// cluster node again (it rejoins as a replica) and waits until the
+	// cluster is healthy. Both return an error when the lab's Redis is not
+	// a cluster.
+	KillRedisMaster(ctx context.Context, master int) (node int, err error)
+	RestartRedisNode(ctx context.Context, node int) error
 	// After runs f after d unless the env is stopped first (for faults with
 	// a duration, such as node_kill's restart).
 	After(d time.Duration, f func())

@@ -23,6 +23,7 @@ type fakeEnv struct {
 	slowShare  float64
 	slowKBps   float64
 	redisUp    bool
+	masterDown int // the killed cluster master, -1 when none
 	calls      []string
 	violations []string // things a correct fault never does
 
@@ -45,7 +46,7 @@ func originalPressure() map[string]any {
 }
 
 func newFakeEnv(nodes int) *fakeEnv {
-	e := &fakeEnv{nodes: nodes, pressure: originalPressure(), rateFactor: 1, redisUp: true, failPatch: map[int]bool{}}
+	e := &fakeEnv{nodes: nodes, pressure: originalPressure(), rateFactor: 1, redisUp: true, masterDown: -1, failPatch: map[int]bool{}}
 	for range nodes {
 		e.knobs = append(e.knobs, originalKnobs())
 		e.up = append(e.up, true)
@@ -162,6 +163,33 @@ func (e *fakeEnv) RestartRedis(context.Context) error {
 	return nil
 }
 
+func (e *fakeEnv) KillRedisMaster(_ context.Context, master int) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.record("kill redis master %d", master)
+	if e.masterDown >= 0 {
+		e.violations = append(e.violations, "second master kill before a restart")
+	}
+	node := 7 // a node index unlike the rank, so a fault mixing them up shows
+	if master >= 0 {
+		node = 10 + master
+	}
+	e.masterDown = node
+	return node, nil
+}
+
+func (e *fakeEnv) RestartRedisNode(_ context.Context, node int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.record("restart redis node %d", node)
+	if node != e.masterDown {
+		e.violations = append(e.violations, fmt.Sprintf("restart of redis node %d, killed %d", node, e.masterDown))
+		return errors.New("that node is running")
+	}
+	e.masterDown = -1
+	return nil
+}
+
 func (e *fakeEnv) After(d time.Duration, f func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -221,6 +249,9 @@ func (e *fakeEnv) pristine() string {
 	}
 	if !e.redisUp {
 		diffs = append(diffs, "redis down")
+	}
+	if e.masterDown >= 0 {
+		diffs = append(diffs, fmt.Sprintf("redis cluster node %d down", e.masterDown))
 	}
 	diffs = append(diffs, e.violations...)
 	return fmt.Sprint(diffs)[1 : len(fmt.Sprint(diffs))-1]

@@ -344,3 +344,79 @@ func (f *RedisOutage) Detail() string {
 	}
 	return s + f.errSuffix()
 }
+
+// RedisMasterKill SIGKILLs one master of the lab's Redis Cluster; with
+// replicas, one of the killed master's replicas takes its slots over (the
+// lab records the failover: which node, how long). After For the killed
+// node starts again and rejoins the cluster as a replica.
+type RedisMasterKill struct {
+	// Master is the 0-based rank of the master among the masters in slot
+	// order, or -1 for the master holding the most keys at the kill (the
+	// one whose loss affects the most limits).
+	Master int      `json:"master"`
+	For    Duration `json:"for"` // restart the killed node after this; 0 stays down until reverted
+	state
+	killed int // node index of the killed master, -1 when none; guarded by state.mu
+}
+
+// NewRedisMasterKill returns redis_master_kill with defaults: the busiest
+// master, back after 10 s.
+func NewRedisMasterKill() *RedisMasterKill {
+	return &RedisMasterKill{Master: -1, For: Duration(10e9), killed: -1}
+}
+
+func (*RedisMasterKill) Name() string { return "redis_master_kill" }
+func (*RedisMasterKill) Description() string {
+	return "SIGKILL one master of the Redis Cluster (a replica takes over); it rejoins after `for`"
+}
+
+func (f *RedisMasterKill) Validate() error {
+	if f.Master < -1 {
+		return paramErr(f.Name(), "master", "must be ≥ 0, or -1 for the master holding the most keys, got %d", f.Master)
+	}
+	if f.For < 0 {
+		return paramErr(f.Name(), "for", "must be ≥ 0, got %v", f.For.D())
+	}
+	return nil
+}
+
+func (f *RedisMasterKill) Apply(ctx context.Context, env Env) error {
+	return f.apply(func(gen uint64) error {
+		node, err := env.KillRedisMaster(ctx, f.Master)
+		if err != nil {
+			return fmt.Errorf("chaos: redis_master_kill: %w", err)
+		}
+		f.killed = node
+		if f.For > 0 {
+			f.expireAfter(env, f.For.D(), gen, func(ctx context.Context) error { return f.restart(ctx, env) })
+		}
+		return nil
+	})
+}
+
+// restart brings the killed node back; called with state.mu held.
+func (f *RedisMasterKill) restart(ctx context.Context, env Env) error {
+	if f.killed < 0 {
+		return nil
+	}
+	if err := env.RestartRedisNode(ctx, f.killed); err != nil {
+		return fmt.Errorf("chaos: redis_master_kill: restart node %d: %w", f.killed, err)
+	}
+	f.killed = -1
+	return nil
+}
+
+func (f *RedisMasterKill) Revert(ctx context.Context, env Env) error {
+	return f.revert(func() error { return f.restart(ctx, env) })
+}
+
+func (f *RedisMasterKill) Detail() string {
+	s := "busiest master"
+	if f.Master >= 0 {
+		s = fmt.Sprintf("master %d", f.Master)
+	}
+	if f.For > 0 {
+		s += " for " + f.For.D().String()
+	}
+	return s + f.errSuffix()
+}

@@ -70,6 +70,16 @@ func TestFaultsApplyRevert(t *testing.T) {
 				t.Error("redis up")
 			}
 		}}},
+		{"redis_master_kill", `{"for":"0s"}`, []checkEnv{func(t *testing.T, e *fakeEnv) {
+			if e.masterDown != 7 {
+				t.Errorf("killed node %d, want the busiest master's node 7", e.masterDown)
+			}
+		}}},
+		{"redis_master_kill", `{"master":2,"for":"0s"}`, []checkEnv{func(t *testing.T, e *fakeEnv) {
+			if e.masterDown != 12 {
+				t.Errorf("killed node %d, want master 2's node 12", e.masterDown)
+			}
+		}}},
 	} {
 		t.Run(tc.fault+tc.params, func(t *testing.T) {
 			env := newFakeEnv(3)
@@ -125,6 +135,7 @@ func TestFaultExpiry(t *testing.T) {
 		{"node_kill", `{"node":0,"for":"10s"}`},
 		{"traffic_spike", `{"factor":2,"for":"10s"}`},
 		{"redis_outage", `{"for":"10s"}`},
+		{"redis_master_kill", `{"master":1,"for":"10s"}`},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			env := newFakeEnv(2)

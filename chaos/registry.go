@@ -100,6 +100,7 @@ var Default = func() *Registry {
 		func() Fault { return NewNodeHang() },
 		func() Fault { return NewModelErrors() },
 		func() Fault { return NewRedisOutage() },
+		func() Fault { return NewRedisMasterKill() },
 	} {
 		if err := r.Register(f); err != nil {
 			panic(err) // programming error: the built-in catalogue is fixed

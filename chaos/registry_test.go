@@ -11,6 +11,7 @@ import (
 var catalogue = []string{
 	"node_kill", "model_latency", "gc_pressure", "cpu_hog", "slow_clients",
 	"traffic_spike", "model_slots", "node_hang", "model_errors", "redis_outage",
+	"redis_master_kill",
 }
 
 func TestDefaultCatalogue(t *testing.T) {
@@ -75,6 +76,8 @@ func TestRegistryNew(t *testing.T) {
 		{"traffic_spike", `{"for":10}`, "", "duration"},
 		{"node_kill", `{"for":"soon"}`, "", "soon"},
 		{"redis_outage", `{"for":"-5s"}`, "for", ""},
+		{"redis_master_kill", `{"master":-2}`, "master", "-1"},
+		{"redis_master_kill", `{"for":"-1s"}`, "for", ""},
 	} {
 		t.Run(tc.name+tc.params, func(t *testing.T) {
 			f, err := Default.New(tc.name, json.RawMessage(tc.params))

@@ -53,6 +53,9 @@ type Controls interface {
 	StopRecording() error
 	Recording() bool
 
+	// Redis reports the Redis the gateways share their limits through.
+	Redis() RedisStatus
+
 	// Lesson reports the narration state; NextStep shows the next step.
 	Lesson() LessonState
 	NextStep()
@@ -69,6 +72,16 @@ type FaultStatus struct {
 	Description string `json:"description"`
 	Active      bool   `json:"active"`
 	Detail      string `json:"detail,omitempty"`
+}
+
+// RedisStatus is the lab's Redis: its kind (off, server, embedded,
+// cluster, external), address, and how many of the processes the lab runs
+// for it are up.
+type RedisStatus struct {
+	Kind  string `json:"kind"`
+	Addr  string `json:"addr,omitempty"`
+	Nodes int    `json:"nodes,omitempty"`
+	Up    int    `json:"up,omitempty"`
 }
 
 // LessonState is where a played experiment's narration stands.

@@ -392,5 +392,11 @@ func (l *Lab) isFinishing() bool {
 	}
 }
 
+// Redis reports the Redis the gateways share their limits through.
+func (l *Lab) Redis() RedisStatus {
+	r := l.sup.Redis()
+	return RedisStatus{Kind: r.Kind, Addr: r.Addr, Nodes: r.Nodes, Up: r.Up}
+}
+
 // ChildPIDs lists the current process ids of every child (tests use it).
 func (l *Lab) ChildPIDs() map[string]int { return l.sup.ChildPIDs() }

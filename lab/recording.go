@@ -22,6 +22,7 @@ type recording struct {
 	// started with the generator).
 	baseline *load.Totals
 	shedBase float64 // the gateways' accumulated sheds when recording started
+	fbBase   float64 // the gateways' accumulated Redis fallbacks then
 	oomBase  int
 	restBase int
 }
@@ -170,7 +171,7 @@ func (l *Lab) StartRecording() (string, error) {
 	counters := l.sup.Counters()
 	c := &recording{
 		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()),
-		baseline: &base, shedBase: l.sampling.shedTotal(),
+		baseline: &base, shedBase: l.sampling.shedTotal(), fbBase: l.sampling.fallbackTotal(),
 		oomBase: counters.OOMKills, restBase: counters.Restarts,
 	}
 	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
@@ -216,12 +217,19 @@ func (l *Lab) stopRecording() error {
 		Exp: l.exp, Quick: l.opts.Quick, Totals: totals,
 		GatewayShed: uint64(l.sampling.shedTotal() - c.shedBase + 0.5), ShedExact: rest == 0,
 		OOMKills: counters.OOMKills - c.oomBase, Restarts: rest, End: l.clock.Now(), Ended: ended,
+		Redis: l.redisSummary(l.sampling.fallbackTotal() - c.fbBase),
 	})
 	err := c.rec.Finish(sum, l.logsDir)
 	l.recs.mu.Lock()
 	l.recs.summary = &sum
 	l.recs.mu.Unlock()
 	return err
+}
+
+// redisSummary is the summary's Redis before its failovers.
+func (l *Lab) redisSummary(fallbacks float64) runfiles.RedisSummary {
+	r := l.sup.Redis()
+	return runfiles.RedisSummary{Kind: r.Kind, Addr: r.Addr, Fallbacks: max(fallbacks, 0)}
 }
 
 // Recording reports whether a recording is on.

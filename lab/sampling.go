@@ -38,6 +38,8 @@ type sampling struct {
 	lastPrinted time.Time
 
 	shedBits atomicFloat // sampler.State.ShedTotal as of the last tick
+	// fallbackBits is sampler.State.RedisFallbackTotal as of the last tick.
+	fallbackBits atomicFloat
 }
 
 func newSampling(l *Lab) *sampling {
@@ -163,6 +165,10 @@ func (s *sampling) stop() {
 // restarts, as of the last tick. Safe from any goroutine.
 func (s *sampling) shedTotal() float64 { return s.shedBits.load() }
 
+// fallbackTotal is the gateways' rate-limit store fallbacks summed and
+// accumulated across restarts, as of the last tick. Safe from any goroutine.
+func (s *sampling) fallbackTotal() float64 { return s.fallbackBits.load() }
+
 // take builds and delivers one Sample from the newest scrapes; it never
 // waits for a scrape.
 func (s *sampling) take() {
@@ -216,6 +222,7 @@ func (s *sampling) next(now time.Time, recording bool) tickOutput {
 	out, st := sampler.Next(s.state, in)
 	s.state = st
 	s.shedBits.store(st.ShedTotal())
+	s.fallbackBits.store(st.RedisFallbackTotal())
 	return tickOutput{Output: out, Window: in.Window.Duration}
 }
 

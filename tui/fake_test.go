@@ -24,6 +24,7 @@ type fakeControls struct {
 	defenses  map[string]bool
 	recording bool
 	lesson    lab.LessonState
+	redis     lab.RedisStatus
 	failNext  error // returned (once) by the next method that can fail
 	stopped   bool
 }
@@ -147,6 +148,11 @@ func (f *fakeControls) Lesson() lab.LessonState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lesson
+}
+func (f *fakeControls) Redis() lab.RedisStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.redis
 }
 func (f *fakeControls) NextStep() {
 	f.record("NextStep()")

@@ -79,6 +79,7 @@ type Model struct {
 	faults     []lab.FaultStatus
 	defenses   map[string]bool
 	lesson     lab.LessonState
+	redis      lab.RedisStatus
 	paused     bool
 	samplesEnd bool // the Samples channel closed: the lab stopped
 
@@ -219,6 +220,7 @@ func (m *Model) refreshControls() {
 	m.faults = m.ctrl.Faults()
 	m.defenses = m.ctrl.Defenses()
 	m.lesson = m.ctrl.Lesson()
+	m.redis = m.ctrl.Redis()
 	m.paused = m.ctrl.RampPaused()
 	rec := m.ctrl.Recording()
 	if rec && !m.recording {

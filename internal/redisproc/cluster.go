@@ -328,6 +328,20 @@ func (c *Cluster) MasterOf(ctx context.Context, key string) (int, error) {
 	return -1, fmt.Errorf("redis cluster: slot %d of %q is not served", slot, key)
 }
 
+// DBSize is the number of keys node i holds (DBSIZE).
+func (c *Cluster) DBSize(ctx context.Context, i int) (int64, error) {
+	if i < 0 || i >= len(c.nodes) {
+		return 0, fmt.Errorf("redis cluster: node %d does not exist", i)
+	}
+	cl := adminClient(c.nodes[i].Addr())
+	defer cl.Close()
+	n, err := cl.DBSize(ctx).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redis cluster: node %d: DBSIZE: %w", i, err)
+	}
+	return n, nil
+}
+
 // WaitFailover waits until the slots that node killed served are served by
 // another running node, and returns that node's index. Use it after
 // killing a master that has replicas.

@@ -14,6 +14,7 @@ func (e *Experiment) Clone() *Experiment {
 	c.Mix.Routes = cloneFloats(e.Mix.Routes)
 	c.Mix.RoutesByPriority = cloneRouteTables(e.Mix.RoutesByPriority)
 	c.Nodes.Knobs = cloneMap(e.Nodes.Knobs)
+	c.Redis = e.Redis.clone()
 	c.Gateway.Limits = cloneMap(e.Gateway.Limits)
 	c.Gateway.Guard = cloneMap(e.Gateway.Guard)
 	c.Gateway.Config = cloneMap(e.Gateway.Config)

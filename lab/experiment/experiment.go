@@ -39,8 +39,9 @@ type Experiment struct {
 
 	Nodes   NodesSpec   `yaml:"nodes" json:"nodes"`
 	Gateway GatewaySpec `yaml:"gateway" json:"gateway"`
-	// Redis is "off" (default), "auto" (start redis-server), or a redis:// URL.
-	Redis string `yaml:"redis" json:"redis"`
+	// Redis is where the gateways share rate limits: off (default), auto,
+	// server, embedded, cluster, or an external URL (RedisSpec).
+	Redis RedisSpec `yaml:"redis" json:"redis"`
 
 	Faults []FaultStep `yaml:"faults" json:"faults,omitempty"`
 	// Thresholds maps a metric (see ThresholdMetrics) to "OP NUMBER".
@@ -151,12 +152,6 @@ const (
 	NarrationPredict = "predict"
 	NarrationWatch   = "watch"
 	NarrationExplain = "explain"
-)
-
-// Redis modes besides a URL.
-const (
-	RedisOff  = "off"  // rate limits stay in each gateway
-	RedisAuto = "auto" // start a redis-server child
 )
 
 // Defaults applied by Normalize.

@@ -54,8 +54,8 @@ func TestParseExperimentHappy(t *testing.T) {
 	if e.Tick.D() != DefaultTick || e.MaxOutstanding != DefaultMaxOutstanding || e.Gateway.Count != 1 {
 		t.Errorf("defaults not filled: tick %v max_outstanding %d gateways %d", e.Tick, e.MaxOutstanding, e.Gateway.Count)
 	}
-	if e.Redis != "off" || e.Gateway.RestartDelay.D() != DefaultRestartDelay {
-		t.Errorf("redis %q restart_delay %v", e.Redis, e.Gateway.RestartDelay)
+	if e.Redis.Kind != RedisOff || e.Redis.Enabled() || e.Gateway.RestartDelay.D() != DefaultRestartDelay {
+		t.Errorf("redis %+v restart_delay %v", e.Redis, e.Gateway.RestartDelay)
 	}
 	th := e.ParsedThresholds()
 	if len(th) != 2 || th[0].Name != "p0_success_rate" || th[0].Op != ">=" || th[0].Value != 0.99 {
@@ -98,6 +98,14 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"bad limit", "name: x\nduration: 1s\ngateway:\n  limits: {classes: {ai: {limit: 0}}}\n", "gateway.limits"},
 		{"unknown defense", "name: x\nduration: 1s\ngateway:\n  defenses: {moat: true}\n", "gateway.defenses.moat"},
 		{"bad redis", "name: x\nduration: 1s\nredis: maybe\n", "line 3: redis"},
+		{"bad redis url", "name: x\nduration: 1s\nredis: {kind: external, url: \"http://x\"}\n", "line 3: redis.url"},
+		{"redis url with a kind", "name: x\nduration: 1s\nredis: {kind: auto, url: \"redis://x:1\"}\n", "line 3: redis.url: only for kind external"},
+		{"redis unknown key", "name: x\nduration: 1s\nredis:\n  kind: cluster\n  shards: 3\n", "line 5: redis: field shards not found"},
+		{"cluster too small", "name: x\nduration: 1s\nredis: {kind: cluster, masters: 2}\n", "line 3: redis.masters: 2: want ≥ 3"},
+		{"cluster too big", "name: x\nduration: 1s\nredis: {kind: cluster, masters: 5, replicas: 2}\n", "15 processes"},
+		{"negative replicas", "name: x\nduration: 1s\nredis: {kind: cluster, replicas: -1}\n", "redis.replicas"},
+		{"masters on a server", "name: x\nduration: 1s\nredis: {kind: server, masters: 3}\n", "only for kind cluster"},
+		{"redis list", "name: x\nduration: 1s\nredis: [auto]\n", "line 3: redis: want one of"},
 		{"tick too slow", "name: x\nduration: 1s\ntick: 1s\n", "tick"},
 		{"empty", "", "empty file"},
 		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},

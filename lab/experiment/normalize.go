@@ -149,18 +149,6 @@ func (e *Experiment) normalizeGateway(p *problems) {
 	}
 }
 
-// normalizeRedis: off, auto or a URL.
-func (e *Experiment) normalizeRedis(p *problems) {
-	switch {
-	case e.Redis == "":
-		e.Redis = RedisOff
-	case e.Redis == RedisOff, e.Redis == RedisAuto:
-	case strings.HasPrefix(e.Redis, "redis://"), strings.HasPrefix(e.Redis, "rediss://"), strings.HasPrefix(e.Redis, "unix://"):
-	default:
-		p.add("redis", "%q: want %s, %s or a redis:// URL", e.Redis, RedisAuto, RedisOff)
-	}
-}
-
 // validateFaults checks each step against the chaos catalogue and the
 // run's length.
 func (e *Experiment) validateFaults(p *problems) {

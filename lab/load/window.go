@@ -46,6 +46,10 @@ type PriorityWindow struct {
 	OfferedTotal  uint64
 	OKTotal       uint64
 	FinishedTotal uint64
+	// PassedRateLimitTotal is the finished requests the gateway's rate
+	// limit let through: every outcome but shed_ratelimit and
+	// generator_dropped (the rate limit is the first defense).
+	PassedRateLimitTotal uint64
 	// P50Ms and P99Ms: latency from the intended arrival time of every sent
 	// request of this class that ended in the window, whatever its outcome
 	// (dropped arrivals excluded); 0 when none did.
@@ -147,9 +151,11 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 			OfferedTotal:  c.offered,
 			OKTotal:       c.outcomes[wire.OutcomeOK],
 			FinishedTotal: sumOutcomes(&c.outcomes),
-			P50Ms:         quantileMs(s.winPrio[i], 50),
-			P99Ms:         quantileMs(s.winPrio[i], 99),
-			Latency:       packHist(s.winPrio[i]),
+			PassedRateLimitTotal: sumOutcomes(&c.outcomes) - c.outcomes[wire.OutcomeShedRateLimit] -
+				c.outcomes[wire.OutcomeGeneratorDropped],
+			P50Ms:   quantileMs(s.winPrio[i], 50),
+			P99Ms:   quantileMs(s.winPrio[i], 99),
+			Latency: packHist(s.winPrio[i]),
 		}
 	}
 	s.lastTick = s.total

@@ -25,7 +25,12 @@ type digest struct {
 	p0Fin     uint64 // P0 requests finished (any outcome) since the start
 	rss       float64
 	attempts  float64 // gateways' upstream attempts since they started
+	// prio is each priority's offered and passed-the-rate-limit totals.
+	prio map[string]prioTotals
 }
+
+// prioTotals are one priority's cumulative counts at a tick.
+type prioTotals struct{ offered, passed uint64 }
 
 type faultWindow struct {
 	name       string
@@ -48,6 +53,7 @@ type Aggregator struct {
 	lastRate       float64
 	lastRateAt     time.Time
 	faults         []faultWindow
+	failovers      []RedisFailover
 }
 
 // NewAggregator returns an aggregator for a recording that starts at start
@@ -99,6 +105,15 @@ func (a *Aggregator) FaultReverted(name string, t time.Time) {
 	}
 }
 
+// RedisFailover records a cluster master lost (and replaced) at t, the
+// kill's time.
+func (a *Aggregator) RedisFailover(f RedisFailover, t time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f.AtS = round(a.elapsed(t), 3)
+	a.failovers = append(a.failovers, f)
+}
+
 // Add folds one sample; completions is the nodes' completion rate this tick,
 // saturated whether every live node had every slot busy, and p0Finished
 // the P0 requests finished so far (any outcome).
@@ -122,6 +137,10 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	}
 	if p, ok := s.ByPriority[wire.PriorityP0]; ok {
 		d.p0Offered, d.p0OK = p.OfferedTotal, p.OKTotal
+	}
+	d.prio = make(map[string]prioTotals, len(s.ByPriority))
+	for name, p := range s.ByPriority {
+		d.prio[name] = prioTotals{offered: p.OfferedTotal, passed: p.PassedRateLimitTotal}
 	}
 	a.digests = append(a.digests, d)
 	a.lag = math.Max(a.lag, s.LagProbeP99Ms)
@@ -147,6 +166,9 @@ type SummaryInput struct {
 	Restarts    int
 	End         time.Time
 	Ended       string // Summary.Ended
+	// Redis is the Redis in use and its fallbacks over the recording;
+	// Summarize adds the failovers recorded.
+	Redis RedisSummary
 }
 
 // Summarize builds the Summary and evaluates the experiment's thresholds.
@@ -184,6 +206,13 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	for _, f := range a.faults {
 		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.Exp.ClientTimeout.D().Seconds()))
 	}
+	s.Redis = in.Redis
+	s.Redis.Fallbacks = math.Round(s.Redis.Fallbacks)
+	if s.Redis.Kind == "" {
+		s.Redis.Kind = experiment.RedisOff
+	}
+	s.Redis.Failovers = append([]RedisFailover(nil), a.failovers...)
+	s.RateLimit = a.globalLimits(in.Exp.GlobalLimits())
 	s.evaluate(in.Exp.ParsedThresholds())
 	return s
 }

@@ -30,4 +30,7 @@ const (
 	EventRecordStop   = "record_stop"
 	EventError        = "error"
 	EventLoadFinished = "load_finished"
+	// EventRedisFailover: a killed cluster master's slots are served by a
+	// replica (fields killed, by, after_s), or were not (error).
+	EventRedisFailover = "redis_failover"
 )

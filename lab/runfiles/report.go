@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -115,6 +116,60 @@ var reportRows = []reportRow{
 			return "-"
 		}
 		return fmt.Sprintf("%.3f", r.Summary.AttemptsPerAdmitted)
+	}},
+	{"redis", func(r *Run) string {
+		rs := r.Summary.Redis
+		switch rs.Kind {
+		case "", "off":
+			return "-"
+		case "cluster":
+			return "cluster " + rs.Addr + "…"
+		}
+		return rs.Kind + " " + rs.Addr
+	}},
+	{"redis fallbacks", func(r *Run) string {
+		if k := r.Summary.Redis.Kind; k == "" || k == "off" {
+			return "-"
+		}
+		return count(uint64(r.Summary.Redis.Fallbacks))
+	}},
+	{"redis failover", func(r *Run) string {
+		var out []string
+		for _, f := range r.Summary.Redis.Failovers {
+			if f.By == "" {
+				out = append(out, "none")
+				continue
+			}
+			out = append(out, fmt.Sprintf("%.1fs", f.AfterS))
+		}
+		if len(out) == 0 {
+			return "-"
+		}
+		return strings.Join(out, ", ")
+	}},
+	{"global limit (steady / faults)", func(r *Run) string {
+		rl := r.Summary.RateLimit
+		if rl == nil {
+			return "-"
+		}
+		worst := func(faults bool) string {
+			v, note := r.Summary.Metric(map[bool]string{false: "global_limit_error", true: "global_limit_error_during_faults"}[faults])
+			if note != "" {
+				return "-"
+			}
+			// The sign of the worst priority, for people: over or under.
+			for _, c := range rl.ByPriority {
+				sp := c.Steady
+				if faults {
+					sp = c.Faults
+				}
+				if sp.Seconds > 0 && math.Abs(sp.Error) == v {
+					return fmt.Sprintf("%+.1f%%", sp.Error*100)
+				}
+			}
+			return fmt.Sprintf("±%.1f%%", v*100)
+		}
+		return worst(false) + " / " + worst(true)
 	}},
 	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
 	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},

@@ -77,12 +77,15 @@ type Sample struct {
 
 // PrioritySample is the client-side view of one priority class.
 type PrioritySample struct {
-	OfferedTotal  uint64  `json:"offered_total"`
-	OKTotal       uint64  `json:"ok_total"`
-	FinishedTotal uint64  `json:"finished_total"` // any outcome, generator_dropped included
-	SuccessRate   float64 `json:"success_rate"`   // ok / finished, over the last few seconds; 1 when nothing finished
-	P50Ms         float64 `json:"p50_ms"`
-	P99Ms         float64 `json:"p99_ms"`
+	OfferedTotal  uint64 `json:"offered_total"`
+	OKTotal       uint64 `json:"ok_total"`
+	FinishedTotal uint64 `json:"finished_total"` // any outcome, generator_dropped included
+	// PassedRateLimitTotal is the finished requests the rate limit let
+	// through (every outcome but shed_ratelimit and generator_dropped).
+	PassedRateLimitTotal uint64  `json:"passed_ratelimit_total,omitempty"`
+	SuccessRate          float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
+	P50Ms                float64 `json:"p50_ms"`
+	P99Ms                float64 `json:"p99_ms"`
 	// Hist is the histogram behind P50Ms/P99Ms (every sent request of the
 	// class that ended in the last tick), encoded like Sample.AdmittedHist.
 	Hist string `json:"hist,omitempty"`

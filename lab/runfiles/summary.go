@@ -11,6 +11,7 @@ import (
 
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -70,6 +71,13 @@ type Summary struct {
 	// requests (ok, fallback, timeout, error).
 	UpstreamAttempts    float64 `json:"upstream_attempts"`
 	AttemptsPerAdmitted float64 `json:"attempts_per_admitted"`
+
+	// Redis is the Redis the gateways shared their limits through (kind
+	// off without one), its fallbacks and failovers.
+	Redis RedisSummary `json:"redis"`
+	// RateLimit measures the global rate limit per priority; nil when no
+	// rule covers one priority's traffic with one bucket.
+	RateLimit *RateLimitSummary `json:"rate_limit,omitempty"`
 
 	Thresholds map[string]ThresholdResult `json:"thresholds"`
 	// Pass is true when every threshold passed.
@@ -202,6 +210,26 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return v, ""
 	case "attempts_per_admitted":
 		return s.AttemptsPerAdmitted, ""
+	case "global_limit_error":
+		return s.globalLimitError(false)
+	case "global_limit_error_during_faults":
+		return s.globalLimitError(true)
+	case "redis_fallbacks":
+		if s.Redis.Kind == "" || s.Redis.Kind == experiment.RedisOff {
+			return math.NaN(), "no Redis in this run"
+		}
+		return s.Redis.Fallbacks, ""
+	case "redis_failover_s":
+		worst, note := math.NaN(), "no cluster master was killed"
+		for _, f := range s.Redis.Failovers {
+			if f.By == "" {
+				return math.Inf(1), "no replica took over " + f.Killed
+			}
+			if math.IsNaN(worst) || f.AfterS > worst {
+				worst, note = f.AfterS, ""
+			}
+		}
+		return worst, note
 	case "error_rate":
 		return rate(wire.OutcomeError.String()), ""
 	case "timeout_rate":

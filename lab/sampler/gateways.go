@@ -52,7 +52,9 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			}
 		}
 		if c.At.After(g.prevAt) { // a new scrape: new rates
-			st.shed += g.update(f, c.At, in.Window.Duration.Seconds())
+			shed, fallbacks := g.update(f, c.At, in.Window.Duration.Seconds())
+			st.shed += shed
+			st.fallbacks += fallbacks
 		}
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
@@ -123,9 +125,9 @@ func markEjections(smp *runfiles.Sample, gateways []Child) {
 }
 
 // update takes a new scrape f taken at at: the shed rates since the previous
-// scrape (over windowS seconds when there is none), and the increase of the
-// shed counter, which it returns.
-func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) float64 {
+// scrape (over windowS seconds when there is none). It returns the increase
+// of the shed counter and of the rate-limit store's fallback counter.
+func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) (shed, fallbacks float64) {
 	prev, since := sinceLast(g.prev, g.prevAt, at, windowS)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
@@ -140,7 +142,7 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 		g.hedges = f.SumDelta(prev, wire.MetricUpstreamHedges, map[string]string{wire.LabelResult: wire.HedgeSent}) / since
 	}
 	g.prev, g.prevAt = f, at
-	return f.SumDelta(prev, wire.MetricShed, nil)
+	return f.SumDelta(prev, wire.MetricShed, nil), f.SumDelta(prev, wire.MetricRateLimitStoreFallback, nil)
 }
 
 // sinceLast is the scrape a new one (taken at at) is compared with — the

@@ -67,6 +67,9 @@ type State struct {
 	nodes    []nodeState
 	recent   map[string][]prioCount // per priority, newest last
 	shed     float64                // levee_shed_total over every gateway process
+	// fallbacks is levee_ratelimit_store_fallback_total over every gateway
+	// process.
+	fallbacks float64
 }
 
 // NewState returns the state before the first tick of a lab with the given
@@ -83,13 +86,19 @@ func NewState(gateways, nodes int) State {
 // gateway restarts, as of the last tick.
 func (s State) ShedTotal() float64 { return s.shed }
 
+// RedisFallbackTotal is the gateways' rate-limit decisions made without
+// the shared store (levee_ratelimit_store_fallback_total), summed and
+// accumulated across gateway restarts, as of the last tick.
+func (s State) RedisFallbackTotal() float64 { return s.fallbacks }
+
 // clone copies s so that Next never changes its argument.
 func (s State) clone() State {
 	c := State{
-		gateways: append([]gatewayState(nil), s.gateways...),
-		nodes:    append([]nodeState(nil), s.nodes...),
-		recent:   make(map[string][]prioCount, len(s.recent)),
-		shed:     s.shed,
+		gateways:  append([]gatewayState(nil), s.gateways...),
+		nodes:     append([]nodeState(nil), s.nodes...),
+		recent:    make(map[string][]prioCount, len(s.recent)),
+		shed:      s.shed,
+		fallbacks: s.fallbacks,
 	}
 	for k, v := range s.recent {
 		c.recent[k] = append([]prioCount(nil), v...)
@@ -170,6 +179,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 			rate = float64(ok) / float64(fin)
 		}
 		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
-			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
+			PassedRateLimitTotal: pw.PassedRateLimitTotal,
+			SuccessRate:          round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 }

@@ -178,22 +178,6 @@ func (s *Supervisor) PatchGatewayPressure(ctx context.Context, patch map[string]
 	return errors.Join(errs...)
 }
 
-// KillRedis kills the lab's Redis child.
-func (s *Supervisor) KillRedis(ctx context.Context) error {
-	if s.redis == nil {
-		return errors.New("lab: this lab has no Redis child (redis: auto starts one)")
-	}
-	return s.redis.Kill()
-}
-
-// RestartRedis brings the Redis child back on its port.
-func (s *Supervisor) RestartRedis(ctx context.Context) error {
-	if s.redis == nil {
-		return errors.New("lab: this lab has no Redis child (redis: auto starts one)")
-	}
-	return s.redis.Restart(ctx)
-}
-
 // SetDefense switches one defense on every gateway that is up (one that is
 // down picks the switch up from its config when it restarts); a failure is
 // recorded as an event and printed.

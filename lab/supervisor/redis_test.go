@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/internal/redistest"
+	"github.com/levee-lab/levee/lab/experiment"
 )
 
 // TestStartRedisUsesTheLabSpawner: the lab's Redis is started like every
@@ -18,24 +19,44 @@ func TestStartRedisUsesTheLabSpawner(t *testing.T) {
 	redistest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r, err := StartRedis(ctx, t.TempDir())
+	r, err := StartRedis(ctx, t.TempDir(), "/nonexistent/levee", experiment.RedisServer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Kill() })
+	if string(r.Kind()) != RedisKindServer {
+		t.Errorf("kind %q, want %q", r.Kind(), RedisKindServer)
+	}
 	pid := r.PID()
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
 		t.Fatalf("redis pid %d in process group %d (err %v), want its own group", pid, pgid, err)
 	}
 }
 
+// Asking for redis-server (or a cluster, made of redis-servers) without
+// it fails, saying what is missing and what runs without it.
 func TestStartRedisWithoutRedisServer(t *testing.T) {
 	t.Setenv("PATH", t.TempDir()) // an empty directory: no redis-server
-	_, err := StartRedis(context.Background(), t.TempDir())
+	_, err := StartRedis(context.Background(), t.TempDir(), "/nonexistent/levee", experiment.RedisServer)
 	if !errors.Is(err, ErrNoRedisServer) {
 		t.Fatalf("err %v, want ErrNoRedisServer", err)
 	}
-	if !strings.Contains(err.Error(), "redis-server") || !strings.Contains(err.Error(), "install") {
-		t.Errorf("error %q should name redis-server and how to install it", err)
+	for _, want := range []string{"redis-server", "install", "embedded"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q should say %q", err, want)
+		}
+	}
+	_, err = StartRedisCluster(context.Background(), t.TempDir(), experiment.RedisSpec{Kind: experiment.RedisCluster, Masters: 3})
+	if !errors.Is(err, ErrNoRedisServer) || !strings.Contains(err.Error(), "no embedded cluster") {
+		t.Fatalf("cluster without redis-server: err %v, want ErrNoRedisServer saying there is no embedded cluster", err)
+	}
+}
+
+// An embedded server that cannot start is an error, never a lab without
+// Redis.
+func TestStartRedisEmbeddedFailsClearly(t *testing.T) {
+	_, err := StartRedis(context.Background(), t.TempDir(), "/nonexistent/levee", experiment.RedisEmbedded)
+	if err == nil || !strings.Contains(err.Error(), "embedded") {
+		t.Fatalf("err %v, want the embedded server's start error", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/levee-lab/levee/internal/redisproc"
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/runfiles"
@@ -44,9 +45,10 @@ type Config struct {
 	// is SIGKILLed (an OOM kill) and restarted after RestartDelay. 0: none.
 	MemoryLimit  uint64
 	RestartDelay time.Duration
-	// Redis is experiment.RedisOff, experiment.RedisAuto (a redis-server
-	// child, or none with a note when it is not installed) or a URL.
-	Redis string
+	// Redis is the experiment's `redis:`: off, a server child (auto,
+	// server, embedded), a cluster, or an external URL. Start fails when
+	// it asks for Redis the lab cannot start.
+	Redis experiment.RedisSpec
 
 	// Event records a lifecycle event (runfiles.Event… kinds); Progress
 	// prints a human line. Either may be nil.
@@ -65,8 +67,10 @@ type Supervisor struct {
 	httpc    *http.Client
 	nodes    []*Child // fixed after Start
 	gateways []*Child // fixed after Start
-	redis    *RedisChild
-	redisURL string
+	// Redis, fixed after Start: one server child, a cluster, or neither.
+	redis     *RedisChild
+	cluster   *redisproc.Cluster
+	redisInfo RedisInfo
 
 	quiet     chan struct{} // closed by StopWatching: no more restarts or OOM kills
 	quietOnce sync.Once
@@ -140,31 +144,6 @@ func (s *Supervisor) start(ctx context.Context) error {
 	return nil
 }
 
-// startRedis starts the Redis child for experiment.RedisAuto; a URL is
-// used as it is.
-func (s *Supervisor) startRedis(ctx context.Context) error {
-	switch s.cfg.Redis {
-	case "", experiment.RedisOff:
-		return nil
-	case experiment.RedisAuto:
-	default:
-		s.redisURL = s.cfg.Redis
-		return nil
-	}
-	r, err := StartRedis(ctx, s.cfg.LogsDir)
-	switch {
-	case errors.Is(err, ErrNoRedisServer):
-		s.progress("redis: auto: %v; running without Redis (in-process limits)", err)
-		s.event(runfiles.EventError, "redis-server not found; running without Redis", nil)
-		return nil
-	case err != nil:
-		return err // "lab: redis: …"
-	}
-	s.redis, s.redisURL = r, r.URL()
-	s.event(runfiles.EventChildStart, "redis", map[string]any{"url": s.redisURL, "pid": r.PID()})
-	return nil
-}
-
 func (s *Supervisor) newChild(kind string, i int, args func(int, string, string) []string) *Child {
 	name := fmt.Sprintf("%s-%d", kind, i)
 	return &Child{
@@ -210,7 +189,7 @@ func (s *Supervisor) gatewayArgs(index int, listen, admin string) []string {
 		admin = "127.0.0.1:0"
 	}
 	path := filepath.Join(s.cfg.WorkDir, fmt.Sprintf("gateway-%d.yaml", index))
-	b, err := s.cfg.GatewayConfig(listen, admin, s.NodeAddrs(), s.redisURL)
+	b, err := s.cfg.GatewayConfig(listen, admin, s.NodeAddrs(), s.redisInfo.URL)
 	if err != nil {
 		// Validated with the experiment; a failure here shows in the child's log.
 		b = []byte("# " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
@@ -232,9 +211,6 @@ func (s *Supervisor) NodeAddrs() []string {
 // after Start and must not be modified.
 func (s *Supervisor) Nodes() []*Child    { return s.nodes }
 func (s *Supervisor) Gateways() []*Child { return s.gateways }
-
-// RedisURL is the Redis the gateways use ("" for none).
-func (s *Supervisor) RedisURL() string { return s.redisURL }
 
 // Counters are the supervisor's running totals.
 type Counters struct {
@@ -260,9 +236,7 @@ func (s *Supervisor) ChildPIDs() map[string]int {
 	for _, c := range append(append([]*Child(nil), s.nodes...), s.gateways...) {
 		m[c.name] = c.PID()
 	}
-	if s.redis != nil {
-		m["redis"] = s.redis.PID()
-	}
+	s.redisPIDs(m)
 	return m
 }
 
@@ -292,9 +266,7 @@ func (s *Supervisor) Close() {
 		wg.Go(func() { n.Close(2 * time.Second) })
 	}
 	wg.Wait()
-	if s.redis != nil {
-		s.redis.Stop()
-	}
+	s.closeRedis()
 	s.cancel()
 }
 

@@ -1,0 +1,182 @@
+package runfiles
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/levee-lab/levee/lab/experiment"
+)
+
+// RedisSummary says which Redis the gateways shared their rate limits
+// through and what it went through.
+type RedisSummary struct {
+	// Kind is off, server (redis-server), embedded (`levee redis`),
+	// cluster (a Redis Cluster of redis-servers) or external (a URL the
+	// lab does not run).
+	Kind string `json:"kind"`
+	// Addr is host:port: the server, a cluster's first node, an external
+	// Redis's host; empty when off.
+	Addr string `json:"addr,omitempty"`
+	// Fallbacks is the rate-limit decisions the gateways made without Redis
+	// (their local share, or a fail-closed denial) during the recording:
+	// the increase of levee_ratelimit_store_fallback_total, summed over the
+	// gateways (a gateway's restart loses its count since its last scrape).
+	Fallbacks float64 `json:"fallbacks"`
+	// Failovers has one entry per cluster master killed, in time order.
+	Failovers []RedisFailover `json:"failovers,omitempty"`
+}
+
+// RedisFailover is one cluster master lost and, with replicas, replaced.
+type RedisFailover struct {
+	Killed string  `json:"killed"` // the master's address
+	AtS    float64 `json:"at_s"`   // when it was killed (seconds since the start)
+	// By is the replica that took its slots over, "" when none did.
+	By string `json:"by,omitempty"`
+	// AfterS is the time from the kill until its slots were served again.
+	AfterS float64 `json:"after_s,omitempty"`
+	// Error says why no failover was seen.
+	Error string `json:"error,omitempty"`
+}
+
+// String is one line for people: "127.0.0.1:7000 → 127.0.0.1:7004 in 2.1 s".
+func (f RedisFailover) String() string {
+	if f.By == "" {
+		return fmt.Sprintf("%s lost at %.1fs, no failover (%s)", f.Killed, f.AtS, f.Error)
+	}
+	return fmt.Sprintf("%s → %s in %.1fs (at %.1fs)", f.Killed, f.By, f.AfterS, f.AtS)
+}
+
+// RateLimitSummary measures the global rate limit: for each priority whose
+// tenant one rule covers (experiment.GlobalLimits), what all the gateways
+// together let through over the spans where the tenant offered at least
+// overLimit × the limit, against the limit. Spans that overlap a fault
+// (from its start to one span after its end, when a restarted store is
+// still refilling) are judged apart from the others.
+type RateLimitSummary struct {
+	ByPriority map[string]GlobalLimitCheck `json:"by_priority"`
+}
+
+// GlobalLimitCheck is one priority's global limit, measured.
+type GlobalLimitCheck struct {
+	LimitRPS float64 `json:"limit_rps"`
+	Rule     string  `json:"rule"`
+	// Steady is outside faults, Faults during them.
+	Steady LimitSpan `json:"steady"`
+	Faults LimitSpan `json:"faults"`
+}
+
+// LimitSpan is the admissions over the spans measured.
+type LimitSpan struct {
+	Seconds     float64 `json:"seconds"`      // time measured (offered ≥ overLimit × limit)
+	AdmittedRPS float64 `json:"admitted_rps"` // let through by the rate limit, per second
+	// Error is AdmittedRPS / LimitRPS − 1: 0.05 lets 5 % more through
+	// than the limit; 0 when nothing was measured.
+	Error float64 `json:"error"`
+}
+
+// overLimit is how far above its limit a tenant must offer for a span to
+// measure the limit: well above, so the limit, not the offer, decides.
+const overLimit = 1.5
+
+// globalLimits computes the RateLimitSummary from the digests; mu held.
+// Nil when no priority has a simple global limit.
+func (a *Aggregator) globalLimits(limits map[string]experiment.GlobalLimit) *RateLimitSummary {
+	if len(limits) == 0 {
+		return nil
+	}
+	out := &RateLimitSummary{ByPriority: map[string]GlobalLimitCheck{}}
+	for _, p := range slices.Sorted(maps.Keys(limits)) {
+		lim := limits[p]
+		c := GlobalLimitCheck{LimitRPS: round(lim.RPS, 3), Rule: lim.Rule}
+		var steady, fault [2]float64 // seconds, admitted
+		span := lim.Span.D().Seconds()
+		var prev *digest // the digest before the span's first
+		from := 0
+		for i := range a.digests {
+			d := &a.digests[i]
+			start := d.elapsed - d.dt
+			if from < i {
+				start = a.digests[from].elapsed - a.digests[from].dt
+			}
+			length := d.elapsed - start
+			if length+1e-9 < span { // a partial span at the end is left out
+				continue
+			}
+			first := prev == nil
+			offered, passed := d.prio[p].offered, d.prio[p].passed
+			if !first {
+				offered -= prev.prio[p].offered
+				passed -= prev.prio[p].passed
+			}
+			prev, from = d, i+1
+			// The first span has no counts before it (a recording may start
+			// late, its totals counting from the lab's start): it only sets
+			// the base.
+			if first || float64(offered) < overLimit*lim.RPS*length {
+				continue
+			}
+			acc := &steady
+			if a.overlapsFault(start, d.elapsed, span) {
+				acc = &fault
+			}
+			acc[0] += length
+			acc[1] += float64(passed)
+		}
+		c.Steady, c.Faults = limitSpan(steady, lim.RPS), limitSpan(fault, lim.RPS)
+		out.ByPriority[p] = c
+	}
+	return out
+}
+
+func limitSpan(acc [2]float64, limit float64) LimitSpan {
+	if acc[0] <= 0 || limit <= 0 {
+		return LimitSpan{}
+	}
+	rps := acc[1] / acc[0]
+	return LimitSpan{Seconds: round(acc[0], 3), AdmittedRPS: round(rps, 3), Error: round(rps/limit-1, 6)}
+}
+
+// overlapsFault reports whether [from, to] overlaps a fault's window,
+// extended by tail after its end; mu held.
+func (a *Aggregator) overlapsFault(from, to, tail float64) bool {
+	for _, f := range a.faults {
+		end := f.end
+		if end < 0 {
+			end = math.Inf(1)
+		}
+		if from < end+tail && to > f.start {
+			return true
+		}
+	}
+	return false
+}
+
+// globalLimitError is the worst |error| over the priorities measured in
+// the steady spans (faults false) or the fault spans (true), and a note
+// when nothing was measured.
+func (s *Summary) globalLimitError(faults bool) (float64, string) {
+	if s.RateLimit == nil {
+		return math.NaN(), "no rate-limit rule covers one priority's traffic with one bucket of requests"
+	}
+	worst, found := 0.0, false
+	for _, c := range s.RateLimit.ByPriority {
+		sp := c.Steady
+		if faults {
+			sp = c.Faults
+		}
+		if sp.Seconds > 0 {
+			found = true
+			worst = math.Max(worst, math.Abs(sp.Error))
+		}
+	}
+	if !found {
+		where := "outside faults"
+		if faults {
+			where = "during a fault"
+		}
+		return math.NaN(), fmt.Sprintf("no priority offered ≥ %g× its limit %s", overLimit, where)
+	}
+	return round(worst, 6), ""
+}
