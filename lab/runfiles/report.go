@@ -20,6 +20,12 @@ type reportRow struct {
 	value func(r *Run) string
 }
 
+// optionalRows are left out when every run shows "-" (the Redis rows in a
+// report of runs without Redis).
+var optionalRows = map[string]bool{
+	"redis fallbacks": true, "redis failover": true, "global limit (steady / faults)": true,
+}
+
 func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
 
 // prioPct is a priority's success rate, or "-" when it was not offered.
@@ -121,7 +127,7 @@ var reportRows = []reportRow{
 		rs := r.Summary.Redis
 		switch rs.Kind {
 		case "", "off":
-			return "-"
+			return "off"
 		case "cluster":
 			return "cluster " + rs.Addr + "…"
 		}
@@ -239,17 +245,23 @@ func WriteReport(w io.Writer, runs []*Run) error {
 	if len(runs) == 0 {
 		return errors.New("report: no runs")
 	}
-	cells := make([][]string, len(reportRows))
+	cells := make([][]string, 0, len(reportRows))
 	width := make([]int, len(runs)+1)
-	for i, row := range reportRows {
-		cells[i] = make([]string, len(runs)+1)
-		cells[i][0] = row.label
+	for _, row := range reportRows {
+		line := make([]string, len(runs)+1)
+		line[0] = row.label
+		empty := true
 		for j, r := range runs {
-			cells[i][j+1] = row.value(r)
+			line[j+1] = row.value(r)
+			empty = empty && line[j+1] == "-"
 		}
-		for j, c := range cells[i] {
+		if optionalRows[row.label] && empty {
+			continue
+		}
+		for j, c := range line {
 			width[j] = max(width[j], utf8.RuneCountInString(c))
 		}
+		cells = append(cells, line)
 	}
 	var b strings.Builder
 	for i, row := range cells {

@@ -45,6 +45,11 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
+		Redis: RedisSummary{Kind: "cluster", Addr: "127.0.0.1:7000", Fallbacks: 12,
+			Failovers: []RedisFailover{{Killed: "127.0.0.1:7000", AtS: 5, By: "127.0.0.1:7003", AfterS: 1.5}}},
+		RateLimit: &RateLimitSummary{ByPriority: map[string]GlobalLimitCheck{"P2": {
+			LimitRPS: 100, Steady: LimitSpan{Seconds: 10, AdmittedRPS: 103, Error: 0.03},
+			Faults: LimitSpan{Seconds: 5, AdmittedRPS: 90, Error: -0.1}}}},
 	}
 	for name := range experiment.ThresholdMetrics {
 		v, note := s.Metric(name)
@@ -65,6 +70,23 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s.Faults = nil
 	if v, _ := s.Metric("limit_settle_s"); !math.IsNaN(v) {
 		t.Errorf("no kill: %v", v)
+	}
+	if v, _ := s.Metric("global_limit_error"); v != 0.03 {
+		t.Errorf("global_limit_error = %v, want 0.03", v)
+	}
+	if v, _ := s.Metric("global_limit_error_during_faults"); v != 0.1 {
+		t.Errorf("global_limit_error_during_faults = %v, want 0.1 (|−10 %%|)", v)
+	}
+	if v, _ := s.Metric("redis_failover_s"); v != 1.5 {
+		t.Errorf("redis_failover_s = %v", v)
+	}
+	s.Redis.Failovers = append(s.Redis.Failovers, RedisFailover{Killed: "127.0.0.1:7001", Error: "timeout"})
+	if v, note := s.Metric("redis_failover_s"); !math.IsInf(v, 1) || note == "" {
+		t.Errorf("a kill without failover: %v %q, want +Inf and a note", v, note)
+	}
+	s.Redis = RedisSummary{Kind: "off"}
+	if v, note := s.Metric("redis_fallbacks"); !math.IsNaN(v) || note == "" {
+		t.Errorf("redis_fallbacks without Redis: %v %q, want NaN and a note", v, note)
 	}
 }
 
