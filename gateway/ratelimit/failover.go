@@ -85,6 +85,18 @@ type Sharder interface {
 //     they fall back at once. Every probe interval one call probes the remote
 //     store; its success closes the breaker and decisions are global again.
 //     When the primary store is a Sharder there is one breaker per shard.
+//   - The fallback share is bounded: when the local store is a Recorder
+//     (NewLocal's is), every admission the shared store makes is recorded
+//     in it too, so a fallback decision counts what this instance already
+//     let through in the limit's span; and for one span after a shard's
+//     last fallback decision, an admission needs room in the local share
+//     as well as in the shared store (the shared store never saw the
+//     local admissions). In any span in which it decides a key locally,
+//     one instance admits at most max(share × limit, what the shared
+//     store let it through before): a breaker that flaps can no longer
+//     add share × limit per instance on top of the shared limit (up to 2×
+//     it over N instances). Denials by the local share in that span are
+//     fallbacks too (decisions made without the shared store).
 //
 // Errors that are the caller's own — an invalid rule, a cost < 1,
 // ErrCostExceedsCapacity — are returned as they are, never hidden by a
@@ -95,6 +107,7 @@ type Failover struct {
 	primary    Store
 	sharder    Sharder // primary as a Sharder; nil when it is not one
 	local      Store
+	recorder   Recorder      // local as a Recorder; nil: the fallback share is not bounded by remote admissions
 	name       string        // store label of the metric
 	timeout    time.Duration // > 0
 	share      float64       // in (0, 1]
@@ -120,6 +133,7 @@ type breaker struct {
 	failures  int       // consecutive remote failures
 	firstFail time.Time // when the current streak of failures began
 	nextProbe time.Time // when open: the earliest probe
+	lastLocal time.Time // the last fail-open decision made locally; zero: none
 }
 
 // FailoverOption configures a Failover.
@@ -197,11 +211,14 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	if f.local == nil {
 		f.local = NewLocal()
 	}
+	if !f.failClosed {
+		f.recorder, _ = f.local.(Recorder)
+	}
 	f.sharder, _ = primary.(Sharder)
 	f.breakers = map[string]*breaker{}
 	f.metric = prometheus.NewCounter(prometheus.CounterOpts{
 		Name:        wire.MetricRateLimitStoreFallback,
-		Help:        "Rate limit decisions made without the shared store (local share or fail-closed denial) because it failed, timed out or its breaker was open.",
+		Help:        "Rate limit decisions made without the shared store (local share or fail-closed denial) because it failed, timed out or its breaker was open, or by the local share within one limit span after that.",
 		ConstLabels: prometheus.Labels{wire.LabelStore: f.name},
 	})
 	return f, nil
@@ -223,6 +240,25 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	if !ok {
 		return f.fallback(ctx, b, key, rule, cost, now)
 	}
+	// Within a span of a local decision the local share must have room
+	// too (see Failover); the probe alone goes straight to the store, so
+	// the breaker always learns whether it is back.
+	var local *Decision
+	if !probe && f.gated(b, rule) {
+		d, err := f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
+		if err != nil {
+			f.countFallback()
+			return d, err
+		}
+		if !d.Allowed {
+			// Counted, but not a new local decision: the gate ends one
+			// span after the store last failed, however long the tenant
+			// stays over its share.
+			f.countFallback()
+			return d, nil
+		}
+		local = &d
+	}
 	timeout := f.timeout
 	if probe {
 		// A probe after an outage dials afresh and reloads the script
@@ -238,6 +274,9 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	if err == nil {
 		f.record(b, true, probe)
 		f.remote.Add(1)
+		if d.Allowed && local == nil && f.recorder != nil {
+			f.recorder.Record(key, rule.Scaled(f.share), cost, now)
+		}
 		return d, nil
 	}
 	if errors.Is(err, ErrCostExceedsCapacity) {
@@ -251,16 +290,56 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 		return Decision{}, fmt.Errorf("ratelimit: allow %q: %w", key, ctx.Err())
 	}
 	f.record(b, false, probe)
+	if local != nil {
+		// The local share has already decided (and counted) this one.
+		f.countFallback()
+		f.markLocal(b)
+		return *local, nil
+	}
 	return f.fallback(ctx, b, key, rule, cost, now)
+}
+
+// countFallback counts one decision made without the primary store.
+func (f *Failover) countFallback() {
+	f.fallbacks.Add(1)
+	f.metric.Inc()
+}
+
+// markLocal notes that shard b just decided locally (fail-open).
+func (f *Failover) markLocal(b *breaker) {
+	f.mu.Lock()
+	b.lastLocal = f.clock()
+	f.mu.Unlock()
+}
+
+// gated reports whether b decided locally within one span of rule: then a
+// remote admission needs room in the local share too. Only with a
+// Recorder (fail-open), whose local share counts remote admissions.
+func (f *Failover) gated(b *breaker, rule Rule) bool {
+	if f.recorder == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !b.lastLocal.IsZero() && f.clock().Sub(b.lastLocal) < ruleSpan(rule)
+}
+
+// ruleSpan is how long an admission weighs on rule: a sliding window's
+// window, the time a token bucket takes to refill from empty.
+func ruleSpan(r Rule) time.Duration {
+	if r.Algorithm == TokenBucket && r.ReplenishRate > 0 {
+		return time.Duration(math.Ceil(float64(r.Burst) / r.ReplenishRate * float64(time.Second)))
+	}
+	return r.Window
 }
 
 // fallback decides without the primary store and counts it.
 func (f *Failover) fallback(ctx context.Context, b *breaker, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
-	f.fallbacks.Add(1)
-	f.metric.Inc()
+	f.countFallback()
 	if f.failClosed {
 		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter(b)}, nil
 	}
+	f.markLocal(b)
 	return f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
 }
 

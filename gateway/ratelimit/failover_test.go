@@ -92,7 +92,9 @@ func TestFailoverBreaker(t *testing.T) {
 	f, clk := newTestFailover(t, p, FailoverShare(1.0/3))
 	now := clk.Now()
 
-	if d := allow(t, f, now); d.Remaining != 99 || f.State() != BreakerClosed {
+	// A window ago: the local share, which counts Redis's admissions too,
+	// has forgotten it by now.
+	if d := allow(t, f, now.Add(-swRule.Window)); d.Remaining != 99 || f.State() != BreakerClosed {
 		t.Fatalf("healthy: %+v state %v, want the primary's decision", d, f.State())
 	}
 
@@ -135,8 +137,16 @@ func TestFailoverBreaker(t *testing.T) {
 	if d := allow(t, f, now); d.Remaining != 99 || f.State() != BreakerClosed {
 		t.Fatalf("successful probe: %+v state %v, want primary decision and closed", d, f.State())
 	}
-	if d := allow(t, f, now); d.Remaining != 99 {
-		t.Fatalf("after recovery: %+v, want the primary's decision", d)
+	// For one window after the last local decision an admission needs
+	// room in the local share too (Redis never saw the local ones): the
+	// share is used up, so this one is denied without asking Redis.
+	calls = p.Calls()
+	if d := allow(t, f, now); d.Allowed || p.Calls() != calls {
+		t.Fatalf("within a window of the outage: %+v (calls %d → %d), want the local share's denial", d, calls, p.Calls())
+	}
+	clk.Advance(swRule.Window)
+	if d := allow(t, f, now.Add(swRule.Window)); d.Remaining != 99 {
+		t.Fatalf("a window after the outage: %+v, want the primary's decision", d)
 	}
 	if got, want := f.RemoteDecisions(), uint64(3); got != want {
 		t.Errorf("RemoteDecisions() = %d, want %d", got, want)
@@ -147,6 +157,15 @@ func TestFailoverBreakerSpan(t *testing.T) {
 	p := &fakePrimary{}
 	p.set(true, false)
 	f, clk := newTestFailover(t, p, FailoverBreakerSpan(50*time.Millisecond))
+	// A limit the local share never reaches here: every call asks the
+	// primary (a local share used up would deny without asking).
+	big := Rule{Algorithm: SlidingWindow, Limit: 1000, Window: time.Minute}
+	allow := func(t *testing.T, f *Failover, now time.Time) {
+		t.Helper()
+		if _, err := f.Allow(context.Background(), "tenant:ai", big, 1, now); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// A burst: many failures at one instant (a stall of this process).
 	for i := 0; i < 10; i++ {
 		allow(t, f, clk.Now())

@@ -276,16 +276,7 @@ func (e *entry) push(now, cost int64) {
 
 // bucket decides under a token bucket that starts full.
 func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
-	burst := float64(r.Burst)
-	if e.stamp == 0 {
-		e.tokens, e.stamp = burst, now
-	} else if now > e.stamp {
-		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
-		e.stamp = now
-	}
-	if e.tokens > burst { // the burst was lowered
-		e.tokens = burst
-	}
+	e.refill(now, r)
 	d := Decision{Limit: r.Burst}
 	c := float64(cost)
 	if e.tokens+tokenEpsilon >= c {
@@ -300,6 +291,49 @@ func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
 		d.RetryAfter = 1
 	}
 	return d
+}
+
+// refill brings a token bucket's tokens up to now (a new bucket starts
+// full).
+func (e *entry) refill(now int64, r Rule) {
+	burst := float64(r.Burst)
+	if e.stamp == 0 {
+		e.tokens, e.stamp = burst, now
+	} else if now > e.stamp {
+		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
+		e.stamp = now
+	}
+	if e.tokens > burst { // the burst was lowered
+		e.tokens = burst
+	}
+}
+
+// Record implements Recorder: it takes cost units from key under rule at
+// now whatever is left, for an admission another store decided (the
+// shared one) that this instance's share must count. A sliding window may
+// go over its limit (the excess expires with the window); a token bucket
+// stops at empty. An invalid rule or cost < 1 records nothing.
+func (l *Local) Record(key string, rule Rule, cost int64, now time.Time) {
+	if rule.Validate() != nil || cost < 1 {
+		return
+	}
+	t := now.UnixNano()
+	sh := &l.shards[maphash.String(l.seed, key)&l.mask]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.keys[key]
+	if e == nil || e.algo != rule.Algorithm {
+		e = &entry{algo: rule.Algorithm}
+		sh.keys[key] = e
+	}
+	if rule.Algorithm == TokenBucket {
+		e.refill(t, rule)
+		e.tokens = math.Max(0, e.tokens-float64(cost))
+	} else {
+		e.expire(t, int64(rule.Window))
+		e.push(t, cost)
+	}
+	e.last, e.rule = t, rule
 }
 
 // fresh reports whether e decides at now exactly as a new key would.

@@ -22,3 +22,11 @@ type StoreFunc func(ctx context.Context, key string, rule Rule, cost int64, now 
 func (f StoreFunc) Allow(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
 	return f(ctx, key, rule, cost, now)
 }
+
+// Recorder is an in-process store that can count an admission it did not
+// decide. A Failover records every admission the shared store makes in
+// its local store when that store is a Recorder (Local is one), so that
+// this instance's fallback share counts what it already let through.
+type Recorder interface {
+	Record(key string, rule Rule, cost int64, now time.Time)
+}

@@ -104,7 +104,7 @@ func (r RedisSpec) clone() RedisSpec {
 
 // redisURLSchemes are the URL forms of an external Redis
 // (gateway/ratelimit.OpenRedis).
-var redisURLSchemes = []string{"redis://", "rediss://", "unix://", "redis+cluster://", "redis+sentinel://"}
+var redisURLSchemes = []string{"redis://", "rediss://", "unix://", "redis+cluster://", "rediss+cluster://", "redis+sentinel://", "rediss+sentinel://"}
 
 func isRedisURL(s string) bool {
 	for _, p := range redisURLSchemes {
