@@ -102,6 +102,7 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 	}
 	if r.Summary != nil {
 		v.Quick, v.Ended = r.Summary.Quick, r.Summary.Ended
+		v.Redis = redisLine(r.Summary.Redis)
 		if len(r.Summary.Thresholds) > 0 && !r.Partial {
 			pass := r.Summary.Pass
 			v.Pass = &pass
@@ -192,4 +193,21 @@ func tiles(t table) []tile {
 		}
 	}
 	return out
+}
+
+// redisLine says which Redis a run used, its fallbacks, its failovers and
+// how close the global limit held; "" without Redis.
+func redisLine(rs redisSummary) string {
+	if rs.Kind == "" || rs.Kind == "off" {
+		return ""
+	}
+	s := rs.Kind
+	if rs.Addr != "" {
+		s += " " + rs.Addr
+	}
+	s += fmt.Sprintf(", %s local decisions", groupDigits(fmt.Sprintf("%.0f", rs.Fallbacks)))
+	for _, f := range rs.Failovers {
+		s += ", failover " + f.String()
+	}
+	return s
 }

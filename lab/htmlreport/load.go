@@ -21,6 +21,8 @@ type (
 	prioritySample = runfiles.PrioritySample
 	event          = runfiles.Event
 	summary        = runfiles.Summary
+	redisSummary   = runfiles.RedisSummary
+	redisFailover  = runfiles.RedisFailover
 	runInfo        = runfiles.RunInfo
 )
 

@@ -26,15 +26,18 @@ type geom struct {
 
 // runView is one run as the page shows it.
 type runView struct {
-	Label     string    `json:"label"` // A, B, C…
-	Name      string    `json:"name"`
-	Title     string    `json:"title,omitempty"`
-	Folder    string    `json:"folder"` // base name of the run folder
-	Started   string    `json:"started,omitempty"`
-	DurationS float64   `json:"duration_s"`
-	Quick     bool      `json:"quick,omitempty"`
-	Partial   bool      `json:"partial,omitempty"`
-	Ended     string    `json:"ended,omitempty"`
+	Label     string  `json:"label"` // A, B, C…
+	Name      string  `json:"name"`
+	Title     string  `json:"title,omitempty"`
+	Folder    string  `json:"folder"` // base name of the run folder
+	Started   string  `json:"started,omitempty"`
+	DurationS float64 `json:"duration_s"`
+	Quick     bool    `json:"quick,omitempty"`
+	Partial   bool    `json:"partial,omitempty"`
+	Ended     string  `json:"ended,omitempty"`
+	// Redis is the Redis the gateways shared limits through ("embedded
+	// 127.0.0.1:6379", with its failovers); "" without one.
+	Redis     string    `json:"redis,omitempty"`
 	Pass      *bool     `json:"pass,omitempty"` // nil: no thresholds
 	Dash      string    `json:"dash"`           // SVG stroke-dasharray of its lines ("" solid)
 	X         values    `json:"x"`              // time of each plotted point
