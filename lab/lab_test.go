@@ -556,11 +556,31 @@ func TestOpenFailsCleanly(t *testing.T) {
 	}
 }
 
-// TestRedisAutoTwoGateways: `redis: auto` starts redis-server, two
-// gateways share their rate limits through it, the generator spreads load
-// over both, and a Redis outage fails no request.
+// TestRedisAutoTwoGateways: `redis: auto` starts redis-server — or, where
+// it is not installed (PATH hidden here), the embedded server as its own
+// child — two gateways share their rate limits through it, the generator
+// spreads load over both, and a Redis outage (a real SIGKILL of either)
+// fails no request. The summary says which Redis it was.
 func TestRedisAutoTwoGateways(t *testing.T) {
-	redistest.Need(t)
+	for _, tc := range []struct {
+		name, kind string
+		hide       bool // hide redis-server from PATH
+	}{
+		{"redis-server", "server", false},
+		{"embedded", "embedded", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.hide {
+				t.Setenv("PATH", t.TempDir())
+			} else {
+				redistest.Need(t)
+			}
+			testRedisAuto(t, tc.kind)
+		})
+	}
+}
+
+func testRedisAuto(t *testing.T, kind string) {
 	exp := mustParse(t, `
 name: redis
 duration: 4s
@@ -603,12 +623,24 @@ faults:
 	if !s.ShedCheck.Exact || s.ShedCheck.Gateway != s.ShedCheck.Client {
 		t.Errorf("shed check %+v", s.ShedCheck)
 	}
+	if s.Redis.Kind != kind || !strings.HasPrefix(s.Redis.Addr, "127.0.0.1:") {
+		t.Errorf("summary redis %+v, want kind %s on loopback", s.Redis, kind)
+	}
+	if s.Redis.Fallbacks <= 0 {
+		t.Errorf("summary redis %+v: no local decision counted through a 1 s outage", s.Redis)
+	}
+	if s.RateLimit == nil || s.RateLimit.ByPriority["P2"].LimitRPS != 40 {
+		t.Errorf("rate-limit summary %+v, want each priority's global limit of 40/s", s.RateLimit)
+	}
 	info, err := runfiles.ReadRun(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if info.Info == nil || !strings.HasPrefix(info.Info.Resolved.Redis, "redis://127.0.0.1:") || len(info.Info.Resolved.Gateways) != 2 {
 		t.Errorf("resolved %+v", info.Info)
+	}
+	if info.Summary == nil || info.Summary.Redis.Kind != kind {
+		t.Errorf("summary.json redis: %+v", info.Summary)
 	}
 	if st, err := os.Stat(filepath.Join(dir, "logs", "redis.log")); err != nil || st.Size() == 0 {
 		t.Errorf("redis log: %v", err)
@@ -622,5 +654,29 @@ faults:
 	}
 	if !applied {
 		t.Error("redis_outage never applied")
+	}
+}
+
+// An experiment that declares Redis and cannot have it fails, saying what
+// is missing, before any other child starts: a lesson about shared limits
+// never passes on in-process ones.
+func TestRedisDeclaredButMissingFails(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // no redis-server
+	for _, tc := range []struct{ redis, want string }{
+		{"server", "redis-server"},
+		{"cluster", "no embedded cluster"},
+	} {
+		t.Run(tc.redis, func(t *testing.T) {
+			exp := mustParse(t, "name: x\nduration: 2s\nnodes: {count: 1}\nredis: "+tc.redis+"\n")
+			l, err := Open(context.Background(), exp, Options{Executable: leveeBin, WorkDir: t.TempDir(), ReadyTimeout: 5 * time.Second})
+			if err == nil {
+				pids := l.ChildPIDs()
+				_ = l.Stop(context.Background())
+				t.Fatalf("redis: %s without redis-server started a lab (children %v)", tc.redis, pids)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

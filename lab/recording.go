@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"sync"
 	"time"
 
@@ -245,7 +246,7 @@ func (l *Lab) runInfo() runfiles.RunInfo {
 		NodeKnobs:  l.exp.Clone().Nodes.Knobs,
 	}
 	if l.sup != nil {
-		r.Redis = l.sup.RedisURL()
+		r.Redis = redactURL(l.sup.RedisURL())
 		for _, n := range l.sup.Nodes() {
 			r.Nodes = append(r.Nodes, runfiles.ResolvedChild{Name: n.Name(), Listen: n.Listen(), PID: n.PID(), Log: n.LogPath()})
 		}
@@ -265,7 +266,7 @@ func (l *Lab) runInfo() runfiles.RunInfo {
 // resolvedGatewayConfig is a gateway's config as an object, without its
 // admin token (nil when it does not build).
 func (l *Lab) resolvedGatewayConfig(listen, admin string) map[string]any {
-	b, err := l.gatewayConfig(listen, admin, l.sup.NodeAddrs(), l.sup.RedisURL())
+	b, err := l.gatewayConfig(listen, admin, l.sup.NodeAddrs(), redactURL(l.sup.RedisURL()))
 	if err != nil {
 		return nil
 	}
@@ -275,4 +276,14 @@ func (l *Lab) resolvedGatewayConfig(listen, admin string) map[string]any {
 	}
 	delete(m, "admin_token")
 	return m
+}
+
+// redactURL is a Redis URL without its password (run.json is shared with
+// people; an external Redis's URL may carry credentials).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(a Redis URL that does not parse; not shown)"
+	}
+	return u.Redacted()
 }

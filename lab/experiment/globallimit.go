@@ -38,6 +38,7 @@ func (e *Experiment) GlobalLimits() map[string]GlobalLimit {
 	cfg, _, err := e.GatewayConfig(GatewayParams{
 		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "x",
 		Keys: APIKeys("x"), Gateways: e.Gateway.Count,
+		Nodes: []string{"127.0.0.1:1"}, // the rules do not depend on the nodes, but a config needs one
 	})
 	if err != nil {
 		return nil
