@@ -137,7 +137,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if sum.ShedCheck.Client == 0 {
 		t.Errorf("no sheds at 4× overload: %+v", sum.Outcomes)
 	}
-	if !sum.ShedCheck.Exact || sum.ShedCheck.Gateway != sum.ShedCheck.Client {
+	if !sum.ShedCheck.Exact || sum.ShedCheck.Mismatch != 0 {
 		t.Errorf("shed check: %+v", sum.ShedCheck)
 	}
 	if sum.CapacityRPS <= 0 || sum.GoodputRPS <= 0 {
@@ -600,7 +600,9 @@ faults:
 	if s.Outcomes[wire.OutcomeShedRateLimit.String()] == 0 || s.Outcomes[wire.OutcomeOK.String()] == 0 {
 		t.Errorf("outcomes %v", s.Outcomes)
 	}
-	if !s.ShedCheck.Exact || s.ShedCheck.Gateway != s.ShedCheck.Client {
+	// Equal counts, but for requests the client timed out on (a loaded
+	// machine): the gateway may have shed those after the client left.
+	if !s.ShedCheck.Exact || s.ShedCheck.Mismatch != 0 {
 		t.Errorf("shed check %+v", s.ShedCheck)
 	}
 	info, err := runfiles.ReadRun(dir)
