@@ -1,0 +1,66 @@
+package runfiles
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/lab/experiment"
+)
+
+// The global-limit check compares what all gateways let through with the
+// configured limit over spans of the limit, apart inside and outside
+// faults (a fault's span runs one limit span past its revert), and leaves
+// out spans where the tenant offered too little for the limit to decide.
+func TestGlobalLimitCheck(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	a := NewAggregator(start, 100)
+	const tick = 0.25
+	var offered, passed uint64
+	// 20 s: P2 offers 300/s; the limit is 100/s. Steady: 104/s pass;
+	// 8–12 s (a fault, and one span after it): 130/s. 0–2 s offers only
+	// 100/s (the ramp: not judged).
+	for i := 1; i <= 80; i++ {
+		x := float64(i) * tick
+		offer, pass := 300.0, 104.0
+		switch {
+		case x <= 2:
+			offer, pass = 100, 100
+		case x > 8 && x <= 13:
+			pass = 130
+		}
+		offered += uint64(offer * tick)
+		passed += uint64(pass * tick)
+		a.Add(Sample{Time: start.Add(time.Duration(x * float64(time.Second))),
+			ByPriority: map[string]PrioritySample{"P2": {OfferedTotal: offered, PassedRateLimitTotal: passed}}}, tick, 0, false, 0)
+		if x == 8 {
+			a.FaultApplied("redis_outage", start.Add(8*time.Second))
+		}
+		if x == 12 {
+			a.FaultReverted("redis_outage", start.Add(12*time.Second))
+		}
+	}
+	rl := a.globalLimits(map[string]experiment.GlobalLimit{"P2": {RPS: 100, Span: experiment.Duration(time.Second), Rule: "sliding window 100 / 1s"}})
+	c := rl.ByPriority["P2"]
+	if math.Abs(c.Steady.Error-0.04) > 0.005 || math.Abs(c.Faults.Error-0.30) > 0.05 {
+		t.Errorf("steady %+v faults %+v, want errors +4 %% and about +30 %%", c.Steady, c.Faults)
+	}
+	// Judged: 2–20 s (before, the first span sets the base and the ramp
+	// offers too little), the fault's spans apart: 8–13 s, from its start
+	// to one span after its end.
+	if c.Steady.Seconds != 13 || c.Faults.Seconds != 5 {
+		t.Errorf("seconds judged: steady %v, faults %v", c.Steady.Seconds, c.Faults.Seconds)
+	}
+	s := Summary{RateLimit: rl}
+	if v, note := s.Metric("global_limit_error"); math.Abs(v-0.04) > 0.005 || note != "" {
+		t.Errorf("global_limit_error %v %q", v, note)
+	}
+	// No priority over its limit: nothing to judge, said so.
+	b := NewAggregator(start, 100)
+	b.Add(Sample{Time: start.Add(time.Second), ByPriority: map[string]PrioritySample{"P2": {OfferedTotal: 50, PassedRateLimitTotal: 50}}}, 1, 0, false, 0)
+	b.Add(Sample{Time: start.Add(2 * time.Second), ByPriority: map[string]PrioritySample{"P2": {OfferedTotal: 100, PassedRateLimitTotal: 100}}}, 1, 0, false, 0)
+	s = Summary{RateLimit: b.globalLimits(map[string]experiment.GlobalLimit{"P2": {RPS: 100, Span: experiment.Duration(time.Second)}})}
+	if v, note := s.Metric("global_limit_error"); !math.IsNaN(v) || note == "" {
+		t.Errorf("under the limit: %v %q, want NaN and a note", v, note)
+	}
+}
