@@ -715,3 +715,62 @@ func TestRedisDeclaredButMissingFails(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisClusterMasterKill: `redis: cluster` starts a real Redis Cluster
+// (3 masters, a replica each), the gateways share limits through it with
+// the cluster client, redis_master_kill SIGKILLs the busiest master
+// mid-run, a replica takes its slots over (recorded in the summary), and
+// nothing goes unaccounted or fails.
+func TestRedisClusterMasterKill(t *testing.T) {
+	redistest.Need(t)
+	exp := mustParse(t, `
+name: cluster
+duration: 6s
+stages: [{duration: 6s, target: 200}]
+mix: {routes: {predict: 1}}
+nodes: {count: 1, knobs: {slots: 64, latency: {dist: fixed, fixed_ms: 10}}}
+gateway:
+  count: 2
+  defenses: {ratelimit: true}
+  config:
+    ratelimit:
+      store: {timeout: 1s}
+      rules: [{tenant: "*", route: "*", algorithm: sliding_window, limit: 30, window: 1s, cost: requests}]
+redis: {kind: cluster, masters: 3, replicas: 1}
+faults:
+  - {at: 1500ms, fault: redis_master_kill, params: {master: -1, for: 0s}}
+`)
+	dir := filepath.Join(t.TempDir(), "run")
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := l.ChildPIDs()
+	for i := range 6 {
+		if pids[fmt.Sprintf("redis-%d", i)] == 0 {
+			t.Errorf("no redis-%d among the children %v", i, pids)
+		}
+	}
+	if r := l.Redis(); r.Kind != "cluster" || r.Nodes != 6 || r.Up != 6 {
+		t.Errorf("redis status %+v, want a cluster of 6 up", r)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pids, 5*time.Second)
+	s := l.Summary()
+	t.Logf("outcomes %v; redis %+v", s.Outcomes, s.Redis)
+	if s.Unaccounted != 0 || s.Outcomes[wire.OutcomeError.String()] != 0 {
+		t.Errorf("unaccounted %d errors %d", s.Unaccounted, s.Outcomes[wire.OutcomeError.String()])
+	}
+	if s.Redis.Kind != "cluster" || len(s.Redis.Failovers) != 1 {
+		t.Fatalf("summary redis %+v, want one failover of the cluster", s.Redis)
+	}
+	f := s.Redis.Failovers[0]
+	if f.By == "" || f.By == f.Killed || f.AfterS <= 0 {
+		t.Errorf("failover %+v: want a replica that took over after some time", f)
+	}
+	if s.Outcomes[wire.OutcomeShedRateLimit.String()] == 0 {
+		t.Errorf("nothing shed by the shared limit: %v", s.Outcomes)
+	}
+}
