@@ -60,3 +60,19 @@ func TestStartRedisEmbeddedFailsClearly(t *testing.T) {
 		t.Fatalf("err %v, want the embedded server's start error", err)
 	}
 }
+
+// An external Redis is named by host:port in the summary and the events,
+// never with its credentials.
+func TestURLHostHidesCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://user:s3cret@10.0.0.5:6379/0":                       "10.0.0.5:6379",
+		"rediss://:s3cret@redis.example:6380":                       "redis.example:6380",
+		"redis+cluster://u:s3cret@10.0.0.5:7000?addr=10.0.0.6:7000": "10.0.0.5:7000",
+		"unix:///run/redis.sock":                                    "/run/redis.sock",
+		"::not a url":                                               "?",
+	} {
+		if got := urlHost(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("urlHost(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
