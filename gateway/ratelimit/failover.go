@@ -93,9 +93,10 @@ type Sharder interface {
 //     as well as in the shared store (the shared store never saw the
 //     local admissions). In any span in which it decides a key locally,
 //     one instance admits at most max(share × limit, what the shared
-//     store let it through before): a breaker that flaps can no longer
-//     add share × limit per instance on top of the shared limit (up to 2×
-//     it over N instances). Denials by the local share in that span are
+//     store let it through before): when the store flaps for every
+//     instance alike, they no longer add share × limit each on top of the
+//     shared limit (up to 2× it over N instances). An instance that falls
+//     back alone can still add what its share had left. Denials by the local share in that span are
 //     fallbacks too (decisions made without the shared store).
 //
 // Errors that are the caller's own — an invalid rule, a cost < 1,

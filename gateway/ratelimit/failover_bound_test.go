@@ -33,8 +33,10 @@ func flapRun(t *testing.T, rule Rule, n int, period, down time.Duration, bounded
 		if !bounded {
 			ls = StoreFunc(local.Allow) // hides Record: the share as it was
 		}
+		// An hour's timeout: only the schedule fails the shared store, never
+		// a stall of this process (-race, a loaded machine).
 		f, err := NewFailover(primary, failoverClock(clk.Now), FailoverShare(1/float64(n)), FailoverLocal(ls),
-			FailoverBreaker(3, 100*time.Millisecond), FailoverBreakerSpan(0))
+			FailoverBreaker(3, 100*time.Millisecond), FailoverBreakerSpan(0), FailoverTimeout(time.Hour))
 		if err != nil {
 			t.Fatal(err)
 		}
