@@ -2,6 +2,7 @@ package runfiles
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,5 +63,33 @@ func TestGlobalLimitCheck(t *testing.T) {
 	s = Summary{RateLimit: b.globalLimits(map[string]experiment.GlobalLimit{"P2": {RPS: 100, Span: experiment.Duration(time.Second)}})}
 	if v, note := s.Metric("global_limit_error"); !math.IsNaN(v) || note == "" {
 		t.Errorf("under the limit: %v %q, want NaN and a note", v, note)
+	}
+}
+
+// The text report shows the Redis, its failovers and the global limit
+// measured against the configured one; without Redis only "redis off".
+func TestReportShowsRedisAndGlobalLimit(t *testing.T) {
+	with := &Run{Summary: &Summary{Name: "06", Redis: RedisSummary{Kind: "cluster", Addr: "127.0.0.1:7000", Fallbacks: 1656,
+		Failovers: []RedisFailover{{Killed: "127.0.0.1:7000", By: "127.0.0.1:7003", AfterS: 2.5}}},
+		RateLimit: &RateLimitSummary{ByPriority: map[string]GlobalLimitCheck{
+			"P1": {LimitRPS: 100, Steady: LimitSpan{Seconds: 5, AdmittedRPS: 101, Error: 0.01}},
+			"P2": {LimitRPS: 100, Steady: LimitSpan{Seconds: 9, AdmittedRPS: 97.4, Error: -0.026}, Faults: LimitSpan{Seconds: 4, AdmittedRPS: 94.7, Error: -0.053}},
+		}}}}
+	without := &Run{Summary: &Summary{Name: "01"}}
+	var b strings.Builder
+	if err := WriteReport(&b, []*Run{with}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cluster 127.0.0.1:7000…", "1,656", "2.5s", "P2 97.4 / 100 /s", "-2.6% / -5.3%"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteReport(&b, []*Run{without}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "off") || strings.Contains(b.String(), "global limit") || strings.Contains(b.String(), "failover") {
+		t.Errorf("a run without Redis:\n%s", b.String())
 	}
 }

@@ -24,6 +24,7 @@ type reportRow struct {
 // report of runs without Redis).
 var optionalRows = map[string]bool{
 	"redis fallbacks": true, "redis failover": true, "global limit (steady / faults)": true,
+	"global limit admitted / configured": true,
 }
 
 func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
@@ -152,6 +153,25 @@ var reportRows = []reportRow{
 			return "-"
 		}
 		return strings.Join(out, ", ")
+	}},
+	{"global limit admitted / configured", func(r *Run) string {
+		rl := r.Summary.RateLimit
+		if rl == nil {
+			return "-"
+		}
+		// The priority furthest from its limit outside faults (the one
+		// global_limit_error reports).
+		var best *GlobalLimitCheck
+		name := ""
+		for _, p := range []string{"P0", "P1", "P2"} {
+			if c, ok := rl.ByPriority[p]; ok && c.Steady.Seconds > 0 && (best == nil || math.Abs(c.Steady.Error) > math.Abs(best.Steady.Error)) {
+				best, name = &c, p
+			}
+		}
+		if best == nil {
+			return "-"
+		}
+		return fmt.Sprintf("%s %.1f / %.4g /s", name, best.Steady.AdmittedRPS, best.LimitRPS)
 	}},
 	{"global limit (steady / faults)", func(r *Run) string {
 		rl := r.Summary.RateLimit
