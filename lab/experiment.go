@@ -25,6 +25,9 @@ type Experiment struct {
 	Name        string `yaml:"name" json:"name"`   // short id, used in run folder names; required
 	Title       string `yaml:"title" json:"title"` // one line for people
 	Description string `yaml:"description" json:"description,omitempty"`
+	// Articles names the seed articles (seeds/NNN, "000".."004") the lesson
+	// teaches, main one first. Not the RNG seed: that is Seed.
+	Articles []string `yaml:"articles" json:"articles,omitempty"`
 
 	// Narration steps show at their time (predict → watch → explain).
 	Narration []Step `yaml:"narration" json:"narration,omitempty"`
@@ -262,6 +265,11 @@ func (e *Experiment) Normalize() error {
 	if e.Title == "" {
 		e.Title = e.Name
 	}
+	for i, a := range e.Articles {
+		if len(a) != 3 || a < "000" || a > "004" {
+			bad(fmt.Sprintf("articles.%d", i), "%q: want a seed article number, 000..004", a)
+		}
+	}
 	if e.Tick == 0 {
 		e.Tick = Duration(DefaultTick)
 	}
@@ -487,6 +495,7 @@ func (e *Experiment) ParsedThresholds() []Threshold {
 // Clone returns a deep copy (maps and slices are copied).
 func (e *Experiment) Clone() *Experiment {
 	c := *e
+	c.Articles = append([]string(nil), e.Articles...)
 	c.Narration = append([]Step(nil), e.Narration...)
 	c.Stages = append([]Stage(nil), e.Stages...)
 	c.Faults = make([]FaultStep, len(e.Faults))

@@ -13,6 +13,7 @@ import (
 const goodExperiment = `
 name: t1
 title: A test
+articles: ["000", "003"]
 duration: 40s
 seed: 7
 stages:
@@ -57,6 +58,9 @@ func TestParseExperimentHappy(t *testing.T) {
 	if e.Redis != "off" || e.Gateway.RestartDelay.D() != DefaultRestartDelay {
 		t.Errorf("redis %q restart_delay %v", e.Redis, e.Gateway.RestartDelay)
 	}
+	if len(e.Articles) != 2 || e.Articles[0] != "000" || e.Articles[1] != "003" {
+		t.Errorf("articles %q", e.Articles)
+	}
 	th := e.ParsedThresholds()
 	if len(th) != 2 || th[0].Name != "p0_success_rate" || th[0].Op != ">=" || th[0].Value != 0.99 {
 		t.Errorf("thresholds: %+v", th)
@@ -100,6 +104,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"bad redis", "name: x\nduration: 1s\nredis: maybe\n", "line 3: redis"},
 		{"tick too slow", "name: x\nduration: 1s\ntick: 1s\n", "tick"},
 		{"empty", "", "empty file"},
+		{"bad article", "name: x\nduration: 1s\narticles: [\"003\", \"3\"]\n", "line 3: articles.1"},
+		{"unknown article", "name: x\nduration: 1s\narticles: [\"005\"]\n", "000..004"},
 		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},
 	}
 	for _, tt := range tests {
