@@ -118,6 +118,16 @@ func Find(lessons []Lesson, key string) (Lesson, bool) {
 	return Lesson{}, false
 }
 
+// ByName returns the lesson named exactly name.
+func ByName(lessons []Lesson, name string) (Lesson, bool) {
+	for _, l := range lessons {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return Lesson{}, false
+}
+
 // MaxOutstanding is the largest generator cap (max_outstanding) of the
 // lessons: the most requests the lab holds open at once, each a socket.
 func MaxOutstanding(lessons []Lesson) int {
