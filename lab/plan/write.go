@@ -366,7 +366,7 @@ func clip(s string, n int) string {
 
 // rps is a rate in requests a second: "214.7 req/s", "2,100 req/s".
 func rps(v float64) string {
-	if math.Abs(v) >= 1000 {
+	if math.Abs(v) >= 1000 || v == math.Trunc(v) {
 		return num(v, 0) + " req/s"
 	}
 	return num(v, 1) + " req/s"
@@ -397,9 +397,14 @@ func dur(d time.Duration) string {
 	return trim(strconv.FormatFloat(d.Seconds(), 'f', 3, 64)) + " s"
 }
 
-// secs is a duration in seconds for a formula: "0.224 s".
+// secs is a duration in seconds for a formula, to 3 significant digits
+// under a second: "0.224 s", "0.0224 s", "1.2 s".
 func secs(d time.Duration) string {
-	return trim(strconv.FormatFloat(d.Seconds(), 'f', 3, 64)) + " s"
+	v, decimals := d.Seconds(), 3
+	if v > 0 && v < 1 {
+		decimals = 2 - int(math.Floor(math.Log10(v)))
+	}
+	return trim(strconv.FormatFloat(v, 'f', decimals, 64)) + " s"
 }
 
 // num formats v with the given decimals and thousands separators; trailing
