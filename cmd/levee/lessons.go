@@ -55,7 +55,11 @@ func runLessons(args []string, stdout, stderr io.Writer) int {
 		if *dir != "" {
 			src = "in " + *dir
 		}
-		fmt.Fprintf(stdout, "%d lessons %s. One in full: levee lessons NAME · play: levee lab experiments/NAME.yaml\n\n", len(lessons), src)
+		noun := "lessons"
+		if len(lessons) == 1 {
+			noun = "lesson"
+		}
+		fmt.Fprintf(stdout, "%d %s %s. One in full: levee lessons NAME · play: levee lab experiments/NAME.yaml\n\n", len(lessons), noun, src)
 		if err := lesson.WriteList(stdout, lessons, width); err != nil {
 			fmt.Fprintf(stderr, "levee lessons: %v\n", err)
 			return 1

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPlanCommand: `levee plan` on the reference run of lesson 03 prints
+// QPS_safe and the per-instance limit (issue 15's acceptance), flags may
+// follow the folder, and bad input exits 2 with a reason.
+func TestPlanCommand(t *testing.T) {
+	ref := "../../experiments/reference/03-priority-shedding"
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+		wantErr  []string
+	}{
+		{name: "reference run 03", args: []string{ref}, wantOut: []string{"QPS_safe = C / T = 48 / 0.224 s = 214.7 req/s", "limit = QPS × P99 / N = 214.7 req/s × 0.6 s / 1 = 128.8 → 129"}},
+		{name: "what if, flags after the folder", args: []string{ref, "--gateways", "3"}, wantOut: []string{"/ 3 = 42.9 → 43", "gateways N           3"}},
+		{name: "seed 000 by hand", args: []string{"--slots", "50", "--mean", "1.2s"}, wantOut: []string{"QPS_safe = C / T = 50 / 1.2 s = 41.7 req/s", "needs the p99 service time"}},
+		{name: "seed 002 by hand", args: []string{"--target=2000", "--p99=1.5s", "--gateways=10"}, wantOut: []string{"= 2,000 req/s × 1.5 s / 10 = 300.0 → 300"}},
+		{name: "help", args: []string{"--help"}, wantErr: []string{"Usage: levee plan", "-slots"}},
+		{name: "nothing given", args: nil, wantCode: 2, wantErr: []string{"nothing to plan"}},
+		{name: "contradictory", args: []string{"--slots", "4", "--p50", "2s", "--p99", "1s"}, wantCode: 2, wantErr: []string{"p99 1s is below p50 2s"}},
+		{name: "out of range", args: []string{ref, "--gateways", "0"}, wantCode: 2, wantErr: []string{"gateways 0: want ≥ 1"}},
+		{name: "bad flag value", args: []string{"--mean", "soon"}, wantCode: 2, wantErr: []string{"invalid value"}},
+		{name: "two folders", args: []string{ref, ref}, wantCode: 2, wantErr: []string{"at most one run folder"}},
+		{name: "missing folder", args: []string{"no/such/run"}, wantCode: 2, wantErr: []string{"no such file"}},
+		{name: "not a run folder", args: []string{"../../experiments"}, wantCode: 2, wantErr: []string{"not a run folder"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(append([]string{"plan"}, tt.args...), &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			if tt.wantCode != 0 && stdout.Len() != 0 {
+				t.Errorf("a failed plan printed to stdout: %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestLessonsCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "01-mine.yaml"), []byte("name: 01-mine\ntitle: \"01 · Mine\"\narticles: [\"002\"]\ndescription: Mine. Really.\nduration: 5s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "01-bad.yaml"), []byte("name: x\nduration: 1s\nwings: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  []string
+		wantErr  []string
+	}{
+		{name: "list", args: nil, wantOut: []string{"no.", "seed", "03-priority-shedding", "Priority load shedding", "001 002", "02-semaphore"}},
+		{name: "one lesson", args: []string{"03"}, wantOut: []string{"03 · Priority load shedding", "seed articles 003", "predict", "levee lab experiments/03-priority-shedding.yaml"}},
+		{name: "its file", args: []string{"02-semaphore", "--yaml"}, wantOut: []string{"name: 02-semaphore", "articles: [\"000\"]"}},
+		{name: "a folder", args: []string{"--dir", dir}, wantOut: []string{"1 lesson in " + dir, "01-mine", "Mine."}},
+		{name: "a broken folder", args: []string{"--dir", broken}, wantCode: 2, wantErr: []string{"01-bad.yaml", "wings"}},
+		{name: "unknown lesson", args: []string{"99"}, wantCode: 2, wantErr: []string{`no single lesson "99"`, "03-priority-shedding"}},
+		{name: "yaml without a name", args: []string{"--yaml"}, wantCode: 2, wantErr: []string{"--yaml needs a lesson NAME"}},
+		{name: "two names", args: []string{"01", "02"}, wantCode: 2, wantErr: []string{"at most one"}},
+		{name: "help", args: []string{"--help"}, wantErr: []string{"Usage: levee lessons"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(append([]string{"lessons"}, tt.args...), &stdout, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(stdout.String(), w) {
+					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+				}
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+		})
+	}
+}
