@@ -103,3 +103,37 @@ func TestLessonsCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorCommand: the exit status follows the verdict line (this
+// machine's load decides which), and bad usage exits 2.
+func TestDoctorCommand(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := dispatch([]string{"doctor", "--runs", filepath.Join(t.TempDir(), "runs")}, &stdout, &stderr)
+	out := stdout.String()
+	switch {
+	case code == 0 && strings.Contains(out, "\nready: "):
+	case code == 1 && strings.Contains(out, "\nnot ready: ") && strings.Contains(out, "fix: "):
+	default:
+		t.Errorf("exit %d with:\n%s\nstderr: %s", code, out, stderr.String())
+	}
+	for _, name := range []string{"terminal", "loopback", "load", "open files", "runs folder", "redis"} {
+		if !strings.Contains(out, " "+name+" ") {
+			t.Errorf("no %s line:\n%s", name, out)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"doctor", "extra"}, 2, "takes no arguments"},
+		{[]string{"doctor", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"doctor", "--help"}, 0, "Usage: levee doctor"},
+	} {
+		stdout.Reset()
+		stderr.Reset()
+		if code := dispatch(tt.args, &stdout, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.err) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.code, tt.err)
+		}
+	}
+}
