@@ -38,7 +38,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) int {
 	hasCommand := func(name string) bool { _, ok := commands[name]; return ok }
 	env := doctor.System(*runsDir, hasCommand, doctor.NeedFiles(lesson.MaxOutstanding(lessons)))
 	report := doctor.Run(env, doctor.Checks())
-	if err := report.Write(stdout); err != nil {
+	if err := report.Write(stdout, terminalWidth(stdout)); err != nil {
 		fmt.Fprintf(stderr, "levee doctor: %v\n", err)
 		return 1
 	}

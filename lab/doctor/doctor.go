@@ -11,6 +11,10 @@ import (
 	"io"
 	"net"
 	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/internal/textwrap"
 )
 
 // Status is a check's verdict.
@@ -141,19 +145,21 @@ func (r Report) Ready() bool {
 }
 
 // Write prints one line per check — mark, name, what was found — with the
-// fix under it when there is one, then the verdict.
-func (r Report) Write(w io.Writer) error {
+// fix under it when there is one, then the verdict. width > 0 wraps the
+// text to a terminal that many columns wide; width ≤ 0 leaves lines whole.
+func (r Report) Write(w io.Writer, width int) error {
 	var b strings.Builder
 	b.WriteString("levee doctor · is this machine ready for a Levee workshop?\n\n")
-	width := 0
+	nameW := 0
 	for _, n := range r {
-		width = max(width, len(n.Name))
+		nameW = max(nameW, len(n.Name))
 	}
 	var fails, warns int
 	for _, n := range r {
-		fmt.Fprintf(&b, "  %s %-*s  %s\n", n.Status.mark(), width, n.Name, n.Found)
+		indent := strings.Repeat(" ", 2+2+nameW+2)
+		writeWrapped(&b, fmt.Sprintf("  %s %-*s  ", n.Status.mark(), nameW, n.Name), indent, n.Found, width)
 		if n.Fix != "" {
-			fmt.Fprintf(&b, "    %*s  fix: %s\n", width, "", n.Fix)
+			writeWrapped(&b, indent+"fix: ", indent+"     ", n.Fix, width)
 		}
 		switch n.Status {
 		case Fail:
@@ -163,14 +169,26 @@ func (r Report) Write(w io.Writer) error {
 		}
 	}
 	b.WriteString("\n")
-	switch {
-	case fails > 0:
-		fmt.Fprintf(&b, "not ready: %d problem%s (✗)%s. Do what the fix lines say and run levee doctor again.\n", fails, plural(fails), warnNote(warns))
-	default:
-		fmt.Fprintf(&b, "ready: %d checks passed%s.\n", len(r)-warns, warnNote(warns))
+	verdict := fmt.Sprintf("ready: %d checks passed%s.", len(r)-warns, warnNote(warns))
+	if fails > 0 {
+		verdict = fmt.Sprintf("not ready: %d problem%s (✗)%s. Do what the fix lines say and run levee doctor again.", fails, plural(fails), warnNote(warns))
 	}
+	writeWrapped(&b, "", "", verdict, width)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeWrapped writes first+text, wrapped to width columns with the
+// following lines starting with indent (width ≤ 0: one line).
+func writeWrapped(b *strings.Builder, first, indent, text string, width int) {
+	lines := []string{text}
+	if room := width - ansi.StringWidth(first); width > 0 && room >= 20 {
+		lines = textwrap.Lines(text, room)
+	}
+	b.WriteString(first + lines[0] + "\n")
+	for _, l := range lines[1:] {
+		b.WriteString(indent + l + "\n")
+	}
 }
 
 func warnNote(n int) string {

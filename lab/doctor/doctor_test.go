@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -79,7 +81,7 @@ func TestReadyMachine(t *testing.T) {
 		t.Errorf("%d results for %d checks", len(r), len(Checks()))
 	}
 	var b bytes.Buffer
-	if err := r.Write(&b); err != nil {
+	if err := r.Write(&b, 0); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "ready.golden", b.Bytes())
@@ -182,13 +184,27 @@ func TestNotReadyReport(t *testing.T) {
 		t.Fatal("ready with a 70×20 terminal and 1024 open files")
 	}
 	var b bytes.Buffer
-	if err := r.Write(&b); err != nil {
+	if err := r.Write(&b, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "not ready: 2 problems (✗), 1 warning (!)") {
 		t.Errorf("verdict:\n%s", b.String())
 	}
 	golden(t, "not-ready.golden", b.Bytes())
+	// At 80 columns every line fits, and the words are the same.
+	var w bytes.Buffer
+	if err := r.Write(&w, 80); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(w.String(), "\n") {
+		if n := ansi.StringWidth(line); n > 80 {
+			t.Errorf("%d columns: %q", n, line)
+		}
+	}
+	if strings.Join(strings.Fields(w.String()), " ") != strings.Join(strings.Fields(b.String()), " ") {
+		t.Error("wrapping changed the words")
+	}
+	golden(t, "not-ready-80.golden", w.Bytes())
 }
 
 // TestPanickingCheck: a check that panics is one failed line, not a crash.

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/internal/textwrap"
 )
 
 // minTextWidth is the narrowest the title column may get before the text
@@ -70,31 +73,8 @@ func trimRight(b *strings.Builder) {
 	b.WriteString(s)
 }
 
-func runes(s string) int { return utf8.RuneCountInString(s) }
+func runes(s string) int { return ansi.StringWidth(s) }
 
 func pad(s string, w int) string { return s + strings.Repeat(" ", max(0, w-runes(s))) }
 
-// wrap breaks s into lines of at most width runes at spaces (a longer word
-// gets a line of its own); width ≤ 0 returns s whole.
-func wrap(s string, width int) []string {
-	if width <= 0 || runes(s) <= width {
-		return []string{s}
-	}
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = word
-		case runes(line)+1+runes(word) <= width:
-			line += " " + word
-		default:
-			out = append(out, line)
-			line = word
-		}
-	}
-	if line != "" {
-		out = append(out, line)
-	}
-	return out
-}
+func wrap(s string, width int) []string { return textwrap.Lines(s, width) }
