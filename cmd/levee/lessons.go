@@ -59,7 +59,7 @@ func runLessons(args []string, stdout, stderr io.Writer) int {
 		if len(lessons) == 1 {
 			noun = "lesson"
 		}
-		fmt.Fprintf(stdout, "%d %s %s. One in full: levee lessons NAME · play: levee lab experiments/NAME.yaml\n\n", len(lessons), noun, src)
+		fmt.Fprintf(stdout, "%d %s %s; levee lessons NAME shows one and how to play it.\n\n", len(lessons), noun, src)
 		if err := lesson.WriteList(stdout, lessons, width); err != nil {
 			fmt.Fprintf(stderr, "levee lessons: %v\n", err)
 			return 1
