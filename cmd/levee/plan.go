@@ -4,6 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
 
 	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/lesson"
@@ -23,17 +25,20 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		"With RUN_DIR: sizes the run's own setup and compares it with what the run did\n"+
 		"(flags then change one figure: \"what if\"). Without: sizes the figures given.\n"+
 		"Example (seed 000): levee plan --slots 50 --mean 1.2s --p99 1.5s", stderr)
-	slots := fs.Int("slots", 0, "`slots` per model node: calls one node serves at once (seed 000's C_max for one node)")
-	nodes := fs.Int("nodes", 0, "model `nodes` (C = nodes × slots; default 1)")
-	mean := fs.Duration("mean", 0, "mean service time T of one call (e.g. 1.2s)")
-	p50 := fs.Duration("p50", 0, "median service time (with --p99 and no --mean, T is the lognormal's mean)")
-	p99 := fs.Duration("p99", 0, "99th percentile service time (seed 002's P99)")
-	gateways := fs.Int("gateways", 0, "gateway instances sharing the load (seed 002's N; default 1)")
-	target := fs.Float64("target", 0, "load to plan for, in req/s (for a run: its peak offered load)")
-	subtasks := fs.Int("subtasks", 0, "model calls per agent request (seed 004's K; default: the gateway's fan-out, 4)")
-	prompt := fs.Float64("prompt-tokens", 0, "mean prompt size in `tokens` (default 250)")
-	maxTokens := fs.Int("max-tokens", 0, "answer `tokens` asked per call (default 64)")
-	budget := fs.Duration("budget", 0, "latency budget: the longest a caller waits (default: the clients' timeout, 2s)")
+	// Each flag fills its input only when given, marked as from a flag, so
+	// that it overrides the run's figure and nothing else does.
+	var given plan.Inputs
+	knownFlag(fs, "slots", "`N` slots per model node: calls one node serves at once (seed 000's C_max for one node)", &given.SlotsPerNode, strconv.Atoi)
+	knownFlag(fs, "nodes", "`N` model nodes (C = nodes × slots; default 1)", &given.Nodes, strconv.Atoi)
+	knownFlag(fs, "mean", "mean service time T of one call (`duration`, e.g. 1.2s)", &given.Mean, time.ParseDuration)
+	knownFlag(fs, "p50", "median service time (`duration`; with --p99 and no --mean, T is the lognormal's mean)", &given.P50, time.ParseDuration)
+	knownFlag(fs, "p99", "99th percentile service time (`duration`; seed 002's P99)", &given.P99, time.ParseDuration)
+	knownFlag(fs, "gateways", "`N` gateway instances sharing the load (seed 002's N; default 1)", &given.Gateways, strconv.Atoi)
+	knownFlag(fs, "target", "load to plan for, in `req/s` (for a run: its peak offered load)", &given.Target, parseFloat)
+	knownFlag(fs, "subtasks", "`K` model calls per agent request (seed 004; default: the gateway's fan-out, 4)", &given.SubTasks, strconv.Atoi)
+	knownFlag(fs, "prompt-tokens", "mean prompt size in `tokens` (default 250)", &given.PromptTokens, parseFloat)
+	knownFlag(fs, "max-tokens", "answer `tokens` asked per call (default 64)", &given.MaxTokens, strconv.Atoi)
+	knownFlag(fs, "budget", "latency budget: the longest a caller waits (`duration`; default: the clients' timeout, 2s)", &given.Budget, time.ParseDuration)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -42,33 +47,6 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	given := plan.Inputs{}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "slots":
-			given.SlotsPerNode = plan.Of(*slots, plan.FromFlag)
-		case "nodes":
-			given.Nodes = plan.Of(*nodes, plan.FromFlag)
-		case "mean":
-			given.Mean = plan.Of(*mean, plan.FromFlag)
-		case "p50":
-			given.P50 = plan.Of(*p50, plan.FromFlag)
-		case "p99":
-			given.P99 = plan.Of(*p99, plan.FromFlag)
-		case "gateways":
-			given.Gateways = plan.Of(*gateways, plan.FromFlag)
-		case "target":
-			given.Target = plan.Of(*target, plan.FromFlag)
-		case "subtasks":
-			given.SubTasks = plan.Of(*subtasks, plan.FromFlag)
-		case "prompt-tokens":
-			given.PromptTokens = plan.Of(*prompt, plan.FromFlag)
-		case "max-tokens":
-			given.MaxTokens = plan.Of(*maxTokens, plan.FromFlag)
-		case "budget":
-			given.Budget = plan.Of(*budget, plan.FromFlag)
-		}
-	})
 	var parts plan.Parts
 	if fs.NArg() == 1 {
 		lessons, err := lesson.Embedded()
@@ -105,3 +83,18 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// knownFlag defines a flag that sets *dst, marked as given on the command
+// line, when (and only when) it is used.
+func knownFlag[T any](fs *flag.FlagSet, name, usage string, dst *plan.Known[T], parse func(string) (T, error)) {
+	fs.Func(name, usage, func(s string) error {
+		v, err := parse(s)
+		if err != nil {
+			return err
+		}
+		*dst = plan.Of(v, plan.FromFlag)
+		return nil
+	})
+}
+
+func parseFloat(s string) (float64, error) { return strconv.ParseFloat(s, 64) }

@@ -8,18 +8,43 @@ import (
 	"testing"
 )
 
+// commandCase is one run of a levee command: its arguments, the exit code
+// and fragments of stdout and stderr it must print.
+type commandCase struct {
+	name     string
+	args     []string
+	wantCode int
+	wantOut  []string
+	wantErr  []string
+}
+
+// check runs `levee cmd args…` and returns its stdout.
+func (tt commandCase) check(t *testing.T, cmd string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := dispatch(append([]string{cmd}, tt.args...), &stdout, &stderr)
+	if code != tt.wantCode {
+		t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
+	}
+	for _, w := range tt.wantOut {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
+		}
+	}
+	for _, w := range tt.wantErr {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+		}
+	}
+	return stdout.String()
+}
+
 // TestPlanCommand: `levee plan` on the reference run of lesson 03 prints
 // QPS_safe and the per-instance limit (issue 15's acceptance), flags may
 // follow the folder, and bad input exits 2 with a reason.
 func TestPlanCommand(t *testing.T) {
 	ref := "../../experiments/reference/03-priority-shedding"
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantOut  []string
-		wantErr  []string
-	}{
+	tests := []commandCase{
 		{name: "reference run 03", args: []string{ref}, wantOut: []string{"QPS_safe = C / T = 48 / 0.224 s = 214.7 req/s", "limit = QPS × P99 / N = 214.7 req/s × 0.6 s / 1 = 128.8 → 129"}},
 		{name: "what if, flags after the folder", args: []string{ref, "--gateways", "3"}, wantOut: []string{"/ 3 = 42.9 → 43", "gateways N           3"}},
 		{name: "seed 000 by hand", args: []string{"--slots", "50", "--mean", "1.2s"}, wantOut: []string{"QPS_safe = C / T = 50 / 1.2 s = 41.7 req/s", "needs the p99 service time"}},
@@ -35,23 +60,9 @@ func TestPlanCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := dispatch(append([]string{"plan"}, tt.args...), &stdout, &stderr)
-			if code != tt.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
-			}
-			for _, w := range tt.wantOut {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
-				}
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
-				}
-			}
-			if tt.wantCode != 0 && stdout.Len() != 0 {
-				t.Errorf("a failed plan printed to stdout: %q", stdout.String())
+			stdout := tt.check(t, "plan")
+			if tt.wantCode != 0 && stdout != "" {
+				t.Errorf("a failed plan printed to stdout: %q", stdout)
 			}
 		})
 	}
@@ -66,13 +77,7 @@ func TestLessonsCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(broken, "01-bad.yaml"), []byte("name: x\nduration: 1s\nwings: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantOut  []string
-		wantErr  []string
-	}{
+	tests := []commandCase{
 		{name: "list", args: nil, wantOut: []string{"no.", "seed", "03-priority-shedding", "Priority load shedding", "001 002", "02-semaphore"}},
 		{name: "one lesson", args: []string{"03"}, wantOut: []string{"03 · Priority load shedding", "seed articles 003", "predict", "levee lab experiments/03-priority-shedding.yaml"}},
 		{name: "its file", args: []string{"02-semaphore", "--yaml"}, wantOut: []string{"name: 02-semaphore", "articles: [\"000\"]"}},
@@ -84,23 +89,7 @@ func TestLessonsCommand(t *testing.T) {
 		{name: "help", args: []string{"--help"}, wantErr: []string{"Usage: levee lessons"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := dispatch(append([]string{"lessons"}, tt.args...), &stdout, &stderr)
-			if code != tt.wantCode {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
-			}
-			for _, w := range tt.wantOut {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
-				}
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, "lessons") })
 	}
 }
 

@@ -3,7 +3,6 @@ package doctor
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,30 +10,8 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // fakeListener is a listener that holds nothing.
 type fakeListener struct{ net.Listener }
@@ -84,7 +61,7 @@ func TestReadyMachine(t *testing.T) {
 	if err := r.Write(&b, 0); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "ready.golden", b.Bytes())
+	golden.RequireEqual(t, b.Bytes())
 }
 
 // TestEachProblem breaks one thing at a time on a ready machine: the check
@@ -190,7 +167,7 @@ func TestNotReadyReport(t *testing.T) {
 	if !strings.Contains(b.String(), "not ready: 2 problems (✗), 1 warning (!)") {
 		t.Errorf("verdict:\n%s", b.String())
 	}
-	golden(t, "not-ready.golden", b.Bytes())
+	t.Run("whole", func(t *testing.T) { golden.RequireEqual(t, b.Bytes()) })
 	// At 80 columns every line fits, and the words are the same.
 	var w bytes.Buffer
 	if err := r.Write(&w, 80); err != nil {
@@ -204,7 +181,7 @@ func TestNotReadyReport(t *testing.T) {
 	if strings.Join(strings.Fields(w.String()), " ") != strings.Join(strings.Fields(b.String()), " ") {
 		t.Error("wrapping changed the words")
 	}
-	golden(t, "not-ready-80.golden", w.Bytes())
+	t.Run("80", func(t *testing.T) { golden.RequireEqual(t, w.Bytes()) })
 }
 
 // TestPanickingCheck: a check that panics is one failed line, not a crash.

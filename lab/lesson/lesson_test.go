@@ -2,37 +2,13 @@ package lesson
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/charmbracelet/x/exp/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 func lessonYAML(name, title, articles, desc string) string {
 	s := "name: " + name + "\ntitle: \"" + title + "\"\n"
@@ -169,19 +145,21 @@ func TestWriteListGolden(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		width int
-	}{{"list-whole.golden", 0}, {"list-80.golden", 80}, {"list-60.golden", 60}, {"list-40.golden", 40}} {
-		var b bytes.Buffer
-		if err := WriteList(&b, ls, tt.width); err != nil {
-			t.Fatal(err)
-		}
-		if tt.width > 0 {
-			for i, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
-				if n := runes(line); n > tt.width && i > 0 { // the header may overflow a tiny width
-					t.Errorf("%s: line %d is %d columns, wider than %d: %q", tt.name, i+1, n, tt.width, line)
+	}{{"whole", 0}, {"80", 80}, {"60", 60}, {"40", 40}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteList(&b, ls, tt.width); err != nil {
+				t.Fatal(err)
+			}
+			if tt.width > 0 {
+				for i, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+					if n := runes(line); n > tt.width && i > 0 { // the header may overflow a tiny width
+						t.Errorf("line %d is %d columns, wider than %d: %q", i+1, n, tt.width, line)
+					}
 				}
 			}
-		}
-		golden(t, tt.name, b.Bytes())
+			golden.RequireEqual(t, b.Bytes())
+		})
 	}
 }
 
@@ -198,5 +176,5 @@ func TestWriteDetailGolden(t *testing.T) {
 	if err := WriteDetail(&b, l, 100); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "detail-03.golden", b.Bytes())
+	golden.RequireEqual(t, b.Bytes())
 }

@@ -2,35 +2,16 @@ package plan
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/charmbracelet/x/exp/golden"
+
 	"github.com/levee-lab/levee/lab/lesson"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -update creates it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
-}
 
 // embeddedLessons finds a lesson built into the binary by name.
 func embeddedLessons(t *testing.T) Lessons {
@@ -89,7 +70,7 @@ func TestReferenceRunsGolden(t *testing.T) {
 			if !strings.Contains(out, "not recorded: this folder has no samples") && !strings.Contains(out, "the bulkhead was off") {
 				t.Error("part 7 says neither that samples are missing nor that there was no limit")
 			}
-			golden(t, "reference-"+name+".golden", []byte(out))
+			golden.RequireEqual(t, []byte(out))
 		})
 	}
 	if n < 7 {
@@ -123,13 +104,13 @@ func TestRecordedRunGolden(t *testing.T) {
 		over      Inputs
 		want      []string
 	}{
-		{"recorded-04.golden", "testdata/runs/04-node-loss-quick", Inputs{}, []string{
+		{"recorded", "testdata/runs/04-node-loss-quick", Inputs{}, []string{
 			"run.json", "gradient limit, 84 samples", "node_kill #2", "at the end (median of the last 5 s)",
 		}},
-		{"recorded-04-whatif.golden", "testdata/runs/04-node-loss-quick", Inputs{Gateways: Of(3, FromFlag), P99: Of(900*time.Millisecond, FromFlag)}, []string{
+		{"what-if", "testdata/runs/04-node-loss-quick", Inputs{Gateways: Of(3, FromFlag), P99: Of(900*time.Millisecond, FromFlag)}, []string{
 			"gateways N           3                                        flag", "(lognormal through p50 and p99)", "/ 3 =",
 		}},
-		{"recorded-04-killed.golden", "testdata/runs/04-killed", Inputs{}, []string{
+		{"killed", "testdata/runs/04-killed", Inputs{}, []string{
 			"the run was killed before its summary", "node_kill #2",
 		}},
 	}
@@ -141,7 +122,7 @@ func TestRecordedRunGolden(t *testing.T) {
 					t.Errorf("plan lacks %q", w)
 				}
 			}
-			golden(t, tt.name, []byte(out))
+			golden.RequireEqual(t, []byte(out))
 		})
 	}
 }
