@@ -374,4 +374,3 @@ func (p *Plan) writeObserved(o *out) {
 		o.pr("    admitted calls took p50 %s, p99 %s (queue wait included).", dur(ob.AdmittedP50), dur(ob.AdmittedP99))
 	}
 }
-
