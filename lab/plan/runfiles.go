@@ -86,3 +86,65 @@ func readRecorded(dir string) (*recorded, error) {
 	}
 	return r, nil
 }
+
+// lessonGatewayConfig is the part of the gateway config a lesson sets
+// (limits, then raw config), as the lab generates it, with a stand-in
+// upstream so that it parses. Used only when a run left no run.json. (Once
+// the experiment package exports its GatewayConfig, call that instead.)
+func lessonGatewayConfig(e *experiment) map[string]any {
+	m := map[string]any{"upstream": map[string]any{"nodes": []any{"127.0.0.1:1"}}}
+	if len(e.Gateway.Defenses) > 0 {
+		d := map[string]any{}
+		for k, v := range e.Gateway.Defenses {
+			d[k] = v
+		}
+		m["defenses"] = d
+	}
+	for k, v := range deepCopy(e.Gateway.Limits) {
+		if k != "classes" {
+			m[k] = v
+			continue
+		}
+		classes := map[string]any{}
+		cm, _ := v.(map[string]any)
+		for name, cv := range cm {
+			c := map[string]any{}
+			cc, _ := cv.(map[string]any)
+			for ck, x := range cc {
+				if ck == "queue_timeout_ms" {
+					ck, x = "queue_timeout", fmt.Sprintf("%vms", x)
+				}
+				c[ck] = x
+			}
+			classes[name] = c
+		}
+		m["classes"] = classes
+	}
+	merge(m, deepCopy(e.Gateway.Config))
+	return m
+}
+
+// deepCopy copies a decoded YAML map, so that merging never writes into
+// the experiment's own maps.
+func deepCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if vm, ok := v.(map[string]any); ok {
+			v = deepCopy(vm)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		sm, sok := v.(map[string]any)
+		dm, dok := dst[k].(map[string]any)
+		if sok && dok {
+			merge(dm, sm)
+			continue
+		}
+		dst[k] = v
+	}
+}
