@@ -19,7 +19,10 @@ type Parts struct {
 	Dir   string // the run folder, "" for a plan from flags
 	// Note says where the setup came from when it is not the run's own
 	// run.json (a reference folder has summary.json only).
-	Note     string
+	Note string
+	// Lesson names the lesson the setup was taken from when the folder had
+	// no run.json ("" otherwise).
+	Lesson   string
 	Inputs   Inputs
 	Setup    *Setup    // nil for a plan from flags
 	Observed *Observed // nil for a plan from flags
@@ -69,7 +72,7 @@ func ReadRun(dir string, lessons Lessons) (Parts, error) {
 		if exp == nil {
 			return Parts{}, fmt.Errorf("run folder %s: no run.json, and no lesson named %q to take the setup from: give the figures as flags instead (levee plan --help)", dir, name)
 		}
-		src = FromLesson
+		src, p.Lesson = FromLesson, name
 		p.Note = fmt.Sprintf("this folder has no run.json: the setup is lesson %s's, as built into this binary", name)
 	}
 	if p.Title == "" {

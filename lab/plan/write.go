@@ -217,7 +217,8 @@ func (p *Plan) writeLimit(o *out) {
 				line += fmt.Sprintf(" (C / N = %s slots per gateway)", num(s.Limit.PerSlots, 1))
 			}
 			o.pr("%s;", line)
-			o.pr("    the rest of the limit covers slow calls (P99 > T), and waits inside the nodes when every call is slow.")
+			o.pr("    the room above that is for slow calls (P99 > T); calls admitted beyond the slots wait inside")
+			o.pr("    the nodes, where priority no longer applies.")
 		}
 		if st := p.Setup; st != nil {
 			switch {
@@ -328,7 +329,11 @@ func (p *Plan) writeObserved(o *out) {
 	gw := p.gateways()
 	c := float64(p.Sizing.Slots.C)
 	if len(ob.Phases) == 0 {
-		o.pr("    not recorded: this folder has no samples. Record the run (levee run --quick EXPERIMENT.yaml)")
+		file := "EXPERIMENT.yaml"
+		if p.Lesson != "" {
+			file = "experiments/" + p.Lesson + ".yaml"
+		}
+		o.pr("    not recorded: this folder has no samples. Record the run (levee run --quick %s)", file)
 		o.pr("    and plan its folder to see the limit move.")
 	} else {
 		algo := ""
