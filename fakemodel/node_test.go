@@ -16,6 +16,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 const testToken = "test-token"
@@ -128,7 +130,7 @@ func TestBadRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 				t.Fatalf("error body is not JSON: %v", err)
 			}
@@ -358,7 +360,7 @@ func TestErrorsAndHangs(t *testing.T) {
 	k.ErrorRate = 1
 	n, url := startNode(t, k)
 	code, body, err := post(context.Background(), url+"/v1/chat/completions", chatBody)
-	var e errorBody
+	var e wire.ErrorBody
 	if err != nil || code != 500 || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 		t.Fatalf("error_rate 1: %d %s %v", code, body, err)
 	}
@@ -456,7 +458,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	for _, tok := range []string{"", "wrong"} {
 		code, body := do("GET", tok, "")
-		var e errorBody
+		var e wire.ErrorBody
 		if code != 401 || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 			t.Fatalf("token %q: %d %s, want 401 JSON", tok, code, body)
 		}
@@ -478,7 +480,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	before := n.Knobs()
 	code, body = do("PUT", testToken, `{"slots":3,"cpu_hog_duty":5}`)
-	var e errorBody
+	var e wire.ErrorBody
 	if code != 400 || json.Unmarshal(body, &e) != nil || e.Error.Field != "cpu_hog_duty" || !strings.Contains(e.Error.Message, "0.95") {
 		t.Fatalf("bad PUT: %d %s", code, body)
 	}
@@ -646,16 +648,14 @@ func TestListenConsecutive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ready struct {
-		R Ready `json:"levee_ready"`
-	}
-	if err := json.Unmarshal(s.ReadyLine(), &ready); err != nil || ready.R.Kind != "fakemodel" || len(ready.R.Nodes) != 3 || ready.R.Listen != lns[0].Addr().String() {
-		t.Fatalf("ready line %s: %v", s.ReadyLine(), err)
+	ready, ok := wire.ParseReady(s.ReadyLine())
+	if !ok || ready.Kind != wire.KindFakeModel || len(ready.Nodes) != 3 || ready.Listen != lns[0].Addr().String() || ready.Admin != ready.Listen {
+		t.Fatalf("ready line %s: %+v", s.ReadyLine(), ready)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, time.Second) }()
-	for _, a := range ready.R.Nodes {
+	for _, a := range ready.Nodes {
 		if code, _, err := post(context.Background(), "http://"+a+"/v1/predict", ``); err != nil || code != 200 {
 			t.Fatalf("node %s: %d %v", a, code, err)
 		}

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
 	"golang.org/x/time/rate"
 )
 
@@ -24,8 +26,8 @@ import (
 func admitGateway(tb testing.TB) (*Gateway, *http.Request) {
 	tb.Helper()
 	cfg := testConfig("127.0.0.1:9")
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e12, Burst: 1 << 50, Cost: CostRequests}}
-	cfg.Classes.AI.Limit, cfg.Classes.AI.Max = 1024, 1024
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1e12, Burst: 1 << 50}, Cost: CostRequests}}
+	cfg.Classes.AI.Limiter.Limit, cfg.Classes.AI.Limiter.Max = 1024, 1024
 	g, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -108,9 +110,9 @@ func closedLoop(tb testing.TB, c *http.Client, url, key, body string, n, workers
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if o := resp.Header.Get(HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
+				if o := resp.Header.Get(wire.HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
 					if failed.Add(1) == 1 {
-						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(HeaderOutcome))
+						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(wire.HeaderOutcome))
 					}
 				}
 			}
@@ -136,8 +138,8 @@ func BenchmarkGatewayVsReverseProxy(b *testing.B) {
 	}))
 	defer up.Close()
 	cfg := testConfig(strings.TrimPrefix(up.URL, "http://"))
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e9, Burst: 1e9, Cost: CostRequests}}
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 512, Min: 1, Max: 512, QueueSize: 512, QueueTimeout: time.Second}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1e9, Burst: 1e9}, Cost: CostRequests}}
+	cfg.Classes.AI = staticClass(512, 1, 512, 512, time.Second)
 	cfg.TokenBudget = 1 << 40
 	gw := startServer(b, cfg)
 
@@ -184,7 +186,7 @@ func BenchmarkStandardUnderAIOverload(b *testing.B) {
 	)
 	fm := newFakeModel(b, slots, latency)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: 250 * time.Millisecond}
+	cfg.Classes.AI = staticClass(slots, 1, 64, 2*slots, 250*time.Millisecond)
 	s := startServer(b, cfg)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	defer client.CloseIdleConnections()

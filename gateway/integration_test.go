@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // TestOverloadAccounting is the acceptance test: the real gateway
@@ -35,7 +36,7 @@ func TestOverloadAccounting(t *testing.T) {
 
 	fm := newFakeModel(t, slots, latency)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: time.Second}
+	cfg.Classes.AI = staticClass(slots, 1, 64, 2*slots, time.Second)
 	// The machine is shared and -race is slow: scheduling stalls of
 	// hundreds of milliseconds happen. They must not fail a health check
 	// (one failure marks a node down) nor push the latency ratio to black
@@ -115,23 +116,23 @@ func TestOverloadAccounting(t *testing.T) {
 
 	// The gateway's own counters tell the same story.
 	fams := scrape(t, s)
-	for _, r := range []string{fallbackBlack, fallbackUpstream} {
+	for _, r := range []string{wire.FallbackBlack, wire.FallbackUpstream} {
 		if n := counterSum(fams, "levee_fallbacks_total", map[string]string{"reason": r}); n > 0 {
 			t.Logf("fallbacks for %s: %v (guard %+v, retries %+v)", r, n, s.G.guard.Snapshot(), s.G.pool.Counters())
 		}
 	}
 	for p, m := range seen {
-		for _, o := range outcomeNames {
-			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o})
-			if int(got) != m[o] {
-				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o])
+		for o := range wire.NumServerOutcomes {
+			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o.String()})
+			if int(got) != m[o.String()] {
+				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o.String()])
 			}
 		}
 	}
-	for r := range numShedReasons {
-		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": ShedReason(r).String()})
-		if want := clientOutcome["shed_"+ShedReason(r).String()]; int(got) != want {
-			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", ShedReason(r), got, want)
+	for r := range wire.NumShedReasons {
+		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": r.String()})
+		if want := clientOutcome[r.Outcome().String()]; int(got) != want {
+			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", r, got, want)
 		}
 	}
 
@@ -159,7 +160,7 @@ func TestOverloadAccounting(t *testing.T) {
 func sendOnce(c *http.Client, url, key string) string {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(predictBody))
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set(HeaderDeadline, "2000")
+	req.Header.Set(wire.HeaderDeadlineMs, "2000")
 	resp, err := c.Do(req)
 	if err != nil {
 		return "error"
@@ -168,7 +169,7 @@ func sendOnce(c *http.Client, url, key string) string {
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return "error"
 	}
-	if o := resp.Header.Get(HeaderOutcome); o != "" {
+	if o := resp.Header.Get(wire.HeaderOutcome); o != "" {
 		return o
 	}
 	switch {

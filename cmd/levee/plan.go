@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/lesson"
 	"github.com/levee-lab/levee/lab/plan"
 )
@@ -54,7 +54,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "levee plan: %v\n", err)
 			return 1
 		}
-		parts, err = plan.ReadRun(fs.Arg(0), func(name string) *lab.Experiment {
+		parts, err = plan.ReadRun(fs.Arg(0), func(name string) *experiment.Experiment {
 			if l, ok := lesson.ByName(lessons, name); ok {
 				return l.Experiment
 			}

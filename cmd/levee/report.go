@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {
@@ -25,16 +25,16 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var runs []*lab.Run
+	var runs []*runfiles.Run
 	for _, dir := range fs.Args() {
-		r, err := lab.ReadRun(dir)
+		r, err := runfiles.ReadRun(dir)
 		if err != nil {
 			fmt.Fprintf(stderr, "levee report: %v\n", err)
 			return 1
 		}
 		runs = append(runs, r)
 	}
-	if err := lab.WriteReport(stdout, runs); err != nil {
+	if err := runfiles.WriteReport(stdout, runs); err != nil {
 		fmt.Fprintf(stderr, "levee report: %v\n", err)
 		return 1
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {
@@ -36,7 +38,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	exp, err := lab.LoadExperiment(fs.Arg(0))
+	exp, err := experiment.LoadExperiment(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 2
@@ -77,8 +79,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee run: no summary: %v\n", werr)
 		return 1
 	}
-	run := &lab.Run{Dir: dir, Summary: sum}
-	if err := lab.WriteReport(stdout, []*lab.Run{run}); err != nil {
+	run := &runfiles.Run{Dir: dir, Summary: sum}
+	if err := runfiles.WriteReport(stdout, []*runfiles.Run{run}); err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 1
 	}
@@ -111,7 +113,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func sortedThresholds(s *lab.Summary) []string {
+func sortedThresholds(s *runfiles.Summary) []string {
 	names := make([]string, 0, len(s.Thresholds))
 	for n := range s.Thresholds {
 		names = append(names, n)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -148,7 +149,7 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	}
 	f := &Failover{
 		primary:    primary,
-		name:       "redis",
+		name:       wire.StoreRedis,
 		timeout:    DefaultFailoverTimeout,
 		share:      1,
 		threshold:  DefaultBreakerFailures,
@@ -177,9 +178,9 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 		f.local = NewLocal()
 	}
 	f.metric = prometheus.NewCounter(prometheus.CounterOpts{
-		Name:        "levee_ratelimit_store_fallback_total",
+		Name:        wire.MetricRateLimitStoreFallback,
 		Help:        "Rate limit decisions made without the shared store (local share or fail-closed denial) because it failed, timed out or its breaker was open.",
-		ConstLabels: prometheus.Labels{"store": f.name},
+		ConstLabels: prometheus.Labels{wire.LabelStore: f.name},
 	})
 	return f, nil
 }

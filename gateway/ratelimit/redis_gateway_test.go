@@ -16,6 +16,7 @@ import (
 	"github.com/levee-lab/levee/gateway"
 	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/redistest"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // The acceptance, end to end: three real gateways (package gateway,
@@ -131,12 +132,12 @@ func startGateways(t *testing.T, node *httptest.Server, redisURL string, n int, 
 		cfg.Keys = []gateway.KeyConfig{{Key: "key-a", Tenant: "tenant-a", Priority: "P1"}}
 		cfg.RateLimit.Store = gateway.StoreConfig{Kind: "redis", URL: redisURL, Timeout: timeout, FailOpen: true, Share: 1 / float64(n)}
 		cfg.RateLimit.Rules = []gateway.RuleConfig{{
-			Tenant: "tenant-a", Route: gateway.RouteStandard,
-			Algorithm: gateway.AlgoSlidingWindow, Limit: limit, Window: time.Second, Cost: gateway.CostRequests,
+			Tenant: "tenant-a", Route: wire.RouteStandard,
+			Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: limit, Window: time.Second}, Cost: gateway.CostRequests,
 		}}
 		// Only the rate limit: the overload guard would react to this
 		// shared machine's load, not to the limit under test.
-		cfg.Defenses = gateway.Defenses{RateLimit: true}
+		cfg.Defenses = wire.Defenses{RateLimit: true}
 		g, err := gateway.New(cfg)
 		if err != nil {
 			t.Fatalf("gateway %d: %v", i, err)

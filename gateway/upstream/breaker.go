@@ -3,6 +3,8 @@ package upstream
 import (
 	"sync"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // BreakerState is a circuit breaker's state.
@@ -18,11 +20,11 @@ const (
 func (s BreakerState) String() string {
 	switch s {
 	case StateClosed:
-		return "closed"
+		return wire.BreakerClosed
 	case StateHalfOpen:
-		return "half_open"
+		return wire.BreakerHalfOpen
 	case StateOpen:
-		return "open"
+		return wire.BreakerOpen
 	}
 	return "unknown"
 }

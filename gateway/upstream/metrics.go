@@ -1,16 +1,19 @@
 package upstream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 var (
-	descUp = prometheus.NewDesc("levee_upstream_up",
-		"Whether the model node passed its last health check (1) or not (0).", []string{"node"}, nil)
-	descBreaker = prometheus.NewDesc("levee_upstream_breaker_state",
-		"Circuit breaker state per model node: 0 closed, 1 half-open, 2 open.", []string{"node"}, nil)
-	descInflight = prometheus.NewDesc("levee_upstream_inflight",
-		"Requests outstanding on the model node (until the response body is closed).", []string{"node"}, nil)
-	descRetries = prometheus.NewDesc("levee_retries_total",
-		"Retries after connection failures: sent, or denied by the retry budget.", []string{"result"}, nil)
+	descUp = prometheus.NewDesc(wire.MetricUpstreamUp,
+		"Whether the model node passed its last health check (1) or not (0).", []string{wire.LabelNode}, nil)
+	descBreaker = prometheus.NewDesc(wire.MetricUpstreamBreakerState,
+		"Circuit breaker state per model node: 0 closed, 1 half-open, 2 open.", []string{wire.LabelNode}, nil)
+	descInflight = prometheus.NewDesc(wire.MetricUpstreamInflight,
+		"Requests outstanding on the model node (until the response body is closed).", []string{wire.LabelNode}, nil)
+	descRetries = prometheus.NewDesc(wire.MetricRetries,
+		"Retries after connection failures: sent, or denied by the retry budget.", []string{wire.LabelResult}, nil)
 )
 
 // Collectors returns the pool's Prometheus collectors, to register once:
@@ -41,16 +44,16 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descInflight, prometheus.GaugeValue, float64(s.Inflight), s.Addr)
 	}
 	k := c.p.Counters()
-	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesSent), "sent")
-	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesDenied), "denied")
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesSent), wire.RetrySent)
+	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesDenied), wire.RetryDenied)
 }
 
 func breakerValue(s string) float64 {
 	switch s {
-	case "half_open":
-		return 1
-	case "open":
-		return 2
+	case wire.BreakerHalfOpen:
+		return float64(StateHalfOpen)
+	case wire.BreakerOpen:
+		return float64(StateOpen)
 	}
 	return 0
 }

@@ -14,12 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DeadlineHeader carries the caller's remaining time, in whole
 // milliseconds, to the node.
-const DeadlineHeader = "X-Levee-Deadline-Ms"
+const DeadlineHeader = wire.HeaderDeadlineMs
 
 // node is one model node. Its counters are atomics; breaker has its own lock.
 type node struct {
@@ -104,7 +105,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	p.breakerOn.Store(true)
 	p.retryOn.Store(true)
 	p.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "levee_upstream_latency_seconds",
+		Name:    wire.MetricUpstreamLatency,
 		Help:    "Time from sending a request to a model node to its response headers.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})

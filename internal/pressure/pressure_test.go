@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -140,20 +142,23 @@ func TestHogDutyAndStop(t *testing.T) {
 	g := New()
 	defer g.Stop()
 	goroutines := runtime.NumGoroutine()
+	start := time.Now()
 	if err := g.Set(Config{CPUHogGoroutines: 2, CPUHogDuty: 0.3}); err != nil {
 		t.Fatal(err)
 	}
 	if n := runtime.NumGoroutine(); n < goroutines+2 {
 		t.Fatalf("goroutines %d, want at least %d", n, goroutines+2)
 	}
-	const d = 400 * time.Millisecond
-	time.Sleep(d)
+	time.Sleep(400 * time.Millisecond)
 	spun := g.Stats().HogSpin
+	// The hogs ran from the first Set until now: on a loaded machine the
+	// sleep oversleeps, so the bound is on the time that really passed.
+	d := time.Since(start)
 	if err := g.Set(Config{}); err != nil {
 		t.Fatal(err)
 	}
-	// 2 goroutines × 30 % × 400 ms = 240 ms of spinning at most (plus one
-	// slice); on a loaded machine less. It must be bounded and non-zero.
+	// 2 goroutines × 30 % × d of spinning at most (plus one slice); on a
+	// loaded machine less. It must be bounded and non-zero.
 	if spun <= 0 || spun > 2*d*45/100 {
 		t.Fatalf("hogs spun %v in %v with 2×0.3 duty", spun, d)
 	}
@@ -204,5 +209,22 @@ func TestSetConcurrentAndStop(t *testing.T) {
 	}
 	if g.Config() != (Config{}) || g.Stats().BallastBytes != 0 {
 		t.Fatalf("after Stop: config %+v, ballast %d", g.Config(), g.Stats().BallastBytes)
+	}
+}
+
+func TestConfigPatchRoundTrip(t *testing.T) {
+	c := Config{ChurnMBPerS: 8, BallastMB: 64, CPUHogGoroutines: 2, CPUHogDuty: 0.5}
+	if got := (Config{}).Apply(c.Patch()); got != c {
+		t.Fatalf("Apply(Patch()) = %+v, want %+v", got, c)
+	}
+	// A patch changes only what it names.
+	got := c.Apply(wire.PressurePatch{BallastMB: wire.Ptr(0.0)})
+	if want := (Config{ChurnMBPerS: 8, CPUHogGoroutines: 2, CPUHogDuty: 0.5}); got != want {
+		t.Fatalf("partial Apply = %+v, want %+v", got, want)
+	}
+	// Validate names the field by its wire name.
+	var fe *FieldError
+	if err := (Config{CPUHogDuty: 2}).Validate(); !errors.As(err, &fe) || fe.Field != wire.KnobCPUHogDuty {
+		t.Fatalf("Validate() = %v", err)
 	}
 }

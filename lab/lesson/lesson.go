@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/levee-lab/levee/experiments"
-	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
 )
 
 // Lesson is one lesson file.
@@ -33,7 +33,7 @@ type Lesson struct {
 	// Source is the file as read, for `levee lessons NAME --yaml` and for
 	// starting the lesson from the binary alone.
 	Source     []byte
-	Experiment *lab.Experiment // parsed and normalized
+	Experiment *experiment.Experiment // parsed and normalized
 }
 
 // Embedded returns the lessons built into the binary (experiments/*.yaml).
@@ -75,7 +75,7 @@ func Load(fsys fs.FS) ([]Lesson, error) {
 
 // Parse reads one lesson file; file names it in errors.
 func Parse(file string, b []byte) (Lesson, error) {
-	e, err := lab.ParseExperiment(b)
+	e, err := experiment.ParseExperiment(b)
 	if err != nil {
 		return Lesson{}, fmt.Errorf("lesson %s: %w", file, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Window is the generator's client-side view at one tick: counts since the
@@ -29,7 +31,7 @@ type Window struct {
 	AdmittedP50Ms float64
 	AdmittedP99Ms float64
 
-	ByPriority map[string]PriorityWindow // keyed "P0", "P1", "P2"
+	ByPriority map[string]PriorityWindow // keyed by priority name
 }
 
 // PriorityWindow is one priority class in a Window.
@@ -84,15 +86,15 @@ func (t Totals) Unaccounted() int64 {
 	return int64(t.Offered) - int64(sum)
 }
 
-func outcomeMap(c *[numOutcomes]uint64) map[string]uint64 {
-	m := make(map[string]uint64, numOutcomes)
-	for i := range numOutcomes {
+func outcomeMap(c *[wire.NumOutcomes]uint64) map[string]uint64 {
+	m := make(map[string]uint64, wire.NumOutcomes)
+	for i := range wire.NumOutcomes {
 		m[Outcomes[i]] = c[i]
 	}
 	return m
 }
 
-func sumOutcomes(c *[numOutcomes]uint64) uint64 {
+func sumOutcomes(c *[wire.NumOutcomes]uint64) uint64 {
 	var s uint64
 	for _, n := range c {
 		s += n
@@ -114,7 +116,7 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 		w.Duration = now.Sub(from)
 	}
 	cur, prev := &s.total, &s.lastTick
-	var delta [numOutcomes]uint64
+	var delta [wire.NumOutcomes]uint64
 	for i := range delta {
 		delta[i] = cur.outcomes[i] - prev.outcomes[i]
 	}
@@ -132,10 +134,10 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 		c, p := &cur.prio[i], &prev.prio[i]
 		w.ByPriority[name] = PriorityWindow{
 			Offered:       c.offered - p.offered,
-			OK:            c.outcomes[oOK] - p.outcomes[oOK],
+			OK:            c.outcomes[wire.OutcomeOK] - p.outcomes[wire.OutcomeOK],
 			Finished:      sumOutcomes(&c.outcomes) - sumOutcomes(&p.outcomes),
 			OfferedTotal:  c.offered,
-			OKTotal:       c.outcomes[oOK],
+			OKTotal:       c.outcomes[wire.OutcomeOK],
 			FinishedTotal: sumOutcomes(&c.outcomes),
 			P50Ms:         quantileMs(s.winPrio[i], 50),
 			P99Ms:         quantileMs(s.winPrio[i], 99),

@@ -85,10 +85,12 @@ func ReadRun(dir string, lessons Lessons) (Parts, error) {
 	if err != nil {
 		return Parts{}, fmt.Errorf("run folder %s: node knobs: %w", dir, err)
 	}
+	var cfg gateway.Config
 	if gwConfig == nil {
-		gwConfig = lessonGatewayConfig(exp)
+		cfg, err = lessonGatewayConfig(exp)
+	} else {
+		cfg, err = gatewayConfigOf(gwConfig)
 	}
-	cfg, err := gatewayConfigOf(gwConfig)
 	if err != nil {
 		return Parts{}, fmt.Errorf("run folder %s: gateway config: %w", dir, err)
 	}
@@ -153,7 +155,7 @@ func quantiles(k fakemodel.Knobs) (p50, p99 time.Duration) {
 func setupOf(e *experiment, cfg gateway.Config) *Setup {
 	ai := cfg.Classes.AI
 	s := &Setup{
-		Algorithm: ai.Algorithm, Limit: ai.Limit, Min: ai.Min, Max: ai.Max,
+		Algorithm: ai.Limiter.Algorithm, Limit: ai.Limiter.Limit, Min: ai.Limiter.Min, Max: ai.Limiter.Max,
 		QueueSize: ai.QueueSize, QueueTimeout: ai.QueueTimeout,
 		TokenBudget: cfg.TokenBudget, MaxSubcalls: cfg.Agent.MaxSubcallsInflight,
 		Bulkhead: cfg.Defenses.Bulkhead, Budget: cfg.Defenses.Budget,

@@ -118,23 +118,36 @@ func Compute(in Inputs) (Sizing, error) {
 	var s Sizing
 	s.Slots = slots(in)
 	s.Service = service(in)
-	n := 1
-	if in.Gateways.Set() {
-		n = in.Gateways.V
-	}
-	c, t := float64(s.Slots.C), s.Service.T.Seconds()
-
 	switch {
 	case s.Slots.Need != "":
 		s.Safe.Need = s.Slots.Need
 	case s.Service.Need != "":
 		s.Safe.Need = s.Service.Need
 	default:
-		s.Safe.QPS = c / t
+		s.Safe.QPS = float64(s.Slots.C) / s.Service.T.Seconds()
 	}
-	safe := s.Safe.QPS
+	s.computeFor(in)
+	s.computeLimit(in)
+	s.computeQueue(in)
+	s.computeTokens(in)
+	s.computeAgent(in)
+	if s.Safe.Need != "" && s.For.Need != "" && s.Limit.Need != "" {
+		return s, errNothing
+	}
+	return s, nil
+}
 
-	// Seed 001: slots for the target.
+// gateways is N, the gateways sharing the load (1 when not given).
+func gateways(in Inputs) int {
+	if in.Gateways.Set() {
+		return in.Gateways.V
+	}
+	return 1
+}
+
+// computeFor is seed 001: slots for the target.
+func (s *Sizing) computeFor(in Inputs) {
+	c, t := float64(s.Slots.C), s.Service.T.Seconds()
 	switch {
 	case !in.Target.Set():
 		s.For.Need = "a target load (--target req/s)"
@@ -150,8 +163,12 @@ func Compute(in Inputs) (Sizing, error) {
 			s.For.Share = c / float64(s.For.Slots)
 		}
 	}
+}
 
-	// Seed 002: per-gateway limit.
+// computeLimit is seed 002: the per-gateway limit.
+func (s *Sizing) computeLimit(in Inputs) {
+	n, safe := gateways(in), s.Safe.QPS
+	c, t := float64(s.Slots.C), s.Service.T.Seconds()
 	s.Limit.N = n
 	s.Limit.QPS, s.Limit.QPSIs = safe, "QPS_safe"
 	if safe == 0 && in.Target.Set() {
@@ -176,8 +193,10 @@ func Compute(in Inputs) (Sizing, error) {
 			s.Limit.AtTarget = in.Target.V * in.P99.V.Seconds() / float64(n)
 		}
 	}
+}
 
-	// The queue for a latency budget.
+// computeQueue sizes the queue for a latency budget.
+func (s *Sizing) computeQueue(in Inputs) {
 	switch {
 	case !in.Budget.Set():
 		s.Queue.Need = "a latency budget (--budget)"
@@ -191,11 +210,13 @@ func Compute(in Inputs) (Sizing, error) {
 		}
 		s.Queue.Timeout = in.Budget.V - s.Queue.Service
 		if s.Queue.Timeout > 0 {
-			s.Queue.Size = int(math.Floor(safe*s.Queue.Timeout.Seconds()/float64(n) + 1e-9))
+			s.Queue.Size = int(math.Floor(s.Safe.QPS*s.Queue.Timeout.Seconds()/float64(gateways(in)) + 1e-9))
 		}
 	}
+}
 
-	// Token budget.
+// computeTokens sizes the token budget.
+func (s *Sizing) computeTokens(in Inputs) {
 	switch {
 	case !in.PromptTokens.Set() && !in.MaxTokens.Set():
 		s.Tokens.Need = "the tokens per call (--prompt-tokens, --max-tokens)"
@@ -204,10 +225,13 @@ func Compute(in Inputs) (Sizing, error) {
 	default:
 		s.Tokens.Prompt, s.Tokens.Answer = in.PromptTokens.V, in.MaxTokens.V
 		s.Tokens.PerCall = s.Tokens.Prompt + float64(s.Tokens.Answer)
-		s.Tokens.Budget = int(math.Ceil(c*s.Tokens.PerCall/float64(n) - 1e-9))
+		s.Tokens.Budget = int(math.Ceil(float64(s.Slots.C)*s.Tokens.PerCall/float64(gateways(in)) - 1e-9))
 	}
+}
 
-	// Agent amplification.
+// computeAgent is seed 004's amplification.
+func (s *Sizing) computeAgent(in Inputs) {
+	safe := s.Safe.QPS
 	switch {
 	case !in.SubTasks.Set():
 		s.Agent.Need = "the sub-tasks per agent request (--subtasks)"
@@ -227,11 +251,6 @@ func Compute(in Inputs) (Sizing, error) {
 			s.Agent.CallsForTarget = in.Target.V * float64(k)
 		}
 	}
-
-	if s.Safe.Need != "" && s.For.Need != "" && s.Limit.Need != "" {
-		return s, errNothing
-	}
-	return s, nil
 }
 
 // depth is a degraded depth, K itself when unknown.

@@ -1,0 +1,124 @@
+package sampler
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/scrape"
+)
+
+func TestServiceWindow(t *testing.T) {
+	var w serviceWindow
+	if _, ok := w.mean(); ok {
+		t.Fatal("an empty window has a mean")
+	}
+	w.add(4.9, 49) // 0.1 s each, but too few to trust
+	if _, ok := w.mean(); ok {
+		t.Fatal("49 observations gave a mean")
+	}
+	w.add(15.1, 1) // one long stream
+	m, ok := w.mean()
+	if !ok || math.Abs(m-0.4) > 1e-9 {
+		t.Fatalf("mean = %v, %v; want 0.4 (20 s over 50 requests)", m, ok)
+	}
+	// The ring forgets the oldest scrapes: after a full turn of quiet
+	// scrapes nothing is left.
+	for range len(w.sum) {
+		w.add(0, 0)
+	}
+	if _, ok := w.mean(); ok {
+		t.Fatal("a window of empty scrapes has a mean")
+	}
+	// A full turn of steady scrapes gives their mean.
+	for range len(w.sum) {
+		w.add(2.2, 10)
+	}
+	if m, ok := w.mean(); !ok || math.Abs(m-0.22) > 1e-9 {
+		t.Fatalf("steady mean = %v, %v; want 0.22", m, ok)
+	}
+}
+
+func families(t *testing.T, text string) scrape.Families {
+	t.Helper()
+	f, err := scrape.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const gatewayText = `# TYPE levee_shed_total counter
+levee_shed_total{reason="overload",priority="P2"} %d
+# TYPE levee_overload_level gauge
+levee_overload_level %d
+# TYPE levee_inflight gauge
+levee_inflight{class="ai"} 7
+# TYPE levee_concurrency_limit gauge
+levee_concurrency_limit{class="ai"} 12
+`
+
+const nodeText = `# TYPE levee_fakemodel_in_service gauge
+levee_fakemodel_in_service 4
+# TYPE levee_fakemodel_slots gauge
+levee_fakemodel_slots 4
+# TYPE levee_fakemodel_mean_service_seconds gauge
+levee_fakemodel_mean_service_seconds 0.2
+# TYPE levee_fakemodel_requests_total counter
+levee_fakemodel_requests_total{outcome="ok"} %d
+`
+
+// Next is a pure function of (State, Input): shed rates and completions are
+// deltas between two scrapes, a restarted gateway counts from zero, and the
+// previous State is left as it was.
+func TestNextIsPure(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	in := func(at time.Time, gwStarts int, shed, level, done int) Input {
+		return Input{
+			Now: at, Start: t0, Tick: tick,
+			Window:   load.Window{Duration: tick, Offered: 10, OfferedTotal: 10},
+			Gateways: []Child{{Scrape: families(t, fmt.Sprintf(gatewayText, shed, level)), At: at, Starts: gwStarts, Up: true}},
+			Nodes:    []Child{{Scrape: families(t, fmt.Sprintf(nodeText, done)), At: at, Starts: 1, Up: true, Addr: "n0"}},
+			Defenses: map[string]bool{"guard": true},
+		}
+	}
+	s0 := NewState(1, 1)
+	_, s1 := Next(s0, in(t0, 1, 100, 1, 50))
+	out, s2 := Next(s1, in(t0.Add(time.Second), 1, 140, 2, 70))
+	smp := out.Sample
+	if smp.ShedRPSByReason["overload"] != 40 || smp.ShedRPSByPriority["P2"] != 40 {
+		t.Errorf("shed rates %v %v, want 40/s", smp.ShedRPSByReason, smp.ShedRPSByPriority)
+	}
+	if out.Completions != 20 || !out.Saturated || smp.CapacityRPS != 20 {
+		t.Errorf("completions %v saturated %v capacity %v", out.Completions, out.Saturated, smp.CapacityRPS)
+	}
+	if smp.Level != "red" || smp.Inflight != 7 || smp.ConcurrencyLimit != 12 || smp.Elapsed != 1 {
+		t.Errorf("sample %+v", smp)
+	}
+	if s2.ShedTotal() != 140 || s1.ShedTotal() != 100 || s0.ShedTotal() != 0 {
+		t.Errorf("shed totals %v %v %v", s0.ShedTotal(), s1.ShedTotal(), s2.ShedTotal())
+	}
+	// The same inputs give the same outputs: s1 was not changed by Next.
+	again, _ := Next(s1, in(t0.Add(time.Second), 1, 140, 2, 70))
+	if !reflect.DeepEqual(again, out) {
+		t.Errorf("Next(s1, …) changed between calls:\n%+v\n%+v", again, out)
+	}
+	// A restarted gateway (a new Starts) counts from zero: its 5 sheds are
+	// new, and the total keeps the 140 of the old process.
+	out3, s3 := Next(s2, in(t0.Add(2*time.Second), 2, 5, 0, 90))
+	if s3.ShedTotal() != 145 || out3.Sample.ShedRPSByReason["overload"] != 20 {
+		t.Errorf("after a restart: total %v, rate %v", s3.ShedTotal(), out3.Sample.ShedRPSByReason)
+	}
+	// No current scrape: stale, and the lab's defenses stand in.
+	stale := in(t0.Add(3*time.Second), 2, 5, 0, 90)
+	stale.Gateways[0].Scrape = nil
+	out4, _ := Next(s3, stale)
+	if !out4.Sample.GatewayStale || !out4.Sample.Defenses["guard"] {
+		t.Errorf("stale sample %+v", out4.Sample)
+	}
+}
