@@ -5,6 +5,7 @@ func (e *Experiment) Clone() *Experiment {
 	c := *e
 	c.Articles = append([]string(nil), e.Articles...)
 	c.Narration = append([]Step(nil), e.Narration...)
+	clonePredicts(c.Narration)
 	c.Stages = append([]Stage(nil), e.Stages...)
 	c.Faults = make([]FaultStep, len(e.Faults))
 	for i, f := range e.Faults {

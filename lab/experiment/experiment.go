@@ -59,6 +59,9 @@ type Step struct {
 	At   Duration `yaml:"at" json:"at"`
 	Kind string   `yaml:"kind" json:"kind"` // predict, watch or explain
 	Text string   `yaml:"text" json:"text"`
+	// Predict, on a predict step, names the number the room is asked for
+	// (see Predict); nil: the step asks in words only.
+	Predict *Predict `yaml:"predict" json:"predict,omitempty"`
 }
 
 // Stage ramps the target rate linearly to Target over Duration.
@@ -204,6 +207,9 @@ func (e *Experiment) Quick() *Experiment {
 	c.Faults = scaleFaults(c.Faults, f)
 	for i := range c.Narration {
 		c.Narration[i].At = scale(c.Narration[i].At)
+		if p := c.Narration[i].Predict; p != nil {
+			p.From = scale(p.From)
+		}
 	}
 	return c
 }

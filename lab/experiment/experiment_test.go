@@ -266,3 +266,58 @@ func TestExperimentRoutesByPriority(t *testing.T) {
 		}
 	}
 }
+
+func TestPredictBlock(t *testing.T) {
+	const base = "name: x\nduration: 40s\nnarration:\n"
+	good := base + `  - {at: 2s, kind: predict, text: "How many P0 succeed?", predict: {metric: p0_success_rate}}
+  - {at: 10s, kind: predict, text: "And goodput after the fault?", predict: {metric: goodput_rps, question: "goodput after?", from: 20s}}
+  - {at: 25s, kind: explain, text: "Here it is."}
+  - {at: 30s, kind: predict, text: "Timeouts in the end?", predict: {metric: timeout_rate}}
+`
+	e, err := ParseExperiment([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := e.Narration[0].Predict.AskedQuestion(); q != "P0 success %?" {
+		t.Errorf("default question %q", q)
+	}
+	if q := e.Narration[1].Predict.AskedQuestion(); q != "goodput after?" {
+		t.Errorf("question %q", q)
+	}
+	for _, tt := range []struct {
+		step, measuredAt int
+		from             time.Duration
+	}{{0, 2, 2 * time.Second}, {1, 2, 20 * time.Second}, {3, -1, 30 * time.Second}} {
+		if got := e.MeasuredAt(tt.step); got != tt.measuredAt {
+			t.Errorf("MeasuredAt(%d) = %d, want %d", tt.step, got, tt.measuredAt)
+		}
+		if got := e.MeasureFrom(tt.step).D(); got != tt.from {
+			t.Errorf("MeasureFrom(%d) = %v, want %v", tt.step, got, tt.from)
+		}
+	}
+	// Quick scales from with the rest; Clone copies the block.
+	q := e.Quick()
+	if got := q.Narration[1].Predict.From.D(); got != 10*time.Second {
+		t.Errorf("quick from %v, want 10s", got)
+	}
+	c := e.Clone()
+	c.Narration[0].Predict.Metric = "goodput_rps"
+	if e.Narration[0].Predict.Metric != "p0_success_rate" {
+		t.Error("Clone shares the predict block")
+	}
+
+	for _, tt := range []struct{ name, step, want string }{
+		{"unknown metric", `{at: 1s, kind: predict, text: a, predict: {metric: happiness}}`, "line 4: narration.0.predict.metric: \"happiness\": want one of"},
+		{"not a predict step", `{at: 1s, kind: watch, text: a, predict: {metric: goodput_rps}}`, "narration.0.predict: only a predict step"},
+		{"from after the explain", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 30s}}` + "\n  - {at: 20s, kind: explain, text: b}", "narration.0.predict.from: 30s is after the explain step"},
+		{"long question", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, question: "` + strings.Repeat("why ", 20) + `"}}`, "keep it under 60"},
+		{"unknown field", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, unit: "%"}}`, "field unit not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExperiment([]byte(base + "  - " + tt.step + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

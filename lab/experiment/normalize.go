@@ -205,6 +205,7 @@ func (e *Experiment) validateNarration(p *problems) {
 		if i > 0 && s.At < e.Narration[i-1].At {
 			p.add(path+".at", "%s is before the previous step (%s): keep steps in order", s.At, e.Narration[i-1].At)
 		}
+		e.validatePredict(p, i)
 	}
 }
 

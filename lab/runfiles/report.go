@@ -213,6 +213,15 @@ func WriteReport(w io.Writer, runs []*Run) error {
 		}
 	}
 	for _, r := range runs {
+		if len(r.Predictions) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: predictions\n", r.Summary.Name)
+		for _, p := range r.Predictions {
+			fmt.Fprintf(&b, "  %s\n", p.PredictionLine())
+		}
+	}
+	for _, r := range runs {
 		fails := r.Summary.FailedThresholds()
 		if len(fails) == 0 {
 			continue
