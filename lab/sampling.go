@@ -169,6 +169,7 @@ func (s *sampling) take() {
 	c := s.l.recs.current()
 	out := s.next(s.clock.Now(), c != nil)
 	smp := out.Sample
+	s.l.latest.Store(&smp)
 	if c != nil {
 		if c.agg != nil {
 			c.agg.Add(smp, out.Window.Seconds(), out.Completions, out.Saturated, out.P0Finished)
