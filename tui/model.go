@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -307,31 +306,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	if m.panelOpen {
-		names := m.defenseNames()
-		switch {
-		case key.Matches(msg, k.PanelUp):
-			if m.panelSel > 0 {
-				m.panelSel--
-			}
-		case key.Matches(msg, k.PanelDown):
-			if m.panelSel < len(names)-1 {
-				m.panelSel++
-			}
-		case key.Matches(msg, k.PanelToggle):
-			if m.panelSel < len(names) {
-				name := names[m.panelSel]
-				on := !m.defenses[name]
-				if err := m.ctrl.SetDefense(name, on); err != nil {
-					m.setStatus(fmt.Sprintf("defense %s: %v", name, err), true)
-				} else {
-					m.setStatus(fmt.Sprintf("defense %s %s", name, onOff(on)), false)
-				}
-				m.defenses = m.ctrl.Defenses()
-			}
-		case key.Matches(msg, k.PanelClose):
-			m.panelOpen = false
-		}
-		return m, nil
+		return m.panelKey(msg)
 	}
 	switch {
 	case key.Matches(msg, k.RateUp):
@@ -464,24 +439,4 @@ func (m *Model) quit() tea.Cmd {
 		defer cancel()
 		return stoppedMsg{err: ctrl.Stop(ctx)}
 	}
-}
-
-// defenseNames lists the known defenses in display order.
-func (m *Model) defenseNames() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range defenseOrder {
-		if _, ok := m.defenses[n]; ok {
-			out = append(out, n)
-			seen[n] = true
-		}
-	}
-	var rest []string
-	for n := range m.defenses {
-		if !seen[n] {
-			rest = append(rest, n)
-		}
-	}
-	sort.Strings(rest)
-	return append(out, rest...)
 }

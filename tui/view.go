@@ -435,28 +435,6 @@ func (m *Model) statusLine() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-func (m *Model) defensesBox() string {
-	names := m.defenseNames()
-	body := []string{""}
-	for i, n := range names {
-		mark := "[ ]"
-		if m.defenses[n] {
-			mark = "[x]"
-		}
-		l := fmt.Sprintf(" %s %-10s %-6s ", mark, n, defenseAbbrev[n])
-		if i == m.panelSel {
-			body = append(body, "▸"+stSelected.Render(l))
-		} else {
-			body = append(body, " "+l)
-		}
-	}
-	if len(names) == 0 {
-		body = append(body, "  the lab reports no defenses")
-	}
-	body = append(body, "", stDim.Render(" ↑/↓ select · space toggle · esc close"))
-	return box(" "+stTitle.Render("defenses")+" ", 42, len(body)+2, body)
-}
-
 func (m *Model) fullHelpBox() string {
 	hm := m.help
 	hm.ShowAll = true
