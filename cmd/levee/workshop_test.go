@@ -126,3 +126,35 @@ func TestDoctorCommand(t *testing.T) {
 		}
 	}
 }
+
+// `levee lab` and `levee run` take a lesson name or number besides a
+// file; a file of that name wins; anything else is a clear error.
+func TestResolveExperiment(t *testing.T) {
+	for _, tt := range []struct{ arg, want string }{
+		{"03-priority-shedding", "03-priority-shedding"},
+		{"03", "03-priority-shedding"},
+		{"3", "03-priority-shedding"},
+		{"03-priority-shedding.yaml", "03-priority-shedding"}, // not here as a file: the lesson
+		{"../../experiments/01-no-defenses.yaml", "01-no-defenses"},
+	} {
+		e, err := resolveExperiment(tt.arg)
+		if err != nil || e.Name != tt.want {
+			t.Errorf("%s: %v, %v; want %s", tt.arg, e, err, tt.want)
+		}
+	}
+	dir := t.TempDir()
+	own := filepath.Join(dir, "03")
+	os.WriteFile(own, []byte("name: mine\nduration: 1s\n"), 0o644)
+	if e, err := resolveExperiment(own); err != nil || e.Name != "mine" {
+		t.Errorf("a file named like a lesson: %v %v", e, err)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nduration: 1s\nbogus: 1\n"), 0o644)
+	if _, err := resolveExperiment(bad); err == nil || !strings.Contains(err.Error(), "line 3: field bogus") {
+		t.Errorf("a bad file: %v", err)
+	}
+	if _, err := resolveExperiment("nope"); err == nil || !strings.Contains(err.Error(), "no single lesson") || !strings.Contains(err.Error(), "03-priority-shedding") {
+		t.Errorf("no such lesson: %v", err)
+	}
+	commandCase{name: "run unknown", args: []string{"nope"}, wantCode: 2, wantErr: []string{"levee run: nope: no such file"}}.check(t, "run")
+}
