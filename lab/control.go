@@ -66,10 +66,10 @@ func (s *schedule) elapsedLocked(now time.Time) time.Duration {
 
 // plan is what the control loop does at one moment.
 type plan struct {
-	at        time.Duration // the schedule's clock
-	rate      float64       // the target rate, at most load.MaxRate
-	stage     int           // the stage now (len(Stages) once they are over)
-	newStage  bool          // the stage changed since the last plan
+	at       time.Duration // the schedule's clock
+	rate     float64       // the target rate, at most load.MaxRate
+	stage    int           // the stage now (len(Stages) once they are over)
+	newStage bool          // the stage changed since the last plan
 	// Narration steps firstStep..lastStep (1-based) show now, in order;
 	// lastStep is 0 when none does.
 	firstStep, lastStep int

@@ -29,13 +29,13 @@ func TestMeasurePrediction(t *testing.T) {
 	to := counts(3000, 1400, 300, 700, 300, 100, 150, 139)
 	to.Elapsed, to.OOMKills = 20, 3
 	want := map[string]float64{
-		"p0_success_rate": 99,   // (139−40)/(150−50)
-		"p1_success_rate": -1,   // nothing offered: no measurement
-		"success_rate":    50,   // 1000/2000
-		"goodput_rps":     100,  // 1000 ok in 10 s
-		"timeout_rate":    10,   // 200/2000
-		"shed_rate":       35,   // (500+200)/2000
-		"error_rate":      5,    // 100/2000
+		"p0_success_rate": 99,  // (139−40)/(150−50)
+		"p1_success_rate": -1,  // nothing offered: no measurement
+		"success_rate":    50,  // 1000/2000
+		"goodput_rps":     100, // 1000 ok in 10 s
+		"timeout_rate":    10,  // 200/2000
+		"shed_rate":       35,  // (500+200)/2000
+		"error_rate":      5,   // 100/2000
 		"oom_kills":       2,
 	}
 	for _, name := range experiment.PredictionMetricNames() {
