@@ -283,6 +283,7 @@ func (l *Lab) startLoad() error {
 		ClientTimeout:  e.ClientTimeout.D(),
 		MaxOutstanding: e.MaxOutstanding,
 		Seed:           e.Seed,
+		Retry:          e.ClientRetry.Policy(),
 	}, load.WithClock(l.clock))
 	if err != nil {
 		return fmt.Errorf("lab: load: %w", err)

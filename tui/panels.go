@@ -119,6 +119,12 @@ func buildPanels() []panelDef {
 			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
 			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
+		}, extra: func(s *runfiles.Sample) []string {
+			// Offered counts requests; the clients' retries come on top.
+			if s.RetriesTotal == 0 && s.RetriesDeniedTotal == 0 {
+				return nil
+			}
+			return []string{fmt.Sprintf("+ retries %s/s", fmtNum(s.RetryRPS))}
 		}},
 		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},

@@ -6,6 +6,7 @@ func (e *Experiment) Clone() *Experiment {
 	c.Articles = append([]string(nil), e.Articles...)
 	c.Narration = append([]Step(nil), e.Narration...)
 	clonePredicts(c.Narration)
+	c.ClientRetry.On = append([]string(nil), e.ClientRetry.On...)
 	c.Stages = append([]Stage(nil), e.Stages...)
 	c.Faults = make([]FaultStep, len(e.Faults))
 	for i, f := range e.Faults {

@@ -39,6 +39,8 @@ type Experiment struct {
 	Mix            MixSpec  `yaml:"mix" json:"mix"`
 	ClientTimeout  Duration `yaml:"client_timeout" json:"client_timeout"`   // default 2s
 	MaxOutstanding int      `yaml:"max_outstanding" json:"max_outstanding"` // default 4096
+	// ClientRetry is the clients' retry policy; omitted: no retries.
+	ClientRetry ClientRetrySpec `yaml:"client_retry" json:"client_retry,omitzero"`
 
 	Nodes   NodesSpec   `yaml:"nodes" json:"nodes"`
 	Gateway GatewaySpec `yaml:"gateway" json:"gateway"`

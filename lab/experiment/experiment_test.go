@@ -321,3 +321,30 @@ func TestPredictBlock(t *testing.T) {
 		})
 	}
 }
+
+func TestClientRetry(t *testing.T) {
+	e, err := ParseExperiment([]byte("name: x\nduration: 1s\nclient_retry: {attempts: 3, on: [timeout, 5xx, 429], backoff: 100ms, max_backoff: 1s, budget: 0.1, budget_min_per_second: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.ClientRetry.Policy()
+	if p.Attempts != 3 || len(p.On) != 3 || p.Backoff != 100*time.Millisecond || p.MaxBackoff != time.Second || p.Budget != 0.1 || p.BudgetMinPerSecond != 2 {
+		t.Errorf("policy %+v", p)
+	}
+	c := e.Clone()
+	c.ClientRetry.On[0] = "error"
+	if e.ClientRetry.On[0] != "timeout" {
+		t.Error("Clone shares client_retry.on")
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"client_retry: {attempts: 20}", "line 3: client_retry.attempts: want 0..10"},
+		{"client_retry: {attempts: 2, on: [404]}", "client_retry.on"},
+		{"client_retry: {budget: 2}", "client_retry.budget"},
+		{"client_retry: {backoff: forever}", "forever is not a backoff"},
+		{"client_retry: {tries: 2}", "field tries not found"},
+	} {
+		if _, err := ParseExperiment([]byte("name: x\nduration: 1s\n" + tt.yaml + "\n")); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.yaml, err, tt.want)
+		}
+	}
+}

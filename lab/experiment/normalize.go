@@ -111,6 +111,7 @@ func (e *Experiment) normalizeClient(p *problems) {
 	if e.MaxOutstanding < 1 || e.MaxOutstanding > 1<<20 {
 		p.add("max_outstanding", "%d: want 1..1048576", e.MaxOutstanding)
 	}
+	e.validateClientRetry(p)
 }
 
 // normalizeNodes: the model tier's size and knobs.

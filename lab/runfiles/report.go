@@ -110,6 +110,23 @@ var reportRows = []reportRow{
 		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
 	}},
+	{"recovery after faults", func(r *Run) string {
+		rc := r.Summary.Recovery
+		switch {
+		case rc == nil:
+			return "-"
+		case rc.Recovered:
+			return fmt.Sprintf("%.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+		}
+		return fmt.Sprintf("never in %.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+	}},
+	{"client retries (denied)", func(r *Run) string {
+		s := r.Summary
+		if s.ClientRetries == 0 && s.ClientRetriesDenied == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%s)", count(s.ClientRetries), count(s.ClientRetriesDenied))
+	}},
 	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
 	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},
 	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},

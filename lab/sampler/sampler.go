@@ -137,6 +137,8 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	smp.OfferedRPS = per(w.Offered)
 	smp.Outstanding = w.Outstanding
 	smp.OfferedTotal = w.OfferedTotal
+	smp.RetryRPS = per(w.Retries)
+	smp.RetriesTotal, smp.RetriesDeniedTotal = w.RetriesTotal, w.RetriesDeniedTotal
 	smp.AdmittedP50Ms, smp.AdmittedP99Ms = w.AdmittedP50Ms, w.AdmittedP99Ms
 	smp.OutcomeRPS = map[string]float64{}
 	smp.OutcomeTotal = map[string]uint64{}
