@@ -149,7 +149,7 @@ func (l *Lab) control() {
 // when NextStep jumped the clock past several.
 func (l *Lab) due(now time.Time, player *chaos.Player) (plan, []chaos.Action) {
 	p := l.sched.next(now)
-	l.narr.startWindows(l, p.at)
+	l.updateWindows(p.at)
 	for n := p.firstStep; n > 0 && n <= p.lastStep; n++ {
 		l.showStep(n, false, 0)
 	}

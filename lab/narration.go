@@ -67,8 +67,9 @@ func (n *narration) init() {
 }
 
 // startWindows opens the windows of predict steps whose measurement starts
-// by at (the schedule's clock), from the newest sample.
-func (n *narration) startWindows(l *Lab, at time.Duration) {
+// by at (the schedule's clock), from the newest sample, and returns the
+// steps whose window ends by at (their `to`) while still open.
+func (n *narration) startWindows(l *Lab, at time.Duration) (ending []int) {
 	e := l.exp
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -84,6 +85,18 @@ func (n *narration) startWindows(l *Lab, at time.Duration) {
 		if !w.started {
 			w.started, w.from = true, l.latestSample()
 		}
+		if to := s.Predict.To.D(); to > 0 && to <= at && !w.done {
+			ending = append(ending, i+1)
+		}
+	}
+	return ending
+}
+
+// updateWindows opens the windows due by at and ends those whose `to` has
+// come, each shown at the explain step that follows it.
+func (l *Lab) updateWindows(at time.Duration) {
+	for _, step := range l.narr.startWindows(l, at) {
+		l.measure(step, l.exp.MeasuredAt(step-1)+1)
 	}
 }
 
@@ -111,7 +124,7 @@ func (l *Lab) showStep(n int, manual bool, skipped time.Duration) {
 	if s.Kind != experiment.NarrationExplain {
 		return
 	}
-	l.narr.startWindows(l, s.At.D()) // a jump may land here before the loop's next turn
+	l.updateWindows(s.At.D()) // a jump may land here before the loop's next turn
 	for i := range l.exp.Narration[:n-1] {
 		if l.exp.Narration[i].Predict != nil && l.exp.MeasuredAt(i) == n-1 {
 			l.measure(i+1, n)

@@ -28,7 +28,7 @@ name: p
 duration: 60s
 narration:
   - {at: 0s, kind: predict, text: a, predict: {metric: p0_success_rate}}
-  - {at: 5s, kind: predict, text: b, predict: {metric: goodput_rps, from: 10s}}
+  - {at: 5s, kind: predict, text: b, predict: {metric: goodput_rps, from: 10s, to: 15s}}
   - {at: 20s, kind: explain, text: c}
   - {at: 30s, kind: predict, text: d, predict: {metric: timeout_rate}}
   - {at: 40s, kind: watch, text: e}
@@ -69,7 +69,8 @@ narration:
 		t.Fatal(err)
 	}
 	step(5*time.Second, p0Sample(10, 1000, 900)) // step 2's window opens here
-	step(10*time.Second, p0Sample(20, 3000, 2100))
+	step(5*time.Second, p0Sample(15, 2000, 1400)) // and ends here (to)
+	step(5*time.Second, p0Sample(20, 3000, 2100))
 	ls = l.Lesson()
 	if ls.Step != 3 || len(ls.Results) != 2 {
 		t.Fatalf("explain step: %+v", ls)
@@ -78,8 +79,8 @@ narration:
 	if *r1.Measured != 70 || *r1.Predicted != 60 || r1.FromS != 0 || r1.ToS != 20 || r1.ExplainStep != 3 {
 		t.Errorf("P0 result %+v", r1)
 	}
-	if *r2.Measured != 120 || r2.Predicted != nil || !r2.Skipped || r2.FromS != 10 {
-		t.Errorf("goodput result %+v (1200 ok in 10 s)", r2)
+	if *r2.Measured != 100 || r2.Predicted != nil || !r2.Skipped || r2.FromS != 10 || r2.ToS != 15 || r2.ExplainStep != 3 {
+		t.Errorf("goodput result %+v (500 ok in 5 s)", r2)
 	}
 	// Step 4 is never followed by an explain step: the run's end measures it.
 	step(10*time.Second, p0Sample(30, 4000, 2800))

@@ -210,7 +210,7 @@ func (e *Experiment) Quick() *Experiment {
 	for i := range c.Narration {
 		c.Narration[i].At = scale(c.Narration[i].At)
 		if p := c.Narration[i].Predict; p != nil {
-			p.From = scale(p.From)
+			p.From, p.To = scale(p.From), scale(p.To)
 		}
 	}
 	return c

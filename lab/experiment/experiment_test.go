@@ -310,6 +310,8 @@ func TestPredictBlock(t *testing.T) {
 		{"unknown metric", `{at: 1s, kind: predict, text: a, predict: {metric: happiness}}`, "line 4: narration.0.predict.metric: \"happiness\": want one of"},
 		{"not a predict step", `{at: 1s, kind: watch, text: a, predict: {metric: goodput_rps}}`, "narration.0.predict: only a predict step"},
 		{"from after the explain", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 30s}}` + "\n  - {at: 20s, kind: explain, text: b}", "narration.0.predict.from: 30s is after the explain step"},
+		{"to before from", `{at: 5s, kind: predict, text: a, predict: {metric: goodput_rps, to: 3s}}`, "narration.0.predict.to: 3s: want a time after the measurement starts"},
+		{"to after the explain", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, to: 30s}}` + "\n  - {at: 20s, kind: explain, text: b}", "is after the explain step that shows"},
 		{"long question", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, question: "` + strings.Repeat("why ", 20) + `"}}`, "keep it under 60"},
 		{"unknown field", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, unit: "%"}}`, "field unit not found"},
 	} {

@@ -29,6 +29,9 @@ type Predict struct {
 	// (zero): the step's own time. It may not be after the explain step
 	// that ends the measurement.
 	From Duration `yaml:"from" json:"from,omitempty"`
+	// To, when set, ends the measurement earlier than the explain step
+	// (before a fault that would blur it); the explain step still shows it.
+	To Duration `yaml:"to" json:"to,omitempty"`
 }
 
 // PredictionMetric describes one quantity a prediction may be about.
@@ -109,6 +112,14 @@ func (e *Experiment) validatePredict(p *problems, i int) {
 	}
 	if j := e.MeasuredAt(i); j >= 0 && from > e.Narration[j].At {
 		p.add(path+".from", "%s is after the explain step that ends the measurement (%s, step %d)", from, e.Narration[j].At, j+1)
+	}
+	to := s.Predict.To
+	switch {
+	case to == 0:
+	case to == Forever || to <= e.MeasureFrom(i):
+		p.add(path+".to", "%s: want a time after the measurement starts (%s)", to, e.MeasureFrom(i))
+	case e.MeasuredAt(i) >= 0 && to > e.Narration[e.MeasuredAt(i)].At:
+		p.add(path+".to", "%s is after the explain step that shows the measurement (%s)", to, e.Narration[e.MeasuredAt(i)].At)
 	}
 }
 
