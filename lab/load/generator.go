@@ -401,19 +401,31 @@ func (g *Generator) request(s spec) wire.Outcome {
 			g.stats.retryDenied()
 			return o
 		}
-		if d := p.backoff(n, g.jit.float); d > 0 {
-			t := g.clock.NewTimer(d)
-			select {
-			case <-t.Chan():
-			case <-g.stopping:
-				t.Stop()
-				return o
-			}
-		}
-		select {
-		case <-g.stopping:
+		if !g.waitToRetry(p.backoff(n, g.jit.float)) {
 			return o
-		default:
 		}
+		if _, shed := o.ShedReason(); shed {
+			g.stats.shedRetried() // a shed the gateway counted, not this request's outcome
+		}
+	}
+}
+
+// waitToRetry waits d on the generator's clock; false when Run stopped
+// scheduling first (no retry is sent after the end).
+func (g *Generator) waitToRetry(d time.Duration) bool {
+	if d > 0 {
+		t := g.clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.Chan():
+		case <-g.stopping:
+			return false
+		}
+	}
+	select {
+	case <-g.stopping:
+		return false
+	default:
+		return true
 	}
 }

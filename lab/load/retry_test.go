@@ -111,6 +111,7 @@ type attemptServer struct {
 	*httptest.Server
 	mu     sync.Mutex
 	byTry  map[int]int // attempt number → requests
+	sheds  int         // answers with a shed outcome header; guarded by mu
 	answer func(attempt int, w http.ResponseWriter)
 }
 
@@ -118,13 +119,29 @@ func newAttemptServer(answer func(attempt int, w http.ResponseWriter)) *attemptS
 	s := &attemptServer{byTry: map[int]int{}, answer: answer}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := strconv.Atoi(r.Header.Get(wire.HeaderAttempt))
+		rec := httptest.NewRecorder()
+		s.answer(n, rec)
 		s.mu.Lock()
 		s.byTry[n]++
+		if o, ok := wire.ParseOutcome(rec.Header().Get(wire.HeaderOutcome)); ok {
+			if _, shed := o.ShedReason(); shed {
+				s.sheds++
+			}
+		} else if rec.Code == http.StatusTooManyRequests { // the client reads a bare 429 as a rate-limit shed
+			s.sheds++
+		}
 		s.mu.Unlock()
-		s.answer(n, w)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
 	}))
 	return s
 }
+
+// shedAnswers counts the attempts answered with a shed (queue_full, ratelimit).
+func (s *attemptServer) shedAnswers() int { return s.sheds }
 
 func shed503(w http.ResponseWriter) {
 	w.Header().Set(wire.HeaderOutcome, wire.OutcomeShedQueueFull.String())
@@ -214,6 +231,11 @@ func TestRetryAccounting(t *testing.T) {
 			}
 			if seen != tot.Attempts {
 				t.Errorf("server saw %d attempts, client counted %d", seen, tot.Attempts)
+			}
+			// Every shed attempt is an outcome or a retried shed, once.
+			shedOutcomes := tot.Outcomes[wire.OutcomeShedQueueFull.String()] + tot.Outcomes[wire.OutcomeShedRateLimit.String()]
+			if got := shedOutcomes + tot.ShedRetried; got != uint64(srv.shedAnswers()) {
+				t.Errorf("sheds: %d outcomes + %d retried, server shed %d", shedOutcomes, tot.ShedRetried, srv.shedAnswers())
 			}
 			if h := tot.ByPriority["P1"].Latency.TotalCount(); h != int64(tot.Offered) {
 				t.Errorf("%d latencies for %d requests", h, tot.Offered)

@@ -47,12 +47,13 @@ func quantileMs(h *hdrhistogram.Histogram, q float64) float64 {
 
 // counters are the plain counts; a Window is the difference of two.
 type counters struct {
-	offered  uint64
-	attempts uint64 // attempts sent, first ones and retries
-	retries  uint64 // attempts after the first
-	denied   uint64 // retries the retry budget refused
-	outcomes [wire.NumOutcomes]uint64
-	prio     [3]struct {
+	offered     uint64
+	attempts    uint64 // attempts sent, first ones and retries
+	retries     uint64 // attempts after the first
+	denied      uint64 // retries the retry budget refused
+	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
+	outcomes    [wire.NumOutcomes]uint64
+	prio        [3]struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
@@ -102,6 +103,14 @@ func (s *stats) attempt(_ priority, retry bool) {
 	if retry {
 		s.total.retries++
 	}
+}
+
+// shedRetried counts an attempt the gateway shed that is being retried:
+// the gateway counted the shed, the request goes on.
+func (s *stats) shedRetried() {
+	s.mu.Lock()
+	s.total.shedRetried++
+	s.mu.Unlock()
 }
 
 // retryDenied counts a retry the budget refused.

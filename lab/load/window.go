@@ -65,8 +65,10 @@ type Totals struct {
 
 	Offered  uint64
 	Outcomes map[string]uint64 // all outcomes, generator_dropped included
-	// Attempts, Retries and RetriesDenied: see Window.
-	Attempts, Retries, RetriesDenied uint64
+	// Attempts, Retries and RetriesDenied: see Window. ShedRetried counts
+	// attempts the gateway shed that were retried: sheds the gateway
+	// counted that are no request's outcome.
+	Attempts, Retries, RetriesDenied, ShedRetried uint64
 
 	ByPriority map[string]PriorityTotals
 
@@ -166,7 +168,7 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered,
-		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied}
+		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried}
 	if !started.IsZero() {
 		t.Elapsed = now.Sub(started)
 		if t.Elapsed > 0 {

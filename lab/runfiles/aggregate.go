@@ -176,6 +176,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		OOMKills:          in.OOMKills,
 		Restarts:          in.Restarts,
 	}
+	// The gateway counts every shed attempt; the clients retried some.
+	s.ShedCheck.Client += t.ShedRetried
 	s.ShedCheck.Gateway = in.GatewayShed
 	s.ShedCheck.Exact = in.ShedExact
 	s.ShedCheck.Mismatch = max(s.ShedCheck.Gateway, s.ShedCheck.Client) - min(s.ShedCheck.Gateway, s.ShedCheck.Client)

@@ -107,7 +107,7 @@ type GatewaySummary struct {
 }
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
-// client saw. Exact is false when a gateway restarted during the run (its
+// client saw on every attempt (a shed attempt that was retried counts). Exact is false when a gateway restarted during the run (its
 // counters since the last scrape before the kill are lost).
 type ShedCheck struct {
 	Gateway  uint64 `json:"gateway"`
