@@ -79,7 +79,7 @@ func TestLessonsCommand(t *testing.T) {
 	}
 	tests := []commandCase{
 		{name: "list", args: nil, wantOut: []string{"no.", "seed", "03-priority-shedding", "Priority load shedding", "001 002", "02-semaphore"}},
-		{name: "one lesson", args: []string{"03"}, wantOut: []string{"03 · Priority load shedding", "seed articles 003", "predict", "levee lab experiments/03-priority-shedding.yaml"}},
+		{name: "one lesson", args: []string{"03"}, wantOut: []string{"03 · Priority load shedding", "seed articles 003", "predict", "levee lab 03-priority-shedding"}},
 		{name: "its file", args: []string{"02-semaphore", "--yaml"}, wantOut: []string{"name: 02-semaphore", "articles: [\"000\"]"}},
 		{name: "a folder", args: []string{"--dir", dir}, wantOut: []string{"1 lesson in " + dir, "01-mine", "Mine."}},
 		{name: "a broken folder", args: []string{"--dir", broken}, wantCode: 2, wantErr: []string{"01-bad.yaml", "wings"}},

@@ -50,7 +50,7 @@ var PredictionMetrics = map[string]PredictionMetric{
 	"p0_success_rate": {Label: "P0 success", Unit: "%", Question: "P0 success %?"},
 	"p1_success_rate": {Label: "P1 success", Unit: "%", Question: "P1 success %?"},
 	"p2_success_rate": {Label: "P2 success", Unit: "%", Question: "P2 success %?"},
-	"success_rate":    {Label: "success (all priorities)", Unit: "%", Question: "success %, all requests?"},
+	"success_rate":    {Label: "success", Unit: "%", Question: "success %, all requests?"},
 	"goodput_rps":     {Label: "goodput", Unit: "req/s", Question: "goodput, ok req/s?"},
 	"timeout_rate":    {Label: "timeouts", Unit: "%", Question: "% of requests timing out?"},
 	"shed_rate":       {Label: "shed", Unit: "%", Question: "% of requests shed?"},

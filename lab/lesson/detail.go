@@ -5,6 +5,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/levee-lab/levee/lab/experiment"
 )
 
 // WriteDetail prints one lesson for a facilitator: what it is about, its
@@ -23,9 +25,12 @@ func WriteDetail(w io.Writer, l Lesson, width int) error {
 	para("", strings.Join(strings.Fields(e.Description), " "))
 	if len(e.Narration) > 0 {
 		b.WriteString("\nsteps\n")
-		for _, s := range e.Narration {
+		for i, s := range e.Narration {
 			head := fmt.Sprintf("  %6s %-8s ", s.At, s.Kind)
 			lines := wrap(s.Text, width-len(head))
+			if s.Predict != nil {
+				lines = append(lines, wrap("→ asks for a number: "+s.Predict.AskedQuestion()+" "+measuredWhen(e, i), width-len(head))...)
+			}
 			b.WriteString(head + lines[0] + "\n")
 			for _, line := range lines[1:] {
 				b.WriteString(strings.Repeat(" ", len(head)) + line + "\n")
@@ -53,9 +58,23 @@ func WriteDetail(w io.Writer, l Lesson, width int) error {
 			fmt.Fprintf(&b, "  %-26s %s\n", n, e.Thresholds[n])
 		}
 	}
-	fmt.Fprintf(&b, "\nplay it live:      levee lab experiments/%s\n", l.File)
-	fmt.Fprintf(&b, "record it (20 s):  levee run --quick experiments/%s\n", l.File)
+	fmt.Fprintf(&b, "\nplay it live:      levee lab %s   (or l in the dashboard)\n", l.Name)
+	fmt.Fprintf(&b, "record it (20 s):  levee run --quick %s\n", l.Name)
 	fmt.Fprintf(&b, "the file itself:   levee lessons %s --yaml > %s\n", l.Name, l.File)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// measuredWhen says over which part of the lesson predict step i's number
+// is measured.
+func measuredWhen(e *experiment.Experiment, i int) string {
+	p := e.Narration[i].Predict
+	end := "the end of the run"
+	if j := e.MeasuredAt(i); j >= 0 {
+		end = fmt.Sprintf("the explain step at %s", e.Narration[j].At)
+	}
+	if p.To != 0 {
+		end = p.To.String()
+	}
+	return fmt.Sprintf("(measured from %s to %s)", e.MeasureFrom(i), end)
 }

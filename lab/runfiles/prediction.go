@@ -18,8 +18,8 @@ import (
 //	{"kind":"prediction","detail":"P0 success %? skipped",
 //	 "fields":{"step":1,"metric":"p0_success_rate","unit":"%","question":"P0 success %?","skipped":true}}
 //	{"kind":"prediction_measured","detail":"P0 success 99.9 % (0.0–50.0 s)",
-//	 "fields":{"step":1,"explain_step":4,"metric":"p0_success_rate","unit":"%","value":99.9,
-//	           "from_s":0,"to_s":50.02,"predicted":60}}
+//	 "fields":{"step":1,"explain_step":4,"metric":"p0_success_rate","unit":"%","question":"P0 success %?",
+//	           "value":99.9,"from_s":0,"to_s":50.02,"predicted":60}}
 //
 // A prediction is what the room typed at the predict step (the last answer
 // counts); prediction_measured is the lab's measurement when the explain
@@ -71,7 +71,7 @@ func PredictionFields(step int, metric, question string, value float64, skipped 
 // MeasuredFields is the fields map of a prediction_measured event.
 func MeasuredFields(p Prediction) map[string]any {
 	f := map[string]any{"step": p.Step, "explain_step": p.ExplainStep, "metric": p.Metric, "unit": p.Unit,
-		"from_s": round(p.FromS, 3), "to_s": round(p.ToS, 3)}
+		"question": p.Question, "from_s": round(p.FromS, 3), "to_s": round(p.ToS, 3)}
 	if p.Measured != nil {
 		f["value"] = *p.Measured
 	}
@@ -103,6 +103,9 @@ func ReadPredictions(events []Event) []Prediction {
 			p.Predicted = floatField(ev.Fields, "value")
 		case EventPredictionMeasured:
 			p := get(ev.Fields)
+			if q := strField(ev.Fields, "question"); q != "" && p.Question == "" {
+				p.Question = q
+			}
 			p.Measured = floatField(ev.Fields, "value")
 			p.FromS, p.ToS = deref(floatField(ev.Fields, "from_s")), deref(floatField(ev.Fields, "to_s"))
 			p.ExplainStep = intField(ev.Fields, "explain_step")
