@@ -51,6 +51,28 @@ type narration struct {
 	mu      sync.Mutex
 	answers map[int]PredictionAnswer // guarded by mu; by step
 	windows map[int]*window          // guarded by mu; by predict step
+	// log holds every prediction and measurement event, so that a
+	// recording started later carries them too. Guarded by mu.
+	log []runfiles.Event
+}
+
+// predictionEvent records a prediction event in the log and, when
+// recording, in events.jsonl.
+func (l *Lab) predictionEvent(kind, detail string, fields map[string]any) {
+	ev := l.newEvent(kind, detail, fields)
+	l.narr.mu.Lock()
+	l.narr.log = append(l.narr.log, ev)
+	l.narr.mu.Unlock()
+	if c := l.recs.current(); c != nil {
+		_ = c.rec.WriteEvent(ev)
+	}
+}
+
+// history is a copy of the prediction events so far.
+func (n *narration) history() []runfiles.Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]runfiles.Event(nil), n.log...)
 }
 
 // window is one predict step's measurement.
@@ -166,7 +188,7 @@ func (l *Lab) measure(step, explain int) {
 	if p.Measured != nil {
 		detail = fmt.Sprintf("%s %s (%.1f–%.1f s)", p.Label(), runfiles.FormatPredictionValue(*p.Measured, p.Unit), p.FromS, p.ToS)
 	}
-	l.event(runfiles.EventPredictionMeasured, detail, runfiles.MeasuredFields(p))
+	l.predictionEvent(runfiles.EventPredictionMeasured, detail, runfiles.MeasuredFields(p))
 	if p.Predicted != nil {
 		detail += ", predicted " + runfiles.FormatPredictionValue(*p.Predicted, p.Unit)
 	}
@@ -184,9 +206,9 @@ func (l *Lab) measureRemaining() {
 }
 
 // Predict records the room's answer to a predict step that asks for a
-// number. It returns at once; the answer lands in events.jsonl and shows
-// beside the measured value at the explain step. A later answer to the
-// same step replaces the earlier one.
+// number. It returns at once; the answer lands in events.jsonl (of a
+// recording started later too) and shows beside the measured value at the
+// explain step. A later answer to the same step replaces the earlier one.
 func (l *Lab) Predict(a PredictionAnswer) error {
 	e := l.exp
 	if a.Step < 1 || a.Step > len(e.Narration) || e.Narration[a.Step-1].Predict == nil {
@@ -204,7 +226,7 @@ func (l *Lab) Predict(a PredictionAnswer) error {
 	if !a.Skipped {
 		detail = q + " " + runfiles.FormatPredictionValue(a.Value, experiment.PredictionMetrics[spec.Metric].Unit)
 	}
-	l.event(runfiles.EventPrediction, detail, runfiles.PredictionFields(a.Step, spec.Metric, q, a.Value, a.Skipped))
+	l.predictionEvent(runfiles.EventPrediction, detail, runfiles.PredictionFields(a.Step, spec.Metric, q, a.Value, a.Skipped))
 	return nil
 }
 
