@@ -56,13 +56,23 @@ func (m *Model) promptKey(msg tea.KeyMsg) (handled bool) {
 			m.prompt.input = string(r[:len(r)-1])
 		}
 		return true
-	case msg.Type == tea.KeyRunes && len(msg.Runes) == 1 && strings.ContainsRune("0123456789.-", msg.Runes[0]):
-		if len([]rune(m.prompt.input)) < maxPromptRunes {
-			m.prompt.input += string(msg.Runes)
-		}
+	case msg.Type == tea.KeyRunes && numeric(msg.Runes):
+		// Fast typing and pastes come as several runes in one message.
+		in := []rune(m.prompt.input + string(msg.Runes))
+		m.prompt.input = string(in[:min(len(in), maxPromptRunes)])
 		return true
 	}
 	return false
+}
+
+// numeric reports whether rs are all characters of a number.
+func numeric(rs []rune) bool {
+	for _, r := range rs {
+		if !strings.ContainsRune("0123456789.-", r) {
+			return false
+		}
+	}
+	return len(rs) > 0
 }
 
 // answer records a prediction through the lab (it returns at once) and

@@ -72,6 +72,10 @@ func TestPredictPromptKeys(t *testing.T) {
 	}{
 		{name: "a number and enter", keys: []tea.KeyMsg{keyRunes("6"), keyRunes("0"), {Type: tea.KeyEnter}},
 			wantCalls: []string{"Predict(step 2, 60)"}, wantView: "step 2: predicted 60 %"},
+		{name: "typed fast: several runes in one message", keys: []tea.KeyMsg{keyRunes("40"), keyRunes(".5"), {Type: tea.KeyEnter}},
+			wantCalls: []string{"Predict(step 2, 40.5)"}},
+		{name: "a paste is cut at the prompt's length", keys: []tea.KeyMsg{keyRunes("1234567890123"), {Type: tea.KeyEnter}},
+			wantCalls: []string{"Predict(step 2, 1.23456789e+08)"}},
 		{name: "backspace edits", keys: []tea.KeyMsg{keyRunes("7"), keyRunes("7"), {Type: tea.KeyBackspace}, keyRunes("5"), {Type: tea.KeyEnter}},
 			wantCalls: []string{"Predict(step 2, 75)"}},
 		{name: "esc skips", keys: []tea.KeyMsg{keyRunes("4"), {Type: tea.KeyEsc}},
