@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -216,6 +217,9 @@ func (l *Lab) Predict(a PredictionAnswer) error {
 	}
 	if !a.Skipped && (math.IsNaN(a.Value) || math.IsInf(a.Value, 0)) {
 		return fmt.Errorf("lab: prediction %v is not a number", a.Value)
+	}
+	if l.isFinishing() {
+		return errors.New("lab: the lesson has ended: the prediction was not recorded")
 	}
 	spec := e.Narration[a.Step-1].Predict
 	l.narr.mu.Lock()
