@@ -68,7 +68,7 @@ narration:
 	if err := l.Predict(PredictionAnswer{Step: 2, Skipped: true}); err != nil {
 		t.Fatal(err)
 	}
-	step(5*time.Second, p0Sample(10, 1000, 900)) // step 2's window opens here
+	step(5*time.Second, p0Sample(10, 1000, 900))  // step 2's window opens here
 	step(5*time.Second, p0Sample(15, 2000, 1400)) // and ends here (to)
 	step(5*time.Second, p0Sample(20, 3000, 2100))
 	ls = l.Lesson()
