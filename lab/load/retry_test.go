@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestRetryPolicyValidate(t *testing.T) {
 		{RetryPolicy{Budget: 1.5}, "retry.budget"},
 		{RetryPolicy{BudgetMinPerSecond: -1}, "retry.budget_min_per_second"},
 	} {
-		if err := tt.p.Validate(); err == nil || !contains(err.Error(), tt.want) {
+		if err := tt.p.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v, want %s", tt.p, err, tt.want)
 		}
 	}
@@ -62,9 +63,6 @@ func TestRetryPolicyValidate(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool {
-	return len(sub) == 0 || len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
-}
 
 func TestRetryBackoff(t *testing.T) {
 	p := RetryPolicy{Backoff: 100 * time.Millisecond, MaxBackoff: 350 * time.Millisecond}
