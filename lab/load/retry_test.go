@@ -63,7 +63,6 @@ func TestRetryPolicyValidate(t *testing.T) {
 	}
 }
 
-
 func TestRetryBackoff(t *testing.T) {
 	p := RetryPolicy{Backoff: 100 * time.Millisecond, MaxBackoff: 350 * time.Millisecond}
 	top := func() float64 { return 0.999999999 }
