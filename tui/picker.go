@@ -60,6 +60,34 @@ func (m *Model) openPicker() {
 			m.pick.sel = i
 		}
 	}
+	m.scrollPicker()
+}
+
+// pickerRows is how the picker lays out in the charts' height: lines per
+// lesson (2 with its one line, 1 when that does not fit) and lessons shown.
+func (m *Model) pickerRows() (per, shown int) {
+	h := 0
+	for _, rh := range m.lay.rowH {
+		h += rh
+	}
+	rows := h - 4 // borders, the blank line and the hint
+	per = 2
+	if rows < 2*len(m.lessons) {
+		per = 1
+	}
+	return per, max(rows/per, 1)
+}
+
+// scrollPicker keeps the selected lesson within the lessons shown.
+func (m *Model) scrollPicker() {
+	_, shown := m.pickerRows()
+	if m.pick.sel < m.pick.top {
+		m.pick.top = m.pick.sel
+	}
+	if m.pick.sel >= m.pick.top+shown {
+		m.pick.top = m.pick.sel - shown + 1
+	}
+	m.pick.top = max(min(m.pick.top, len(m.lessons)-shown), 0)
 }
 
 // pickerKey handles a key while the picker is open.
@@ -68,8 +96,10 @@ func (m *Model) pickerKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.PanelUp):
 		m.pick.sel = max(m.pick.sel-1, 0)
+		m.scrollPicker()
 	case key.Matches(msg, k.PanelDown):
 		m.pick.sel = min(m.pick.sel+1, len(m.lessons)-1)
+		m.scrollPicker()
 	case key.Matches(msg, k.PickStart):
 		m.pick.open = false
 		return m, m.switchTo(m.lessons[m.pick.sel])
@@ -105,24 +135,13 @@ func (m *Model) switched(msg switchedMsg) tea.Cmd {
 	return cmd
 }
 
-// pickerBox is the picker drawn over the charts, at most h lines tall and
-// w wide: each lesson on two lines (number, seeds, title; its one line)
-// when there is room, else one.
-func (m *Model) pickerBox(w, h int) string {
+// pickerBox is the picker drawn over the charts, w wide: each lesson on
+// two lines (number, seeds, title; its one line) when there is room, else
+// one. It only reads the model (scrollPicker scrolls).
+func (m *Model) pickerBox(w int) string {
 	w = min(w, 120)
 	iw := w - 2
-	rows := h - 4 // borders, the blank line and the hint
-	per := 2
-	if rows < 2*len(m.lessons) {
-		per = 1
-	}
-	shown := max(rows/per, 1)
-	if m.pick.sel < m.pick.top {
-		m.pick.top = m.pick.sel
-	}
-	if m.pick.sel >= m.pick.top+shown {
-		m.pick.top = m.pick.sel - shown + 1
-	}
+	per, shown := m.pickerRows()
 	numW, seedW := 2, 0
 	for _, l := range m.lessons {
 		numW = max(numW, ansi.StringWidth(l.Number))

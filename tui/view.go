@@ -156,7 +156,7 @@ func (m *Model) View() string {
 	grid := m.grid()
 	switch {
 	case m.pick.open:
-		grid = overlay(grid, m.pickerBox(w-2, len(grid)), w)
+		grid = overlay(grid, m.pickerBox(w-2), w)
 	case m.panelOpen:
 		grid = overlay(grid, m.defensesBox(), w)
 	case m.showHelp:
