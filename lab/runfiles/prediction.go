@@ -25,11 +25,8 @@ import (
 // counts); prediction_measured is the lab's measurement when the explain
 // step that ends it showed (explain_step; 0 at the run's end), with the
 // prediction made by then, if any. Values are in unit: percent for rates.
-// ReadPredictions pairs them; a run without either has none.
-const (
-	EventPrediction         = "prediction"
-	EventPredictionMeasured = "prediction_measured"
-)
+// ReadPredictions pairs them; a run without either has none. The kinds
+// are EventPrediction and EventPredictionMeasured.
 
 // Prediction is one predict step of a run: the number the room gave and
 // the value the lab measured. Either may be missing.
