@@ -15,7 +15,7 @@ func p0Sample(elapsed float64, offered, ok uint64) *runfiles.Sample {
 	return &runfiles.Sample{
 		Elapsed: elapsed, OfferedTotal: offered,
 		OutcomeTotal: map[string]uint64{wire.OutcomeOK.String(): ok},
-		ByPriority:   map[string]runfiles.PrioritySample{wire.PriorityP0: {OfferedTotal: offered, OKTotal: ok}},
+		ByPriority:   map[string]runfiles.PrioritySample{wire.PriorityP0: {OfferedTotal: offered, FinishedTotal: offered, OKTotal: ok}},
 	}
 }
 

@@ -44,8 +44,8 @@ type PredictionMetric struct {
 // PredictionMetrics are the quantities a predict step may ask about. Each
 // is measured from two cumulative counters of the samples (the window's
 // first and last), so the dashboard, `levee run` and the reports measure
-// it the same way (runfiles.MeasurePrediction). Rates are in percent: the
-// number people type.
+// it the same way (runfiles.MeasurePrediction). Rates are in percent (the
+// number people type) of the requests that ended in the window.
 var PredictionMetrics = map[string]PredictionMetric{
 	"p0_success_rate": {Label: "P0 success", Unit: "%", Question: "P0 success %?"},
 	"p1_success_rate": {Label: "P1 success", Unit: "%", Question: "P1 success %?"},

@@ -143,14 +143,18 @@ func deref(p *float64) float64 {
 
 // MeasurePrediction measures metric (experiment.PredictionMetrics) over the
 // window between two samples of one run, from their cumulative counters:
-// rates in percent of the requests offered in the window, goodput as ok
-// per second. from may be the zero Sample (the run's start). ok is false
-// when the window is empty (nothing offered, no time passed) or the
-// metric is unknown.
+// rates in percent of the requests that ended in the window (so a rate
+// over a part of the run never reads above 100 %; over a whole finished
+// run, ended = offered), goodput as ok per second. from may be the zero
+// Sample (the run's start). ok is false when the window is empty (nothing
+// ended, no time passed) or the metric is unknown.
 func MeasurePrediction(metric string, from, to Sample) (v float64, ok bool) {
-	offered := float64(to.OfferedTotal) - float64(from.OfferedTotal)
 	outcome := func(o wire.Outcome) float64 {
 		return float64(to.OutcomeTotal[o.String()]) - float64(from.OutcomeTotal[o.String()])
+	}
+	ended := 0.0
+	for _, o := range wire.Outcomes() {
+		ended += outcome(o)
 	}
 	percent := func(n, d float64) (float64, bool) {
 		if d <= 0 {
@@ -162,9 +166,9 @@ func MeasurePrediction(metric string, from, to Sample) (v float64, ok bool) {
 	case "p0_success_rate", "p1_success_rate", "p2_success_rate":
 		p := strings.ToUpper(metric[:2])
 		a, b := from.ByPriority[p], to.ByPriority[p]
-		return percent(float64(b.OKTotal)-float64(a.OKTotal), float64(b.OfferedTotal)-float64(a.OfferedTotal))
+		return percent(float64(b.OKTotal)-float64(a.OKTotal), float64(b.FinishedTotal)-float64(a.FinishedTotal))
 	case "success_rate":
-		return percent(outcome(wire.OutcomeOK), offered)
+		return percent(outcome(wire.OutcomeOK), ended)
 	case "goodput_rps":
 		dt := to.Elapsed - from.Elapsed
 		if dt <= 0 {
@@ -172,9 +176,9 @@ func MeasurePrediction(metric string, from, to Sample) (v float64, ok bool) {
 		}
 		return round(outcome(wire.OutcomeOK)/dt, 3), true
 	case "timeout_rate":
-		return percent(outcome(wire.OutcomeTimeout), offered)
+		return percent(outcome(wire.OutcomeTimeout), ended)
 	case "error_rate":
-		return percent(outcome(wire.OutcomeError), offered)
+		return percent(outcome(wire.OutcomeError), ended)
 	case "shed_rate":
 		shed := 0.0
 		for _, o := range wire.Outcomes() {
@@ -182,7 +186,7 @@ func MeasurePrediction(metric string, from, to Sample) (v float64, ok bool) {
 				shed += outcome(o)
 			}
 		}
-		return percent(shed, offered)
+		return percent(shed, ended)
 	case "oom_kills":
 		return float64(to.OOMKills - from.OOMKills), true
 	}

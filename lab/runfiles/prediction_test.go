@@ -9,7 +9,9 @@ import (
 	"github.com/levee-lab/levee/lab/experiment"
 )
 
-func counts(offered, ok, timeout, shedQ, shedO, errs uint64, p0Off, p0OK uint64) Sample {
+// counts is a sample whose ended requests are the outcomes given (offered
+// is more: some are in flight).
+func counts(offered, ok, timeout, shedQ, shedO, errs uint64, p0Fin, p0OK uint64) Sample {
 	return Sample{
 		OfferedTotal: offered,
 		OutcomeTotal: map[string]uint64{
@@ -17,7 +19,7 @@ func counts(offered, ok, timeout, shedQ, shedO, errs uint64, p0Off, p0OK uint64)
 			wire.OutcomeShedQueueFull.String(): shedQ, wire.OutcomeShedOverload.String(): shedO,
 			wire.OutcomeError.String(): errs,
 		},
-		ByPriority: map[string]PrioritySample{wire.PriorityP0: {OfferedTotal: p0Off, OKTotal: p0OK}},
+		ByPriority: map[string]PrioritySample{wire.PriorityP0: {OfferedTotal: p0Fin + 7, FinishedTotal: p0Fin, OKTotal: p0OK}},
 	}
 }
 

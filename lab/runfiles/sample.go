@@ -64,11 +64,13 @@ type Sample struct {
 
 // PrioritySample is the client-side view of one priority class.
 type PrioritySample struct {
-	OfferedTotal uint64  `json:"offered_total"`
-	OKTotal      uint64  `json:"ok_total"`
-	SuccessRate  float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
+	OfferedTotal uint64 `json:"offered_total"`
+	OKTotal      uint64 `json:"ok_total"`
+	// FinishedTotal counts the class's requests that ended, any outcome.
+	FinishedTotal uint64  `json:"finished_total,omitempty"`
+	SuccessRate   float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
 }
 
 // NodeSample is one fake model node.

@@ -169,6 +169,6 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		if fin > 0 {
 			rate = float64(ok) / float64(fin)
 		}
-		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
+		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
 	}
 }
