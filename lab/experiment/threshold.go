@@ -43,7 +43,7 @@ var ThresholdMetrics = map[string]string{
 	"error_rate":                 "error / offered",
 	"timeout_rate":               "timeout / offered",
 	"generator_dropped":          "requests the generator could not send (outstanding cap)",
-	"recovery_s":                 "seconds from the last fault's end until goodput stays at ≥ 80% of min(offered, capacity) (1 s windows); never: +Inf",
+	"recovery_s":                 "seconds from the last fault's end until goodput / min(offered, capacity) stays at ≥ 80% of its level before the faults (1 s windows); never: +Inf",
 	"goodput_ratio_after_faults": "ok / min(offered, capacity) from the last fault's end to the end of the run",
 	"client_retry_ratio":         "client retries / offered requests (client_retry)",
 }

@@ -67,6 +67,17 @@ func TestRecovery(t *testing.T) {
 			}
 		})
 	}
+	// A gateway that serves half of what it could before the fault (a rate
+	// limit) has recovered when it serves half again.
+	a0 := feedRecovery(func(s float64) float64 {
+		if s > 5 && s < 12 {
+			return 10
+		}
+		return 75
+	})
+	if r := a0.recovery(30); r == nil || !r.Recovered || r.BaselineRatio < 0.45 || r.BaselineRatio > 0.55 || r.RecoveryS > 2.5 {
+		t.Errorf("half-served baseline: %+v", r)
+	}
 	// Without faults, or with one still active, there is nothing to judge.
 	a := NewAggregator(time.Unix(0, 0), 1)
 	if a.recovery(10) != nil {
