@@ -82,9 +82,14 @@ func (a *Aggregator) recovery(endS float64) *RecoverySummary {
 	if usable > 0 {
 		r.GoodputRatio = round(ok/usable, 6)
 	}
+	// A second with (almost) nothing offered — after load stopped — says
+	// nothing either way.
 	since := -1.0
 	for _, w := range wins {
-		good := w.usable <= 0 || w.ok >= recoveredShare*r.BaselineRatio*w.usable
+		if w.usable < 1 {
+			continue
+		}
+		good := w.ok >= recoveredShare*r.BaselineRatio*w.usable
 		switch {
 		case !good:
 			since = -1

@@ -18,6 +18,11 @@ func feedRecovery(goodput func(sec float64) float64) *Aggregator {
 		el := float64(i) * 0.25
 		a.Add(Sample{Time: t0.Add(time.Duration(el * float64(time.Second))), OfferedRPS: 150, CapacityRPS: 214, GoodputRPS: goodput(el)}, 0.25, 0, false, 0)
 	}
+	// Load stops: the last samples offer nothing (and answer nothing).
+	for i := 121; i <= 128; i++ {
+		el := float64(i) * 0.25
+		a.Add(Sample{Time: t0.Add(time.Duration(el * float64(time.Second))), CapacityRPS: 214}, 0.25, 0, false, 0)
+	}
 	return a
 }
 
@@ -40,7 +45,7 @@ func TestRecovery(t *testing.T) {
 				return 10
 			}
 			return 150
-		}, false, [2]float64{20, 20}, [2]float64{0.06, 0.07}},
+		}, false, [2]float64{22, 22}, [2]float64{0.06, 0.07}},
 		{"a late dip starts the count again", func(s float64) float64 {
 			if s > 5 && s < 11 || s > 20 && s < 23 {
 				return 40
@@ -50,7 +55,7 @@ func TestRecovery(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := feedRecovery(tt.goodput)
-			r := a.recovery(30)
+			r := a.recovery(32)
 			if r == nil || r.FaultsEndS != 10 || r.Recovered != tt.recovered {
 				t.Fatalf("recovery %+v", r)
 			}
@@ -75,7 +80,7 @@ func TestRecovery(t *testing.T) {
 		}
 		return 75
 	})
-	if r := a0.recovery(30); r == nil || !r.Recovered || r.BaselineRatio < 0.45 || r.BaselineRatio > 0.55 || r.RecoveryS > 2.5 {
+	if r := a0.recovery(32); r == nil || !r.Recovered || r.BaselineRatio < 0.45 || r.BaselineRatio > 0.55 || r.RecoveryS > 2.5 {
 		t.Errorf("half-served baseline: %+v", r)
 	}
 	// Without faults, or with one still active, there is nothing to judge.
