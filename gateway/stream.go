@@ -92,7 +92,7 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // read only as fast as the client takes the events.
 func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, wire.PathChat, body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
 	if err != nil {
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())

@@ -294,8 +294,8 @@ func progressLine(smp runfiles.Sample) string {
 	line := fmt.Sprintf("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
 		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, smp.ByPriority[wire.PriorityP0].SuccessRate*100, lvl,
 		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, shed, smp.OOMKills)
-	if smp.RetriesTotal > 0 || smp.RetriesDeniedTotal > 0 {
-		line += fmt.Sprintf("  retries %4.0f/s", smp.RetryRPS)
+	if smp.ClientRetriesTotal > 0 || smp.ClientRetriesDeniedTotal > 0 {
+		line += fmt.Sprintf("  retries %4.0f/s", smp.ClientRetryRPS)
 	}
 	return line
 }

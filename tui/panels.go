@@ -119,13 +119,7 @@ func buildPanels() []panelDef {
 			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
 			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
-		}, extra: func(s *runfiles.Sample) []string {
-			// Offered counts requests; the clients' retries come on top.
-			if s.RetriesTotal == 0 && s.RetriesDeniedTotal == 0 {
-				return nil
-			}
-			return []string{fmt.Sprintf("+ retries %s/s", fmtNum(s.RetryRPS))}
-		}},
+		}, extra: upstreamRates},
 		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},
 		{id: "success", title: "success by priority", unit: "%", fixedTop: 100, series: success},
@@ -141,6 +135,21 @@ func buildPanels() []panelDef {
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
+}
+
+// upstreamRates is the retries and hedges the gateways sent to the nodes
+// per second (the panel's unit), "—" while the gateway scrape is stale.
+// Offered counts requests; the clients' own retries (client_retry) come on
+// top of it and are shown first when a lesson has them.
+func upstreamRates(s *runfiles.Sample) []string {
+	var lines []string
+	if s.ClientRetriesTotal > 0 || s.ClientRetriesDeniedTotal > 0 {
+		lines = append(lines, "+ client retries "+fmtNum(s.ClientRetryRPS))
+	}
+	if s.GatewayStale {
+		return append(lines, "retry — hedge —")
+	}
+	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge "+fmtNum(s.HedgeRPS))
 }
 
 // fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.

@@ -15,7 +15,9 @@ import (
 
 	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/htmlreport"
 	"github.com/levee-lab/levee/lab/lesson"
+	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/tui"
 )
 
@@ -82,6 +84,7 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Quick:    *quick,
 		Args:     append([]string{"lab"}, args...),
 		Progress: log,
+		Reports:  []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
 	l, err := launcher.Launch(ctx, exp)
 	if err != nil {

@@ -18,12 +18,13 @@ type Sample struct {
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
 	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
 	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
-	// RetryRPS is the clients' retries sent per second (attempts after a
-	// request's first; see the experiment's client_retry). Offered counts
-	// original requests only: the gateway sees offered + retries.
-	RetryRPS           float64 `json:"retry_rps,omitempty"`
-	RetriesTotal       uint64  `json:"retries_total,omitempty"`
-	RetriesDeniedTotal uint64  `json:"retries_denied_total,omitempty"` // refused by the clients' retry budget
+	// ClientRetryRPS is the clients' retries sent per second (attempts
+	// after a request's first; see the experiment's client_retry). Offered
+	// counts original requests only: the gateway sees offered + retries.
+	// The gateways' own upstream retries are RetryRPS.
+	ClientRetryRPS           float64 `json:"client_retry_rps,omitempty"`
+	ClientRetriesTotal       uint64  `json:"client_retries_total,omitempty"`
+	ClientRetriesDeniedTotal uint64  `json:"client_retries_denied_total,omitempty"` // refused by the clients' retry budget
 
 	// OutcomeRPS and OutcomeTotal are keyed by the outcome names above.
 	OutcomeRPS   map[string]float64 `json:"outcome_rps"`
@@ -35,6 +36,12 @@ type Sample struct {
 
 	AdmittedP50Ms float64 `json:"admitted_p50_ms"` // latency of admitted requests, last tick
 	AdmittedP99Ms float64 `json:"admitted_p99_ms"`
+	// AdmittedHist is the histogram behind AdmittedP50Ms/P99Ms: the
+	// latencies (µs) of the admitted requests that ended in the last tick, in
+	// HdrHistogram's standard V2 compressed base64 encoding ("HISTFAAA…",
+	// 1 µs..10 min, 3 significant digits). Ticks merge into any interval
+	// with true percentiles. Empty when none ended.
+	AdmittedHist string `json:"admitted_hist,omitempty"`
 
 	// Gateways, scraped from /metrics and summed (gauges) or maxed (lag, level)
 	// over all gateway processes.
@@ -51,12 +58,25 @@ type Sample struct {
 	TokensInflight    float64            `json:"tokens_inflight"`
 	ShedRPSByReason   map[string]float64 `json:"shed_rps_by_reason"`   // reason: ratelimit, overload, …
 	ShedRPSByPriority map[string]float64 `json:"shed_rps_by_priority"` // P0, P1, P2
-	OOMKills          int                `json:"oom_kills"`            // cumulative
-	GatewayStale      bool               `json:"gateway_stale,omitempty"`
+	// RetryRPS and HedgeRPS are the upstream retries and hedged attempts
+	// the gateways sent per second (levee_retries_total and
+	// levee_upstream_hedges_total, result "sent"), summed over gateways.
+	RetryRPS float64 `json:"retry_rps"`
+	HedgeRPS float64 `json:"hedge_rps"`
+	// RedisFallbackRPS is the rate limit decisions per second made without
+	// the shared store (levee_ratelimit_store_fallback_total), summed over
+	// gateways; 0 when Redis is not in play.
+	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
+	OOMKills         int     `json:"oom_kills"` // cumulative
+	GatewayStale     bool    `json:"gateway_stale,omitempty"`
 
 	Nodes    []NodeSample    `json:"nodes"`
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
 	Faults   []ActiveFault   `json:"faults,omitempty"`
+
+	// UpstreamAttemptsTotal is the gateways' levee_upstream_attempts_total
+	// summed as scraped (first tries, retries and hedges sent to nodes).
+	UpstreamAttemptsTotal float64 `json:"upstream_attempts_total"`
 
 	Recording bool   `json:"recording"`
 	Lesson    string `json:"lesson,omitempty"` // narration showing now, if an experiment plays
@@ -64,13 +84,15 @@ type Sample struct {
 
 // PrioritySample is the client-side view of one priority class.
 type PrioritySample struct {
-	OfferedTotal uint64 `json:"offered_total"`
-	OKTotal      uint64 `json:"ok_total"`
-	// FinishedTotal counts the class's requests that ended, any outcome.
-	FinishedTotal uint64  `json:"finished_total,omitempty"`
-	SuccessRate   float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
+	OfferedTotal  uint64  `json:"offered_total"`
+	OKTotal       uint64  `json:"ok_total"`
+	FinishedTotal uint64  `json:"finished_total"` // any outcome, generator_dropped included
+	SuccessRate   float64 `json:"success_rate"`   // ok / finished, over the last few seconds; 1 when nothing finished
 	P50Ms         float64 `json:"p50_ms"`
 	P99Ms         float64 `json:"p99_ms"`
+	// Hist is the histogram behind P50Ms/P99Ms (every sent request of the
+	// class that ended in the last tick), encoded like Sample.AdmittedHist.
+	Hist string `json:"hist,omitempty"`
 }
 
 // NodeSample is one fake model node.
@@ -82,6 +104,10 @@ type NodeSample struct {
 	Slots     float64 `json:"slots"` // configured slots
 	Queued    float64 `json:"queued"`
 	RestartIn float64 `json:"restart_in_s,omitempty"` // seconds until a killed node returns
+	// Ejection is the gateways' outlier state of the node (in_rotation,
+	// probing, ejected): the most severe any gateway with a current scrape
+	// reports; "" when none does.
+	Ejection string `json:"ejection,omitempty"`
 }
 
 // ActiveFault is a fault that is applied right now.

@@ -73,6 +73,13 @@ type Summary struct {
 	ClientRetries       uint64 `json:"client_retries,omitempty"`
 	ClientRetriesDenied uint64 `json:"client_retries_denied,omitempty"`
 
+	// UpstreamAttempts is how many attempts the gateways sent to nodes from
+	// the first sample on (first tries, retries, hedges; a gateway restart
+	// loses its count), and AttemptsPerAdmitted that over the admitted
+	// requests (ok, fallback, timeout, error).
+	UpstreamAttempts    float64 `json:"upstream_attempts"`
+	AttemptsPerAdmitted float64 `json:"attempts_per_admitted"`
+
 	Thresholds map[string]ThresholdResult `json:"thresholds"`
 	// Pass is true when every threshold passed.
 	Pass bool `json:"pass"`
@@ -202,6 +209,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 			v = math.Min(v, f.P0SuccessRate)
 		}
 		return v, ""
+	case "attempts_per_admitted":
+		return s.AttemptsPerAdmitted, ""
 	case "error_rate":
 		return rate(wire.OutcomeError.String()), ""
 	case "timeout_rate":

@@ -115,6 +115,7 @@ func Next(prev State, in Input) (Output, State) {
 	st.addClient(&smp, in)
 	st.addGateways(&smp, in)
 	completions, saturated := st.addNodes(&smp, in)
+	markEjections(&smp, in.Gateways)
 	return Output{
 		Sample:      smp,
 		Completions: completions,
@@ -137,9 +138,10 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	smp.OfferedRPS = per(w.Offered)
 	smp.Outstanding = w.Outstanding
 	smp.OfferedTotal = w.OfferedTotal
-	smp.RetryRPS = per(w.Retries)
-	smp.RetriesTotal, smp.RetriesDeniedTotal = w.RetriesTotal, w.RetriesDeniedTotal
+	smp.ClientRetryRPS = per(w.Retries)
+	smp.ClientRetriesTotal, smp.ClientRetriesDeniedTotal = w.RetriesTotal, w.RetriesDeniedTotal
 	smp.AdmittedP50Ms, smp.AdmittedP99Ms = w.AdmittedP50Ms, w.AdmittedP99Ms
+	smp.AdmittedHist = encodeHist(w.AdmittedHist)
 	smp.OutcomeRPS = map[string]float64{}
 	smp.OutcomeTotal = map[string]uint64{}
 	for _, o := range load.Outcomes {
@@ -169,6 +171,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		if fin > 0 {
 			rate = float64(ok) / float64(fin)
 		}
-		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
+		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
+			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 }
