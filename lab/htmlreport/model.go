@@ -16,8 +16,8 @@ type page struct {
 	// Predictions are the numbers typed at the lessons' predict steps
 	// beside what the runs measured (none: the panel is left out).
 	Predictions []prediction `json:"predictions,omitempty"`
-	Notes    []string  `json:"notes,omitempty"` // caveats about the data
-	Geom     geom      `json:"geom"`            // the charts' SVG geometry, for the hover script
+	Notes       []string     `json:"notes,omitempty"` // caveats about the data
+	Geom        geom         `json:"geom"`            // the charts' SVG geometry, for the hover script
 }
 
 // geom is the SVG geometry every chart shares: the plot starts L units from
