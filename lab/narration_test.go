@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/runfiles"
@@ -36,10 +34,7 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := clockwork.NewFakeClock()
-	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
-	l.narr.init()
-	l.sched.begin(fc.Now())
+	l, fc := fakeClockLab(e)
 	player := e.Timeline().Play(nil)
 	step := func(d time.Duration, s *runfiles.Sample) {
 		t.Helper()

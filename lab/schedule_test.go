@@ -25,9 +25,7 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := clockwork.NewFakeClock()
-	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
-	l.sched.begin(fc.Now())
+	l, fc := fakeClockLab(e)
 	at := func(want time.Duration, rate float64, stage, narration int) {
 		t.Helper()
 		p := l.sched.next(fc.Now())
@@ -83,10 +81,7 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := clockwork.NewFakeClock()
-	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
-	l.narr.init()
-	l.sched.begin(fc.Now())
+	l, fc := fakeClockLab(e)
 	player := e.Timeline().Play(chaos.Default)
 	names := func(as []chaos.Action) []string {
 		var out []string
@@ -135,4 +130,15 @@ narration:
 	if p2, _ := l.due(fc.Now(), player); p2.at != p.at {
 		t.Errorf("n after the last step moved the clock to %v", p2.at)
 	}
+}
+
+// fakeClockLab is a Lab with only its schedule and narration, on a fake
+// clock, begun at the clock's now: enough to drive the lesson's timeline
+// (due, NextStep, Lesson) without processes.
+func fakeClockLab(e *experiment.Experiment) (*Lab, *clockwork.FakeClock) {
+	fc := clockwork.NewFakeClock()
+	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
+	l.narr.init()
+	l.sched.begin(fc.Now())
+	return l, fc
 }

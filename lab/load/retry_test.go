@@ -284,6 +284,11 @@ func runAll(t *testing.T, g *Generator, rate float64, n uint64) {
 	if err := g.SetRate(0); err != nil {
 		t.Fatal(err)
 	}
+	// Once the scheduler has taken the rate change it is not inside an
+	// arrival (counted offered, not yet outstanding): outstanding 0 then
+	// means every request ended, and none is cut short by the stop below
+	// (a stopped Run sends no retry).
+	waitWoken(t, g)
 	deadline := time.Now().Add(30 * time.Second)
 	for g.Outstanding() > 0 {
 		if time.Now().After(deadline) {
