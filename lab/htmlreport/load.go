@@ -24,6 +24,14 @@ type (
 	redisSummary   = runfiles.RedisSummary
 	redisFailover  = runfiles.RedisFailover
 	runInfo        = runfiles.RunInfo
+	runPrediction  = runfiles.Prediction
+)
+
+var (
+	// readPredictions pairs a run's prediction events by step.
+	readPredictions = runfiles.ReadPredictions
+	// fmtPredictionValue prints a prediction's number in its unit.
+	fmtPredictionValue = runfiles.FormatPredictionValue
 )
 
 // Event kinds the report draws.

@@ -33,4 +33,9 @@ const (
 	// EventRedisFailover: a killed cluster master's slots are served by a
 	// replica (fields killed, by, after_s), or were not (error).
 	EventRedisFailover = "redis_failover"
+	// EventPrediction is the room's answer at a predict step;
+	// EventPredictionMeasured the lab's measurement of the same quantity
+	// (see Prediction for their fields).
+	EventPrediction         = "prediction"
+	EventPredictionMeasured = "prediction_measured"
 )

@@ -50,6 +50,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		RateLimit: &RateLimitSummary{ByPriority: map[string]GlobalLimitCheck{"P2": {
 			LimitRPS: 100, Steady: LimitSpan{Seconds: 10, AdmittedRPS: 103, Error: 0.03},
 			Faults: LimitSpan{Seconds: 5, AdmittedRPS: 90, Error: -0.1}}}},
+		Recovery: &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
 		v, note := s.Metric(name)
