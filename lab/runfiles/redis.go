@@ -180,3 +180,30 @@ func (s *Summary) globalLimitError(faults bool) (float64, string) {
 	}
 	return round(worst, 6), ""
 }
+
+// redisMetric is Metric for the Redis and global-limit metrics.
+func (s *Summary) redisMetric(name string) (float64, string) {
+	switch name {
+	case "global_limit_error":
+		return s.globalLimitError(false)
+	case "global_limit_error_during_faults":
+		return s.globalLimitError(true)
+	case "redis_fallbacks":
+		if s.Redis.Kind == "" || s.Redis.Kind == experiment.RedisOff {
+			return math.NaN(), "no Redis in this run"
+		}
+		return s.Redis.Fallbacks, ""
+	case "redis_failover_s":
+		worst, note := math.NaN(), "no cluster master was killed"
+		for _, f := range s.Redis.Failovers {
+			if f.By == "" {
+				return math.Inf(1), "no replica took over " + f.Killed
+			}
+			if math.IsNaN(worst) || f.AfterS > worst {
+				worst, note = f.AfterS, ""
+			}
+		}
+		return worst, note
+	}
+	return math.NaN(), "unknown metric " + name
+}

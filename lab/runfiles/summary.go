@@ -11,7 +11,6 @@ import (
 
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/internal/wire"
-	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -240,26 +239,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return v, ""
 	case "attempts_per_admitted":
 		return s.AttemptsPerAdmitted, ""
-	case "global_limit_error":
-		return s.globalLimitError(false)
-	case "global_limit_error_during_faults":
-		return s.globalLimitError(true)
-	case "redis_fallbacks":
-		if s.Redis.Kind == "" || s.Redis.Kind == experiment.RedisOff {
-			return math.NaN(), "no Redis in this run"
-		}
-		return s.Redis.Fallbacks, ""
-	case "redis_failover_s":
-		worst, note := math.NaN(), "no cluster master was killed"
-		for _, f := range s.Redis.Failovers {
-			if f.By == "" {
-				return math.Inf(1), "no replica took over " + f.Killed
-			}
-			if math.IsNaN(worst) || f.AfterS > worst {
-				worst, note = f.AfterS, ""
-			}
-		}
-		return worst, note
+	case "global_limit_error", "global_limit_error_during_faults", "redis_fallbacks", "redis_failover_s":
+		return s.redisMetric(name)
 	case "error_rate":
 		return rate(wire.OutcomeError.String()), ""
 	case "timeout_rate":
