@@ -78,6 +78,10 @@ type stats struct {
 	admitted *hdrhistogram.Histogram
 	prio     [3]*hdrhistogram.Histogram
 
+	// trackers are the Trackers on now; the slice is replaced, never
+	// changed in place, so a request may keep the one it was offered under.
+	trackers []*Tracker
+
 	// The window since the previous tick.
 	lastTick     counters
 	lastTickTime time.Time
@@ -94,21 +98,40 @@ func newStats() *stats {
 	return s
 }
 
-// offer counts one arrival.
-func (s *stats) offer(p priority) {
+// offer counts one arrival and returns its tags: one per Tracker on (nil
+// when none is).
+func (s *stats) offer(p priority) []tag {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.total.offered++
 	s.total.prio[p].offered++
-	s.mu.Unlock()
+	if len(s.trackers) == 0 {
+		return nil
+	}
+	tags := make([]tag, len(s.trackers))
+	for i, t := range s.trackers {
+		tags[i] = t.offerLocked(p)
+	}
+	return tags
 }
 
-// finish records the one outcome of an offered request and, unless it was
-// never sent, its latency from the intended arrival time.
-func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration) {
+// finish records the one outcome of an offered request (tagged by offer)
+// and, unless it was never sent, its latency from the intended arrival
+// time.
+func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
+	for _, t := range s.trackers {
+		epoch := Before
+		for _, tg := range tags {
+			if tg.t == t {
+				epoch = tg.epoch
+			}
+		}
+		t.endLocked(epoch, p, o, latency)
+	}
 	if o == wire.OutcomeGeneratorDropped {
 		return
 	}

@@ -143,6 +143,9 @@ type SummaryInput struct {
 	Totals      load.Totals // for this recording (a delta when it started late)
 	GatewayShed uint64      // the gateways' shed counters over the recording
 	ShedExact   bool        // no gateway restarted: GatewayShed lost nothing
+	// LiveShed, when set, is the shed check of a recording started while
+	// the lab ran (see ShedCheck); GatewayShed and ShedExact are then unused.
+	LiveShed *ShedCheck
 	OOMKills    int         // during this recording
 	Restarts    int
 	End         time.Time
@@ -177,9 +180,11 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		OOMKills:          in.OOMKills,
 		Restarts:          in.Restarts,
 	}
-	s.ShedCheck.Gateway = in.GatewayShed
-	s.ShedCheck.Exact = in.ShedExact
-	s.ShedCheck.Mismatch = max(s.ShedCheck.Gateway, s.ShedCheck.Client) - min(s.ShedCheck.Gateway, s.ShedCheck.Client)
+	if in.LiveShed != nil {
+		s.ShedCheck = *in.LiveShed
+	} else {
+		s.ShedCheck = NewShedCheck(in.GatewayShed, s.ShedCheck.Client, 0, in.ShedExact)
+	}
 	endS := a.elapsed(in.End)
 	for _, f := range a.faults {
 		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.Exp.ClientTimeout.D().Seconds()))

@@ -137,6 +137,9 @@ var reportRows = []reportRow{
 		}
 		c := r.Summary.ShedCheck
 		s := fmt.Sprintf("%s / %s", count(c.Gateway), count(c.Client))
+		if c.Edge > 0 {
+			s += " +" + count(c.Edge)
+		}
 		if !c.Exact {
 			s += " ~"
 		}

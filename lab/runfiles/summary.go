@@ -106,12 +106,37 @@ type GatewaySummary struct {
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
 // client saw. Exact is false when a gateway restarted during the run (its
-// counters since the last scrape before the kill are lost).
+// counters since the last scrape before the kill are lost) or could not be
+// scraped at an edge of the recording.
+//
+// A run from its start counts from zero and ends once every request has
+// ended: Gateway and Client count the same sheds, Edge is 0. A recording
+// started while the lab ran has requests in flight at both edges, shed on
+// either side of the gateways' counter reads: Gateway is then the counters'
+// increase between a scrape at its start and one at its end, Client the
+// sheds the clients saw that the gateways must have counted in between, and
+// Edge the sheds the clients saw that they may have counted on either side
+// (decided while a scrape ran, or by a request in flight across it).
 type ShedCheck struct {
-	Gateway  uint64 `json:"gateway"`
-	Client   uint64 `json:"client"`
+	Gateway uint64 `json:"gateway"`
+	Client  uint64 `json:"client"`
+	Edge    uint64 `json:"edge,omitempty"`
+	// Mismatch is how far Gateway lies outside [Client, Client+Edge].
 	Mismatch uint64 `json:"mismatch"`
 	Exact    bool   `json:"exact"`
+}
+
+// NewShedCheck returns the check of the gateways' count against the
+// clients' count, within edge.
+func NewShedCheck(gateway, client, edge uint64, exact bool) ShedCheck {
+	c := ShedCheck{Gateway: gateway, Client: client, Edge: edge, Exact: exact}
+	switch {
+	case gateway < client:
+		c.Mismatch = client - gateway
+	case gateway > client+edge:
+		c.Mismatch = gateway - client - edge
+	}
+	return c
 }
 
 // FaultSummary is one fault application.
@@ -170,7 +195,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return s.AchievedRateError, ""
 	case "shed_mismatch":
 		if !s.ShedCheck.Exact {
-			return float64(s.ShedCheck.Mismatch), "a gateway restarted: its counters since the last scrape are lost"
+			return float64(s.ShedCheck.Mismatch), "a gateway restarted or went unscraped at an edge: its counters since the last scrape are lost"
 		}
 		return float64(s.ShedCheck.Mismatch), ""
 	case "limit_settle_s":

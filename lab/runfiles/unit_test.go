@@ -161,18 +161,19 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 	return t
 }
 
-func TestSubTotals(t *testing.T) {
-	start := totals(2*time.Second, 10, map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeTimeout.String(): 2}, 1000, 2000)
-	end := totals(5*time.Second, 25, map[string]uint64{wire.OutcomeOK.String(): 20, wire.OutcomeTimeout.String(): 5}, 1000, 2000, 3000, 3000, 9000)
-	d := SubTotals(end, start)
-	if d.Offered != 15 || d.Outcomes[wire.OutcomeOK.String()] != 12 || d.Outcomes[wire.OutcomeTimeout.String()] != 3 || d.Elapsed != 3*time.Second {
-		t.Fatalf("delta %+v", d)
-	}
-	if d.Admitted.TotalCount() != 3 || d.Admitted.Max() < 8990 || d.Admitted.Min() < 2990 {
-		t.Errorf("histogram delta: n %d min %d max %d", d.Admitted.TotalCount(), d.Admitted.Min(), d.Admitted.Max())
-	}
-	if d.ByPriority["P0"].Offered != 15 || d.ByPriority["P0"].Latency.TotalCount() != 3 {
-		t.Errorf("priority delta %+v", d.ByPriority["P0"])
+// NewShedCheck: the gateways' count must lie within [client, client+edge];
+// the mismatch is how far outside it lies.
+func TestNewShedCheck(t *testing.T) {
+	for _, c := range []struct {
+		gw, client, edge, want uint64
+	}{
+		{100, 100, 0, 0}, {99, 100, 0, 1}, {101, 100, 0, 1},
+		{100, 90, 10, 0}, {95, 90, 10, 0}, {89, 90, 10, 1}, {103, 90, 10, 3},
+	} {
+		got := NewShedCheck(c.gw, c.client, c.edge, true)
+		if got.Mismatch != c.want || got.Gateway != c.gw || got.Client != c.client || got.Edge != c.edge || !got.Exact {
+			t.Errorf("NewShedCheck(%d, %d, %d) = %+v, want mismatch %d", c.gw, c.client, c.edge, got, c.want)
+		}
 	}
 }
 
