@@ -66,7 +66,7 @@ func (l *Lab) closeWindow(w *liveWindow) (load.Totals, runfiles.ShedCheck, time.
 		l.event(runfiles.EventError, fmt.Sprintf("recording: %d requests of the window had not ended %s after it", tot.Outstanding, l.exp.ClientTimeout.D()+5*time.Second), nil)
 	}
 	tot := w.tr.Totals()
-	surely, maybe := edgeSheds(w.tr.Cells())
+	surely, inDoubt := edgeSheds(w.tr.Cells())
 	gw := 0.0
 	exact := w.start.ok && end.ok && len(w.start.starts) == len(end.starts)
 	for i := range end.starts {
@@ -79,27 +79,30 @@ func (l *Lab) closeWindow(w *liveWindow) (load.Totals, runfiles.ShedCheck, time.
 	} else {
 		exact = false
 	}
-	return tot, runfiles.NewShedCheck(uint64(gw+0.5), surely, maybe, exact), closed
+	return tot, runfiles.NewShedCheck(uint64(gw+0.5), surely, inDoubt, exact), closed
 }
 
 // edgeSheds splits the sheds of a live window's tracker by whether the
 // gateways must have counted them between the two scrapes (offered after
 // the first ended, ended before the second began) or may have (ended after
 // the first began, offered before the second ended): a shed is decided
-// after its request is offered and before the client reads it.
-func edgeSheds(cells map[load.Cell]uint64) (surely, maybe uint64) {
+// after its request is offered and before the client reads it. A timeout
+// in that second range is in doubt too: the gateway may have shed the
+// request after its client gave up.
+func edgeSheds(cells map[load.Cell]uint64) (surely, inDoubt uint64) {
 	for c, n := range cells {
-		if !c.Outcome.IsShed() {
+		shed, timeout := c.Outcome.IsShed(), c.Outcome == wire.OutcomeTimeout
+		if !shed && !timeout {
 			continue
 		}
 		switch {
-		case c.Offered >= epochWindow && c.Ended <= epochWindow:
+		case shed && c.Offered >= epochWindow && c.Ended <= epochWindow:
 			surely += n
 		case c.Ended >= epochStartScrape && c.Offered <= epochEndScrape:
-			maybe += n
+			inDoubt += n
 		}
 	}
-	return surely, maybe
+	return surely, inDoubt
 }
 
 // gatewayShedNow scrapes every gateway now, concurrently, and sums their

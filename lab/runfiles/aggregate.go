@@ -183,7 +183,7 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	if in.LiveShed != nil {
 		s.ShedCheck = *in.LiveShed
 	} else {
-		s.ShedCheck = NewShedCheck(in.GatewayShed, s.ShedCheck.Client, 0, in.ShedExact)
+		s.ShedCheck = NewShedCheck(in.GatewayShed, s.ShedCheck.Client, t.Outcomes[wire.OutcomeTimeout.String()], in.ShedExact)
 	}
 	endS := a.elapsed(in.End)
 	for _, f := range a.faults {

@@ -107,36 +107,46 @@ type GatewaySummary struct {
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
 // client saw. Exact is false when a gateway restarted during the run (its
 // counters since the last scrape before the kill are lost) or could not be
-// scraped at an edge of the recording.
+// scraped at an edge of a recording started while the lab ran.
 //
-// A run from its start counts from zero and ends once every request has
-// ended: Gateway and Client count the same sheds, Edge is 0. A recording
-// started while the lab ran has requests in flight at both edges, shed on
-// either side of the gateways' counter reads: Gateway is then the counters'
-// increase between a scrape at its start and one at its end, Client the
-// sheds the clients saw that the gateways must have counted in between, and
-// Edge the sheds the clients saw that they may have counted on either side
-// (decided while a scrape ran, or by a request in flight across it).
+// The two counts cover the same requests except those the client gave up
+// on: a request whose client timed out may still reach a gateway and be
+// shed there (on a loaded machine, after the client's deadline), or a shed
+// answer may be on its way when the client's timer fires. InDoubt bounds
+// them: the client's timeouts (the gateways' own 504s included, which makes
+// it an upper bound). Client ≤ Gateway ≤ Client + InDoubt holds when
+// accounting is right; Mismatch is how far Gateway falls outside that
+// range: with no client timeouts, the difference of the two counts.
+//
+// A recording started while the lab ran has requests in flight at both
+// edges: Gateway is then the counters' increase between a scrape at its
+// start and one at its end, Client the sheds the clients saw that the
+// gateways must have counted in between, and InDoubt also holds the sheds
+// they may have counted on either side (decided while a scrape ran, or by
+// a request in flight across one).
 type ShedCheck struct {
-	Gateway uint64 `json:"gateway"`
-	Client  uint64 `json:"client"`
-	Edge    uint64 `json:"edge,omitempty"`
-	// Mismatch is how far Gateway lies outside [Client, Client+Edge].
+	Gateway  uint64 `json:"gateway"`
+	Client   uint64 `json:"client"`
+	InDoubt  uint64 `json:"in_doubt"`
 	Mismatch uint64 `json:"mismatch"`
 	Exact    bool   `json:"exact"`
 }
 
 // NewShedCheck returns the check of the gateways' count against the
-// clients' count, within edge.
-func NewShedCheck(gateway, client, edge uint64, exact bool) ShedCheck {
-	c := ShedCheck{Gateway: gateway, Client: client, Edge: edge, Exact: exact}
+// clients' count, within inDoubt.
+func NewShedCheck(gateway, client, inDoubt uint64, exact bool) ShedCheck {
+	return ShedCheck{Gateway: gateway, Client: client, InDoubt: inDoubt, Mismatch: shedMismatch(gateway, client, inDoubt), Exact: exact}
+}
+
+// shedMismatch is how far gateway falls outside [client, client+inDoubt].
+func shedMismatch(gateway, client, inDoubt uint64) uint64 {
 	switch {
 	case gateway < client:
-		c.Mismatch = client - gateway
-	case gateway > client+edge:
-		c.Mismatch = gateway - client - edge
+		return client - gateway
+	case gateway > client+inDoubt:
+		return gateway - client - inDoubt
 	}
-	return c
+	return 0
 }
 
 // FaultSummary is one fault application.

@@ -161,22 +161,6 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 	return t
 }
 
-// NewShedCheck: the gateways' count must lie within [client, client+edge];
-// the mismatch is how far outside it lies.
-func TestNewShedCheck(t *testing.T) {
-	for _, c := range []struct {
-		gw, client, edge, want uint64
-	}{
-		{100, 100, 0, 0}, {99, 100, 0, 1}, {101, 100, 0, 1},
-		{100, 90, 10, 0}, {95, 90, 10, 0}, {89, 90, 10, 1}, {103, 90, 10, 3},
-	} {
-		got := NewShedCheck(c.gw, c.client, c.edge, true)
-		if got.Mismatch != c.want || got.Gateway != c.gw || got.Client != c.client || got.Edge != c.edge || !got.Exact {
-			t.Errorf("NewShedCheck(%d, %d, %d) = %+v, want mismatch %d", c.gw, c.client, c.edge, got, c.want)
-		}
-	}
-}
-
 // sampleAt builds a sample for the aggregator tests.
 func sampleAt(start time.Time, el float64, offeredRPS, capRPS, limit float64, liveSlots []float64, p0off, p0ok uint64, rss float64) Sample {
 	s := Sample{
@@ -277,4 +261,42 @@ func countLines(path string) int {
 		return 0
 	}
 	return strings.Count(string(b), "\n")
+}
+
+// TestShedCheck: the gateways' sheds must lie in [client, client + the
+// client's timeouts]; a request the client gave up on may be shed after.
+func TestShedCheck(t *testing.T) {
+	start := time.Unix(1000, 0)
+	exp, err := experiment.ParseExperiment([]byte("name: shed\nduration: 10s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shed, timeout := wire.OutcomeShedRateLimit.String(), wire.OutcomeTimeout.String()
+	tests := []struct {
+		name              string
+		shed, timeouts    uint64 // the client's
+		gateway           uint64
+		inDoubt, mismatch uint64
+	}{
+		{"equal", 40, 0, 40, 0, 0},
+		{"gateway missed sheds", 40, 0, 35, 0, 5},
+		{"gateway counted more, no timeouts", 40, 0, 42, 0, 2},
+		{"shed after the client gave up", 40, 10, 47, 10, 0},
+		{"every timeout shed", 40, 10, 50, 10, 0},
+		{"more than the timeouts explain", 40, 10, 53, 10, 3},
+		{"missed sheds, timeouts or not", 40, 10, 38, 10, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tot := totals(10*time.Second, 100, map[string]uint64{wire.OutcomeOK.String(): 100 - tt.shed - tt.timeouts, shed: tt.shed, timeout: tt.timeouts})
+			s := NewAggregator(start, 10).Summarize(SummaryInput{Exp: exp, Totals: tot, GatewayShed: tt.gateway, ShedExact: true, End: start.Add(10 * time.Second)})
+			want := ShedCheck{Gateway: tt.gateway, Client: tt.shed, InDoubt: tt.inDoubt, Mismatch: tt.mismatch, Exact: true}
+			if s.ShedCheck != want {
+				t.Errorf("shed check %+v, want %+v", s.ShedCheck, want)
+			}
+			if v, _ := s.Metric("shed_mismatch"); v != float64(tt.mismatch) {
+				t.Errorf("shed_mismatch %v, want %d", v, tt.mismatch)
+			}
+		})
+	}
 }
