@@ -146,10 +146,10 @@ type SummaryInput struct {
 	// LiveShed, when set, is the shed check of a recording started while
 	// the lab ran (see ShedCheck); GatewayShed and ShedExact are then unused.
 	LiveShed *ShedCheck
-	OOMKills    int         // during this recording
-	Restarts    int
-	End         time.Time
-	Ended       string // Summary.Ended
+	OOMKills int // during this recording
+	Restarts int
+	End      time.Time
+	Ended    string // Summary.Ended
 }
 
 // Summarize builds the Summary and evaluates the experiment's thresholds.
