@@ -197,9 +197,14 @@ func (g *Generator) Outstanding() int { return int(g.outstanding.Load()) }
 // Tick returns the counters since the start and since the previous Tick, and
 // starts a new window. Only one caller (the lab's sampler) should call it,
 // or the windows split between callers.
+//
+// The window ends now by the clock, also after Run stopped scheduling: the
+// requests still in flight end in real time, and their window must be as
+// long as the time they ended in (a window frozen at the stop made a drain
+// of seconds look like a burst within one tick).
 func (g *Generator) Tick() Window {
-	started, now := g.times()
-	return g.stats.window(now, started, g.Rate(), g.Outstanding())
+	started, end := g.times()
+	return g.stats.window(g.clock.Now(), end, started, g.Rate(), g.Outstanding())
 }
 
 // Totals returns the cumulative counters and latency histograms. Once Run

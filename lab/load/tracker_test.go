@@ -179,3 +179,61 @@ func TestTrackerCountsByOfferEpoch(t *testing.T) {
 		t.Errorf("after Close: %+v", got)
 	}
 }
+
+// The window of a Tick taken after Run stopped scheduling lasts until now:
+// requests in flight at the stop end in real time, and a rate over their
+// window must divide by the time they took to end. A window frozen at the
+// stop lasted 0 s, so the sampler divided a drain of seconds by one tick.
+func TestTickAfterStopCoversTheDrain(t *testing.T) {
+	srv := newGatedServer(t)
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	cfg.ClientTimeout = 30 * time.Second
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := startRun(t, g, ctx)
+	advance(t, fc, 100*time.Millisecond)
+	srv.waitReceived(t, 10)
+	gate := srv.next()
+	if w := g.Tick(); w.Offered != 10 || w.Duration != 100*time.Millisecond {
+		t.Fatalf("first window: offered %d over %v, want 10 over 100ms", w.Offered, w.Duration)
+	}
+	cancel() // scheduling stops; the 10 are in flight
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		g.timeMu.Lock()
+		stopped := !g.stopped.IsZero()
+		g.timeMu.Unlock()
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run never stopped scheduling")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fc.Advance(2 * time.Second)
+	close(gate)
+	waitEnded(t, g, 10)
+	stop()
+	w := g.Tick()
+	var ended uint64
+	for _, n := range w.Outcomes {
+		ended += n
+	}
+	if ended != 10 || w.Duration != 2*time.Second {
+		t.Errorf("drain window: %d ended over %v, want 10 over 2s", ended, w.Duration)
+	}
+	if w.Elapsed != 100*time.Millisecond {
+		t.Errorf("elapsed %v, want the 100ms of scheduling", w.Elapsed)
+	}
+}
