@@ -56,6 +56,7 @@ const (
 const (
 	MetricGoGoroutines = "go_goroutines"
 	MetricProcessRSS   = "process_resident_memory_bytes"
+	MetricProcessStart = "process_start_time_seconds" // gauge: Unix seconds
 )
 
 // Suffixes of a histogram's series in the text format.

@@ -52,7 +52,7 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			}
 		}
 		if c.At.After(g.prevAt) { // a new scrape: new rates
-			st.shed += g.update(f, c.At, in.Window.Duration.Seconds())
+			st.shed += g.update(f, c.At)
 		}
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
@@ -123,10 +123,10 @@ func markEjections(smp *runfiles.Sample, gateways []Child) {
 }
 
 // update takes a new scrape f taken at at: the shed rates since the previous
-// scrape (over windowS seconds when there is none), and the increase of the
-// shed counter, which it returns.
-func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) float64 {
-	prev, since := sinceLast(g.prev, g.prevAt, at, windowS)
+// scrape (see sinceLast), and the increase of the shed counter, which it
+// returns.
+func (g *gatewayState) update(f scrape.Families, at time.Time) float64 {
+	prev, since := sinceLast(g.prev, g.prevAt, f, at)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
 		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelReason, nil) {
@@ -143,15 +143,24 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 	return f.SumDelta(prev, wire.MetricShed, nil)
 }
 
-// sinceLast is the scrape a new one (taken at at) is compared with — the
+// sinceLast is the scrape a new one f (taken at at) is compared with — the
 // previous one, or an empty one for a new process — and the seconds between
-// them (windowS when there was none).
-func sinceLast(prev scrape.Families, prevAt, at time.Time, windowS float64) (scrape.Families, float64) {
+// them. A new process's counters count from its start, so their first
+// increase spans the time since it started (process_start_time_seconds),
+// however many ticks went by before the first scrape; dividing it by one
+// tick made a restarted gateway's first rates peak at many times the
+// truth. Without a start time the first scrape is only a baseline: since
+// is 0 and there is no rate yet.
+func sinceLast(prev scrape.Families, prevAt time.Time, f scrape.Families, at time.Time) (scrape.Families, float64) {
 	if prev == nil {
 		prev = scrape.Families{}
 	}
 	if prevAt.IsZero() {
-		return prev, windowS
+		start, ok := f.Value(wire.MetricProcessStart, nil)
+		if !ok || start <= 0 {
+			return prev, 0
+		}
+		return prev, max(at.Sub(time.Unix(0, int64(start*1e9))).Seconds(), 0)
 	}
 	return prev, at.Sub(prevAt).Seconds()
 }
