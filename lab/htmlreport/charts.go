@@ -115,10 +115,17 @@ var chartSpecs = []chartSpec{
 		series: []seriesSpec{
 			{key: "goroutines", name: "goroutines", color: cP2, width: 1.5},
 		}},
-	{id: "nodes", title: "Model nodes up", unit: "nodes",
-		note: "a node counts as up while its process runs and its last scrape answered",
+	{id: "nodes", title: "Model nodes up and ejected", unit: "nodes",
+		note: "a node counts as up while its process runs and its last scrape answered · ejected: a gateway took it out of rotation (outlier detection; probing counts as ejected)",
 		series: []seriesSpec{
+			{key: "nodes_ejected", name: "nodes ejected", color: cRed, width: 1.5},
 			{key: "nodes_up", name: "nodes up", color: cSlots, width: 2},
+		}},
+	{id: "upstream", title: "Retries and hedges per second", unit: "/s",
+		note: "upstream attempts the gateways sent beyond the first: retries (within the retry budget) and hedged attempts",
+		series: []seriesSpec{
+			{key: "hedges", name: "hedges sent", color: cTeal, width: 1.5},
+			{key: "retries", name: "retries sent", color: cOrange, width: 2},
 		}},
 	{id: "redis", title: "Redis fallbacks per second", unit: "/s", optional: true,
 		note: "rate limit decisions made without the shared store",

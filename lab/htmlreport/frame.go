@@ -3,6 +3,8 @@ package htmlreport
 import (
 	"math"
 	"strings"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // frame is one run's series on the plotted intervals, by key (see
@@ -30,8 +32,8 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 //   - gateway percentiles (lag, scheduling latency, GC pause), heap, RSS and
 //     goroutines: the largest value reported in the interval (percentiles
 //     are never averaged);
-//   - other gauges (queue, in-flight, limit, slots, capacity, nodes up,
-//     gateway shed and fallback rates): time-weighted means.
+
+
 //
 // Gateway values of a tick without a current scrape (GatewayStale) are
 // left out; an interval with none is a gap, never a zero.
@@ -195,6 +197,9 @@ func (f *frame) addMeans(i int, b bucket) {
 	mean("concurrency_limit", true, func(s *sample) float64 { return s.ConcurrencyLimit })
 	mean("live_slots", false, func(s *sample) float64 { return nodesUp(s, true) })
 	mean("nodes_up", false, func(s *sample) float64 { return nodesUp(s, false) })
+	mean("nodes_ejected", true, nodesEjected)
+	mean("retries", true, func(s *sample) float64 { return s.RetryRPS })
+	mean("hedges", true, func(s *sample) float64 { return s.HedgeRPS })
 	for _, p := range priorityNames {
 		mean("shed_prio."+p, true, func(s *sample) float64 { return s.ShedRPSByPriority[p] })
 	}
@@ -210,6 +215,18 @@ func nodesUp(s *sample, slots bool) float64 {
 		case slots:
 			t += nd.Slots
 		default:
+			t++
+		}
+	}
+	return t
+}
+
+// nodesEjected counts the nodes a gateway holds out of rotation in s
+// (ejected, or probing on the way back).
+func nodesEjected(s *sample) float64 {
+	t := 0.0
+	for _, nd := range s.Nodes {
+		if nd.Ejection == wire.EjectionEjected || nd.Ejection == wire.EjectionProbing {
 			t++
 		}
 	}
