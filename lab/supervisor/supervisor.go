@@ -236,6 +236,10 @@ func (s *Supervisor) Gateways() []*Child { return s.gateways }
 // RedisURL is the Redis the gateways use ("" for none).
 func (s *Supervisor) RedisURL() string { return s.redisURL }
 
+// HasRedisChild reports whether the lab runs its own Redis child (the one
+// a redis_outage fault kills); an external Redis or none is not one.
+func (s *Supervisor) HasRedisChild() bool { return s.redis != nil }
+
 // Counters are the supervisor's running totals.
 type Counters struct {
 	OOMKills int     // gateways killed at their memory limit
