@@ -33,8 +33,6 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 //     goroutines: the largest value reported in the interval (percentiles
 //     are never averaged);
 
-
-//
 // Gateway values of a tick without a current scrape (GatewayStale) are
 // left out; an interval with none is a gap, never a zero.
 func computeFrame(r *Run, tl timeline, iv float64) frame {
