@@ -32,7 +32,10 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 //   - gateway percentiles (lag, scheduling latency, GC pause), heap, RSS and
 //     goroutines: the largest value reported in the interval (percentiles
 //     are never averaged);
-
+//   - other gauges (queue, in-flight, limit, slots, capacity, nodes up and
+//     ejected, gateway shed, retry, hedge and fallback rates): time-weighted
+//     means.
+//
 // Gateway values of a tick without a current scrape (GatewayStale) are
 // left out; an interval with none is a gap, never a zero.
 func computeFrame(r *Run, tl timeline, iv float64) frame {
