@@ -52,7 +52,7 @@ var chartSpecs = []chartSpec{
 			{key: "success.P2", name: "P2", color: cP2, width: 1.5},
 		}},
 	{id: "throughput", title: "Requests per second", unit: "req/s",
-		note: "offered: arrivals scheduled · admitted: let through by the gateway · goodput: ok within the client deadline · shaded: the nodes' capacity",
+		note: "offered: arrivals scheduled · admitted: let through by the gateways, counted when admitted · goodput: ok within the client deadline · shaded: the nodes' capacity",
 		series: []seriesSpec{
 			{key: "capacity", name: "capacity", color: cCap, width: 1, area: true},
 			{key: "offered", name: "offered", color: cGrey, width: 1.5},
@@ -169,6 +169,8 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 			switch {
 			case sp.id == "latency" && !f.hasHist:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s has no latency histograms (recorded before they were kept)", runLabel(ri)))
+			case sp.id == "throughput" && !f.hasAdmittedTotal:
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the gateways' admission count: its admitted line is the admitted requests that ended", runLabel(ri)))
 			case sp.id == "success" && !f.hasFinished:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
 			}

@@ -18,6 +18,10 @@ type frame struct {
 	// hasFinished is false for a run recorded before samples carried
 	// finished_total: its success rates are the sampler's trailing rate.
 	hasFinished bool
+	// hasAdmittedTotal is true when the samples carry the gateways'
+	// admissions (admitted_total); older runs' admitted series is the
+	// admitted requests the clients saw end.
+	hasAdmittedTotal bool
 	// badHist counts histograms that did not decode.
 	badHist int
 }
@@ -44,6 +48,9 @@ func computeFrame(r *Run, tl timeline, iv float64) frame {
 	for _, s := range r.Samples {
 		if s.AdmittedHist != "" || s.ByPriority["P0"].Hist != "" {
 			f.hasHist = true
+		}
+		if s.AdmittedTotal > 0 {
+			f.hasAdmittedTotal = true
 		}
 		for _, p := range s.ByPriority {
 			if p.FinishedTotal > 0 {
@@ -101,7 +108,19 @@ func (f *frame) addCounters(i int, b bucket) {
 	}
 	f.get("offered")[i] = delta(func(s *sample) uint64 { return s.OfferedTotal }) / b.dt
 	f.get("goodput")[i] = outcome(outcomeOK) / b.dt
-	f.get("admitted")[i] = (outcome(outcomeOK) + outcome(outcomeFallback) + outcome(outcomeTimeout) + outcome(outcomeError)) / b.dt
+	if f.hasAdmittedTotal {
+		// The gateways' admissions, counted when admitted.
+		var from float64
+		if b.prev != nil {
+			from = b.prev.AdmittedTotal
+		}
+		if d := last.AdmittedTotal - from; d >= 0 {
+			f.get("admitted")[i] = d / b.dt
+		}
+	} else {
+		// An older run: admitted requests counted when the clients saw them end.
+		f.get("admitted")[i] = (outcome(outcomeOK) + outcome(outcomeFallback) + outcome(outcomeTimeout) + outcome(outcomeError)) / b.dt
+	}
 	for _, o := range outcomeNames {
 		if reason, ok := strings.CutPrefix(o, "shed_"); ok {
 			f.get("shed." + reason)[i] = outcome(o) / b.dt

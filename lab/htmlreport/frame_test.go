@@ -381,3 +381,30 @@ func TestUpstreamSeries(t *testing.T) {
 		t.Errorf("retries over 2 s = %v, want the mean 6", got)
 	}
 }
+
+// Admitted per second is the gateways' admissions (admitted_total) over the
+// interval when the samples carry them: a burst of admitted requests
+// ending at once (an OOM kill's errors) does not show as admissions.
+// Older runs fall back to the admitted requests the clients saw end.
+func TestAdmittedFromTheGateways(t *testing.T) {
+	errs := wire.OutcomeError.String()
+	r := mkRun(
+		runfiles.Sample{Elapsed: 1, AdmittedTotal: 100, OutcomeTotal: map[string]uint64{errs: 0}},
+		runfiles.Sample{Elapsed: 2, AdmittedTotal: 150, OutcomeTotal: map[string]uint64{errs: 5000}},
+	)
+	f := computeFrame(r, newTimeline(r), 1)
+	if got := f.series["admitted"]; got[0] != 100 || got[1] != 50 {
+		t.Errorf("admitted = %v, want [100 50] from admitted_total", got)
+	}
+	if got := f.series["failed.error"][1]; got != 5000 {
+		t.Errorf("errors = %v, want 5000", got)
+	}
+	old := mkRun(
+		runfiles.Sample{Elapsed: 1, OutcomeTotal: map[string]uint64{errs: 0}},
+		runfiles.Sample{Elapsed: 2, OutcomeTotal: map[string]uint64{errs: 5000}},
+	)
+	f = computeFrame(old, newTimeline(old), 1)
+	if got := f.series["admitted"][1]; got != 5000 {
+		t.Errorf("older run: admitted = %v, want the 5000 that ended", got)
+	}
+}

@@ -21,6 +21,7 @@ type gatewayState struct {
 	redisFallback float64 // levee_ratelimit_store_fallback_total per second
 	retries       float64 // retries sent per second
 	hedges        float64 // hedged attempts sent per second
+	admitted      float64 // requests admitted per second
 }
 
 // addGateways fills the gateways' view: gauges summed, lag and level maxed
@@ -52,7 +53,9 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			}
 		}
 		if c.At.After(g.prevAt) { // a new scrape: new rates
-			st.shed += g.update(f, c.At)
+			shed, admitted := g.update(f, c.At)
+			st.shed += shed
+			st.admitted += admitted
 		}
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
@@ -63,7 +66,9 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 		smp.RedisFallbackRPS += g.redisFallback
 		smp.RetryRPS += g.retries
 		smp.HedgeRPS += g.hedges
+		smp.AdmittedRPS += g.admitted
 	}
+	smp.AdmittedTotal = st.admitted
 	if level >= 0 {
 		smp.Level = wire.LevelName(int(level))
 	}
@@ -122,10 +127,10 @@ func markEjections(smp *runfiles.Sample, gateways []Child) {
 	}
 }
 
-// update takes a new scrape f taken at at: the shed rates since the previous
-// scrape (see sinceLast), and the increase of the shed counter, which it
-// returns.
-func (g *gatewayState) update(f scrape.Families, at time.Time) float64 {
+// update takes a new scrape f taken at at: the shed, admission, retry and
+// hedge rates since the previous scrape (see sinceLast), and the increases
+// of the shed and admitted counters, which it returns.
+func (g *gatewayState) update(f scrape.Families, at time.Time) (shed, admitted float64) {
 	prev, since := sinceLast(g.prev, g.prevAt, f, at)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
@@ -139,8 +144,13 @@ func (g *gatewayState) update(f scrape.Families, at time.Time) float64 {
 		g.retries = f.SumDelta(prev, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetrySent}) / since
 		g.hedges = f.SumDelta(prev, wire.MetricUpstreamHedges, map[string]string{wire.LabelResult: wire.HedgeSent}) / since
 	}
+	admitted = f.SumDelta(prev, wire.MetricAdmitted, nil)
+	g.admitted = 0
+	if since > 0 {
+		g.admitted = admitted / since
+	}
 	g.prev, g.prevAt = f, at
-	return f.SumDelta(prev, wire.MetricShed, nil)
+	return f.SumDelta(prev, wire.MetricShed, nil), admitted
 }
 
 // sinceLast is the scrape a new one f (taken at at) is compared with — the
