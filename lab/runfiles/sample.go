@@ -12,8 +12,8 @@ type Sample struct {
 	Elapsed float64   `json:"elapsed_s"` // seconds since the run started
 
 	// Load generator, client side.
-	TargetRPS   float64 `json:"target_rps"`   // what the schedule asks for now
-	OfferedRPS  float64 `json:"offered_rps"`  // arrivals scheduled in the last tick
+	TargetRPS  float64 `json:"target_rps"`  // what the schedule asks for now
+	OfferedRPS float64 `json:"offered_rps"` // arrivals scheduled in the last tick
 	// AdmittedRPS is the rate the gateways admitted requests at (their
 	// levee_admitted_total, counted when admitted, over the scrape
 	// interval). Counting admissions when the client saw them end made a
