@@ -58,9 +58,13 @@ func quantileMs(h *hdrhistogram.Histogram, q float64) float64 {
 
 // counters are the plain counts; a Window is the difference of two.
 type counters struct {
-	offered  uint64
-	outcomes [wire.NumOutcomes]uint64
-	prio     [3]struct {
+	offered     uint64
+	attempts    uint64 // attempts sent, first ones and retries
+	retries     uint64 // attempts after the first
+	denied      uint64 // retries the retry budget refused
+	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
+	outcomes    [wire.NumOutcomes]uint64
+	prio        [3]struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
@@ -115,6 +119,48 @@ func (s *stats) offer(p priority) []tag {
 	return tags
 }
 
+// attempt counts one attempt sent (a retry when retry is set) of a
+// request tagged by offer.
+func (s *stats) attempt(_ priority, retry bool, tags []tag) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.attempts++
+	if retry {
+		s.total.retries++
+	}
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.attempts++
+			if retry {
+				c.retries++
+			}
+		}
+	}
+}
+
+// shedRetried counts an attempt the gateway shed (as o) that is being
+// retried: the gateway counted the shed, the request goes on.
+func (s *stats) shedRetried(o wire.Outcome, tags []tag) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.shedRetried++
+	for _, t := range s.trackers {
+		t.shedRetriedLocked(epochOf(tags, t), o)
+	}
+}
+
+// retryDenied counts a retry the budget refused.
+func (s *stats) retryDenied(tags []tag) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.denied++
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.denied++
+		}
+	}
+}
+
 // finish records the one outcome of an offered request (tagged by offer)
 // and, unless it was never sent, its latency from the intended arrival
 // time.
@@ -124,13 +170,7 @@ func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration, tags [
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
 	for _, t := range s.trackers {
-		epoch := Before
-		for _, tg := range tags {
-			if tg.t == t {
-				epoch = tg.epoch
-			}
-		}
-		t.endLocked(epoch, p, o, latency)
+		t.endLocked(epochOf(tags, t), p, o, latency)
 	}
 	if o == wire.OutcomeGeneratorDropped {
 		return

@@ -38,10 +38,13 @@ type Tracker struct {
 }
 
 // Cell is a number of requests offered in one epoch (Before for those
-// offered before Track) that ended in another with one outcome.
+// offered before Track) that ended in another with one outcome — or, with
+// Retried, of attempts the gateway shed (as Outcome) that were retried: a
+// shed the gateway counted that is no request's outcome.
 type Cell struct {
 	Offered, Ended int
 	Outcome        wire.Outcome
+	Retried        bool
 }
 
 // tag marks a request offered while t tracked: it was offered in epoch.
@@ -162,6 +165,7 @@ func (t *Tracker) Totals() Totals {
 		tot.AchievedRPS = float64(tot.Offered) / tot.Elapsed.Seconds()
 	}
 	tot.Outcomes = outcomeMap(&t.total.outcomes)
+	tot.Attempts, tot.Retries, tot.RetriesDenied, tot.ShedRetried = t.total.attempts, t.total.retries, t.total.denied, t.total.shedRetried
 	tot.Admitted = copyHist(t.admitted)
 	tot.ByPriority = make(map[string]PriorityTotals, len(Priorities))
 	for i, name := range Priorities {
@@ -182,6 +186,35 @@ func (t *Tracker) offerLocked(p priority) tag {
 		t.total.prio[p].offered++
 	}
 	return tag{t: t, epoch: t.epoch}
+}
+
+// epochOf is the epoch a request tagged tags was offered in under t
+// (Before when it was offered before t began).
+func epochOf(tags []tag, t *Tracker) int {
+	for _, tg := range tags {
+		if tg.t == t {
+			return tg.epoch
+		}
+	}
+	return Before
+}
+
+// countedLocked is the counters a request offered in epoch counts in, or
+// nil when that epoch is not counted; s.mu held.
+func (t *Tracker) countedLocked(epoch int) *counters {
+	if epoch == Before || !t.counted[epoch] {
+		return nil
+	}
+	return &t.total
+}
+
+// shedRetriedLocked counts an attempt of a request offered in epoch that
+// the gateway shed as o and that is retried; s.mu held.
+func (t *Tracker) shedRetriedLocked(epoch int, o wire.Outcome) {
+	t.cells[Cell{Offered: epoch, Ended: t.epoch, Outcome: o, Retried: true}]++
+	if c := t.countedLocked(epoch); c != nil {
+		c.shedRetried++
+	}
 }
 
 // endLocked counts the end of a request offered in epoch (Before: before
