@@ -56,13 +56,15 @@ func (x *exchange) fail(status int, o wire.Outcome, field, msg string) {
 	x.finish(o)
 }
 
-// shed answers a refused request and counts it.
+// shed counts a refused request, then answers it: a client that has read
+// a shed knows levee_shed_total counted it (the lab's recordings check the
+// counter against the sheds clients saw, across scrapes).
 func (x *exchange) shed(s *shed) {
+	x.finish(s.outcome)
 	if !x.started {
 		x.started = true
 		writeShed(x.w, s.outcome, s.status, s.retryAfter, s.msg)
 	}
-	x.finish(s.outcome)
 }
 
 // reply answers 200 with v as JSON and counts o (ok or fallback).

@@ -438,6 +438,7 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 		}
 		t.tokens = tokens
 	}
+	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
 }
 

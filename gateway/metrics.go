@@ -47,6 +47,7 @@ type metrics struct {
 
 	requests  [numRoutes][admit.NumPriorities][wire.NumServerOutcomes]prometheus.Counter
 	shed      [wire.NumShedReasons][admit.NumPriorities]prometheus.Counter
+	admitted  [numClasses][admit.NumPriorities]prometheus.Counter
 	queueWait [numClasses]prometheus.Observer
 	fallbacks *prometheus.CounterVec // route, reason
 	subcalls  *prometheus.CounterVec // result
@@ -62,6 +63,10 @@ func newMetrics(g *Gateway) *metrics {
 		Name: wire.MetricShed,
 		Help: "Requests shed by the defense chain, by reason and priority.",
 	}, []string{wire.LabelReason, wire.LabelPriority})
+	adm := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: wire.MetricAdmitted,
+		Help: "Requests admitted by the defense chain (a slot and its token budget granted), by class and priority; counted when admitted.",
+	}, []string{wire.LabelClass, wire.LabelPriority})
 	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    wire.MetricQueueWait,
 		Help:    "Time spent waiting in a bulkhead queue (granted or not).",
@@ -89,6 +94,9 @@ func newMetrics(g *Gateway) *metrics {
 	}
 	for c := range numClasses {
 		m.queueWait[c] = wait.WithLabelValues(classID(c).String())
+		for p := range admit.NumPriorities {
+			m.admitted[c][p] = adm.WithLabelValues(classID(c).String(), admit.Priority(p).String())
+		}
 	}
 	for _, res := range wire.SubcallResults() {
 		m.subcalls.WithLabelValues(res)
@@ -101,7 +109,7 @@ func newMetrics(g *Gateway) *metrics {
 		}
 	}
 	m.fallbacks.WithLabelValues(routeAgent.String(), wire.FallbackRules)
-	m.reg.MustRegister(req, shed, wait, m.fallbacks, m.subcalls,
+	m.reg.MustRegister(req, shed, adm, wait, m.fallbacks, m.subcalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gatewayCollector{g})
 	return m

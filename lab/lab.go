@@ -97,6 +97,9 @@ type Lab struct {
 	endReason string // why the run ended ("done", "stopped"); "" while it runs
 	timers    []clockwork.Timer
 	envDone   bool // the end sequence cancelled every pending After
+	// faultErrs holds, per fault, why its last apply or revert failed; a
+	// later success clears it.
+	faultErrs map[string]string
 }
 
 var _ Controls = (*Lab)(nil)
@@ -159,7 +162,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 	l := &Lab{
 		exp: e, opts: opts, clock: opts.Clock, exe: exe, token: randomToken(),
 		done: make(chan struct{}), finishing: make(chan struct{}),
-		defenses: map[string]bool{},
+		defenses: map[string]bool{}, faultErrs: map[string]string{},
 	}
 	l.sched = newSchedule(e, l.clock)
 	l.narr.init()

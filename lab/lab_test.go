@@ -768,6 +768,18 @@ faults:
 	if r := l.Redis(); r.Kind != "cluster" || r.Nodes != 6 || r.Up != 6 {
 		t.Errorf("redis status %+v, want a cluster of 6 up", r)
 	}
+	for _, f := range l.Faults() {
+		switch f.Name {
+		case "redis_master_kill":
+			if f.Unavailable != "" {
+				t.Errorf("redis_master_kill unavailable on a cluster: %s", f.Unavailable)
+			}
+		case "redis_outage":
+			if !strings.Contains(f.Unavailable, "redis_master_kill") {
+				t.Errorf("redis_outage on a cluster: unavailable %q, want a pointer to redis_master_kill", f.Unavailable)
+			}
+		}
+	}
 	if err := l.Wait(); err != nil {
 		t.Fatal(err)
 	}

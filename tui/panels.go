@@ -109,14 +109,15 @@ func buildPanels() []panelDef {
 			{name: "sched", color: cMagenta, get: gateway(func(s *runfiles.Sample) float64 { return s.SchedLatencyP99Ms })},
 			{name: "GC pause", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.GCPauseP99Ms })},
 		}},
-		{id: "queue", title: "queue · in-flight · limit", gateway: true, minTop: 1, series: []seriesDef{
+		{id: "queue", title: "queue · in-flight · limit · slots", gateway: true, minTop: 1, series: []seriesDef{
 			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
+			{name: "slots", color: cMagenta, get: client(liveSlots)},
 			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
 			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
 		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
 			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
-			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
+			{name: "admitted", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
 			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
 		}, extra: upstreamRates},
@@ -135,6 +136,19 @@ func buildPanels() []panelDef {
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
+}
+
+// liveSlots is the true slot count beside the limit: the slots the live
+// nodes report (levee_fakemodel_slots of each node whose scrape is
+// current), so a node lost or cut to fewer slots shows at once.
+func liveSlots(s *runfiles.Sample) float64 {
+	t := 0.0
+	for _, n := range s.Nodes {
+		if n.Up {
+			t += n.Slots
+		}
+	}
+	return t
 }
 
 // upstreamRates is the retries and hedges the gateways sent to the nodes

@@ -338,11 +338,18 @@ func (m *Model) faultRows() []string {
 	var items []string
 	for _, f := range m.faults {
 		it := "[" + f.Key + "] " + f.Name
-		if f.Active {
+		switch {
+		case f.Unavailable != "":
+			// Not in this lab: dimmed and marked, the reason on the key.
+			it = stDim.Render(it + " n/a")
+		case f.Active:
 			it = stActive.Render(it + " ●")
 			if f.Detail != "" {
 				it += " " + f.Detail
 			}
+		}
+		if f.Error != "" {
+			it += stErr.Render(" ⚠ failed")
 		}
 		items = append(items, it)
 	}

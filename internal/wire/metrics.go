@@ -6,6 +6,7 @@ package wire
 const (
 	MetricRequests         = "levee_requests_total"     // counter: route, priority, outcome
 	MetricShed             = "levee_shed_total"         // counter: reason, priority
+	MetricAdmitted         = "levee_admitted_total"     // counter: class, priority
 	MetricInflight         = "levee_inflight"           // gauge: class
 	MetricQueueDepth       = "levee_queue_depth"        // gauge: class, priority
 	MetricQueueWait        = "levee_queue_wait_seconds" // histogram: class
@@ -56,6 +57,7 @@ const (
 const (
 	MetricGoGoroutines = "go_goroutines"
 	MetricProcessRSS   = "process_resident_memory_bytes"
+	MetricProcessStart = "process_start_time_seconds" // gauge: Unix seconds
 )
 
 // Suffixes of a histogram's series in the text format.
@@ -213,6 +215,7 @@ func GatewayMetrics() []Metric {
 	return []Metric{
 		{MetricRequests, TypeCounter, []string{LabelRoute, LabelPriority, LabelOutcome}, "traffic requests; every request counted once (outcomes above, never `generator_dropped`)"},
 		{MetricShed, TypeCounter, []string{LabelReason, LabelPriority}, "requests shed by the defense chain; `reason` is a shed reason"},
+		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
 		{MetricInflight, TypeGauge, []string{LabelClass}, "requests in flight past admission"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
 		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},

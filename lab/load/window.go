@@ -123,13 +123,15 @@ func sumOutcomes(c *[wire.NumOutcomes]uint64) uint64 {
 	return s
 }
 
-// window computes the Window at now and, when reset, starts the next one.
-func (s *stats) window(now, started time.Time, target float64, outstanding int) Window {
+// window computes the Window at now and starts the next one. Elapsed
+// counts from started to end (the stop of scheduling, or now); Duration
+// from the previous window to now.
+func (s *stats) window(now, end, started time.Time, target float64, outstanding int) Window {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := Window{Time: now, TargetRPS: target, Outstanding: outstanding}
 	if !started.IsZero() {
-		w.Elapsed = now.Sub(started)
+		w.Elapsed = end.Sub(started)
 		from := s.lastTickTime
 		if from.IsZero() || from.Before(started) {
 			from = started

@@ -184,21 +184,6 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 	return t
 }
 
-func TestSubTotals(t *testing.T) {
-	start := totals(2*time.Second, 10, map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeTimeout.String(): 2}, 1000, 2000)
-	end := totals(5*time.Second, 25, map[string]uint64{wire.OutcomeOK.String(): 20, wire.OutcomeTimeout.String(): 5}, 1000, 2000, 3000, 3000, 9000)
-	d := SubTotals(end, start)
-	if d.Offered != 15 || d.Outcomes[wire.OutcomeOK.String()] != 12 || d.Outcomes[wire.OutcomeTimeout.String()] != 3 || d.Elapsed != 3*time.Second {
-		t.Fatalf("delta %+v", d)
-	}
-	if d.Admitted.TotalCount() != 3 || d.Admitted.Max() < 8990 || d.Admitted.Min() < 2990 {
-		t.Errorf("histogram delta: n %d min %d max %d", d.Admitted.TotalCount(), d.Admitted.Min(), d.Admitted.Max())
-	}
-	if d.ByPriority["P0"].Offered != 15 || d.ByPriority["P0"].Latency.TotalCount() != 3 {
-		t.Errorf("priority delta %+v", d.ByPriority["P0"])
-	}
-}
-
 // sampleAt builds a sample for the aggregator tests.
 func sampleAt(start time.Time, el float64, offeredRPS, capRPS, limit float64, liveSlots []float64, p0off, p0ok uint64, rss float64) Sample {
 	s := Sample{

@@ -67,6 +67,7 @@ type State struct {
 	nodes    []nodeState
 	recent   map[string][]prioCount // per priority, newest last
 	shed     float64                // levee_shed_total over every gateway process
+	admitted float64                // levee_admitted_total over every gateway process
 	// fallbacks is levee_ratelimit_store_fallback_total over every gateway
 	// process.
 	fallbacks float64
@@ -98,6 +99,7 @@ func (s State) clone() State {
 		nodes:     append([]nodeState(nil), s.nodes...),
 		recent:    make(map[string][]prioCount, len(s.recent)),
 		shed:      s.shed,
+		admitted:  s.admitted,
 		fallbacks: s.fallbacks,
 	}
 	for k, v := range s.recent {
@@ -158,10 +160,6 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
 	}
 	smp.GoodputRPS = per(w.Outcomes[wire.OutcomeOK.String()])
-	// Admitted requests are counted when they finish, like goodput, so that
-	// goodput ≤ admitted holds tick by tick: a shed decided late (a queue
-	// timeout) can never make this tick's admissions negative or inflated.
-	smp.AdmittedRPS = per(w.Outcomes[wire.OutcomeOK.String()] + w.Outcomes[wire.OutcomeFallback.String()] + w.Outcomes[wire.OutcomeTimeout.String()] + w.Outcomes[wire.OutcomeError.String()])
 	keep := max(int(SuccessWindow/in.Tick), 1)
 	smp.ByPriority = map[string]runfiles.PrioritySample{}
 	for _, p := range load.Priorities {

@@ -212,6 +212,15 @@ func (s *Supervisor) NodeAddrs() []string {
 func (s *Supervisor) Nodes() []*Child    { return s.nodes }
 func (s *Supervisor) Gateways() []*Child { return s.gateways }
 
+// HasRedisChild reports whether the lab runs its own Redis server child
+// (the one a redis_outage fault kills); a cluster, an external Redis or
+// none is not one.
+func (s *Supervisor) HasRedisChild() bool { return s.redis != nil }
+
+// HasRedisCluster reports whether the lab runs a Redis Cluster (whose
+// masters a redis_master_kill fault kills).
+func (s *Supervisor) HasRedisCluster() bool { return s.cluster != nil }
+
 // Counters are the supervisor's running totals.
 type Counters struct {
 	OOMKills int     // gateways killed at their memory limit
