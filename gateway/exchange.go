@@ -221,6 +221,11 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux.Handle(wire.PathV1, g.serveRoute(routeOther, "", func(x *exchange) {
 		x.fail(http.StatusNotFound, wire.OutcomeError, "", "no route "+x.r.URL.Path)
 	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Outside /v1/ nothing is a traffic route: not counted, but the
+		// contract's JSON error all the same.
+		writeError(w, http.StatusNotFound, 0, false, "", "no route "+r.URL.Path)
+	})
 	mux.Handle(wire.PathMetrics, promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -19,6 +19,19 @@ const (
 	HeaderRequestTimeoutMs = "X-Request-Timeout-Ms"
 	// HeaderNode names the fake model node that answered (its address).
 	HeaderNode = "X-Levee-Node"
+	// HeaderBackpressure is a model node's backpressure signal (seed 004):
+	// present on its answers while the node is past one of its watermarks,
+	// its value the comma-separated reasons (Backpressure…). The gateway's
+	// guard counts the nodes that sent it recently.
+	HeaderBackpressure = "X-Levee-Backpressure"
+)
+
+// Backpressure reasons, the values of HeaderBackpressure.
+const (
+	BackpressureQueue = "queue" // requests waiting for a slot ≥ backpressure_queue
+	BackpressureHeap  = "heap"  // live heap ≥ backpressure_heap_mb
+	BackpressureCPU   = "cpu"   // process CPU share ≥ backpressure_cpu
+	BackpressureForce = "force" // backpressure_force is on
 )
 
 // FieldFallback is the JSON field a fallback answer's body sets to true
@@ -61,6 +74,9 @@ const (
 	// AdminTokenLine prefixes the stderr line of a server that generated
 	// its own token ("admin token: TOKEN").
 	AdminTokenLine = "admin token: "
+	// MinAdminTokenLen is the shortest admin token a server accepts (a
+	// generated one is 32 hex characters).
+	MinAdminTokenLen = 16
 )
 
 // ErrorBody is the JSON error every server answers with:

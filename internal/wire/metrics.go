@@ -22,11 +22,17 @@ const (
 	MetricSubcallsInflight = "levee_agent_subcalls_inflight"
 	MetricSubcalls         = "levee_agent_subcalls_total" // counter: result
 	MetricFallbacks        = "levee_fallbacks_total"      // counter: route, reason
+	MetricSubcallsQueued   = "levee_agent_subcalls_queued"
+	MetricAgentTasks       = "levee_agent_tasks_total"     // counter: result, level
+	MetricAgentLevel       = "levee_agent_level"           // gauge: index of Levels()
+	MetricTokensReserved   = "levee_tokens_reserved_total" // counter: priority
+	MetricTokensUsed       = "levee_tokens_used_total"     // counter: priority
 
 	MetricUpstreamUp             = "levee_upstream_up"                    // gauge: node
 	MetricUpstreamBreakerState   = "levee_upstream_breaker_state"         // gauge: node
 	MetricUpstreamInflight       = "levee_upstream_inflight"              // gauge: node
 	MetricUpstreamLatency        = "levee_upstream_latency_seconds"       // histogram
+	MetricUpstreamBackpressure   = "levee_upstream_backpressure"          // gauge: node
 	MetricRetries                = "levee_retries_total"                  // counter: result
 	MetricRateLimitStoreFallback = "levee_ratelimit_store_fallback_total" // counter: store
 )
@@ -69,6 +75,7 @@ const (
 	LabelDefense  = "defense"  // DefenseNames()
 	LabelResult   = "result"   // retries: Retry…; agent sub-calls: Subcall…
 	LabelStore    = "store"    // StoreLocal, StoreRedis
+	LabelLevel    = "level"    // Levels()
 )
 
 // Fallback reasons: the LabelReason values of MetricFallbacks.
@@ -96,6 +103,29 @@ const (
 // SubcallResults returns the agent sub-call results.
 func SubcallResults() [5]string {
 	return [5]string{SubcallOK, SubcallError, SubcallTimeout, SubcallCapped, SubcallSkipped}
+}
+
+// Agent task results: the LabelResult values of MetricAgentTasks. A task
+// is one POST /v1/agent the gateway parsed; it succeeded when its path,
+// degraded or not, answered within its deadline (AgentTaskSucceeded).
+const (
+	AgentTaskOK       = "ok"       // every step asked for, at full fan-out
+	AgentTaskDegraded = "degraded" // answered with fewer steps or sub-calls than asked
+	AgentTaskFallback = "fallback" // answered by the rules, no model (black, or every sub-call failed)
+	AgentTaskDropped  = "dropped"  // refused at red: the share of complex tasks dropped
+	AgentTaskShed     = "shed"     // refused by admission: rate limit, guard, queue, budget, fan-out cap
+	AgentTaskTimeout  = "timeout"  // no answer within the deadline
+	AgentTaskError    = "error"    // the model failed and no fallback answered
+)
+
+// AgentTaskResults returns the agent task results.
+func AgentTaskResults() [7]string {
+	return [7]string{AgentTaskOK, AgentTaskDegraded, AgentTaskFallback, AgentTaskDropped, AgentTaskShed, AgentTaskTimeout, AgentTaskError}
+}
+
+// AgentTaskSucceeded reports whether a task with result r answered in time.
+func AgentTaskSucceeded(r string) bool {
+	return r == AgentTaskOK || r == AgentTaskDegraded || r == AgentTaskFallback
 }
 
 // Breaker states: a node's "breaker" in the gateway's state, in the order of
@@ -159,10 +189,16 @@ func GatewayMetrics() []Metric {
 		{MetricSubcallsInflight, TypeGauge, nil, "agent sub-calls in flight (amplification)"},
 		{MetricSubcalls, TypeCounter, []string{LabelResult}, "agent sub-calls: `ok`, `error`, `timeout`, `capped` (not sent: amplification cap), `skipped` (not sent: degraded depth)"},
 		{MetricFallbacks, TypeCounter, []string{LabelRoute, LabelReason}, "fallback answers; `reason` is `black`, `upstream` or `rules`"},
+		{MetricSubcallsQueued, TypeGauge, nil, "agent sub-calls waiting for a place under the amplification cap"},
+		{MetricAgentTasks, TypeCounter, []string{LabelResult, LabelLevel}, "agent tasks by result (`ok`, `degraded`, `fallback`, `dropped`, `shed`, `timeout`, `error`; the first three answered in time) and the agent level they were planned at"},
+		{MetricAgentLevel, TypeGauge, nil, "the level agent tasks are planned at: the overload level, black when `agent.black_nodes_down` of the nodes are down"},
+		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
+		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
 		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
 		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending a request to a node to its response headers"},
+		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
 		{MetricRetries, TypeCounter, []string{LabelResult}, "retries after connection failures: `sent`, or `denied` by the retry budget"},
 	}
 }

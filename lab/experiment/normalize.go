@@ -215,7 +215,7 @@ func (e *Experiment) validateThresholds(p *problems) {
 // makes parses, naming the experiment field that most likely broke it.
 func (e *Experiment) validateGatewayConfig(p *problems) {
 	_, _, err := e.GatewayConfig(GatewayParams{
-		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "check",
+		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "check-token-0123456789",
 		Nodes: []string{"127.0.0.1:1"}, Keys: APIKeys("check"),
 		Defenses: e.Gateway.Defenses, Gateways: e.Gateway.Count,
 	})
