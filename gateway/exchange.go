@@ -105,11 +105,13 @@ func (x *exchange) readBody() ([]byte, bool) {
 	return body, true
 }
 
-// badRequest answers a *openai.RequestError as 400 naming its field.
+// badRequest answers a *openai.RequestError as 400 naming its field, in
+// the message too (as the fake model does), since clients often show
+// only the message.
 func (x *exchange) badRequest(err error) {
 	var re *openai.RequestError
 	if errors.As(err, &re) {
-		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Msg)
+		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Error())
 		return
 	}
 	x.fail(http.StatusBadRequest, wire.OutcomeError, "", err.Error())
