@@ -31,7 +31,10 @@ type Options struct {
 	// RunsDir/<time>-<name>).
 	Record bool
 	// Out is the run folder when Record is set ("" = RunsDir/<time>-<name>).
+	// A folder that holds files is refused unless Force.
 	Out string
+	// Force replaces a previous run in Out (its files are removed first).
+	Force bool
 	// RunsDir is where run folders go. Default "runs".
 	RunsDir string
 	// WorkDir holds the children's logs and configs when not recording from
@@ -178,7 +181,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 func (l *Lab) makeFolders() (runDir string, err error) {
 	switch {
 	case l.opts.Record:
-		d, err := runfiles.ResolveRunDir(l.opts.Out, l.opts.RunsDir, l.exp.Name, time.Now())
+		d, err := runfiles.ResolveRunDir(l.opts.Out, l.opts.RunsDir, l.exp.Name, time.Now(), l.opts.Force)
 		if err != nil {
 			return "", err
 		}
