@@ -216,7 +216,7 @@ func (s *Supervisor) gatewayArgs(index int, listen, admin string) []string {
 		b = []byte("# " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
 	}
 	_ = os.WriteFile(path, b, 0o600) // it holds the admin token
-	_ = os.Chmod(path, 0o600)          // even when an older file was laxer
+	_ = os.Chmod(path, 0o600)        // even when an older file was laxer
 	return []string{"gateway", "--config", path}
 }
 
