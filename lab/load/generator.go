@@ -355,11 +355,12 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 	g.targetsMu.RUnlock()
 	share, kbps := g.SlowClients()
 	spec := mix.next(targets, share, kbps)
-	g.stats.offer(spec.priority)
+	ri := routeIndex(spec.route)
+	g.stats.offer(spec.priority, ri)
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, wire.OutcomeGeneratorDropped, 0)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, 0)
 		return
 	}
 	g.wg.Add(1)
@@ -367,7 +368,7 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 		defer g.wg.Done()
 		o := g.send(spec)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, o, lat)
+		g.stats.finish(spec.priority, ri, o, lat)
 		g.outstanding.Add(-1)
 	}()
 }

@@ -53,7 +53,14 @@ type counters struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
+	route [NumRoutes + 1]struct { // by routeIndex; the last: unknown
+		offered  uint64
+		outcomes [wire.NumOutcomes]uint64
+	}
 }
+
+// NumRoutes is the number of routes (len(AllRoutes)).
+const NumRoutes = wire.NumLoadRoutes
 
 // stats collects what happened to every offered request. All fields are
 // guarded by mu.
@@ -83,21 +90,23 @@ func newStats() *stats {
 	return s
 }
 
-// offer counts one arrival.
-func (s *stats) offer(p priority) {
+// offer counts one arrival on route index r.
+func (s *stats) offer(p priority, r int) {
 	s.mu.Lock()
 	s.total.offered++
 	s.total.prio[p].offered++
+	s.total.route[r].offered++
 	s.mu.Unlock()
 }
 
 // finish records the one outcome of an offered request and, unless it was
 // never sent, its latency from the intended arrival time.
-func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration) {
+func (s *stats) finish(p priority, r int, o wire.Outcome, latency time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
+	s.total.route[r].outcomes[o]++
 	if o == wire.OutcomeGeneratorDropped {
 		return
 	}
