@@ -22,5 +22,7 @@ echo "== fake model: saturated throughput vs N x C / mean"
 bench -bench '^BenchmarkSaturatedThroughput$' -benchtime 1x ./fakemodel
 echo "== dashboard CPU at 4 Hz"
 bench -bench '^Benchmark(Frame|ProgramCPU)$' -benchtime 80x ./tui
+echo "== HTML report of a 30-minute run (7,200 samples): time per report (target < 2 s) and MB/report (target < 2 MB)"
+bench -bench '^BenchmarkWriteFile30Min$' -benchtime 3x ./lab/htmlreport
 echo "== load generator accuracy at 2000 req/s against a loopback server"
 go run ./cmd/levee loadtest --rate 2000 --duration 5s

@@ -15,6 +15,8 @@ import (
 
 	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/htmlreport"
+	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/tui"
 )
 
@@ -75,6 +77,7 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Quick:    *quick,
 		Args:     append([]string{"lab"}, args...),
 		Progress: log,
+		Reports:  []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "levee lab: %v\n", err)

@@ -25,6 +25,17 @@ func copyHist(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	return hdrhistogram.Import(h.Export())
 }
 
+// packHist returns a sparse copy of h (same geometry), or nil when h is
+// empty. It scans h's counts once.
+func packHist(h *hdrhistogram.Histogram) *hdrhistogram.PackedHistogram {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	p := hdrhistogram.NewPacked(minLatencyUs, maxLatencyUs, sigFigs)
+	p.MergeFrom(h)
+	return p
+}
+
 func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	us := int64(d / time.Microsecond)
 	if us < minLatencyUs {

@@ -30,6 +30,10 @@ type Window struct {
 	// that ended in the window; 0 when none did.
 	AdmittedP50Ms float64
 	AdmittedP99Ms float64
+	// AdmittedHist holds the same latencies (microseconds) as a sparse
+	// copy of the window's histogram, so that windows can be merged into any
+	// interval and give true percentiles; nil when none ended.
+	AdmittedHist *hdrhistogram.PackedHistogram
 
 	ByPriority map[string]PriorityWindow // keyed by priority name
 	ByRoute    map[string]RouteWindow    // keyed by route name (AllRoutes)
@@ -56,6 +60,9 @@ type PriorityWindow struct {
 	// (dropped arrivals excluded); 0 when none did.
 	P50Ms float64
 	P99Ms float64
+	// Latency holds the same latencies (microseconds) as a sparse copy of
+	// the window's histogram; nil when none ended.
+	Latency *hdrhistogram.PackedHistogram
 }
 
 // Totals is the cumulative view since the start. Maps and histograms are
@@ -146,6 +153,7 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 	}
 	w.AdmittedP50Ms = quantileMs(s.winAdmitted, 50)
 	w.AdmittedP99Ms = quantileMs(s.winAdmitted, 99)
+	w.AdmittedHist = packHist(s.winAdmitted)
 	w.ByPriority = make(map[string]PriorityWindow, len(Priorities))
 	for i, name := range Priorities {
 		c, p := &cur.prio[i], &prev.prio[i]
@@ -158,6 +166,7 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 			FinishedTotal: sumOutcomes(&c.outcomes),
 			P50Ms:         quantileMs(s.winPrio[i], 50),
 			P99Ms:         quantileMs(s.winPrio[i], 99),
+			Latency:       packHist(s.winPrio[i]),
 		}
 	}
 	w.ByRoute = make(map[string]RouteWindow, len(AllRoutes))

@@ -29,6 +29,12 @@ type Sample struct {
 
 	AdmittedP50Ms float64 `json:"admitted_p50_ms"` // latency of admitted requests, last tick
 	AdmittedP99Ms float64 `json:"admitted_p99_ms"`
+	// AdmittedHist is the histogram behind AdmittedP50Ms/P99Ms: the
+	// latencies (µs) of the admitted requests that ended in the last tick, in
+	// HdrHistogram's standard V2 compressed base64 encoding ("HISTFAAA…",
+	// 1 µs..10 min, 3 significant digits). Ticks merge into any interval
+	// with true percentiles. Empty when none ended.
+	AdmittedHist string `json:"admitted_hist,omitempty"`
 
 	// Gateways, scraped from /metrics and summed (gauges) or maxed (lag, level)
 	// over all gateway processes.
@@ -45,8 +51,12 @@ type Sample struct {
 	TokensInflight    float64            `json:"tokens_inflight"`
 	ShedRPSByReason   map[string]float64 `json:"shed_rps_by_reason"`   // reason: ratelimit, overload, …
 	ShedRPSByPriority map[string]float64 `json:"shed_rps_by_priority"` // P0, P1, P2
-	OOMKills          int                `json:"oom_kills"`            // cumulative
-	GatewayStale      bool               `json:"gateway_stale,omitempty"`
+	// RedisFallbackRPS is the rate limit decisions per second made without
+	// the shared store (levee_ratelimit_store_fallback_total), summed over
+	// gateways; 0 when Redis is not in play.
+	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
+	OOMKills         int     `json:"oom_kills"` // cumulative
+	GatewayStale     bool    `json:"gateway_stale,omitempty"`
 
 	Nodes    []NodeSample    `json:"nodes"`
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
@@ -58,11 +68,15 @@ type Sample struct {
 
 // PrioritySample is the client-side view of one priority class.
 type PrioritySample struct {
-	OfferedTotal uint64  `json:"offered_total"`
-	OKTotal      uint64  `json:"ok_total"`
-	SuccessRate  float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
+	OfferedTotal  uint64  `json:"offered_total"`
+	OKTotal       uint64  `json:"ok_total"`
+	FinishedTotal uint64  `json:"finished_total"` // any outcome, generator_dropped included
+	SuccessRate   float64 `json:"success_rate"`   // ok / finished, over the last few seconds; 1 when nothing finished
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	// Hist is the histogram behind P50Ms/P99Ms (every sent request of the
+	// class that ended in the last tick), encoded like Sample.AdmittedHist.
+	Hist string `json:"hist,omitempty"`
 }
 
 // NodeSample is one fake model node.

@@ -12,11 +12,12 @@ import (
 // gatewayState is one gateway's previous scrape and the shed rates derived
 // from its last two scrapes, carried over to ticks that got no new scrape.
 type gatewayState struct {
-	prev       scrape.Families
-	prevAt     time.Time
-	starts     int
-	byReason   map[string]float64
-	byPriority map[string]float64
+	prev          scrape.Families
+	prevAt        time.Time
+	starts        int
+	byReason      map[string]float64
+	byPriority    map[string]float64
+	redisFallback float64 // levee_ratelimit_store_fallback_total per second
 }
 
 // addGateways fills the gateways' view: gauges summed, lag and level maxed
@@ -55,6 +56,7 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 		for k, v := range g.byPriority {
 			smp.ShedRPSByPriority[k] += v
 		}
+		smp.RedisFallbackRPS += g.redisFallback
 	}
 	if level >= 0 {
 		smp.Level = wire.LevelName(int(level))
@@ -101,6 +103,7 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelPriority, nil) {
 			g.byPriority[k] = v / since
 		}
+		g.redisFallback = f.SumDelta(prev, wire.MetricRateLimitStoreFallback, nil) / since
 	}
 	g.prev, g.prevAt = f, at
 	return f.SumDelta(prev, wire.MetricShed, nil)

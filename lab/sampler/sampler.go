@@ -138,6 +138,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	smp.Outstanding = w.Outstanding
 	smp.OfferedTotal = w.OfferedTotal
 	smp.AdmittedP50Ms, smp.AdmittedP99Ms = w.AdmittedP50Ms, w.AdmittedP99Ms
+	smp.AdmittedHist = encodeHist(w.AdmittedHist)
 	smp.OutcomeRPS = map[string]float64{}
 	smp.OutcomeTotal = map[string]uint64{}
 	for _, o := range load.Outcomes {
@@ -167,6 +168,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		if fin > 0 {
 			rate = float64(ok) / float64(fin)
 		}
-		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms}
+		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
+			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 }
