@@ -277,6 +277,7 @@ func (l *Lab) startLoad() error {
 			RoutesByPriority: e.Mix.RoutesByPriority,
 			PromptTokens:     [2]int{e.Mix.PromptTokens.Min, e.Mix.PromptTokens.Max},
 			MaxTokens:        e.Mix.MaxTokens,
+			AgentSteps:       [2]int{e.Mix.AgentSteps.Min, e.Mix.AgentSteps.Max},
 		},
 		Arrival:        e.Arrival,
 		ClientTimeout:  e.ClientTimeout.D(),

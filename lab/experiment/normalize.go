@@ -266,6 +266,9 @@ func (e *Experiment) normalizeMix(p *problems) {
 	if m.MaxTokens < 1 || m.MaxTokens > 1_000_000 {
 		p.add("mix.max_tokens", "%d: want 1..1000000", m.MaxTokens)
 	}
+	if st := m.AgentSteps; st != (IntRange{}) && (st.Min < 1 || st.Max < st.Min || st.Max > load.MaxAgentSteps) {
+		p.add("mix.agent_steps", "%d..%d: want 1 ≤ min ≤ max ≤ %d", st.Min, st.Max, load.MaxAgentSteps)
+	}
 }
 
 // checkRoutes checks one route table's names and weights.

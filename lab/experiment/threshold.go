@@ -43,6 +43,9 @@ var ThresholdMetrics = map[string]string{
 	"error_rate":               "error / offered",
 	"timeout_rate":             "timeout / offered",
 	"generator_dropped":        "requests the generator could not send (outstanding cap)",
+	"agent_task_success_rate":  "agent tasks answered (ok or fallback: the possibly degraded path answered in time) / offered",
+	"agent_max_level":          "highest agent level seen: 0 green, 1 yellow, 2 red, 3 black",
+	"agent_levels_reached":     "how many agent levels tasks were planned at (1..4)",
 }
 
 var thresholdOps = []string{">=", "<=", "==", "!=", ">", "<"}

@@ -41,6 +41,15 @@ func SubTotals(end, start load.Totals) load.Totals {
 		}
 		d.ByPriority[p] = pt
 	}
+	d.ByRoute = map[string]load.RouteTotals{}
+	for r, e := range end.ByRoute {
+		s := start.ByRoute[r]
+		rt := load.RouteTotals{Offered: e.Offered - s.Offered, Outcomes: map[string]uint64{}}
+		for _, o := range load.Outcomes {
+			rt.Outcomes[o] = e.Outcomes[o] - s.Outcomes[o]
+		}
+		d.ByRoute[r] = rt
+	}
 	return d
 }
 

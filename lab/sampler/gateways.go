@@ -47,9 +47,13 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 				defenses[k] = v > 0
 			}
 		}
+		var byLevel, byResult map[string]float64
 		if c.At.After(g.prevAt) { // a new scrape: new rates
+			prev, _ := sinceLast(g.prev, g.prevAt, c.At, 0)
+			byLevel, byResult = agentDeltas(f, prev)
 			st.shed += g.update(f, c.At, in.Window.Duration.Seconds())
 		}
+		addAgentGateway(smp, f, byLevel, byResult)
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
 		}

@@ -113,6 +113,7 @@ func Next(prev State, in Input) (Output, State) {
 		Recording: in.Recording,
 	}
 	st.addClient(&smp, in)
+	st.addAgentClient(&smp, in)
 	st.addGateways(&smp, in)
 	completions, saturated := st.addNodes(&smp, in)
 	return Output{
