@@ -54,8 +54,11 @@ func (g *Gateway) agentLevel() admit.Level {
 // step asked for at full fan-out; yellow caps the steps at
 // agent.yellow_depth and keeps the core sub-calls only (non-core
 // retrieval off); red narrows to agent.red_fan_out and drops
-// agent.red_drop_share of complex tasks; black answers by rules.
-func (g *Gateway) planAgent(ar AgentRequest, lvl admit.Level) agentPlan {
+// agent.red_drop_share of complex tasks (P0's are never dropped); black
+// answers by rules. Agents are degraded, not shed by priority: yellow
+// and red do not turn P2 and P1 agent tasks away (the budget's ceilings
+// and the amplification cap bound what they may take).
+func (g *Gateway) planAgent(ar AgentRequest, prio admit.Priority, lvl admit.Level) agentPlan {
 	a := g.cfg.Agent
 	p := agentPlan{level: lvl, steps: ar.Steps, width: a.FanOut}
 	p.complex = ar.SubTokens()*int64(ar.Steps)*int64(a.FanOut) >= a.ComplexTokens
@@ -65,7 +68,7 @@ func (g *Gateway) planAgent(ar AgentRequest, lvl admit.Level) agentPlan {
 		p.steps, p.width = min(ar.Steps, a.YellowDepth), a.YellowFanOut
 	case admit.Red:
 		p.steps, p.width = min(ar.Steps, a.YellowDepth), a.RedFanOut
-		if p.complex && a.RedDropShare > 0 {
+		if p.complex && prio != admit.P0 && a.RedDropShare > 0 {
 			// An even, deterministic share: the n-th complex task at red
 			// is dropped when ⌊(n+1)·share⌋ > ⌊n·share⌋.
 			n := float64(g.agentSeq.Add(1) - 1)
@@ -96,7 +99,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	plan := g.planAgent(ar, g.agentLevel())
+	plan := g.planAgent(ar, x.id.Priority, g.agentLevel())
 	switch {
 	case plan.rules:
 		g.agentRules(x, plan.level)
@@ -109,11 +112,11 @@ func (g *Gateway) serveAgent(x *exchange) {
 		return
 	}
 	per := ar.SubTokens()
-	est := per * int64(plan.steps) * int64(plan.width)
-	if g.overRequestCap(x, est, "steps", fmt.Sprintf("%d steps × %d sub-calls × %d tokens each", plan.steps, plan.width, per)) {
+	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
 		return
 	}
-	t, s := g.admitRequest(x.ctx, x.id, routeAgent, est, time.Now())
+	plan = g.fitPlan(plan, per, g.budget.RequestCap())
+	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
 		if s.black && g.on(defFallback) {
 			g.countTask(wire.AgentTaskFallback, plan.level)
@@ -123,7 +126,72 @@ func (g *Gateway) serveAgent(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
+	if !g.reserveAgent(&t, &plan, per) {
+		g.release(&t, 0, false)
+		g.countTask(wire.AgentTaskShed, plan.level)
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+			msg: fmt.Sprintf("token budget exhausted for %s: not even one sub-call of %d tokens fits", x.id.Priority, per)})
+		return
+	}
 	g.runAgent(x, &t, ar, plan, per)
+}
+
+// tokens is the plan's estimate: steps × width sub-calls of per tokens.
+func (p agentPlan) tokens(per int64) int64 { return per * int64(p.steps) * int64(p.width) }
+
+// shallower returns the next smaller plan (seed 004: from full depth to
+// the core sub-calls of a couple of steps, to a single-step answer), and
+// false when p is already one sub-call.
+func (g *Gateway) shallower(p agentPlan) (agentPlan, bool) {
+	a := g.cfg.Agent
+	switch {
+	case p.steps > a.YellowDepth || p.width > a.YellowFanOut:
+		p.steps, p.width = min(p.steps, a.YellowDepth), min(p.width, a.YellowFanOut)
+	case p.steps > 1 || p.width > a.RedFanOut:
+		p.steps, p.width = 1, min(p.width, a.RedFanOut)
+	case p.width > 1:
+		p.width = 1
+	default:
+		return p, false
+	}
+	return p, true
+}
+
+// fitPlan makes p shallower until its estimate is within the per-request
+// cap (the budget defense on); one sub-call fits (checked before).
+func (g *Gateway) fitPlan(p agentPlan, per, capTokens int64) agentPlan {
+	for g.on(defBudget) && p.tokens(per) > capTokens {
+		next, ok := g.shallower(p)
+		if !ok {
+			break
+		}
+		p = next
+	}
+	return p
+}
+
+// reserveAgent reserves the plan's tokens in the budget, making the plan
+// shallower while it does not fit (seed 004: when the budget runs low,
+// complex tasks get a single-step answer rather than none); false when
+// not even one sub-call fits.
+func (g *Gateway) reserveAgent(t *ticket, p *agentPlan, per int64) bool {
+	if !g.on(defBudget) {
+		g.m.tokensReserved[t.prio].Add(float64(p.tokens(per)))
+		return true
+	}
+	for {
+		est := p.tokens(per)
+		if g.budget.Reserve(t.prio, est) == nil {
+			t.tokens = est
+			g.m.tokensReserved[t.prio].Add(float64(est))
+			return true
+		}
+		next, ok := g.shallower(*p)
+		if !ok {
+			return false
+		}
+		*p = next
+	}
 }
 
 // agentRules answers a task at black: the rules, no model call (with the

@@ -29,8 +29,9 @@ func parseAgent(t *testing.T, a answer) agentAnswer {
 // TestAgentDegradesByLevel: seed 004's table. A task asking for 3 steps
 // runs 3 steps × 4 sub-calls at green, 2 × 2 (core only) at yellow, 2 × 1
 // at red, where the complex share is dropped (503), and answers by rules
-// with no model call at black. Every task is counted once, by result
-// and level.
+// with no model call at black. A P2 task is degraded, not shed, at yellow
+// and red (priority shedding is for the other model routes). Every task
+// is counted once, by result and level.
 func TestAgentDegradesByLevel(t *testing.T) {
 	fm := newFakeModel(t, 16, 2*time.Millisecond)
 	cfg := testConfig(fm.addr())
@@ -52,7 +53,7 @@ func TestAgentDegradesByLevel(t *testing.T) {
 		t.Run(tc.level, func(t *testing.T) {
 			admin(t, s, "PUT", "/admin/level", `{"level":"`+tc.level+`"}`)
 			before := fm.arrivals.Load()
-			a := call(t, "POST", base+"/v1/agent", "k0", body)
+			a := call(t, "POST", base+"/v1/agent", "k2", body)
 			v := parseAgent(t, a)
 			if a.outcome != tc.outcome || v.Steps != tc.steps || v.FanOut != tc.width {
 				t.Fatalf("%v; want %s, %d steps × %d", a, tc.outcome, tc.steps, tc.width)
@@ -70,9 +71,12 @@ func TestAgentDegradesByLevel(t *testing.T) {
 	s = startServer(t, cfg)
 	admin(t, s, "PUT", "/admin/level", `{"level":"red"}`)
 	before := fm.arrivals.Load()
-	a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k0", body)
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k1", body)
 	if a.status != 503 || a.outcome != "shed_overload" || a.header.Get("Retry-After") == "" || fm.arrivals.Load() != before {
 		t.Fatalf("complex task at red with drop share 1: %v", a)
+	}
+	if a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k0", body); a.outcome != "ok" {
+		t.Fatalf("a P0 complex task must not be dropped: %v", a)
 	}
 	if got := counterSum(scrape(t, s), wire.MetricAgentTasks, map[string]string{"result": wire.AgentTaskDropped}); got != 1 {
 		t.Errorf("dropped tasks %v, want 1", got)
@@ -167,5 +171,45 @@ func TestAgentPromptNotEscaped(t *testing.T) {
 	a = call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k0", `{"prompt":"`+prompt+`<"}`)
 	if a.status != 400 || a.errorField() != "prompt" || !strings.Contains(string(a.body), "max_prompt_chars") {
 		t.Fatalf("oversized prompt: %v", a)
+	}
+}
+
+// TestAgentBudgetDegrades: when the token budget (or its per-request cap)
+// cannot take a task's full plan, the task runs shallower — the core
+// sub-calls of fewer steps, then a single sub-call — rather than being
+// refused (seed 004: complex tasks fall back to a single-step answer);
+// only when not one sub-call fits is it refused (503 shed_budget), and a
+// single sub-call over the cap is a 400 naming the field.
+func TestAgentBudgetDegrades(t *testing.T) {
+	fm := newFakeModel(t, 16, 2*time.Millisecond)
+	cfg := testConfig(fm.addr())
+	// A sub-call of this body is estimated at 100 tokens (400 characters
+	// / 4 + max_tokens 0); the cap is 250: at most 2 sub-calls.
+	cfg.TokenBudget, cfg.Budget.ReserveP0, cfg.Budget.ReserveP1 = 1000, 0.25, 0
+	s := startServer(t, cfg)
+	body := `{"prompt":"` + strings.Repeat("a", 400) + `","max_tokens":0,"steps":3}`
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", body)
+	if v := parseAgent(t, a); a.outcome != "ok" || !v.Degraded || v.Steps*v.FanOut > 2 {
+		t.Fatalf("task over the cap: %v; want a degraded answer of at most 2 sub-calls", a)
+	}
+	// Hold 700 of P2's 750 tokens: not one sub-call of 100 fits.
+	for _, n := range []int64{250, 250, 200} {
+		if err := s.G.budget.Reserve(2, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a = call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", body)
+	if a.status != 503 || a.outcome != "shed_budget" {
+		t.Fatalf("no room for one sub-call: %v", a)
+	}
+	s.G.budget.Release(600) // 100 held: 650 free for P2, room for 2 sub-calls
+	a = call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", body)
+	if v := parseAgent(t, a); a.outcome != "ok" || v.Steps*v.FanOut > 2 {
+		t.Fatalf("room for a shallower plan: %v", a)
+	}
+	big := `{"prompt":"` + strings.Repeat("a", 2000) + `","max_tokens":0}`
+	if a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", big); a.status != 400 || a.errorField() != "prompt" ||
+		!strings.Contains(string(a.body), "budget.max_request_tokens") {
+		t.Fatalf("one sub-call over the cap: %v", a)
 	}
 }

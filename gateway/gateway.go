@@ -404,6 +404,13 @@ type shed struct {
 // returns a ticket to release; otherwise the shed. It does not allocate on
 // the success path with the local store.
 func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) (ticket, *shed) {
+	return g.admit(ctx, id, r, tokens, tokens, now)
+}
+
+// admit is admitRequest with the rate limit's cost and the budget's
+// reservation apart (an agent task reserves its budget itself, degrading
+// its plan until it fits: budget 0 here).
+func (g *Gateway) admit(ctx context.Context, id Identity, r routeID, tokens, budget int64, now time.Time) (ticket, *shed) {
 	class := routeClass[r]
 	t := ticket{prio: id.Priority, estimate: tokens}
 	if g.on(defRateLimit) {
@@ -411,7 +418,7 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 			return ticket{}, s
 		}
 	}
-	tk, s := g.admitGuarded(ctx, t, id, class, tokens, now)
+	tk, s := g.admitGuarded(ctx, t, id, class, budget, now)
 	if s != nil {
 		g.refundRateLimit(&t)
 	}
@@ -425,7 +432,9 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 		if lvl == admit.Black {
 			return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
 		}
-		if !lvl.Admits(id.Priority) {
+		// Agents degrade by level instead (seed 004: planAgent); the
+		// priorities still order their queue and split the budget.
+		if !lvl.Admits(id.Priority) && class != classAgent {
 			if lvl == admit.Yellow {
 				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusTooManyRequests,
 					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level yellow: P2 shed"}

@@ -99,6 +99,15 @@ type AgentRequest struct {
 // SubTokens is one sub-call's estimated cost.
 func (a AgentRequest) SubTokens() int64 { return estimateTokens(a.chars, a.MaxTokens) }
 
+// costField is the field to blame for a sub-call over the per-request
+// cap: the prompt when it is the larger part, else max_tokens.
+func (a AgentRequest) costField() string {
+	if estimateTokens(a.chars, 0) > int64(a.MaxTokens) {
+		return "prompt"
+	}
+	return "max_tokens"
+}
+
 // ParseAgentRequest checks an agent body: a non-empty string "prompt" of
 // at most maxPromptChars characters, optional 0 ≤ "max_tokens" ≤
 // MaxMaxTokens and optional 1 ≤ "steps" ≤ maxSteps. Errors are
