@@ -17,16 +17,25 @@
 //
 //	POST /v1/chat/completions  OpenAI chat body: messages (non-empty), max_tokens, stream
 //	POST /v1/predict           {"features":{…}}  → {"decision":…,"score":…}
-//	POST /v1/agent             {"prompt":"…","max_tokens":64} → {"answer":…,"depth":k,…}
+//	POST /v1/agent             {"prompt":"…","max_tokens":64,"steps":3} → {"answer":…,"steps":k,"fan_out":n,"level":…,…}
 //	GET  /v1/export?rows=N     NDJSON rows, streamed
 //	GET  /v1/standard/…        small JSON, served locally
 //
 // Fallbacks (when the fallback defense is on) answer level black and
 // upstream failures (no node, breaker open, connection failure, 5xx) on
-// predict, chat and agent, and the red-level rules share of complex agent
-// requests. Rate limiting, yellow/red shedding, full or timed-out queues
-// and the budget stay sheds (429/503), so clients see backpressure; a
-// passed deadline stays a timeout (504). Streamed answers promise "ok" in
+// predict, chat and agent, and agent tasks at the agent level black (the
+// guard black, or agent.black_nodes_down of the nodes down). Rate
+// limiting, yellow/red shedding, full or timed-out queues and the budget
+// stay sheds (429/503), so clients see backpressure; a passed deadline
+// stays a timeout (504). Agents degrade instead of being shed by priority
+// (seed 004, agent.go): fewer steps and sub-calls by level and under
+// budget pressure, a share of complex tasks dropped at red.
+//
+// Model requests reserve their estimated tokens (prompt characters / 4 +
+// max_tokens) in a budget by priority — P0 keeps budget.reserve_p0 of it,
+// one request may take at most budget.max_request_tokens (over it: 400
+// naming the cap) — and settle with the usage the model reports
+// (tokens.go). Streamed answers promise "ok" in
 // X-Levee-Outcome, carry the final outcome in the X-Levee-Outcome-Final
 // trailer, and are cut (never cleanly ended) when they fail midway.
 package gateway
