@@ -34,6 +34,7 @@ type State struct {
 type LimitsState struct {
 	Classes             map[string]ClassState `json:"classes"`
 	TokenBudget         int64                 `json:"token_budget"`
+	TokenRequestCap     int64                 `json:"token_request_cap"` // the per-request cap in force
 	TokensInflight      int64                 `json:"tokens_inflight"`
 	MaxSubcallsInflight int64                 `json:"max_subcalls_inflight"`
 	RateLimit           RateLimitState        `json:"ratelimit"`
@@ -76,6 +77,7 @@ func (g *Gateway) stateLocked() State {
 		Limits: LimitsState{
 			Classes:             make(map[string]ClassState, numClasses),
 			TokenBudget:         g.budget.Capacity(),
+			TokenRequestCap:     g.budget.RequestCap(),
 			TokensInflight:      g.budget.Inflight(),
 			MaxSubcallsInflight: g.subcalls.capacity(),
 			RateLimit:           RateLimitState{Store: g.cfg.RateLimit.Store.Kind, Rules: []ruleJSON{}},

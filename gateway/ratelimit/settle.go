@@ -50,14 +50,8 @@ func (l *Local) Settle(ctx context.Context, key string, rule Rule, delta int64, 
 
 // settle brings the bucket up to date, then applies delta.
 func (e *entry) settle(now int64, r Rule, delta int64) {
-	burst := float64(r.Burst)
-	if e.stamp == 0 {
-		e.tokens, e.stamp = burst, now
-	} else if now > e.stamp {
-		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
-		e.stamp = now
-	}
-	e.tokens = math.Min(burst, e.tokens-float64(delta))
+	e.refill(now, r)
+	e.tokens = math.Min(float64(r.Burst), e.tokens-float64(delta))
 }
 
 // Settle implements Settler with one script run (one round trip).
@@ -78,7 +72,8 @@ func (s *RedisStore) Settle(ctx context.Context, key string, rule Rule, delta in
 
 // redisSettleScript corrects a token bucket (redisTokenBucketScript's
 // hash) by delta tokens: refill as of now, then subtract delta, capped at
-// the burst; the bucket may go below zero (debt).
+// the burst; the bucket may go below zero (debt). Its refill repeats the
+// decision script's: each script must stand alone for EVALSHA.
 //
 // KEYS[1] hash {tokens, ts}.
 // ARGV    replenish rate (tokens/s), burst, delta.

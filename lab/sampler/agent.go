@@ -20,21 +20,7 @@ func (st *State) addAgentClient(smp *runfiles.Sample, in Input) {
 	if aw.OfferedTotal == 0 {
 		return
 	}
-	keep := max(int(SuccessWindow/in.Tick), 1)
-	r := append(st.recent[agentKey], prioCount{ok: aw.Answered, finished: aw.Finished})
-	if len(r) > keep {
-		r = r[len(r)-keep:]
-	}
-	st.recent[agentKey] = r
-	var ok, fin uint64
-	for _, c := range r {
-		ok += c.ok
-		fin += c.finished
-	}
-	rate := 1.0
-	if fin > 0 {
-		rate = float64(ok) / float64(fin)
-	}
+	rate := st.recentRate(agentKey, prioCount{ok: aw.Answered, finished: aw.Finished}, in.Tick)
 	smp.Agent = &runfiles.AgentSample{OfferedTotal: aw.OfferedTotal, AnsweredTotal: aw.AnsweredTotal, SuccessRate: round(rate, 6)}
 }
 
