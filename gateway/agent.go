@@ -382,7 +382,7 @@ type subResult struct {
 
 // subcall makes one agent sub-call and extracts the answer's text.
 func (g *Gateway) subcall(x *exchange, body []byte) subResult {
-	resp, _, o, err := g.callModel(x.ctx, wire.PathChat, body)
+	resp, _, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
 	if err != nil {
 		return subResult{timeout: o == wire.OutcomeTimeout}
 	}

@@ -56,7 +56,7 @@ func TestConfigCompat(t *testing.T) {
 					}
 					continue
 				}
-				if av, ok := compatAdded(k); !ok || (av != v && !isZero(v)) {
+				if av, ok := compatAdded(t, k); !ok || (av != v && !isZero(v)) {
 					t.Errorf("%s: %q is new (allowed: %v, default %q)", k, v, ok, av)
 				}
 			}
@@ -76,7 +76,13 @@ func TestConfigCompat(t *testing.T) {
 // the pool used when the gateway left them out; and the adaptive
 // limiters' tuning, zero ("use admit's default", as before). A key a part
 // adds later with a zero value is "unset" and loads identically too.
-func compatAdded(key string) (string, bool) {
+//
+// Issue 10 added the pool's partial-failure defenses (retry_on,
+// latency_window, attempt_timeout, hedge, outlier, retry_budget's
+// p0_reserve and shared): a file that does not name them gets the pool's
+// own defaults, which are new behaviour by design, not a changed reading
+// of an old key.
+func compatAdded(t testing.TB, key string) (string, bool) {
 	switch key {
 	case "upstream.health_timeout":
 		return upstream.DefaultHealthTimeout.String(), true
@@ -90,6 +96,9 @@ func compatAdded(key string) (string, bool) {
 	// when the body names none; no node ever signals backpressure unless
 	// told to).
 	if v, ok := issue12Added[key]; ok {
+		return v, true
+	}
+	if v, ok := poolDefenseDefaults(t)[key]; ok {
 		return v, true
 	}
 	return "0", strings.HasPrefix(key, "classes.") || strings.HasPrefix(key, "upstream.")
@@ -110,6 +119,25 @@ var issue12Added = map[string]string{
 	"guard.backpressure_share.black":  "0",
 	"guard.backpressure_ttl":          "2s",
 	"stream.request_usage":            "true",
+}
+
+// poolDefenseDefaults maps the flattened keys of issue 10's pool settings
+// to the values upstream's WithDefaults gives them.
+func poolDefenseDefaults(t testing.TB) map[string]string {
+	def := upstream.Config{}.WithDefaults()
+	out := map[string]string{}
+	for _, l := range flatten(t, struct {
+		U upstream.Config `yaml:"upstream"`
+	}{def}) {
+		k, v, _ := strings.Cut(l, ": ")
+		for _, p := range []string{"upstream.retry_on", "upstream.latency_window", "upstream.attempt_timeout.",
+			"upstream.hedge.", "upstream.outlier.", "upstream.retry_budget.p0_reserve", "upstream.retry_budget.shared"} {
+			if strings.HasPrefix(k, p) {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
 
 // isZero reports whether a flattened YAML scalar is a zero value.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
@@ -335,10 +336,17 @@ func DefaultConfig() Config {
 				FailureRatio: 0.5, MinRequests: 20, Window: 10 * time.Second,
 				OpenFor: 5 * time.Second, HalfOpenProbes: 3,
 			},
-			RetryBudget:         upstream.RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1, TTL: upstream.DefaultRetryTTL},
+			RetryBudget: upstream.RetryBudgetConfig{
+				Ratio: 0.1, MinPerSecond: 1, TTL: upstream.DefaultRetryTTL, P0Reserve: upstream.DefaultP0Reserve,
+			},
 			MinServiceTime:      20 * time.Millisecond,
 			MaxIdleConnsPerHost: 1024,
 			DialTimeout:         time.Second,
+			RetryOn:             slices.Clone(upstream.DefaultRetryOn),
+			LatencyWindow:       upstream.DefaultLatencyWindow,
+			AttemptTimeout:      upstream.AttemptTimeoutConfig{}.WithDefaults(),
+			Hedge:               upstream.HedgeConfig{}.WithDefaults(),
+			Outlier:             upstream.OutlierConfig{}.WithDefaults(),
 		},
 		Stream: StreamConfig{
 			BufferBytes: 32 << 10, WriteTimeout: 5 * time.Second,

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func TestParseConfigExample(t *testing.T) {
 	}
 	if cfg.Classes != def.Classes || cfg.Agent != def.Agent || cfg.Stream != def.Stream || cfg.Defenses != def.Defenses || cfg.Routes != def.Routes {
 		t.Errorf("example.yaml drifted from DefaultConfig")
+	}
+	if !reflect.DeepEqual(cfg.Upstream, def.Upstream) {
+		t.Errorf("upstream differs from defaults:\n got %+v\nwant %+v", cfg.Upstream, def.Upstream)
 	}
 }
 
@@ -82,6 +86,12 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"limiter knob out of range", nodes + "classes:\n  ai:\n    algorithm: aimd\n    backoff: 2\n", 4, "classes.ai", "backoff"},
 		{"pool knob", nodes + "  health_timeout: -1s\n", 3, "upstream.health_timeout", "> 0"},
 		{"retry budget ttl", nodes + "  retry_budget: {ttl: 0s}\n", 3, "upstream.retry_budget.ttl", "> 0"},
+		{"hedge quantile", nodes + "  hedge: {quantile: 2}\n", 3, "upstream.hedge.quantile", "outside (0,1)"},
+		{"retry_on", nodes + "  retry_on: [connect, sometimes]\n", 3, "upstream.retry_on[1]", "sometimes"},
+		{"ejection cap", nodes + "  outlier:\n    max_ejection_percent: 150\n", 4, "upstream.outlier.max_ejection_percent", "outside"},
+		{"zero is no silent default", nodes + "  hedge: {ratio: 0}\n", 3, "upstream.hedge.ratio", "must not be 0"},
+		{"empty retry_on is no silent default", nodes + "  retry_on: []\n", 3, "upstream.retry_on", "must not be 0 or empty"},
+		{"retry ratio 0", nodes + "  retry_budget: {ratio: 0}\n", 3, "upstream.retry_budget.ratio", "(0, 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))

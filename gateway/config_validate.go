@@ -274,8 +274,8 @@ func (a *AgentConfig) validate() error {
 
 // validateUpstream checks the pool: the gateway's own rules (node
 // addresses it normalizes, explicit durations and counts), then the
-// pool's own Validate on the normalized nodes for whatever else
-// upstream.Config holds.
+// pool's own Validate and ValidateExplicit on the normalized nodes for
+// whatever else upstream.Config holds.
 func validateUpstream(u upstream.Config) error {
 	if len(u.Nodes) == 0 {
 		return fieldErr("upstream.nodes", "must name at least one model node")
@@ -320,8 +320,8 @@ func validateUpstream(u upstream.Config) error {
 		return fieldErr("upstream.breaker.half_open_probes", "must be ≥ 1 (got %d)", b.HalfOpenProbes)
 	}
 	r := u.RetryBudget
-	if !(r.Ratio >= 0 && r.Ratio <= 1) {
-		return fieldErr("upstream.retry_budget.ratio", "must be in [0, 1] (got %g)", r.Ratio)
+	if !(r.Ratio > 0 && r.Ratio <= 1) {
+		return fieldErr("upstream.retry_budget.ratio", "must be in (0, 1] (got %g)", r.Ratio)
 	}
 	if !(r.MinPerSecond >= 0) || math.IsInf(r.MinPerSecond, 0) {
 		return fieldErr("upstream.retry_budget.min_per_second", "must be ≥ 0 (got %g)", r.MinPerSecond)
@@ -338,12 +338,18 @@ func validateUpstream(u upstream.Config) error {
 	if u.DialTimeout <= 0 {
 		return fieldErr("upstream.dial_timeout", "must be > 0 (got %s)", u.DialTimeout)
 	}
-	if err := normalizedUpstream(u).Validate(); err != nil {
-		var fe *upstream.FieldError
-		if errors.As(err, &fe) {
-			return fieldErr("upstream."+fe.Field, "%s", fe.Msg)
+	// DefaultConfig sets every pool setting, so a zero left after decoding
+	// was written in the file: ValidateExplicit refuses it rather than let
+	// the pool read it as "default".
+	nu := normalizedUpstream(u)
+	for _, check := range []func() error{nu.Validate, nu.ValidateExplicit} {
+		if err := check(); err != nil {
+			var fe *upstream.FieldError
+			if errors.As(err, &fe) {
+				return fieldErr("upstream."+fe.Field, "%s", fe.Msg)
+			}
+			return fieldErr("upstream", "%v", err)
 		}
-		return fieldErr("upstream", "%v", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
@@ -119,13 +120,18 @@ type callResult struct {
 	hasUsage bool
 }
 
-// callModel makes one upstream call for x and classifies a failure. On
-// success it returns the response (status < 500 and not 429) for the
-// caller to read and close. On failure it returns the outcome to answer:
-// timeout (deadline) or an upstream failure (fallback-eligible).
-func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*http.Response, callResult, wire.Outcome, error) {
+// callModel makes one upstream call of priority prio and call class (a
+// wire.Call… name: the pool keeps latencies, so attempt timeouts and hedge
+// delays, per class) for x and classifies a failure. On success it returns
+// the response (status < 500 and not 429) for the caller to read and
+// close. On failure it returns the outcome to answer: timeout (deadline)
+// or an upstream failure (fallback-eligible).
+func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, path string, body []byte) (*http.Response, callResult, wire.Outcome, error) {
 	start := time.Now()
-	resp, err := g.pool.Do(ctx, http.MethodPost, path, body, jsonHeader)
+	resp, err := g.pool.Send(ctx, upstream.Call{
+		Method: http.MethodPost, Path: path, Body: body, Header: jsonHeader,
+		Priority: int(prio), Class: class,
+	})
 	rtt := time.Since(start)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
@@ -165,11 +171,11 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
-// proxyJSON forwards body to path and relays a JSON answer; it reports
-// the call for the limiter. stream is false here.
-func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
+// proxyJSON forwards body to path as a call of class and relays a JSON
+// answer; it reports the call for the limiter. stream is false here.
+func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, path, body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
 	if err != nil {
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
@@ -236,7 +242,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
-	res := g.proxyJSON(x, wire.PathPredict, body)
+	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body)
 	g.releaseCall(&t, res)
 }
 
@@ -260,7 +266,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		return
 	}
 	if !cr.Stream {
-		res := g.proxyJSON(x, wire.PathChat, body)
+		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body)
 		g.releaseCall(&t, res)
 		return
 	}

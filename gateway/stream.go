@@ -96,7 +96,7 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest) callResult {
 	callStart := time.Now()
 	m := g.meterStream(&body, cr)
-	resp, res, o, err := g.callModel(x.ctx, wire.PathChat, body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
 	if err != nil {
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())

@@ -14,10 +14,12 @@ bench -bench '^Benchmark(GatewayVsReverseProxy|StandardUnderAIOverload)$' -bench
 echo "== building blocks (all 0 allocs/op)"
 bench -bench . ./gateway/admit
 bench -bench '^Benchmark(LocalAllow|TimeRateAllow)$' ./gateway/ratelimit
-echo "== Redis decisions, 64 concurrent callers (needs redis-server)"
-bench -bench '^BenchmarkRedisAllow64$' -benchtime 2x ./gateway/ratelimit
+echo "== rate-limit decisions per store kind (redis-server, embedded \`levee redis\`, 3-master cluster), 64 concurrent callers (needs redis-server)"
+bench -bench '^Benchmark(Redis|Local)Allow64$' -benchtime 1s ./gateway/ratelimit
 echo "== upstream pool: tuned vs default transport"
 bench -bench '^BenchmarkPoolDoTransportRatio$' ./gateway/upstream
+echo "== upstream pool: P0 (attempt timeout + hedge timer per call) vs P2 throughput"
+bench -bench '^BenchmarkPoolSendP0VsP2$' -benchtime 20000x ./gateway/upstream
 echo "== fake model: saturated throughput vs N x C / mean"
 bench -bench '^BenchmarkSaturatedThroughput$' -benchtime 1x ./fakemodel
 echo "== dashboard CPU at 4 Hz"

@@ -170,7 +170,8 @@ func (f *fakeControls) Stop(ctx context.Context) error {
 var errFake = errors.New("admin API said no")
 
 // fixedSamples is a deterministic run: 60 ticks at 4 Hz of a ramp into
-// overload, a node kill at tick 30, and two stale gateway scrapes.
+// overload, a node kill at tick 30 (retries rise), node #3 ejected by the
+// gateway from tick 50 (hedges start), and two stale gateway scrapes.
 func fixedSamples() []runfiles.Sample {
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	var out []runfiles.Sample
@@ -225,10 +226,20 @@ func fixedSamples() []runfiles.Sample {
 				{Index: 2, Addr: "127.0.0.1:41003", Up: true, Busy: minf(16, admitted/3), Slots: 16, Queued: 1},
 			},
 			Defenses: map[string]bool{"ratelimit": true, "guard": true, "bulkhead": true},
+			RetryRPS: 0.5,
+		}
+		for j := range s.Nodes {
+			s.Nodes[j].Ejection = "in_rotation"
+		}
+		if i >= 50 {
+			s.Nodes[2].Ejection = "ejected"
+			s.Nodes[2].Busy, s.Nodes[2].Queued = 1, 0 // only what it had before
+			s.HedgeRPS = 0.8
 		}
 		if !up2 {
 			s.Nodes[1].Busy = 0
 			s.Nodes[1].RestartIn = 10 - float64(i-30)*0.25
+			s.RetryRPS = 4.2
 			s.Faults = []runfiles.ActiveFault{{Name: "node_kill", Detail: "#2 for 10s"}}
 		}
 		if i == 20 || i == 21 { // the gateway scrape failed: nothing measured
@@ -236,6 +247,10 @@ func fixedSamples() []runfiles.Sample {
 			s.Level, s.LagProbeP99Ms, s.SchedLatencyP99Ms, s.GCPauseP99Ms = "", 0, 0, 0
 			s.HeapBytes, s.Goroutines, s.Inflight, s.QueueDepth, s.ConcurrencyLimit = 0, 0, 0, 0, 0
 			s.ShedRPSByReason, s.ShedRPSByPriority = nil, nil
+			s.RetryRPS, s.HedgeRPS = 0, 0
+			for j := range s.Nodes {
+				s.Nodes[j].Ejection = ""
+			}
 		}
 		out = append(out, s)
 	}

@@ -119,7 +119,7 @@ func buildPanels() []panelDef {
 			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
 			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
-		}},
+		}, extra: upstreamRates},
 		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},
 		{id: "success", title: "success by priority", unit: "%", fixedTop: 100, series: success},
@@ -135,6 +135,15 @@ func buildPanels() []panelDef {
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
+}
+
+// upstreamRates is the retries and hedges the gateways sent to the nodes
+// per second (the panel's unit), "—" while the gateway scrape is stale.
+func upstreamRates(s *runfiles.Sample) []string {
+	if s.GatewayStale {
+		return []string{"retry — hedge —"}
+	}
+	return []string{"retry " + fmtNum(s.RetryRPS) + " hedge " + fmtNum(s.HedgeRPS)}
 }
 
 // fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.

@@ -18,6 +18,8 @@ var (
 	stActive   = lipgloss.NewStyle().Foreground(cRed).Bold(true)
 	stUp       = lipgloss.NewStyle().Foreground(cGreen)
 	stDown     = lipgloss.NewStyle().Foreground(cRed).Bold(true)
+	stEjected  = lipgloss.NewStyle().Foreground(cOrange).Bold(true)
+	stProbing  = lipgloss.NewStyle().Foreground(cYellow)
 	stSelected = lipgloss.NewStyle().Reverse(true)
 	stLogo     = lipgloss.NewStyle().Bold(true).Foreground(cCyan)
 )

@@ -354,7 +354,7 @@ func (m *Model) nodeRows() []string {
 	for _, n := range m.last.Nodes {
 		var it string
 		if n.Up {
-			it = fmt.Sprintf("#%d %s %.0f/%.0f q %.0f", n.Index+1, stUp.Render("●"), n.Busy, n.Slots, n.Queued)
+			it = fmt.Sprintf("#%d %s %.0f/%.0f q %.0f", n.Index+1, nodeMark(n.Ejection), n.Busy, n.Slots, n.Queued)
 		} else {
 			it = fmt.Sprintf("#%d %s", n.Index+1, stDown.Render("✕ down"))
 			if n.RestartIn > 0 {
@@ -367,6 +367,18 @@ func (m *Model) nodeRows() []string {
 		items = []string{stDim.Render("—")}
 	}
 	return pack(stBold.Render(" nodes   "), items, m.width, m.lay.nodeLines)
+}
+
+// nodeMark is a live node's mark: in rotation, or taken out of it by the
+// gateways' outlier ejection (ejected, or probing its way back).
+func nodeMark(ejection string) string {
+	switch ejection {
+	case wire.EjectionEjected:
+		return stEjected.Render("⊘ ejected")
+	case wire.EjectionProbing:
+		return stProbing.Render("◐ probing")
+	}
+	return stUp.Render("●")
 }
 
 func (m *Model) lessonRows() []string {

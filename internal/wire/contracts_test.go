@@ -113,7 +113,8 @@ var docBlocks = map[string]func() string{
 func docReady() string {
 	gw := Ready{Kind: KindGateway, Listen: "127.0.0.1:41234", Admin: "127.0.0.1:41235", PID: 123}
 	fm := Ready{Kind: KindFakeModel, Listen: "127.0.0.1:9001", Admin: "127.0.0.1:9001", PID: 124, Nodes: []string{"127.0.0.1:9001", "127.0.0.1:9002"}}
-	return fmt.Sprintf("```\n%s\n%s\n```\n", gw.Line(), fm.Line())
+	rd := Ready{Kind: KindRedis, Listen: "127.0.0.1:41236", PID: 125}
+	return fmt.Sprintf("```\n%s\n%s\n%s\n```\n", gw.Line(), fm.Line(), rd.Line())
 }
 
 // outcomeHTTP is what the client sees of each outcome.
@@ -190,6 +191,14 @@ func docNames() string {
 	fmt.Fprintf(&b, "| load generator routes (`%s` is chat with `\"stream\":true`) | %s |\n", RouteChatStream, code(lr[:]))
 	fmt.Fprintf(&b, "| rate-limit stores (label `%s`) | %s |\n", LabelStore, code([]string{StoreLocal, StoreRedis}))
 	fmt.Fprintf(&b, "| upstream breaker states, `%s` values 0–2 | %s |\n", MetricUpstreamBreakerState, code([]string{BreakerClosed, BreakerHalfOpen, BreakerOpen}))
+	es := EjectionStates()
+	fmt.Fprintf(&b, "| upstream ejection states, `%s` values 0–2 | %s |\n", MetricUpstreamEjectionState, code(es[:]))
+	fmt.Fprintf(&b, "| upstream attempt kinds (label `%s` of `%s`) | %s |\n", LabelKind, MetricUpstreamAttempts, code([]string{AttemptFirst, AttemptRetry, AttemptHedge}))
+	fmt.Fprintf(&b, "| upstream attempt failures (label `%s` of `%s`; the gateway's `upstream.retry_on` values) | %s |\n", LabelReason, MetricUpstreamAttemptFailures, code([]string{AttemptFailConnect, AttemptFailStatus, AttemptFailTimeout}))
+	fmt.Fprintf(&b, "| hedge results (label `%s` of `%s`) | %s |\n", LabelResult, MetricUpstreamHedges, code([]string{HedgeSent, HedgeWon, HedgeDenied}))
+	fmt.Fprintf(&b, "| ejection reasons (label `%s` of `%s`) | %s |\n", LabelReason, MetricUpstreamEjections, code([]string{EjectConsecutiveFailures, EjectFailureRate, EjectLatency, EjectProbeFailed}))
+	cc := CallClasses()
+	fmt.Fprintf(&b, "| upstream call classes (label `%s`) | %s |\n", LabelCallClass, code(cc[:]))
 	return b.String()
 }
 

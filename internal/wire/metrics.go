@@ -28,13 +28,20 @@ const (
 	MetricTokensReserved   = "levee_tokens_reserved_total" // counter: priority
 	MetricTokensUsed       = "levee_tokens_used_total"     // counter: priority
 
-	MetricUpstreamUp             = "levee_upstream_up"                    // gauge: node
-	MetricUpstreamBreakerState   = "levee_upstream_breaker_state"         // gauge: node
-	MetricUpstreamInflight       = "levee_upstream_inflight"              // gauge: node
-	MetricUpstreamLatency        = "levee_upstream_latency_seconds"       // histogram
-	MetricUpstreamBackpressure   = "levee_upstream_backpressure"          // gauge: node
-	MetricRetries                = "levee_retries_total"                  // counter: result
-	MetricRateLimitStoreFallback = "levee_ratelimit_store_fallback_total" // counter: store
+	MetricUpstreamUp              = "levee_upstream_up"                      // gauge: node
+	MetricUpstreamBreakerState    = "levee_upstream_breaker_state"           // gauge: node
+	MetricUpstreamEjectionState   = "levee_upstream_ejection_state"          // gauge: node
+	MetricUpstreamInflight        = "levee_upstream_inflight"                // gauge: node
+	MetricUpstreamLatency         = "levee_upstream_latency_seconds"         // histogram
+	MetricUpstreamAttemptTimeout  = "levee_upstream_attempt_timeout_seconds" // gauge: node, call_class
+	MetricUpstreamHedgeDelay      = "levee_upstream_hedge_delay_seconds"     // gauge: node, call_class
+	MetricUpstreamBackpressure    = "levee_upstream_backpressure"            // gauge: node
+	MetricRetries                 = "levee_retries_total"                    // counter: priority, result
+	MetricUpstreamAttempts        = "levee_upstream_attempts_total"          // counter: kind
+	MetricUpstreamAttemptFailures = "levee_upstream_attempt_failures_total"  // counter: node, reason
+	MetricUpstreamHedges          = "levee_upstream_hedges_total"            // counter: result
+	MetricUpstreamEjections       = "levee_upstream_ejections_total"         // counter: node, reason
+	MetricRateLimitStoreFallback  = "levee_ratelimit_store_fallback_total"   // counter: store
 )
 
 // Fake model metric names. A process serving several nodes labels every
@@ -73,9 +80,12 @@ const (
 	LabelClass    = "class"    // Classes()
 	LabelNode     = "node"     // a model node's address
 	LabelDefense  = "defense"  // DefenseNames()
-	LabelResult   = "result"   // retries: Retry…; agent sub-calls: Subcall…
+	LabelResult   = "result"   // retries: Retry…; hedges: Hedge…; agent sub-calls: Subcall…
 	LabelStore    = "store"    // StoreLocal, StoreRedis
 	LabelLevel    = "level"    // Levels()
+	LabelKind     = "kind"     // upstream attempts: Attempt…
+	// LabelCallClass groups upstream calls of like latency: CallClasses().
+	LabelCallClass = "call_class"
 )
 
 // Fallback reasons: the LabelReason values of MetricFallbacks.
@@ -90,6 +100,66 @@ const (
 	RetrySent   = "sent"
 	RetryDenied = "denied" // by the retry budget
 )
+
+// Hedge results: the LabelResult values of MetricUpstreamHedges.
+const (
+	HedgeSent   = "sent"
+	HedgeWon    = "won"    // the hedge answered first
+	HedgeDenied = "denied" // by the hedge budget
+)
+
+// Upstream attempt kinds: the LabelKind values of MetricUpstreamAttempts.
+const (
+	AttemptFirst = "first"
+	AttemptRetry = "retry"
+	AttemptHedge = "hedge"
+)
+
+// Upstream attempt failures: the LabelReason values of
+// MetricUpstreamAttemptFailures and the gateway's upstream.retry_on values.
+const (
+	AttemptFailConnect = "connect" // dial refused, reset, EOF before the first byte
+	AttemptFailStatus  = "5xx"     // the node answered a 5xx status
+	AttemptFailTimeout = "timeout" // abandoned by the per-attempt timeout
+)
+
+// Outlier ejection states: a node's "ejection" in the gateway's state, in
+// the order of their MetricUpstreamEjectionState values (0, 1, 2).
+const (
+	EjectionInRotation = "in_rotation"
+	EjectionProbing    = "probing"
+	EjectionEjected    = "ejected"
+)
+
+// EjectionStates returns the ejection states in the order of their
+// MetricUpstreamEjectionState values.
+func EjectionStates() [3]string {
+	return [3]string{EjectionInRotation, EjectionProbing, EjectionEjected}
+}
+
+// Ejection reasons: the LabelReason values of MetricUpstreamEjections.
+const (
+	EjectConsecutiveFailures = "consecutive_failures"
+	EjectFailureRate         = "failure_rate"
+	EjectLatency             = "latency"
+	EjectProbeFailed         = "probe_failed" // a probe failed while probing back
+)
+
+// Upstream call classes: the LabelCallClass values. The gateway sends each
+// model call as one class; the pool keeps latencies per node and class.
+const (
+	CallPredict      = "predict"       // PathPredict
+	CallChat         = "chat"          // PathChat, not streamed
+	CallChatStream   = "chat_stream"   // PathChat streamed: time to first token
+	CallAgentSubcall = "agent_subcall" // one sub-call of PathAgent
+	CallDefault      = "default"       // a call that names no class
+	CallOther        = "other"         // classes past the pool's per-node cap share this one
+)
+
+// CallClasses returns the upstream call classes.
+func CallClasses() [6]string {
+	return [6]string{CallPredict, CallChat, CallChatStream, CallAgentSubcall, CallDefault, CallOther}
+}
 
 // Agent sub-call results: the LabelResult values of MetricSubcalls.
 const (
@@ -196,10 +266,17 @@ func GatewayMetrics() []Metric {
 		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
 		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
+		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
-		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending a request to a node to its response headers"},
+		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer"},
+		{MetricUpstreamAttemptTimeout, TypeGauge, []string{LabelNode, LabelCallClass}, "attempt timeout derived now from the node's latency for the call class, before the caller's deadline cuts it (0: not enough samples yet)"},
+		{MetricUpstreamHedgeDelay, TypeGauge, []string{LabelNode, LabelCallClass}, "delay after which a P0 attempt on the node is hedged, for the call class (0: not enough samples yet)"},
 		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
-		{MetricRetries, TypeCounter, []string{LabelResult}, "retries after connection failures: `sent`, or `denied` by the retry budget"},
+		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts by the call's priority: `sent`, or `denied` by the retry budget"},
+		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
+		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},
+		{MetricUpstreamHedges, TypeCounter, []string{LabelResult}, "hedged attempts: `sent`, `won` (answered first), `denied` by the hedge budget"},
+		{MetricUpstreamEjections, TypeCounter, []string{LabelNode, LabelReason}, "outlier ejections: `consecutive_failures`, `failure_rate`, `latency`, `probe_failed`"},
 	}
 }
 

@@ -12,13 +12,16 @@ const ReadyKey = "levee_ready"
 const (
 	KindGateway   = "gateway"
 	KindFakeModel = "fakemodel"
+	// KindRedis is `levee redis`, the embedded Redis-protocol server: it
+	// has no admin address, and speaks RESP, not HTTP, on Listen.
+	KindRedis = "redis"
 )
 
 // Ready is what a server process announces once every listener is bound:
 // exactly one line on stdout, {"levee_ready":{…}}. The supervisor reads it
 // to learn the real ports.
 type Ready struct {
-	// Kind is KindGateway or KindFakeModel.
+	// Kind is KindGateway, KindFakeModel or KindRedis.
 	Kind string `json:"kind"`
 	// Listen is the traffic address (a fake model's first node).
 	Listen string `json:"listen"`

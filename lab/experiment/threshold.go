@@ -40,6 +40,7 @@ var ThresholdMetrics = map[string]string{
 	"shed_mismatch":            "|gateway shed counters − client-observed sheds|",
 	"limit_settle_s":           "seconds from a node kill until the limit's trailing 3 s median stays within ±15% of the live slots",
 	"p0_success_during_faults": "lowest P0 ok / P0 finished over any fault's window (plus a client timeout)",
+	"attempts_per_admitted":    "upstream attempts (first tries, retries, hedges) / admitted requests",
 	"error_rate":               "error / offered",
 	"timeout_rate":             "timeout / offered",
 	"generator_dropped":        "requests the generator could not send (outstanding cap)",

@@ -24,6 +24,7 @@ type digest struct {
 	p0OK      uint64
 	p0Fin     uint64 // P0 requests finished (any outcome) since the start
 	rss       float64
+	attempts  float64 // gateways' upstream attempts since they started
 }
 
 type faultWindow struct {
@@ -113,6 +114,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 		limit:    s.ConcurrencyLimit,
 		rss:      s.RSSBytes,
 		p0Fin:    p0Finished,
+		attempts: s.UpstreamAttemptsTotal,
 	}
 	for _, n := range s.Nodes {
 		if n.Up {
@@ -167,6 +169,7 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	s.Agent = a.agent.summary(t)
 	a.addRates(&s, t)
 	a.addCapacity(&s, t)
+	a.addAttempts(&s, t)
 	s.Gateway = GatewaySummary{
 		LagP99Ms:          round(a.lag, 3),
 		SchedLatencyP99Ms: round(a.sched, 3),
@@ -250,6 +253,25 @@ func (a *Aggregator) addCapacity(s *Summary, t load.Totals) {
 	}
 	if a.measuredN > 0 {
 		s.CapacityMeasuredRPS = round(a.measuredSum/float64(a.measuredN), 3)
+	}
+}
+
+// addAttempts fills the upstream attempts over the recording and per
+// admitted request; mu held.
+func (a *Aggregator) addAttempts(s *Summary, t load.Totals) {
+	n := len(a.digests)
+	if n == 0 {
+		return
+	}
+	s.UpstreamAttempts = math.Max(0, a.digests[n-1].attempts-a.digests[0].attempts)
+	var admitted uint64
+	for _, o := range wire.Outcomes() {
+		if o.Admitted() {
+			admitted += t.Outcomes[o.String()]
+		}
+	}
+	if admitted > 0 {
+		s.AttemptsPerAdmitted = round(s.UpstreamAttempts/float64(admitted), 4)
 	}
 }
 

@@ -136,6 +136,12 @@ var reportRows = []reportRow{
 		}
 		return strings.Join(parts, ", ")
 	}},
+	{"attempts / admitted", func(r *Run) string {
+		if r.Summary.UpstreamAttempts == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", r.Summary.AttemptsPerAdmitted)
+	}},
 	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
 	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},
 	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},

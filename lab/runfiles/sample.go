@@ -51,6 +51,11 @@ type Sample struct {
 	TokensInflight    float64            `json:"tokens_inflight"`
 	ShedRPSByReason   map[string]float64 `json:"shed_rps_by_reason"`   // reason: ratelimit, overload, …
 	ShedRPSByPriority map[string]float64 `json:"shed_rps_by_priority"` // P0, P1, P2
+	// RetryRPS and HedgeRPS are the upstream retries and hedged attempts
+	// the gateways sent per second (levee_retries_total and
+	// levee_upstream_hedges_total, result "sent"), summed over gateways.
+	RetryRPS float64 `json:"retry_rps"`
+	HedgeRPS float64 `json:"hedge_rps"`
 	// RedisFallbackRPS is the rate limit decisions per second made without
 	// the shared store (levee_ratelimit_store_fallback_total), summed over
 	// gateways; 0 when Redis is not in play.
@@ -64,6 +69,10 @@ type Sample struct {
 	Nodes    []NodeSample    `json:"nodes"`
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
 	Faults   []ActiveFault   `json:"faults,omitempty"`
+
+	// UpstreamAttemptsTotal is the gateways' levee_upstream_attempts_total
+	// summed as scraped (first tries, retries and hedges sent to nodes).
+	UpstreamAttemptsTotal float64 `json:"upstream_attempts_total"`
 
 	Recording bool   `json:"recording"`
 	Lesson    string `json:"lesson,omitempty"` // narration showing now, if an experiment plays
@@ -91,6 +100,10 @@ type NodeSample struct {
 	Slots     float64 `json:"slots"` // configured slots
 	Queued    float64 `json:"queued"`
 	RestartIn float64 `json:"restart_in_s,omitempty"` // seconds until a killed node returns
+	// Ejection is the gateways' outlier state of the node (in_rotation,
+	// probing, ejected): the most severe any gateway with a current scrape
+	// reports; "" when none does.
+	Ejection string `json:"ejection,omitempty"`
 }
 
 // ActiveFault is a fault that is applied right now.

@@ -66,6 +66,13 @@ type Summary struct {
 	// Agent is the agent tasks' outcome (seed 004); nil without agents.
 	Agent *AgentSummary `json:"agent,omitempty"`
 
+	// UpstreamAttempts is how many attempts the gateways sent to nodes from
+	// the first sample on (first tries, retries, hedges; a gateway restart
+	// loses its count), and AttemptsPerAdmitted that over the admitted
+	// requests (ok, fallback, timeout, error).
+	UpstreamAttempts    float64 `json:"upstream_attempts"`
+	AttemptsPerAdmitted float64 `json:"attempts_per_admitted"`
+
 	Thresholds map[string]ThresholdResult `json:"thresholds"`
 	// Pass is true when every threshold passed.
 	Pass bool `json:"pass"`
@@ -195,6 +202,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 			v = math.Min(v, f.P0SuccessRate)
 		}
 		return v, ""
+	case "attempts_per_admitted":
+		return s.AttemptsPerAdmitted, ""
 	case "error_rate":
 		return rate(wire.OutcomeError.String()), ""
 	case "timeout_rate":

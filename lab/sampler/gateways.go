@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -18,10 +19,13 @@ type gatewayState struct {
 	byReason      map[string]float64
 	byPriority    map[string]float64
 	redisFallback float64 // levee_ratelimit_store_fallback_total per second
+	retries       float64 // retries sent per second
+	hedges        float64 // hedged attempts sent per second
 }
 
 // addGateways fills the gateways' view: gauges summed, lag and level maxed
-// over every gateway with a current scrape, shed rates from counter deltas.
+// over every gateway with a current scrape; shed, retry and hedge rates
+// from counter deltas.
 func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 	smp.ShedRPSByReason = map[string]float64{}
 	smp.ShedRPSByPriority = map[string]float64{}
@@ -61,6 +65,8 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			smp.ShedRPSByPriority[k] += v
 		}
 		smp.RedisFallbackRPS += g.redisFallback
+		smp.RetryRPS += g.retries
+		smp.HedgeRPS += g.hedges
 	}
 	if level >= 0 {
 		smp.Level = wire.LevelName(int(level))
@@ -75,7 +81,8 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 }
 
 // addGauges adds one gateway's gauges to the sample (lag quantiles are the
-// worst gateway's, the others are summed).
+// worst gateway's, the others are summed), and its upstream attempts
+// counter as scraped (the summary takes its increase).
 func addGauges(smp *runfiles.Sample, f scrape.Families) {
 	if v, ok := f.Value(wire.MetricLagProbeP99, nil); ok {
 		smp.LagProbeP99Ms = math.Max(smp.LagProbeP99Ms, v*1000)
@@ -92,6 +99,31 @@ func addGauges(smp *runfiles.Sample, f scrape.Families) {
 	smp.QueueDepth += f.Sum(wire.MetricQueueDepth, nil)
 	smp.ConcurrencyLimit += f.Sum(wire.MetricConcurrencyLimit, map[string]string{wire.LabelClass: wire.ClassAI})
 	smp.TokensInflight += f.Sum(wire.MetricTokensInflight, nil)
+	smp.UpstreamAttemptsTotal += f.Sum(wire.MetricUpstreamAttempts, nil)
+}
+
+// markEjections sets each node's Ejection from the gateways' current
+// scrapes (their levee_upstream_ejection_state, labelled with the node's
+// base URL): the most severe state any of them reports.
+func markEjections(smp *runfiles.Sample, gateways []Child) {
+	worst := map[string]int{}
+	for _, c := range gateways {
+		if c.Scrape == nil {
+			continue
+		}
+		for node, v := range c.Scrape.ByLabel(wire.MetricUpstreamEjectionState, wire.LabelNode) {
+			addr := strings.TrimPrefix(strings.TrimPrefix(node, "http://"), "https://")
+			if w, ok := worst[addr]; !ok || int(v) > w {
+				worst[addr] = int(v)
+			}
+		}
+	}
+	states := wire.EjectionStates()
+	for i := range smp.Nodes {
+		if v, ok := worst[smp.Nodes[i].Addr]; ok && v >= 0 && v < len(states) {
+			smp.Nodes[i].Ejection = states[v]
+		}
+	}
 }
 
 // update takes a new scrape f taken at at: the shed rates since the previous
@@ -108,6 +140,8 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 			g.byPriority[k] = v / since
 		}
 		g.redisFallback = f.SumDelta(prev, wire.MetricRateLimitStoreFallback, nil) / since
+		g.retries = f.SumDelta(prev, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetrySent}) / since
+		g.hedges = f.SumDelta(prev, wire.MetricUpstreamHedges, map[string]string{wire.LabelResult: wire.HedgeSent}) / since
 	}
 	g.prev, g.prevAt = f, at
 	return f.SumDelta(prev, wire.MetricShed, nil)

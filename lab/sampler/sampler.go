@@ -116,6 +116,7 @@ func Next(prev State, in Input) (Output, State) {
 	st.addAgentClient(&smp, in)
 	st.addGateways(&smp, in)
 	completions, saturated := st.addNodes(&smp, in)
+	markEjections(&smp, in.Gateways)
 	return Output{
 		Sample:      smp,
 		Completions: completions,

@@ -10,6 +10,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/scrape"
 )
@@ -141,4 +142,56 @@ func BenchmarkEncodeHist(b *testing.B) {
 		n = len(encodeHist(p))
 	}
 	b.ReportMetric(float64(n), "bytes/hist")
+}
+
+const upstreamText = `# TYPE levee_retries_total counter
+levee_retries_total{priority="P0",result="sent"} %d
+levee_retries_total{priority="P2",result="sent"} %d
+levee_retries_total{priority="P2",result="denied"} 50
+# TYPE levee_upstream_hedges_total counter
+levee_upstream_hedges_total{result="sent"} %d
+levee_upstream_hedges_total{result="won"} 1
+# TYPE levee_upstream_ejection_state gauge
+levee_upstream_ejection_state{node="http://127.0.0.1:9001"} 0
+levee_upstream_ejection_state{node="http://127.0.0.1:9002"} %d
+`
+
+// The gateways' retries and hedges become per-second rates of what was
+// sent (denied retries and won hedges are not sends), summed over
+// gateways; a node's ejection state is the most severe any gateway with a
+// current scrape reports, matched by address, and unknown without one.
+func TestNextUpstream(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	gw := func(at time.Time, p0, p2, hedges, ejected int) Child {
+		return Child{Scrape: families(t, fmt.Sprintf(upstreamText, p0, p2, hedges, ejected)), At: at, Starts: 1, Up: true}
+	}
+	node := func(addr string) Child {
+		return Child{Scrape: families(t, fmt.Sprintf(nodeText, 0)), At: t0, Starts: 1, Up: true, Addr: addr}
+	}
+	in := func(at time.Time, gws ...Child) Input {
+		return Input{Now: at, Start: t0, Tick: tick, Window: load.Window{Duration: tick},
+			Gateways: gws, Nodes: []Child{node("127.0.0.1:9001"), node("127.0.0.1:9002"), node("127.0.0.1:9003")}}
+	}
+	_, s1 := Next(NewState(2, 3), in(t0, gw(t0, 10, 20, 4, 0), gw(t0, 0, 0, 0, 0)))
+	t1 := t0.Add(2 * time.Second)
+	out, _ := Next(s1, in(t1, gw(t1, 14, 30, 6, 1), gw(t1, 2, 0, 1, 2)))
+	smp := out.Sample
+	if smp.RetryRPS != 8 || smp.HedgeRPS != 1.5 {
+		t.Errorf("retries %v/s hedges %v/s, want 8 and 1.5", smp.RetryRPS, smp.HedgeRPS)
+	}
+	want := []string{wire.EjectionInRotation, wire.EjectionEjected, ""}
+	for i, n := range smp.Nodes {
+		if n.Ejection != want[i] {
+			t.Errorf("node %s: ejection %q, want %q", n.Addr, n.Ejection, want[i])
+		}
+	}
+	// Without a current scrape no gateway says anything about the nodes.
+	stale := in(t1.Add(time.Second), Child{Starts: 1, Up: true}, Child{Starts: 1, Up: true})
+	out, _ = Next(s1, stale)
+	for _, n := range out.Sample.Nodes {
+		if n.Ejection != "" {
+			t.Errorf("node %s: ejection %q from no scrape", n.Addr, n.Ejection)
+		}
+	}
 }
