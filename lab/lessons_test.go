@@ -57,8 +57,8 @@ func TestLessons(t *testing.T) {
 			if s.Unaccounted != 0 {
 				t.Errorf("unaccounted %d", s.Unaccounted)
 			}
-			if s.ShedCheck.Exact && s.ShedCheck.Gateway != s.ShedCheck.Client {
-				t.Errorf("gateway shed counters %d, client saw %d", s.ShedCheck.Gateway, s.ShedCheck.Client)
+			if s.ShedCheck.Exact && s.ShedCheck.Mismatch != 0 {
+				t.Errorf("gateway shed counters %d, client saw %d (%d in doubt)", s.ShedCheck.Gateway, s.ShedCheck.Client, s.ShedCheck.InDoubt)
 			}
 			p0 := s.ByPriority["P0"].SuccessRate
 			switch name {

@@ -37,7 +37,7 @@ var ThresholdMetrics = map[string]string{
 	"admitted_p99_ms":          "p99 latency of admitted requests",
 	"p0_p99_ms":                "p99 latency of P0 ok requests",
 	"achieved_rate_error":      "|achieved − target| / target over the run",
-	"shed_mismatch":            "|gateway shed counters − client-observed sheds|",
+	"shed_mismatch":            "gateway shed counters outside [client-observed sheds, + client timeouts]",
 	"limit_settle_s":           "seconds from a node kill until the limit's trailing 3 s median stays within ±15% of the live slots",
 	"p0_success_during_faults": "lowest P0 ok / P0 finished over any fault's window (plus a client timeout)",
 	"attempts_per_admitted":    "upstream attempts (first tries, retries, hedges) / admitted requests",

@@ -182,7 +182,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	}
 	s.ShedCheck.Gateway = in.GatewayShed
 	s.ShedCheck.Exact = in.ShedExact
-	s.ShedCheck.Mismatch = max(s.ShedCheck.Gateway, s.ShedCheck.Client) - min(s.ShedCheck.Gateway, s.ShedCheck.Client)
+	s.ShedCheck.InDoubt = t.Outcomes[wire.OutcomeTimeout.String()]
+	s.ShedCheck.Mismatch = shedMismatch(s.ShedCheck.Gateway, s.ShedCheck.Client, s.ShedCheck.InDoubt)
 	endS := a.elapsed(in.End)
 	for _, f := range a.faults {
 		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.Exp.ClientTimeout.D().Seconds()))

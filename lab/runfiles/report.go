@@ -163,6 +163,9 @@ var reportRows = []reportRow{
 		}
 		c := r.Summary.ShedCheck
 		s := fmt.Sprintf("%s / %s", count(c.Gateway), count(c.Client))
+		if c.InDoubt > 0 { // the client's timeouts: the gateway may have shed them
+			s += fmt.Sprintf(" (%s in doubt)", count(c.InDoubt))
+		}
 		if !c.Exact {
 			s += " ~"
 		}

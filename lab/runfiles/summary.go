@@ -109,11 +109,32 @@ type GatewaySummary struct {
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
 // client saw. Exact is false when a gateway restarted during the run (its
 // counters since the last scrape before the kill are lost).
+//
+// The two counts cover the same requests except those the client gave up
+// on: a request whose client timed out may still reach a gateway and be
+// shed there (on a loaded machine, after the client's deadline), or a shed
+// answer may be on its way when the client's timer fires. InDoubt bounds
+// them: the client's timeouts (the gateways' own 504s included, which makes
+// it an upper bound). Client ≤ Gateway ≤ Client + InDoubt holds when
+// accounting is right; Mismatch is how far Gateway falls outside that
+// range: with no client timeouts, the difference of the two counts.
 type ShedCheck struct {
 	Gateway  uint64 `json:"gateway"`
 	Client   uint64 `json:"client"`
+	InDoubt  uint64 `json:"in_doubt"`
 	Mismatch uint64 `json:"mismatch"`
 	Exact    bool   `json:"exact"`
+}
+
+// shedMismatch is how far gateway falls outside [client, client+inDoubt].
+func shedMismatch(gateway, client, inDoubt uint64) uint64 {
+	switch {
+	case gateway < client:
+		return client - gateway
+	case gateway > client+inDoubt:
+		return gateway - client - inDoubt
+	}
+	return 0
 }
 
 // FaultSummary is one fault application.

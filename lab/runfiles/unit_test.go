@@ -285,3 +285,41 @@ func countLines(path string) int {
 	}
 	return strings.Count(string(b), "\n")
 }
+
+// TestShedCheck: the gateways' sheds must lie in [client, client + the
+// client's timeouts]; a request the client gave up on may be shed after.
+func TestShedCheck(t *testing.T) {
+	start := time.Unix(1000, 0)
+	exp, err := experiment.ParseExperiment([]byte("name: shed\nduration: 10s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shed, timeout := wire.OutcomeShedRateLimit.String(), wire.OutcomeTimeout.String()
+	tests := []struct {
+		name              string
+		shed, timeouts    uint64 // the client's
+		gateway           uint64
+		inDoubt, mismatch uint64
+	}{
+		{"equal", 40, 0, 40, 0, 0},
+		{"gateway missed sheds", 40, 0, 35, 0, 5},
+		{"gateway counted more, no timeouts", 40, 0, 42, 0, 2},
+		{"shed after the client gave up", 40, 10, 47, 10, 0},
+		{"every timeout shed", 40, 10, 50, 10, 0},
+		{"more than the timeouts explain", 40, 10, 53, 10, 3},
+		{"missed sheds, timeouts or not", 40, 10, 38, 10, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tot := totals(10*time.Second, 100, map[string]uint64{wire.OutcomeOK.String(): 100 - tt.shed - tt.timeouts, shed: tt.shed, timeout: tt.timeouts})
+			s := NewAggregator(start, 10).Summarize(SummaryInput{Exp: exp, Totals: tot, GatewayShed: tt.gateway, ShedExact: true, End: start.Add(10 * time.Second)})
+			want := ShedCheck{Gateway: tt.gateway, Client: tt.shed, InDoubt: tt.inDoubt, Mismatch: tt.mismatch, Exact: true}
+			if s.ShedCheck != want {
+				t.Errorf("shed check %+v, want %+v", s.ShedCheck, want)
+			}
+			if v, _ := s.Metric("shed_mismatch"); v != float64(tt.mismatch) {
+				t.Errorf("shed_mismatch %v, want %d", v, tt.mismatch)
+			}
+		})
+	}
+}
