@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -230,4 +233,44 @@ func readSSE(resp *http.Response) []string {
 		}
 	}
 	return data
+}
+
+// TestOneMaxTokensLimit: the gateway and the fake model agree on the
+// largest max_tokens (openai.MaxTokens, 32768). The limit itself passes
+// the gateway and is answered by the node behind it, straight or relayed;
+// one more is a 400 naming max_tokens from both. (Before issue 12 the
+// gateway passed up to 32768 and the node refused anything above 4096, so
+// the limit came back as the node's 400 relayed.)
+func TestOneMaxTokensLimit(t *testing.T) {
+	k := quickKnobs()
+	k.AnswerTokens = 4 // a natural answer of 4 tokens: the limit costs no time
+	node := startNode(t, k)
+	s := startGateway(t, nil, node)
+	body := func(n int) string {
+		return fmt.Sprintf(`{"model":"m","max_tokens":%d,"messages":[{"role":"user","content":"abcd"}]}`, n)
+	}
+	for _, base := range []string{"http://" + s.Addr(), "http://" + node.Addr()} {
+		for _, tc := range []struct {
+			maxTokens, status int
+		}{{gateway.MaxMaxTokens, 200}, {gateway.MaxMaxTokens + 1, 400}} {
+			req, _ := http.NewRequest(http.MethodPost, base+wire.PathChat, strings.NewReader(body(tc.maxTokens)))
+			req.Header.Set("Authorization", "Bearer k0")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var e wire.ErrorBody
+			switch {
+			case resp.StatusCode != tc.status:
+				t.Errorf("%s max_tokens %d: %s %s, want %d", base, tc.maxTokens, resp.Status, b, tc.status)
+			case tc.status == 400 && (json.Unmarshal(b, &e) != nil || e.Error.Param != "max_tokens"):
+				t.Errorf("%s max_tokens %d: %s, want an error naming max_tokens", base, tc.maxTokens, b)
+			}
+		}
+	}
+	if gateway.MaxMaxTokens != fakemodel.MaxCompletionTokens {
+		t.Errorf("gateway limit %d, fake model limit %d", gateway.MaxMaxTokens, fakemodel.MaxCompletionTokens)
+	}
 }

@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,5 +43,32 @@ func TestChildrenGetOnlyTheirEnvironment(t *testing.T) {
 				t.Fatalf("the child lacks PATH, GOMAXPROCS or %q:\n%s", tc.given, got)
 			}
 		})
+	}
+}
+
+// TestGatewayConfigIsPrivate: the gateway's config file holds the admin
+// token, so it is written 0600 — also over an older, laxer file of the
+// same name (a --force rerun into the same folder).
+func TestGatewayConfigIsPrivate(t *testing.T) {
+	dir := t.TempDir()
+	const token = "0123456789abcdef-private"
+	path := filepath.Join(dir, "gateway-0.yaml")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &Supervisor{cfg: Config{WorkDir: dir, GatewayConfig: func(listen, admin string, nodes []string, redisURL string) ([]byte, error) {
+		return []byte("admin_token: " + token + "\nlisten: " + listen + "\n"), nil
+	}}}
+	args := s.gatewayArgs(0, "", "")
+	if len(args) != 3 || args[2] != path {
+		t.Fatalf("args %q", args)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if fi.Mode().Perm() != 0o600 || !strings.Contains(string(b), token) {
+		t.Fatalf("%s: mode %v, content %q; want 0600 with the config", path, fi.Mode().Perm(), b)
 	}
 }
