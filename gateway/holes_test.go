@@ -1,58 +1,21 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/internal/httpbody/httpbodytest"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Issue 12's holes, each with a test that fails on the code before it.
-
-// trickleCut opens a connection, sends method path with a body of n bytes
-// trickled one per gap (after headers hdr), reads the answer, and reports
-// whether the server closed the connection before the body was complete.
-func trickleCut(t *testing.T, addr, method, path, hdr string, n int, gap time.Duration) bool {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n", method, path, hdr, n)
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		br := bufio.NewReader(c)
-		if resp, err := http.ReadResponse(br, nil); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		_, _ = io.Copy(io.Discard, br)
-	}()
-	for range n {
-		select {
-		case <-closed:
-			return true
-		case <-time.After(gap):
-		}
-		if _, err := c.Write([]byte{'x'}); err != nil {
-			return true
-		}
-	}
-	return false
-}
 
 // TestSlowUnreadBodyIsCut: a body no handler reads (health, a GET route,
 // the export, an unauthenticated admin call) trickled at one byte per
@@ -72,7 +35,7 @@ func TestSlowUnreadBodyIsCut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if !trickleCut(t, tc.addr, tc.method, tc.path, tc.hdr, n, gap) {
+			if !httpbodytest.Trickle(t, tc.addr, tc.method, tc.path, tc.hdr, n, gap) {
 				t.Fatalf("%s %s: a %d-byte body trickled over %v held the connection to its end", tc.method, tc.path, n, time.Duration(n)*gap)
 			}
 		})

@@ -1,56 +1,15 @@
 package httpbody
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-)
 
-// trickle opens a connection to addr, sends a request whose body of n
-// bytes follows one byte every gap, and reports whether the server closed
-// the connection before the whole body was sent. The response to the
-// request is read first.
-func trickle(t *testing.T, addr, method, path string, n int, gap time.Duration) (cut bool) {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", method, path, n)
-	closed := make(chan struct{})
-	go func() {
-		defer close(closed)
-		br := bufio.NewReader(c)
-		if resp, err := http.ReadResponse(br, nil); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		_, _ = io.Copy(io.Discard, br) // returns when the server closes
-	}()
-	for range n {
-		select {
-		case <-closed:
-			return true
-		case <-time.After(gap):
-		}
-		if _, err := c.Write([]byte{'x'}); err != nil {
-			return true
-		}
-	}
-	select { // the whole body went: does the server keep the connection?
-	case <-closed:
-		return true
-	case <-time.After(5 * gap):
-		return false
-	}
-}
+	"github.com/levee-lab/levee/internal/httpbody/httpbodytest"
+)
 
 // TestUnreadBodyIsCut: a handler that never reads its body answers at
 // once; the client then trickles the body. Without Deadline net/http
@@ -72,7 +31,7 @@ func TestUnreadBodyIsCut(t *testing.T) {
 			srv.Config.ReadHeaderTimeout = 200 * time.Millisecond
 			srv.Start()
 			defer srv.Close()
-			if got := trickle(t, srv.Listener.Addr().String(), http.MethodPost, "/healthz", n, gap); got != tt.wantCut {
+			if got := httpbodytest.Trickle(t, srv.Listener.Addr().String(), http.MethodPost, "/healthz", "", n, gap); got != tt.wantCut {
 				t.Fatalf("connection cut before the body ended: %v, want %v", got, tt.wantCut)
 			}
 		})
