@@ -15,13 +15,17 @@ import (
 // told to signal with backpressure_force) sends X-Levee-Backpressure on its
 // answers; with one of two nodes signalling (share 0.5) the guard goes
 // red, per guard.backpressure_share. When the node's next answer no longer
-// carries the signal, the level falls back after the cooldown.
+// carries the signal, the level falls back after the cooldown, however
+// long the signal's TTL.
 func TestNodeBackpressureRaisesTheLevel(t *testing.T) {
 	k := quickKnobs()
 	k.Backpressure.Force = true
 	loud, quiet := startNode(t, k), startNode(t, quickKnobs())
 	s := startGateway(t, func(c *gateway.Config) {
 		c.Guard.Interval, c.Guard.Cooldown = 10*time.Millisecond, 50*time.Millisecond
+		// A signal ends with the node's next answer without it; a long TTL
+		// keeps a starved test machine from ageing it out between checks.
+		c.Guard.BackpressureTTL = time.Minute
 		c.Guard.InflightRatio, c.Guard.QueueFill = gateway.Watermarks{}, gateway.Watermarks{}
 	}, loud, quiet)
 	base := "http://" + s.Addr()
@@ -36,7 +40,7 @@ func TestNodeBackpressureRaisesTheLevel(t *testing.T) {
 		resp.Body.Close()
 	}
 	level := func() float64 { return metric(t, s, wire.MetricOverloadLevel, nil) }
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for level() < 2 && time.Now().Before(deadline) {
 		chat() // least-outstanding balancing reaches both nodes
 	}
@@ -49,7 +53,7 @@ func TestNodeBackpressureRaisesTheLevel(t *testing.T) {
 	if _, err := loud.PatchKnobs([]byte(`{"backpressure_force":false}`)); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(5 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for level() != 0 && time.Now().Before(deadline) {
 		chat()
 		time.Sleep(10 * time.Millisecond)
