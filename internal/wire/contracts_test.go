@@ -157,6 +157,7 @@ func docHeaders() string {
 		{HeaderRequestTimeoutMs, "request: alias of `" + HeaderDeadlineMs + "` the gateway honours"},
 		{HeaderNode, "fake model answer: the node's address"},
 		{HeaderBackpressure, "model node answer: present while the node is past a backpressure watermark; its reasons (`" + BackpressureQueue + "`, `" + BackpressureHeap + "`, `" + BackpressureCPU + "`, `" + BackpressureForce + "`), comma-separated"},
+		{HeaderAttempt, "request from the load generator: the attempt number, 1 for the first (a retry sends 2, 3, …)"},
 	}
 	var b strings.Builder
 	b.WriteString("| header | meaning |\n|---|---|\n")

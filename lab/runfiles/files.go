@@ -30,4 +30,9 @@ const (
 	EventRecordStop   = "record_stop"
 	EventError        = "error"
 	EventLoadFinished = "load_finished"
+	// EventPrediction is the room's answer at a predict step;
+	// EventPredictionMeasured the lab's measurement of the same quantity
+	// (see Prediction for their fields).
+	EventPrediction         = "prediction"
+	EventPredictionMeasured = "prediction_measured"
 )

@@ -65,6 +65,15 @@ type Summary struct {
 	Faults []FaultSummary `json:"faults,omitempty"`
 	// Agent is the agent tasks' outcome (seed 004); nil without agents.
 	Agent *AgentSummary `json:"agent,omitempty"`
+	// Recovery is how goodput came back after the faults ended (nil
+	// without faults, or with one active at the end).
+	Recovery *RecoverySummary `json:"recovery,omitempty"`
+	// ClientAttempts counts the attempts the clients sent: Offered requests
+	// plus ClientRetries (their retry policy); ClientRetriesDenied are the
+	// retries their retry budget refused.
+	ClientAttempts      uint64 `json:"client_attempts,omitempty"`
+	ClientRetries       uint64 `json:"client_retries,omitempty"`
+	ClientRetriesDenied uint64 `json:"client_retries_denied,omitempty"`
 
 	// UpstreamAttempts is how many attempts the gateways sent to nodes from
 	// the first sample on (first tries, retries, hedges; a gateway restart
@@ -107,7 +116,7 @@ type GatewaySummary struct {
 }
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
-// client saw. Exact is false when a gateway restarted during the run (its
+// client saw on every attempt (a shed attempt that was retried counts). Exact is false when a gateway restarted during the run (its
 // counters since the last scrape before the kill are lost).
 //
 // The two counts cover the same requests except those the client gave up
@@ -233,6 +242,13 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return float64(s.Outcomes[wire.OutcomeGeneratorDropped.String()]), ""
 	case "agent_task_success_rate", "agent_max_level", "agent_levels_reached":
 		return s.agentMetric(name)
+	case "recovery_s", "goodput_ratio_after_faults":
+		return s.recoveryMetric(name)
+	case "client_retry_ratio":
+		if s.Offered == 0 {
+			return 0, ""
+		}
+		return round(float64(s.ClientRetries)/float64(s.Offered), 6), ""
 	}
 	return math.NaN(), "unknown metric"
 }

@@ -46,6 +46,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
 		Agent:      &AgentSummary{Offered: 4, Answered: 3, SuccessRate: 0.75, MaxLevel: "red", LevelsReached: 3},
+		Recovery:   &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
 		v, note := s.Metric(name)
