@@ -157,7 +157,7 @@ func (l *Lab) StartRecording() (string, error) {
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
 	}
-	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now())
+	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
 	if err != nil {
 		return "", err
 	}

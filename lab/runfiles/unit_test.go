@@ -45,6 +45,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
+		Agent:      &AgentSummary{Offered: 4, Answered: 3, SuccessRate: 0.75, MaxLevel: "red", LevelsReached: 3},
 		Recovery:   &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
@@ -66,6 +67,13 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s.Faults = nil
 	if v, _ := s.Metric("limit_settle_s"); !math.IsNaN(v) {
 		t.Errorf("no kill: %v", v)
+	}
+	if v, _ := s.Metric("agent_max_level"); v != 2 {
+		t.Errorf("agent_max_level = %v, want 2 (red)", v)
+	}
+	s.Agent = nil
+	if v, note := s.Metric("agent_task_success_rate"); !math.IsNaN(v) || note == "" {
+		t.Errorf("no agents: %v %q", v, note)
 	}
 }
 
