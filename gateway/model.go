@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -113,6 +114,10 @@ func (x *exchange) shedOrFallback(s *shed, stream bool) {
 type callResult struct {
 	rtt     time.Duration
 	dropped bool
+	// used is the tokens the model reported (answer usage, a stream's
+	// usage chunk or its counted chunks) when hasUsage.
+	used     int64
+	hasUsage bool
 }
 
 // callModel makes one upstream call of priority prio and call class (a
@@ -131,7 +136,7 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
 			g.lat.observe(rtt)
-			return nil, callResult{rtt, true}, wire.OutcomeTimeout, err
+			return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeTimeout, err
 		}
 		// No node answered (refused, reset, no healthy node, breaker
 		// open): that says nothing about queueing at the nodes, and an
@@ -140,12 +145,13 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		return nil, callResult{}, wire.OutcomeError, err
 	}
 	g.lat.observe(rtt)
+	g.nodeSignals.observe(resp, time.Now())
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt, true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
-	return resp, callResult{rtt, false}, wire.OutcomeOK, nil
+	return resp, callResult{rtt: rtt}, wire.OutcomeOK, nil
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
@@ -201,6 +207,9 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callRe
 		x.finish(wire.OutcomeError)
 		return res
 	}
+	if u, ok := openai.AnswerUsage(b); ok {
+		res.used, res.hasUsage = u.Total(), true
+	}
 	x.started = true
 	h := x.w.Header()
 	if ctype == "" {
@@ -225,13 +234,16 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.badRequest(err)
 		return
 	}
+	if g.overRequestCap(x, pr.Tokens(), "features", "the body's bytes / 4 + the default completion") {
+		return
+	}
 	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, false)
 		return
 	}
 	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body)
-	g.release(&t, res.rtt, res.dropped)
+	g.releaseCall(&t, res)
 }
 
 // serveChat is POST /v1/chat/completions, streamed (SSE relay) or not.
@@ -245,6 +257,9 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
+	if g.overRequestCap(x, cr.Tokens(), cr.costField(), fmt.Sprintf("prompt ≈ %d + max_tokens %d", cr.Tokens()-int64(cr.MaxTokens), cr.MaxTokens)) {
+		return
+	}
 	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, cr.Stream)
@@ -252,11 +267,11 @@ func (g *Gateway) serveChat(x *exchange) {
 	}
 	if !cr.Stream {
 		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body)
-		g.release(&t, res.rtt, res.dropped)
+		g.releaseCall(&t, res)
 		return
 	}
-	res := g.relaySSE(x, body)
-	g.release(&t, res.rtt, res.dropped)
+	res := g.relaySSE(x, body, cr)
+	g.releaseCall(&t, res)
 }
 
 // serveStandard is GET /v1/standard/...: a light route served locally.

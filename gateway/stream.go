@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -89,9 +91,11 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // relaySSE forwards a streamed chat completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event. The model is
-// read only as fast as the client takes the events.
-func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
+// read only as fast as the client takes the events. The stream is metered
+// for the token budget (see meterStream).
+func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest) callResult {
 	callStart := time.Now()
+	m := g.meterStream(&body, cr)
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
 	if err != nil {
 		if o == wire.OutcomeTimeout {
@@ -128,6 +132,9 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
 	for {
 		line, rerr := br.ReadSlice('\n')
+		if m.line(line) {
+			line = nil // a usage chunk this client did not ask for
+		}
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
 				if err := flush(); err != nil {
@@ -164,6 +171,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 			}
 			cw.done()
 			res.rtt = time.Since(callStart)
+			res.used, res.hasUsage = m.used(cr), true
 			x.endStream(wire.OutcomeOK)
 			return res
 		default:
@@ -172,6 +180,44 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 			return res
 		}
 	}
+}
+
+// streamMeter measures a relayed stream for the token budget.
+type streamMeter struct {
+	openai.StreamMeter
+	strip bool // drop the usage chunk: the gateway asked for it, not the client
+}
+
+// meterStream prepares the metering of a stream: with stream.request_usage
+// and a client that named no stream_options, *body asks the model for a
+// final usage chunk, which the relay then keeps from the client.
+func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
+	m := &streamMeter{}
+	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions {
+		if i := bytes.IndexByte(*body, '{'); i >= 0 {
+			b := make([]byte, 0, len(*body)+len(usageOption))
+			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
+			*body, m.strip = b, true
+		}
+	}
+	return m
+}
+
+// usageOption is spliced into a stream request's object by meterStream.
+const usageOption = `"stream_options":{"include_usage":true},`
+
+// line meters one SSE line and reports whether to drop it.
+func (m *streamMeter) line(line []byte) bool {
+	return m.Line(line) && m.strip
+}
+
+// used is the stream's tokens: its usage chunk, or the prompt's estimate
+// plus the chunks that carried content.
+func (m *streamMeter) used(cr ChatRequest) int64 {
+	if u, ok := m.Usage(); ok {
+		return u.Total()
+	}
+	return estimateTokens(cr.PromptChars, 0) + int64(m.Chunks())
 }
 
 // serveExport is GET /v1/export?rows=N: a large NDJSON export generated

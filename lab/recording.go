@@ -3,7 +3,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
@@ -159,7 +158,7 @@ func (l *Lab) StartRecording() (string, error) {
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
 	}
-	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now())
+	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
 	if err != nil {
 		return "", err
 	}
@@ -256,7 +255,7 @@ func (l *Lab) runInfo() runfiles.RunInfo {
 		NodeKnobs:  l.exp.Clone().Nodes.Knobs,
 	}
 	if l.sup != nil {
-		r.Redis = redactURL(l.sup.RedisURL())
+		r.Redis = l.sup.RedisURL() // runfiles redacts its password in run.json
 		for _, n := range l.sup.Nodes() {
 			r.Nodes = append(r.Nodes, runfiles.ResolvedChild{Name: n.Name(), Listen: n.Listen(), PID: n.PID(), Log: n.LogPath()})
 		}
@@ -276,7 +275,7 @@ func (l *Lab) runInfo() runfiles.RunInfo {
 // resolvedGatewayConfig is a gateway's config as an object, without its
 // admin token (nil when it does not build).
 func (l *Lab) resolvedGatewayConfig(listen, admin string) map[string]any {
-	b, err := l.gatewayConfig(listen, admin, l.sup.NodeAddrs(), redactURL(l.sup.RedisURL()))
+	b, err := l.gatewayConfig(listen, admin, l.sup.NodeAddrs(), l.sup.RedisURL())
 	if err != nil {
 		return nil
 	}
@@ -286,14 +285,4 @@ func (l *Lab) resolvedGatewayConfig(listen, admin string) map[string]any {
 	}
 	delete(m, "admin_token")
 	return m
-}
-
-// redactURL is a Redis URL without its password (run.json is shared with
-// people; an external Redis's URL may carry credentials).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(a Redis URL that does not parse; not shown)"
-	}
-	return u.Redacted()
 }

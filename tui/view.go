@@ -252,6 +252,16 @@ func (m *Model) header() string {
 		pct := m.last.ByPriority[wire.PriorityP0].SuccessRate * 100
 		parts = append(parts, "P0 "+successStyle(pct).Render(fmtPct(pct)+"%"))
 	}
+	if a := m.last.Agent; m.nSamples > 0 && a != nil {
+		// Seed 004: the level agent tasks are planned at, and the share
+		// answered in time (degraded or not) over the last seconds.
+		al := a.Level
+		if al == "" {
+			al = "—"
+		}
+		pct := a.SuccessRate * 100
+		parts = append(parts, "agents "+levelStyle(al).Render(strings.ToUpper(al))+" "+successStyle(pct).Render(fmtPct(pct)+"%"))
+	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))
 	}

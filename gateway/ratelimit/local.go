@@ -274,9 +274,24 @@ func (e *entry) push(now, cost int64) {
 	e.sum += cost
 }
 
+// refill brings a token bucket (full when new) up to date at now.
+func (e *entry) refill(now int64, r Rule) {
+	burst := float64(r.Burst)
+	if e.stamp == 0 {
+		e.tokens, e.stamp = burst, now
+	} else if now > e.stamp {
+		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
+		e.stamp = now
+	}
+}
+
 // bucket decides under a token bucket that starts full.
 func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
+	burst := float64(r.Burst)
 	e.refill(now, r)
+	if e.tokens > burst { // the burst was lowered
+		e.tokens = burst
+	}
 	d := Decision{Limit: r.Burst}
 	c := float64(cost)
 	if e.tokens+tokenEpsilon >= c {
@@ -291,21 +306,6 @@ func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
 		d.RetryAfter = 1
 	}
 	return d
-}
-
-// refill brings a token bucket's tokens up to now (a new bucket starts
-// full).
-func (e *entry) refill(now int64, r Rule) {
-	burst := float64(r.Burst)
-	if e.stamp == 0 {
-		e.tokens, e.stamp = burst, now
-	} else if now > e.stamp {
-		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
-		e.stamp = now
-	}
-	if e.tokens > burst { // the burst was lowered
-		e.tokens = burst
-	}
 }
 
 // Record implements Recorder: it takes cost units from key under rule at
@@ -328,7 +328,7 @@ func (l *Local) Record(key string, rule Rule, cost int64, now time.Time) {
 	}
 	if rule.Algorithm == TokenBucket {
 		e.refill(t, rule)
-		e.tokens = math.Max(0, e.tokens-float64(cost))
+		e.tokens = math.Max(0, math.Min(e.tokens, float64(rule.Burst))-float64(cost))
 	} else {
 		e.expire(t, int64(rule.Window))
 		e.push(t, cost)

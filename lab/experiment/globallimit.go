@@ -35,9 +35,11 @@ type GlobalLimit struct {
 // admissions have no single number to be compared with. The experiment
 // must be normalized; nil when the gateway config does not build.
 func (e *Experiment) GlobalLimits() map[string]GlobalLimit {
+	// A stand-in admin token (the rules depend on none of it).
+	const token = "global-limits-stand-in"
 	cfg, _, err := e.GatewayConfig(GatewayParams{
-		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "x",
-		Keys: APIKeys("x"), Gateways: e.Gateway.Count,
+		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: token,
+		Keys: APIKeys(token), Gateways: e.Gateway.Count,
 		Nodes: []string{"127.0.0.1:1"}, // the rules do not depend on the nodes, but a config needs one
 	})
 	if err != nil {

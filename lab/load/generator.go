@@ -371,11 +371,12 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 	g.targetsMu.RUnlock()
 	share, kbps := g.SlowClients()
 	spec := mix.next(targets, share, kbps)
-	tags := g.stats.offer(spec.priority)
+	ri := routeIndex(spec.route)
+	tags := g.stats.offer(spec.priority, ri)
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, wire.OutcomeGeneratorDropped, 0, tags)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, 0, tags)
 		return
 	}
 	g.wg.Add(1)
@@ -383,7 +384,7 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 		defer g.wg.Done()
 		o := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, o, lat, tags)
+		g.stats.finish(spec.priority, ri, o, lat, tags)
 		g.outstanding.Add(-1)
 	}()
 }

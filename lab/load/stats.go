@@ -68,7 +68,14 @@ type counters struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
+	route [NumRoutes + 1]struct { // by routeIndex; the last: unknown
+		offered  uint64
+		outcomes [wire.NumOutcomes]uint64
+	}
 }
+
+// NumRoutes is the number of routes (len(AllRoutes)).
+const NumRoutes = wire.NumLoadRoutes
 
 // stats collects what happened to every offered request. All fields are
 // guarded by mu.
@@ -102,19 +109,20 @@ func newStats() *stats {
 	return s
 }
 
-// offer counts one arrival and returns its tags: one per Tracker on (nil
-// when none is).
-func (s *stats) offer(p priority) []tag {
+// offer counts one arrival on route index r and returns its tags: one per
+// Tracker on (nil when none is).
+func (s *stats) offer(p priority, r int) []tag {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.offered++
 	s.total.prio[p].offered++
+	s.total.route[r].offered++
 	if len(s.trackers) == 0 {
 		return nil
 	}
 	tags := make([]tag, len(s.trackers))
 	for i, t := range s.trackers {
-		tags[i] = t.offerLocked(p)
+		tags[i] = t.offerLocked(p, r)
 	}
 	return tags
 }
@@ -161,16 +169,17 @@ func (s *stats) retryDenied(tags []tag) {
 	}
 }
 
-// finish records the one outcome of an offered request (tagged by offer)
-// and, unless it was never sent, its latency from the intended arrival
-// time.
-func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration, tags []tag) {
+// finish records the one outcome of an offered request (on route index r,
+// tagged by offer) and, unless it was never sent, its latency from the
+// intended arrival time.
+func (s *stats) finish(p priority, r int, o wire.Outcome, latency time.Duration, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
+	s.total.route[r].outcomes[o]++
 	for _, t := range s.trackers {
-		t.endLocked(epochOf(tags, t), p, o, latency)
+		t.endLocked(epochOf(tags, t), p, r, o, latency)
 	}
 	if o == wire.OutcomeGeneratorDropped {
 		return

@@ -175,15 +175,21 @@ func (t *Tracker) Totals() Totals {
 			Latency:  copyHist(t.prio[i]),
 		}
 	}
+	tot.ByRoute = make(map[string]RouteTotals, len(AllRoutes))
+	for i, r := range AllRoutes {
+		tot.ByRoute[string(r)] = RouteTotals{Offered: t.total.route[i].offered, Outcomes: outcomeMap(&t.total.route[i].outcomes)}
+	}
 	return tot
 }
 
-// offerLocked counts a request of priority p offered now; s.mu held.
-func (t *Tracker) offerLocked(p priority) tag {
+// offerLocked counts a request of priority p on route index r offered
+// now; s.mu held.
+func (t *Tracker) offerLocked(p priority, r int) tag {
 	t.pending[t.epoch]++
 	if t.counted[t.epoch] {
 		t.total.offered++
 		t.total.prio[p].offered++
+		t.total.route[r].offered++
 	}
 	return tag{t: t, epoch: t.epoch}
 }
@@ -219,7 +225,7 @@ func (t *Tracker) shedRetriedLocked(epoch int, o wire.Outcome) {
 
 // endLocked counts the end of a request offered in epoch (Before: before
 // Track); s.mu held.
-func (t *Tracker) endLocked(epoch int, p priority, o wire.Outcome, latency time.Duration) {
+func (t *Tracker) endLocked(epoch int, p priority, r int, o wire.Outcome, latency time.Duration) {
 	if epoch == Before {
 		t.before--
 	} else {
@@ -229,6 +235,7 @@ func (t *Tracker) endLocked(epoch int, p priority, o wire.Outcome, latency time.
 	if epoch != Before && t.counted[epoch] {
 		t.total.outcomes[o]++
 		t.total.prio[p].outcomes[o]++
+		t.total.route[r].outcomes[o]++
 		if o != wire.OutcomeGeneratorDropped {
 			recordLatency(t.prio[p], latency)
 			if o.Admitted() {

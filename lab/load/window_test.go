@@ -16,13 +16,13 @@ func TestWindowHistograms(t *testing.T) {
 	s := newStats()
 	start := time.Unix(1000, 0)
 	for i := range 100 {
-		s.offer(0)
-		s.finish(0, wire.OutcomeOK, time.Duration(i+1)*time.Millisecond, nil) // 1..100 ms
+		s.offer(0, 0)
+		s.finish(0, 0, wire.OutcomeOK, time.Duration(i+1)*time.Millisecond, nil) // 1..100 ms
 	}
-	s.offer(1)
-	s.finish(1, wire.OutcomeShedOverload, 500*time.Microsecond, nil) // sent, shed: not admitted
-	s.offer(2)
-	s.finish(2, wire.OutcomeGeneratorDropped, 0, nil) // never sent: no latency anywhere
+	s.offer(1, 0)
+	s.finish(1, 0, wire.OutcomeShedOverload, 500*time.Microsecond, nil) // sent, shed: not admitted
+	s.offer(2, 0)
+	s.finish(2, 0, wire.OutcomeGeneratorDropped, 0, nil) // never sent: no latency anywhere
 
 	w := s.window(start.Add(time.Second), start.Add(time.Second), start, 100, 0)
 	if w.AdmittedHist == nil || w.AdmittedHist.TotalCount() != 100 {

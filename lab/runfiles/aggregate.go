@@ -55,6 +55,7 @@ type Aggregator struct {
 	lastRateAt     time.Time
 	faults         []faultWindow
 	failovers      []RedisFailover
+	agent          agentAgg
 }
 
 // NewAggregator returns an aggregator for a recording that starts at start
@@ -151,6 +152,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	a.gor = math.Max(a.gor, s.Goroutines)
 	a.rss = math.Max(a.rss, s.RSSBytes)
 	a.oomKills = s.OOMKills
+	a.agent.add(s.Agent)
 	if saturated {
 		a.measuredSum += completions
 		a.measuredN++
@@ -191,6 +193,7 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		Offered:   t.Offered,
 	}
 	s.addOutcomes(t)
+	s.Agent = a.agent.summary(t)
 	a.addRates(&s, t)
 	a.addCapacity(&s, t)
 	a.addAttempts(&s, t)

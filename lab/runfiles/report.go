@@ -20,9 +20,11 @@ type reportRow struct {
 	value func(r *Run) string
 }
 
-// optionalRows are left out when every run shows "-" (the Redis rows in a
-// report of runs without Redis).
+// optionalRows are left out when no run has a value for them ("-"
+// everywhere): the agent rows in a report of runs without agents, the
+// Redis rows in one without Redis.
 var optionalRows = map[string]bool{
+	"agent task success": true, "agent levels (tasks)": true,
 	"redis fallbacks": true, "redis failover": true, "global limit (steady / faults)": true,
 	"global limit admitted / configured": true,
 }
@@ -117,6 +119,28 @@ var reportRows = []reportRow{
 		}
 		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
+	}},
+	{"agent task success", func(r *Run) string {
+		if a := r.Summary.Agent; a != nil {
+			return fmt.Sprintf("%s of %s", pct(a.SuccessRate), count(a.Offered))
+		}
+		return "-"
+	}},
+	{"agent levels (tasks)", func(r *Run) string {
+		a := r.Summary.Agent
+		if a == nil {
+			return "-"
+		}
+		var parts []string
+		for _, l := range wire.Levels() {
+			if n := a.ByLevel[l]; n > 0 {
+				parts = append(parts, l+" "+count(n))
+			}
+		}
+		if len(parts) == 0 {
+			return "-"
+		}
+		return strings.Join(parts, ", ")
 	}},
 	{"recovery after faults", func(r *Run) string {
 		rc := r.Summary.Recovery

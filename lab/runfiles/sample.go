@@ -79,6 +79,9 @@ type Sample struct {
 	OOMKills         int     `json:"oom_kills"` // cumulative
 	GatewayStale     bool    `json:"gateway_stale,omitempty"`
 
+	// Agent is the agent tasks' view; nil when no agent task was offered.
+	Agent *AgentSample `json:"agent,omitempty"`
+
 	Nodes    []NodeSample    `json:"nodes"`
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
 	Faults   []ActiveFault   `json:"faults,omitempty"`

@@ -63,6 +63,8 @@ type Summary struct {
 	ShedCheck    ShedCheck         `json:"shed_check"`
 	// Faults has one entry per fault application, in time order.
 	Faults []FaultSummary `json:"faults,omitempty"`
+	// Agent is the agent tasks' outcome (seed 004); nil without agents.
+	Agent *AgentSummary `json:"agent,omitempty"`
 	// Recovery is how goodput came back after the faults ended (nil
 	// without faults, or with one active at the end).
 	Recovery *RecoverySummary `json:"recovery,omitempty"`
@@ -262,6 +264,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return rate(wire.OutcomeTimeout.String()), ""
 	case "generator_dropped":
 		return float64(s.Outcomes[wire.OutcomeGeneratorDropped.String()]), ""
+	case "agent_task_success_rate", "agent_max_level", "agent_levels_reached":
+		return s.agentMetric(name)
 	case "recovery_s", "goodput_ratio_after_faults":
 		return s.recoveryMetric(name)
 	case "client_retry_ratio":

@@ -50,6 +50,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		RateLimit: &RateLimitSummary{ByPriority: map[string]GlobalLimitCheck{"P2": {
 			LimitRPS: 100, Steady: LimitSpan{Seconds: 10, AdmittedRPS: 103, Error: 0.03},
 			Faults: LimitSpan{Seconds: 5, AdmittedRPS: 90, Error: -0.1}}}},
+		Agent:    &AgentSummary{Offered: 4, Answered: 3, SuccessRate: 0.75, MaxLevel: "red", LevelsReached: 3},
 		Recovery: &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
@@ -88,6 +89,13 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s.Redis = RedisSummary{Kind: "off"}
 	if v, note := s.Metric("redis_fallbacks"); !math.IsNaN(v) || note == "" {
 		t.Errorf("redis_fallbacks without Redis: %v %q, want NaN and a note", v, note)
+	}
+	if v, _ := s.Metric("agent_max_level"); v != 2 {
+		t.Errorf("agent_max_level = %v, want 2 (red)", v)
+	}
+	s.Agent = nil
+	if v, note := s.Metric("agent_task_success_rate"); !math.IsNaN(v) || note == "" {
+		t.Errorf("no agents: %v %q", v, note)
 	}
 }
 

@@ -52,12 +52,16 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 				defenses[k] = v > 0
 			}
 		}
+		var byLevel, byResult map[string]float64
 		if c.At.After(g.prevAt) { // a new scrape: new rates
+			prev, _ := sinceLast(g.prev, g.prevAt, f, c.At)
+			byLevel, byResult = agentDeltas(f, prev)
 			shed, admitted, fallbacks := g.update(f, c.At)
 			st.shed += shed
 			st.admitted += admitted
 			st.fallbacks += fallbacks
 		}
+		addAgentGateway(smp, f, byLevel, byResult)
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
 		}

@@ -194,7 +194,8 @@ func (s *Supervisor) gatewayArgs(index int, listen, admin string) []string {
 		// Validated with the experiment; a failure here shows in the child's log.
 		b = []byte("# " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
 	}
-	_ = os.WriteFile(path, b, 0o600)
+	_ = os.WriteFile(path, b, 0o600) // it holds the admin token
+	_ = os.Chmod(path, 0o600)        // even when an older file was laxer
 	return []string{"gateway", "--config", path}
 }
 
