@@ -8,351 +8,857 @@ import (
 	"time"
 )
 
-// adaptive is the machinery the AIMD and Gradient limiters share: sample
-// windows summarised by a robust RTT quantile, the no-load baseline, and
-// the estimate of the queue at the backend. step is the algorithm.
+// adaptive is the machinery the Gradient and AIMD limiters share. It
+// measures, in round trips, how many requests wait in the backend's
+// queues, and states every margin in the noise it measured: nothing in it
+// is sized for a workload (no time, rate or sample count). step is the
+// algorithm that turns a measurement into a limit.
 //
-// # Why a quantile, and what it estimates
+// # The queue estimate
 //
-// The lab's backends serve lognormal times (p50 200 ms, p99 600 ms): a
-// window's mean is dominated by its few slowest requests and varies by
-// ±5–7 %, which an RTT-ratio limiter (Gradient2: limit × baseline/mean)
-// turns into limit cuts of the same size; since cuts are fast and climbs
-// slow, noise alone held the limit 20–50 % under capacity. A queue at the
-// backend adds about the same wait W to every request, so every quantile
-// shifts by W; a low quantile (Quantile, default p25) is shifted by the
-// same milliseconds from a smaller value, with less noise, and is immune
-// to the tail. Little's law turns the wait into requests: the backend
-// completes X = inflight / mean RTT per second, so
+// A queue at the backend adds about the same wait W to every request that
+// passes it, so the mean of the fastest half of a round trip's requests
+// (Trim) shifts by W like any quantile, but averages many order statistics
+// (about twice as precise as the p25 for lognormal service times) and is
+// immune to the tail. Little's law turns the wait into requests: the
+// backend completes X requests per second, so
 //
-//	queue ≈ (stat − baseline) × X
+//	queue ≈ (stat − base) × X
 //
-// where stat is the window's quantile and baseline the same quantile with
-// no queue. The capacity estimate is then inflight − queue, in requests,
-// with an error of about ±2 requests per window of 96 samples (±7 % of a
-// p25 near 145 ms is ±10 ms, times 143–215 req/s). The mean RTT, which
-// the tail dominates, only enters as the throughput X, where ±5 % is ±5 %
-// of the queue, not of the limit.
+// where stat is that mean of the latency signal (the time to first token
+// for a stream, whose length is not congestion; the RTT otherwise) and
+// base the same with no queue. The backend's capacity is then
+// inflight − queue, in requests, whatever its service time, tail or slot
+// count.
+//
+// # Round trips are cohorts of tickets
+//
+// The limiter numbers the requests it admits (Ticket) and judges them by
+// admission, not by completion: a round trip is a cohort of as many
+// consecutive tickets as the limit (in one round trip as many requests
+// start as are in flight), judged once completeShare of them are back.
+// Judging by completion favours the fast: right after the limit rises,
+// the requests that finish first are the short ones, and a window of
+// completions reads fast, or after a cut, slow. A cohort's missing
+// requests are its slowest, so its fastest half is known before they are
+// back.
+//
+// # Windows and noise
+//
+// A measurement window pools cohorts until it is conclusive: it shows a
+// queue well above the target, or its own standard error (from the
+// winsorized variance of its samples) is windowPrecision of the
+// concurrency (at least one request), or it spans maxWindowRTs round
+// trips: a sequential test, so that small, slow or heavy-tailed backends
+// get longer windows and large, fast ones a single round trip. The
+// queue estimate's error has two parts: the window's own, independent from
+// one window to the next, and the baseline's, common to all windows until
+// the baseline changes. The limiter keeps a smoothed variance of the
+// first, noise; its margins are multiples of √(noise + baseline's): the
+// queue it keeps at the backend (the target), what counts as a queue at
+// all, how far below capacity a probe goes.
 //
 // # The baseline
 //
-// The baseline is the quantile with no queue. It cannot be read off the
-// windows: a limiter that keeps a few requests queued never sees a window
-// without queue, and any estimator fed by its windows absorbs that queue
-// (Gradient2's drift: the limit then creeps up), while the lowest recent
-// window is biased low by the noise (a min-RTT baseline reads every window
-// as queued and sinks the limit to Min). So it is measured by probes, as
-// in BBR's ProbeRTT: the limit drops to probeFraction (0.8) of itself
-// until a window of requests that started at that concurrency has
-// finished; below capacity they found no queue. A probe costs about one
-// window at 80 % of the limit every probeEvery (16) windows — the nodes
-// lose ~1–2 % of their fill, where the old probes at 50–75 % showed as
-// deep dips — and only starts after a window with no excess queue (else
-// the probe's limit might still be above capacity); after 1.5 intervals
-// with no calm window it runs anyway, since then the baseline itself is
-// suspect. Requests that did not start under the probe keep filling the
-// measurement windows meanwhile, so a node lost during a probe is seen at
-// once; a probe that reads as a queue against an established baseline is
-// ignored (up to twice in a row: then the backend really got slower).
-// One probe's quantile varies by ±6 % (±2 requests in the queue
-// estimate), so the baseline is the running mean of the first
-// probeAverage probes (which come 4× as often), then an EWMA of weight
-// 1/probeAverage: ±2–3 ms. A lasting change of the backend's service time
-// becomes the new baseline within a few probes. The first probe runs at
-// half the initial limit with twice the samples, and waits until demand
-// reaches the limit: measured on a quiet machine the baseline is lower
-// than what the loaded one shows with no queue (the lab's processes share
-// two CPUs), which would read as a standing queue and sink the limit.
+// The baseline cannot be read off the windows: a limiter that keeps a few
+// requests queued never sees a window without queue, and an estimator fed
+// by its windows absorbs that queue (the limit then creeps up), while the
+// lowest window is biased low by the noise (every window then reads as a
+// queue and the limit sinks). Four sources keep it true:
 //
-// The remaining weakness: a baseline that reads low by more than
-// QueueTarget's worth of wait (≈ 14 ms here) makes every window look
-// congested and the limit sinks until probes correct it (seconds in the
-// simulation's worst seed; the simulation test checks the fill).
+//   - Start-up: the first tickets were admitted as the limit filled, so
+//     those up to startShare of the initial limit found free slots
+//     whatever the capacity (as long as the initial limit is within
+//     1/startShare of it). Their statistic is the first baseline; the
+//     start-up cohort's upper half gives the first queue estimate, and the
+//     limit moves to the capacity at once.
+//   - Probes (BBR's ProbeRTT): the limit drops below the estimated
+//     capacity by a noise margin for one cohort; its requests found no
+//     queue. The result is merged by inverse variance. Probes come every
+//     few round trips while the baseline is young and back off (up to
+//     probeMaxEvery round trips) while they keep confirming it.
+//   - The slope check: a cut predicts how far the latency must fall (the
+//     removed requests' wait, (inflight before − after) / X). A window
+//     after the cut that fell far less shows a slower backend, not a queue
+//     (a slowdown lengthens every request; a queue lengthens them by the
+//     number in front): its statistic becomes the baseline and the limit
+//     returns to where it was. So a backend that gets 3× slower keeps its
+//     limit, which is the same number of slots.
+//   - A window significantly below the baseline shows a faster backend: a
+//     queue cannot make requests faster. Its statistic becomes the
+//     baseline.
 //
-// The gradient and AIMD steps (gradientStep, aimdStep) act on the queue
-// estimate. The limit starts at the configured Limit.
+// # Refusals
+//
+// A dropped request that failed faster than the baseline was refused
+// (429 from a full node): the backend was full at its concurrency, so the
+// limit gets a ceiling one below it at once. Without refusals the ceiling
+// rises again, faster and faster, to find capacity that came back. A
+// window with more than dropShare drops (time-outs, errors) is congested
+// whatever its latency.
 type adaptive struct {
-	limit atomic.Int64 // the effective limit, read without mu
+	limit   atomic.Int64  // the effective limit, read without mu
+	tickets atomic.Uint64 // tickets issued
+	grants  *[grantRing]atomic.Int64 // grant times (UnixNano) by ticket mod grantRing
+	now     func() time.Time // fixed (tests set a virtual clock before use)
 
 	mu      sync.Mutex
-	cfg     LimiterConfig                                              // guarded by mu
-	est     float64                                                    // guarded by mu; the limit outside probes
-	win     window                                                     // guarded by mu; the current measurement window
-	pwin    window                                                     // guarded by mu; the current probe's samples
-	base    float64                                                    // guarded by mu; baseline quantile, seconds; 0 until the first probe ends
-	probes  int                                                        // guarded by mu; probes done
-	windows int                                                        // guarded by mu; windows since the last probe
-	probe   prober                                                     // guarded by mu
-	calm    int                                                        // guarded by mu; consecutive windows with no excess queue
-	rejects int                                                        // guarded by mu; suspect probes ignored in a row
-	step    func(c *LimiterConfig, est float64, s windowStats) float64 // fixed
+	cfg     LimiterConfig // guarded by mu
+	step    stepFunc      // fixed
+	est     float64       // guarded by mu; the limit outside probes
+	started bool          // guarded by mu; the start-up cohort was judged
+	ring    cohortRing    // guarded by mu; cohorts awaiting their requests
+	win     window        // guarded by mu; the measurement window
+	base    float64       // guarded by mu; the baseline statistic, seconds; 0 until known
+	baseVar float64       // guarded by mu; its variance, s²
+	noise   float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
+	x       float64       // guarded by mu; throughput, requests/s
+	xCount  int           // guarded by mu; samples since xAt
+	xAt     time.Time     // guarded by mu
+	capEst  float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
+	capVar  float64       // guarded by mu; its variance
+	climb   int           // guarded by mu; windows climbing in a row
+	short   float64       // guarded by mu; CUSUM of the queue's shortfall below the target
+	ceil    float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
+	ceilAge int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
+	cut     cutCheck      // guarded by mu; the slope check of the last cut
+	probe   prober        // guarded by mu
+	since   float64       // guarded by mu; round trips since the last probe
+	every   float64       // guarded by mu; round trips between probes now
+	suspect int           // guarded by mu; probes in a row that read above the baseline
+	cutEst  float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
+	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
 }
 
-// windowStats summarises a closed window.
+// stepFunc returns the limit after a conclusive window in steady state.
+type stepFunc func(a *adaptive, s *windowStats) float64
+
+// windowStats summarises a conclusive window for a step.
 type windowStats struct {
-	stat  float64 // the window's RTT quantile, seconds (drops count as slowest)
-	base  float64 // the baseline quantile, seconds
-	queue float64 // estimated requests waiting at the backend, ≥ 0
-	// inflight is the window's mean in flight at the start of its
-	// requests: the concurrency the queue estimate refers to (after a
-	// decrease, the old limit's requests are still finishing).
-	inflight float64
-	drops    int
-	n        int
-	used     bool // the limit was reached: some request saw inflight ≥ limit − 1
-	calm     int  // consecutive earlier windows with queue ≤ QueueTarget
+	n        int     // measured samples
+	drops    int     // dropped samples
+	inflight float64 // mean in flight at the grant of its requests
+	stat     float64 // the fastest share's mean latency, seconds
+	se       float64 // its standard error, seconds
+	x        float64 // throughput, requests/s
+	queue    float64 // estimated requests waiting at the backend (may be < 0: noise)
+	queueSE  float64 // the queue estimate's standard error, requests: √(winSE² + baseSE²)
+	winSE    float64 // the part from this window's own noise (independent between windows)
+	baseSE   float64 // the part from the baseline's (common to every window until it changes)
+	target   float64 // the queue to keep at the backend, requests
+	used     bool    // some request saw the limit full
+	rts      int     // round trips pooled
+	cut      float64 // the slowest latency the statistic keeps, seconds
+	sw       float64 // the samples' winsorized standard deviation, seconds
+	div      float64 // se = sw / div
 }
 
-// calmNoise: a window whose queue estimate is above QueueTarget but at
-// most calmNoise × QueueTarget neither extends nor breaks a run of calm
-// windows (see Gradient): the estimate varies by ±2 requests, and a climb
-// that any noisy window restarts stalls for many seconds after a node
-// returns. Wider, and the climb's doubling fires near capacity too, which
-// sits the limit higher.
-const calmNoise = 1.5
+// congested reports whether the queue is significantly above the target.
+func (s *windowStats) congested() bool {
+	return s.queue > s.target+congestionZ*s.queueSE
+}
 
-// maxWindow bounds a window's samples (the buffer is fixed: no allocation
-// per sample).
-const maxWindow = 1024
+// visible reports whether the window shows a queue at all.
+func (s *windowStats) visible() bool { return s.queue > visibleZ*s.queueSE }
 
-// Probe schedule (see adaptive).
+// Dimensionless constants of the estimator. None is a time, a rate or a
+// sample count sized for a workload.
 const (
-	probeEvery    = 16  // windows between probes
-	probeFraction = 0.8 // a probe's share of the limit
-	probeAverage  = 4   // the baseline averages this many probes (then an EWMA of weight 1/probeAverage)
-	probeBudget   = 4   // tail: round trips (× limit samples) to wait for a probe's stragglers
-	startFraction = 0.5 // the first probe's share of the initial limit
-	probeRejects  = 2   // suspect probes ignored in a row (see endProbe)
+	// maxCohort bounds a cohort's tickets (buffers are fixed: no
+	// allocation per sample); a higher limit spans several cohorts a
+	// round trip.
+	maxCohort = 1024
+	// numCohorts: cohorts awaiting their requests at once.
+	numCohorts = 8
+	// grantRing: grant times kept (tickets in the ring's cohorts).
+	grantRing = numCohorts * maxCohort
+	// cutMargin: a cohort is judged once its pending requests have been
+	// out longer than cutMargin × the recent cut (so they are slower than
+	// every request its statistic keeps).
+	cutMargin = 1.25
+	// minWindow: the fewest samples a window judges by (a statistic of
+	// fewer says little whatever the workload).
+	minWindow = 8
+	// maxWindow bounds a window's samples.
+	maxWindow = 4096
+	// windowPrecision: a window is precise enough when its own queue
+	// error is this share of the concurrency (or one request).
+	windowPrecision = 0.04
+	// maxWindowRTs: the longest window, in round trips.
+	maxWindowRTs = 8
+	// targetZ: the target queue in standard errors of the queue estimate:
+	// enough that the queue stays visible (see visibleZ), so that every
+	// window measures the capacity.
+	targetZ = 2.0
+	// visibleZ: a queue estimate more than this many standard errors
+	// above 0 shows a queue.
+	visibleZ = 1.0
+	// congestionZ: a queue more than this many standard errors above the
+	// target is congestion.
+	congestionZ = 2.0
+	// noiseWeight: the EWMA weight of a window in noise.
+	noiseWeight = 1.0 / 8
+	// dropShare: a window with more dropped samples than this share is
+	// congested whatever its latency.
+	dropShare = 0.05
+	// slopeShare: a window after a cut whose latency fell by less than this
+	// share of what the removed queue predicts shows a slower backend.
+	slopeShare = 0.5
+	// Probe schedule, in round trips: the first come every probeMinEvery,
+	// the interval doubles while probes confirm the baseline (up to
+	// probeMaxEvery) and resets when one moves it.
+	probeMinEvery = 4
+	probeMaxEvery = 64
+	// probeRejects: probes in a row that read above the baseline before one
+	// is believed (the backend got slower; before that, the probe may have
+	// run above a capacity that just fell).
+	probeRejects = 2
+	// probeForget grows the baseline's variance before a probe is merged
+	// in, so that it remembers about 1/(probeForget−1) probes.
+	probeForget = 1.1
+	// startShare: the start-up cohort's tickets up to this share of the
+	// initial limit give the first baseline.
+	startShare = 0.25
 )
+
+// Cohort kinds.
+const (
+	cohortRound = iota // a round trip at the limit
+	cohortProbe        // a probe's requests
+	cohortStart        // the start-up cohort
+)
+
+// cohort gathers the samples of consecutive tickets [from, to).
+type cohort struct {
+	from, to uint64
+	kind     int
+	got      int // samples back, measured or not
+	n        int // measured samples
+	drops    int
+	sumInfl  float64
+	maxInfl  int
+	lat      [maxCohort]float64 // by ticket offset; NaN until back, unmeasured, +Inf when dropped
+	rtt      [maxCohort]float64 // by ticket offset
+}
+
+func (c *cohort) reset(from, to uint64, kind int) {
+	c.from, c.to, c.kind = from, to, kind
+	c.got, c.n, c.drops, c.sumInfl, c.maxInfl = 0, 0, 0, 0, 0
+	for i := range c.size() {
+		c.lat[i] = math.NaN()
+	}
+}
+
+func (c *cohort) size() int { return int(c.to - c.from) }
+
+// unmeasured marks a ticket that came back without a measurement.
+const unmeasured = -1.0
+
+// youngestPending returns the offset of the cohort's last ticket not back,
+// or −1.
+func (c *cohort) youngestPending() int {
+	for i := c.size() - 1; i >= 0; i-- {
+		if math.IsNaN(c.lat[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// cohortRing is a FIFO of cohorts in ticket order.
+type cohortRing struct {
+	c           [numCohorts]cohort
+	head, count int
+}
+
+func (r *cohortRing) oldest() *cohort { return &r.c[r.head] }
+func (r *cohortRing) newest() *cohort { return &r.c[(r.head+r.count-1)%numCohorts] }
+func (r *cohortRing) pop()            { r.head, r.count = (r.head+1)%numCohorts, r.count-1 }
+func (r *cohortRing) popNewest()      { r.count-- }
+
+// push appends a cohort; the ring must not be full.
+func (r *cohortRing) push(from, to uint64, kind int) *cohort {
+	c := &r.c[(r.head+r.count)%numCohorts]
+	r.count++
+	c.reset(from, to, kind)
+	return c
+}
+
+// find returns the cohort holding ticket t, or nil.
+func (r *cohortRing) find(t uint64) *cohort {
+	for i := range r.count {
+		c := &r.c[(r.head+i)%numCohorts]
+		if t >= c.from && t < c.to {
+			return c
+		}
+	}
+	return nil
+}
 
 // Probe phases.
 const (
 	probeIdle    = iota
 	probeRunning // the limit is lowered
-	probeTail    // the limit is back; the probe's last requests finish
+	probeWaiting // the limit is back; the probe's cohort is awaited
 )
 
 // prober is one baseline probe in progress.
 type prober struct {
-	phase  int
-	limit  int // the probe's limit; its requests carry inflight ≤ limit
-	skip   int // samples still to ignore before counting (the start-up probe)
-	want   int // samples the probe measures
-	budget int // tail: other samples left before giving up on stragglers
-	armAt  int // start-up: the probe begins at the first sample with inflight ≥ armAt; 0 once begun
+	phase int
+	limit int    // the probe's limit
+	from  uint64 // its first ticket
+	want  int    // its tickets
 }
 
-func newAdaptive(cfg LimiterConfig, step func(*LimiterConfig, float64, windowStats) float64) *adaptive {
-	a := &adaptive{cfg: cfg, est: float64(cfg.Limit), step: step}
-	// The start-up probe waits until demand reaches the limit: a baseline
-	// measured on a quiet machine is lower than what the loaded one shows
-	// with no queue at all (the lab's nodes, gateway and load generator
-	// share the CPUs), and would read as a standing queue. Up to Limit
-	// requests were admitted before it begins, and as many as the probe
-	// admits may queue behind them: it skips those.
-	lim := max(int(float64(cfg.Limit)*startFraction+0.5), 1)
-	a.probe = prober{phase: probeRunning, limit: lim, skip: cfg.Limit + lim, want: min(2*a.windowSize(), maxWindow), armAt: cfg.Limit - 1}
+// cutCheck remembers a significant cut until a window after it shows
+// whether the latency fell as a queue would.
+type cutCheck struct {
+	armed    bool
+	from     float64 // the limit before the cut
+	inflight float64 // the cut window's mean in flight
+	stat     float64 // its statistic
+	x        float64 // its throughput
+	se       float64 // its statistic's standard error
+}
+
+func newAdaptive(cfg LimiterConfig, step stepFunc) *adaptive {
+	a := &adaptive{cfg: cfg, est: float64(cfg.Limit), step: step, every: probeMinEvery, now: time.Now, grants: new([grantRing]atomic.Int64)}
+	a.ring.push(0, uint64(min(cfg.Limit, maxCohort)), cohortStart)
 	a.limit.Store(int64(cfg.Limit))
 	return a
 }
 
-// windowSize is max(WindowSamples, 2×limit), at most maxWindow.
-func (a *adaptive) windowSize() int {
-	return min(max(a.cfg.WindowSamples, int(2*a.est+0.5)), maxWindow)
-}
-
 func (a *adaptive) Limit() int { return int(a.limit.Load()) }
 
-func (a *adaptive) OnSample(rtt time.Duration, inflight int, dropped bool) {
+// Ticket numbers an admitted request and notes when it was admitted.
+func (a *adaptive) Ticket() uint64 {
+	t := a.tickets.Add(1) - 1
+	a.grants[t%grantRing].Store(a.now().UnixNano())
+	return t
+}
+
+// OnLatency reports a request's latency signal before it finishes (a
+// stream's first token): its cohort can be judged without waiting for the
+// stream's end. The release's Sample then only counts the request out.
+func (a *adaptive) OnLatency(ticket uint64, inflight int, latency time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.record(&Sample{RTT: latency, Latency: latency, Inflight: inflight, Ticket: ticket}, latency.Seconds(), true)
+	a.judgeReady()
+}
+
+// ready reports whether the oldest cohort can be judged: every ticket
+// back, or those not back out longer than cutMargin × the recent cut, so
+// that they are slower than every request its statistic keeps (a
+// request's latency is at least its time out).
+func (a *adaptive) ready(co *cohort) bool {
+	if co.got >= co.size() {
+		return true
+	}
+	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) {
+		return false
+	}
+	i := co.youngestPending()
+	age := float64(a.now().UnixNano()-a.grants[(co.from+uint64(i))%grantRing].Load()) / 1e9
+	return age > cutMargin*a.cutEst
+}
+
+// judgeReady judges the cohorts that are ready, oldest first.
+func (a *adaptive) judgeReady() {
+	for a.ring.count > 0 && a.ready(a.ring.oldest()) {
+		a.judge(a.ring.oldest())
+		a.ring.pop()
+	}
+}
+
+func (a *adaptive) OnSample(s Sample) {
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := &a.cfg
-	if c.TimeoutMs > 0 && rtt > time.Duration(c.TimeoutMs)*time.Millisecond {
-		dropped = true
+	if a.xAt.IsZero() {
+		a.xAt = now
 	}
-	if a.probe.phase != probeIdle && (a.probeSample(rtt, inflight, dropped) || a.base == 0) {
-		// A probe's sample, or any before there is a baseline to judge by.
-		return
+	a.xCount++
+	measured := s.RTT > 0
+	if measured && c.TimeoutMs > 0 && s.RTT > time.Duration(c.TimeoutMs)*time.Millisecond {
+		s.Dropped = true
 	}
-	// Requests not started under a probe fill the windows even while one
-	// runs: a node lost meanwhile must not wait for the probe to end.
-	a.win.add(rtt, inflight, dropped)
-	if a.win.n < a.windowSize() {
-		return
+	lat := s.signal().Seconds()
+	if measured && s.Dropped && a.base > 0 && lat < a.base && s.Inflight > 1 {
+		a.refused(s.Inflight)
 	}
-	s := a.win.close(c.Quantile, int(a.est+0.5))
-	s.base, s.inflight = a.base, a.win.meanInflight
-	if s.stat > s.base && a.win.meanRTT > 0 {
-		x := a.win.meanInflight / a.win.meanRTT // completions per second (Little)
-		s.queue = math.Min((s.stat-s.base)*x, a.win.meanInflight)
-	}
-	// Calm windows in a row: a window up to calmNoise×QueueTarget is
-	// within the estimate's noise and neither counts nor breaks the run.
-	s.calm = a.calm
-	switch {
-	case s.queue <= c.QueueTarget:
-		a.calm++
-	case s.queue > calmNoise*c.QueueTarget:
-		a.calm = 0
-	}
-	a.est = clampF(a.step(c, a.est, s), c.Min, c.Max)
-	if a.probe.phase != probeIdle {
-		if a.probe.phase == probeTail {
-			a.store()
-		}
-		return
-	}
-	a.windows++
-	every := probeEvery
-	if a.probes < probeAverage {
-		every = probeEvery / 4 // the first probes come faster: one is noisy
-	}
-	// A probe must run below capacity; after a congested window it might
-	// not: wait for a calm one. But when no window was calm for two
-	// intervals, the baseline itself is suspect (too low: every window
-	// reads as a queue, and the limit sinks): probe anyway.
-	if a.windows >= every+every/2 || (a.windows >= every && s.queue <= c.QueueTarget) {
-		lim := max(int(a.est*probeFraction+0.5), 1)
-		a.probe = prober{phase: probeRunning, limit: lim, want: a.windowSize()}
-		a.limit.Store(int64(lim))
-		return
-	}
-	a.store()
-}
-
-// probeSample feeds a probe. While it runs, the limit is the probe's and
-// only requests that started at that concurrency (inflight ≤ its limit)
-// count: they found no queue at the backend as long as the probe's limit
-// is below its capacity. Once want minus the probe's limit of them have
-// finished, about want have started: the limit is restored, and the
-// probe's last requests (the slow ones: leaving them out would bias the
-// quantile low) are awaited for up to probeBudget round trips. Their
-// quantile updates the baseline.
-// It reports whether the sample was the probe's (or skipped by it).
-func (a *adaptive) probeSample(rtt time.Duration, inflight int, dropped bool) bool {
-	p := &a.probe
-	if p.armAt > 0 {
-		if inflight < p.armAt {
-			return true // the start-up probe waits for demand to reach the limit
-		}
-		p.armAt = 0
-		a.limit.Store(int64(p.limit))
-	}
-	if p.skip > 0 {
-		p.skip--
-		return true
-	}
-	if inflight > p.limit {
-		if p.phase == probeTail {
-			if p.budget--; p.budget <= 0 {
-				a.endProbe()
-			}
-		}
-		return false // started before the probe, or after it
-	}
-	a.pwin.add(rtt, inflight, dropped)
-	if p.phase == probeRunning && a.pwin.n >= p.want-p.limit {
-		p.phase, p.budget = probeTail, probeBudget*max(int(a.est+0.5), p.limit)
+	if p := &a.probe; p.phase == probeRunning && a.tickets.Load() >= p.from+uint64(p.want) {
+		// The probe's tickets are out: restore the limit.
+		p.phase = probeWaiting
 		a.store()
 	}
-	if a.pwin.n >= p.want {
-		a.endProbe()
-	}
-	return true
+	a.record(&s, lat, measured)
+	a.judgeReady()
 }
 
-// endProbe turns the probe's samples into the baseline: the first probe
-// sets it, the next ones are averaged in (a running mean of probeAverage,
-// then an EWMA of weight 1/probeAverage).
-func (a *adaptive) endProbe() {
-	s := a.pwin.close(a.cfg.Quantile, a.probe.limit)
-	a.probe, a.windows = prober{}, 0
-	// A probe that reads as a queue against an established baseline may
-	// have run above capacity (a node died during it): ignore up to
-	// probeRejects in a row; more in a row mean the backend got slower.
-	suspect := false
-	if a.probes >= probeAverage && s.stat > a.base && a.pwin.meanRTT > 0 {
-		x := a.pwin.meanInflight / a.pwin.meanRTT
-		suspect = (s.stat-a.base)*x > 2*a.cfg.QueueTarget
+// record files a sample in its cohort, creating round-trip cohorts up to
+// its ticket.
+func (a *adaptive) record(s *Sample, lat float64, measured bool) {
+	for a.ring.count == 0 || s.Ticket >= a.ring.newest().to {
+		from := uint64(0)
+		if a.ring.count > 0 {
+			from = a.ring.newest().to
+		}
+		if a.ring.count == numCohorts {
+			// Full: judge the oldest with what it has.
+			if o := a.ring.oldest(); o.got > 0 {
+				a.judge(o)
+			}
+			a.ring.pop()
+		}
+		size := uint64(min(max(int(a.est+0.5), 1), maxCohort))
+		if s.Ticket >= from+uint64(numCohorts)*size {
+			from = s.Ticket // far ahead (lost samples): start afresh
+		}
+		a.ring.push(from, from+size, cohortRound)
 	}
-	switch {
-	case s.n == 0 || math.IsInf(s.stat, 1):
-	case suspect && a.rejects < probeRejects:
-		a.rejects++
-	default:
-		a.rejects = 0
-		a.probes++
-		a.base += (s.stat - a.base) / float64(min(a.probes, probeAverage))
+	co := a.ring.find(s.Ticket)
+	if co == nil {
+		return // its cohort was judged already
 	}
-	if a.base == 0 {
-		// Every sample dropped before any baseline: probe again.
-		lim := max(int(a.est*startFraction+0.5), 1)
-		a.probe = prober{phase: probeRunning, limit: lim, want: a.windowSize()}
-		a.limit.Store(int64(lim))
+	i := s.Ticket - co.from
+	if !math.IsNaN(co.lat[i]) {
+		return // its latency came early (OnLatency)
+	}
+	co.got++
+	if !measured {
+		co.lat[i] = unmeasured
 		return
+	}
+	if s.Dropped {
+		co.drops++
+		lat = math.Inf(1)
+	}
+	co.lat[i], co.rtt[i] = lat, s.RTT.Seconds()
+	co.n++
+	co.sumInfl += float64(s.Inflight)
+	co.maxInfl = max(co.maxInfl, s.Inflight)
+}
+
+// refused handles a request refused at concurrency inflight.
+func (a *adaptive) refused(inflight int) {
+	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
+	if a.ceil == 0 || ceil < a.ceil {
+		a.ceil = ceil
+		a.cut.armed = false
+		if a.probe.phase != probeRunning {
+			a.store()
+		}
+	}
+	a.ceilAge = 0
+}
+
+// judge takes a complete (or evicted) cohort.
+func (a *adaptive) judge(co *cohort) {
+	switch co.kind {
+	case cohortStart:
+		a.startUp(co)
+	case cohortProbe:
+		a.endProbe(co)
+	default:
+		a.win.add(co)
+		a.win.rts++
+		a.closeWindow(int(a.est + 0.5))
+	}
+}
+
+// fixSE floors s's standard error with the winsorized deviation pooled
+// over recent windows: one window's own deviation is noisy, and it is
+// small exactly when the window's statistic is low by chance, which would
+// make a chance-low baseline look precise.
+func (a *adaptive) fixSE(s *windowStats) {
+	if s.sw <= 0 || s.div <= 0 {
+		return
+	}
+	w := math.Min(1, float64(s.n)/float64(maxCohort/4))
+	if a.swEst == 0 {
+		a.swEst = s.sw
+	} else {
+		a.swEst += 0.25 * w * (s.sw - a.swEst)
+	}
+	s.se = math.Max(s.se, a.swEst/s.div)
+}
+
+// noteCut follows the cut of the windows (an EWMA).
+func (a *adaptive) noteCut(cut float64) {
+	if cut <= 0 || math.IsInf(cut, 1) {
+		return
+	}
+	if a.cutEst == 0 {
+		a.cutEst = cut
+	} else {
+		a.cutEst += 0.25 * (cut - a.cutEst)
+	}
+}
+
+// throughput updates and returns X, the completions per second since the
+// last call (an EWMA over calls).
+func (a *adaptive) throughput() float64 {
+	now := a.now()
+	if d := now.Sub(a.xAt).Seconds(); d > 0 && a.xCount > 0 {
+		x := float64(a.xCount) / d
+		if a.x == 0 {
+			a.x = x
+		} else {
+			a.x += 0.5 * (x - a.x)
+		}
+		a.xCount, a.xAt = 0, now
+	}
+	return a.x
+}
+
+// closeWindow judges the window when it is conclusive (see adaptive) and
+// moves the limit.
+func (a *adaptive) closeWindow(lim int) {
+	c := &a.cfg
+	s := a.win.stats(c.keep(), lim)
+	a.noteCut(s.cut)
+	a.fixSE(&s)
+	s.x = a.throughput()
+	a.estimate(&s)
+	w := &a.win
+	dropped := float64(s.drops) > dropShare*float64(s.n)
+	precise := s.winSE <= math.Max(1, windowPrecision*s.inflight) || s.congested() || dropped
+	if (!precise || s.n < minWindow) && w.rts < maxWindowRTs && w.n < maxWindow-maxCohort {
+		return
+	}
+	a.since += float64(w.rts)
+	w.reset()
+	if s.n == 0 {
+		return
+	}
+	a.noise += noiseWeight * (s.winSE*s.winSE - a.noise)
+	if a.ceil > 0 {
+		// No refusal for a while: lift the ceiling, faster and faster, to
+		// find capacity that came back.
+		if a.ceilAge++; a.ceilAge >= 2 {
+			a.ceil += float64(int(1) << min(a.ceilAge-2, maxClimbShift))
+		}
+		if a.ceil >= a.est {
+			a.ceil = 0
+		}
+	}
+	if dropped {
+		a.est = clampF(a.est*c.Backoff, c.Min, c.Max)
+		a.capEst = math.Min(a.capEst, a.est)
+		a.cut.armed = false
+	} else {
+		a.rebase(&s)
+		before := a.est
+		a.est = clampF(a.step(a, &s), c.Min, c.Max)
+		if debugWindow != nil {
+			debugWindow(a, &s, before)
+		}
+		if s.queue > 0 && before-a.est > math.Max(1, 2*s.queueSE) {
+			a.cut = cutCheck{armed: true, from: before, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
+		}
+	}
+	if a.probe.phase == probeIdle && a.since >= a.every && !s.congested() {
+		a.startProbe(&s)
+		return
+	}
+	if a.probe.phase != probeRunning {
+		a.store()
+	}
+}
+
+// estimate fills in the queue estimate, its errors and the target.
+func (a *adaptive) estimate(s *windowStats) {
+	if s.n == 0 || s.x == 0 || math.IsInf(s.stat, 1) {
+		return
+	}
+	s.queue = math.Min((s.stat-a.base)*s.x, s.inflight)
+	s.winSE = s.x * s.se
+	s.baseSE = s.x * math.Sqrt(a.baseVar)
+	s.queueSE = math.Hypot(s.winSE, s.baseSE)
+	if a.noise == 0 {
+		a.noise = s.winSE * s.winSE
+	}
+	s.target = a.target(s)
+}
+
+// rebase applies the slope check of the last cut and the faster-backend
+// rule; it may move the baseline (and the limit back).
+func (a *adaptive) rebase(s *windowStats) {
+	if ck := &a.cut; ck.armed {
+		// The check needs a window whose requests mostly started after
+		// the cut: its mean in flight is at least halfway down.
+		drop := ck.inflight - s.inflight
+		if want := ck.inflight - a.est; drop >= 0.5*want && want > 0 {
+			ck.armed = false
+			predicted := drop / ck.x
+			fell := ck.stat - s.stat
+			noise := math.Sqrt(ck.se*ck.se + s.se*s.se)
+			if predicted > 2*noise && fell < slopeShare*predicted {
+				// Not a queue: the backend got slower.
+				a.setBase(s.stat, s.se*s.se)
+				a.est = math.Max(a.est, ck.from)
+				a.capEst, a.capVar = a.est-s.target, s.winSE*s.winSE
+				a.climb, a.short = 0, 0
+				s.queue = s.target
+				a.every, a.since = probeMinEvery, 0
+				return
+			}
+		}
+	}
+	if z := math.Sqrt(s.se*s.se + a.baseVar); s.stat < a.base-2*z {
+		// Faster than the no-queue latency: the backend got faster.
+		a.setBase(s.stat, s.se*s.se)
+		s.queue = 0
+		a.every, a.since = probeMinEvery, 0
+	}
+}
+
+func (a *adaptive) setBase(v, variance float64) {
+	if debugBase != nil {
+		debugBase(a, v, variance)
+	}
+	a.shiftBase(v)
+	a.baseVar = variance
+	a.suspect = 0
+}
+
+// shiftBase moves the baseline to v and the capacity estimate with it:
+// every observation it holds was measured against the old baseline.
+func (a *adaptive) shiftBase(v float64) {
+	if a.base > 0 && a.capEst > 0 {
+		a.capEst = math.Max(a.capEst+(v-a.base)*a.x, 1)
+	}
+	a.base = v
+}
+
+// startUp judges the start-up cohort: its tickets below startShare × the
+// initial limit found free slots (as long as the limit is within
+// 1/startShare of the capacity); their statistic is the baseline. The
+// cohort's upper half gives the first queue estimate, and the limit moves
+// to the capacity at once; a cohort without a queue starts the climb.
+func (a *adaptive) startUp(co *cohort) {
+	if debugStart != nil {
+		debugStart(a, co)
+	}
+	c := &a.cfg
+	a.started = true
+	size := co.size()
+	low := max(1, int(startShare*float64(size)+0.5))
+	var lowW, highW window
+	lowW.reset()
+	highW.reset()
+	lowW.addRange(co, 0, low)
+	highW.addRange(co, size/2, size)
+	lowW.rts, highW.rts = 1, 1
+	b := lowW.stats(c.keep(), size)
+	a.noteCut(b.cut)
+	// The whole start-up cohort's deviation (a queue shifts, it does not
+	// spread) floors the low group's.
+	all := window{}
+	all.reset()
+	all.addRange(co, 0, size)
+	if as := all.stats(c.keep(), size); as.sw > 0 {
+		a.swEst = as.sw
+	}
+	a.fixSE(&b)
+	if b.n == 0 || math.IsInf(b.stat, 1) {
+		return // nothing measured: the next windows will see
+	}
+	a.setBase(b.stat, b.se*b.se)
+	s := highW.stats(c.keep(), size)
+	s.x = a.throughput()
+	s.used = true
+	a.estimate(&s)
+	a.noise = s.winSE * s.winSE
+	a.capVar = s.winSE * s.winSE
+	if s.visible() {
+		a.capEst = math.Max(s.inflight-s.queue, a.est*startShare)
+		a.est = clampF(a.capEst+a.target(&s), c.Min, c.Max)
+	} else {
+		a.capEst = a.est
+		a.short = 2 * climbAfter // below capacity: climb at once
 	}
 	a.store()
 }
 
-func (a *adaptive) store() { a.limit.Store(int64(a.est + 0.5)) }
+// startProbe lowers the limit below the estimated capacity by a noise
+// margin, for one cohort.
+func (a *adaptive) startProbe(s *windowStats) {
+	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
+	capEst := a.est - s.target
+	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), 1)
+	if float64(lim) >= a.est || a.ring.count == numCohorts {
+		a.since = 0
+		return
+	}
+	from := a.tickets.Load()
+	// Cut the open round trip at the probe's first ticket.
+	if a.ring.count > 0 {
+		if nw := a.ring.newest(); nw.from >= from && nw.got == 0 {
+			a.ring.popNewest()
+		} else if nw.to > from {
+			nw.to = from
+		}
+	}
+	if a.ring.count > 0 {
+		from = max(from, a.ring.newest().to)
+	}
+	want := max(lim, 1)
+	a.ring.push(from, from+uint64(min(want, maxCohort)), cohortProbe)
+	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort)}
+	a.limit.Store(int64(lim))
+}
 
-// estimate returns the limit outside probes and whether a probe lowers
-// the limit now.
-func (a *adaptive) estimate() (float64, bool) {
+// endProbe merges the probe's statistic into the baseline by inverse
+// variance (the old estimate's variance grown, so that it is forgotten
+// over a few probes).
+func (a *adaptive) endProbe(co *cohort) {
+	a.probe = prober{}
+	a.since = 0
+	var w window
+	w.reset()
+	w.addRange(co, 0, co.size())
+	w.rts = 1
+	s := w.stats(a.cfg.keep(), 0)
+	a.fixSE(&s)
+	defer a.store()
+	if debugProbe != nil {
+		debugProbe(a, s.n, s.stat, s.se)
+	}
+	if s.n == 0 || math.IsInf(s.stat, 1) {
+		return
+	}
+	v := math.Max(s.se*s.se, 1e-18)
+	z := math.Sqrt(v + a.baseVar)
+	switch {
+	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects:
+		// Above the baseline: the probe may have run above a capacity
+		// that just fell. Believe it only when it repeats.
+		a.suspect++
+		a.every = probeMinEvery
+	case math.Abs(s.stat-a.base) > 3*z:
+		a.setBase(s.stat, v)
+		a.every = probeMinEvery
+	default:
+		prior := a.baseVar * probeForget
+		k := prior / (prior + v)
+		a.shiftBase(a.base + k*(s.stat-a.base))
+		a.baseVar = (1 - k) * prior
+		a.suspect = 0
+		a.every = math.Min(2*a.every, probeMaxEvery)
+	}
+}
+
+func (a *adaptive) store() {
+	if a.probe.phase == probeRunning {
+		return
+	}
+	l := a.est
+	if a.ceil > 0 {
+		l = math.Min(l, a.ceil)
+	}
+	a.limit.Store(int64(math.Max(1, l+0.5)))
+}
+
+// estimateLimit returns the limit outside probes and whether a probe
+// lowers the limit now.
+func (a *adaptive) estimateLimit() (float64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.est, a.probe.phase == probeRunning
 }
 
-// window gathers the samples of one measurement window.
+// window pools the samples of consecutive cohorts.
 type window struct {
-	rtts         [maxWindow]float64 // seconds; dropped samples are +Inf
-	n, drops     int
-	ok           int
-	sum          float64 // seconds, over samples not dropped
-	sumInflight  float64
-	maxInflight  int
-	meanRTT      float64 // of the last closed window
-	meanInflight float64 // of the last closed window
+	lat     [maxWindow]float64 // latency signal, seconds; dropped samples are +Inf
+	n       int                // measured samples
+	pending int                // tickets not back when their cohort was judged (its slowest)
+	drops   int
+	sumInfl float64
+	maxInfl int
+	rts     int
 }
 
-// add records a sample (none beyond maxWindow).
-func (w *window) add(rtt time.Duration, inflight int, dropped bool) {
-	if w.n >= maxWindow {
-		return
+// add pools a cohort's samples.
+func (w *window) add(co *cohort) { w.addRange(co, 0, co.size()) }
+
+// addRange pools the samples of a cohort's tickets [lo, hi) (offsets);
+// those not back yet count as pending (the slowest).
+func (w *window) addRange(co *cohort, lo, hi int) {
+	k := 0
+	for i := lo; i < hi; i++ {
+		v := co.lat[i]
+		switch {
+		case math.IsNaN(v):
+			w.pending++
+		case v == unmeasured:
+		case w.n < maxWindow:
+			w.lat[w.n] = v
+			w.n++
+			k++
+			if math.IsInf(v, 1) {
+				w.drops++
+			}
+		}
 	}
-	v := rtt.Seconds()
-	if dropped {
-		w.drops++
-		v = math.Inf(1)
-	} else {
-		w.sum += v
-		w.ok++
+	if co.n > 0 {
+		// The cohort's mean in flight, weighted by the samples taken.
+		w.sumInfl += co.sumInfl / float64(co.n) * float64(k)
 	}
-	w.rtts[w.n] = v
-	w.n++
-	w.sumInflight += float64(inflight)
-	w.maxInflight = max(w.maxInflight, inflight)
+	w.maxInfl = max(w.maxInfl, co.maxInfl)
 }
 
-// close summarises and resets the window: the q quantile of its samples;
-// lim is the limit it ran under.
-func (w *window) close(q float64, lim int) windowStats {
-	s := windowStats{drops: w.drops, n: w.n, used: w.maxInflight >= lim-1}
-	xs := w.rtts[:w.n]
-	slices.Sort(xs)
+// stats summarises the window (sorting its latencies in place); lim is
+// the limit it ran under.
+func (w *window) stats(keep float64, lim int) windowStats {
+	s := windowStats{n: w.n, drops: w.drops, used: w.maxInfl >= lim, rts: w.rts}
 	if w.n > 0 {
-		s.stat = xs[min(int(q*float64(w.n)), w.n-1)]
+		s.inflight = w.sumInfl / float64(w.n)
+		s.stat, s.sw, s.div, s.cut = trimmedMean(w.lat[:w.n], w.pending, keep)
+		if s.div > 0 {
+			s.se = s.sw / s.div
+		}
 	}
-	w.meanRTT, w.meanInflight = 0, 0
-	if w.ok > 0 {
-		w.meanRTT = w.sum / float64(w.ok)
-	}
-	if w.n > 0 {
-		w.meanInflight = w.sumInflight / float64(w.n)
-	}
-	w.n, w.drops, w.ok, w.sum, w.sumInflight, w.maxInflight = 0, 0, 0, 0, 0, 0
 	return s
+}
+
+func (w *window) reset() {
+	w.n, w.pending, w.drops, w.sumInfl, w.maxInfl, w.rts = 0, 0, 0, 0, 0, 0
+}
+
+// trimmedMean sorts xs and returns the mean of the fastest keep share of
+// xs and pending more samples known to be slower than all of xs, the
+// samples' winsorized standard deviation sw (the slower samples count at
+// the cut) and div: the mean's standard error is sw / div (the influence
+// function of a one-sided trimmed mean is min(x, cut)/keep).
+func trimmedMean(xs []float64, pending int, keep float64) (mean, sw, div, cut float64) {
+	n := len(xs)
+	if n == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(xs)
+	total := n + pending
+	k := min(max(1, int(keep*float64(total)+0.5)), n)
+	cut = xs[k-1]
+	if math.IsInf(cut, 1) {
+		return math.Inf(1), 0, 0, cut
+	}
+	var sum float64
+	for _, x := range xs[:k] {
+		sum += x
+	}
+	mean = sum / float64(k)
+	wm := (sum + float64(total-k)*cut) / float64(total)
+	var v float64
+	for _, x := range xs[:k] {
+		v += (x - wm) * (x - wm)
+	}
+	v += float64(total-k) * (cut - wm) * (cut - wm)
+	v /= float64(max(total-1, 1))
+	frac := float64(k) / float64(total)
+	return mean, math.Sqrt(v), frac * math.Sqrt(float64(total)), cut
 }
 
 func clampF(v float64, lo, hi int) float64 {
@@ -361,5 +867,13 @@ func clampF(v float64, lo, hi int) float64 {
 
 // estimator is implemented by the adaptive limiters (for tests and stats).
 type estimator interface {
-	estimate() (est float64, probing bool)
+	estimateLimit() (est float64, probing bool)
 }
+
+// Test hooks (nil outside tests).
+var (
+	debugBase   func(a *adaptive, v, variance float64)
+	debugProbe  func(a *adaptive, n int, stat, se float64)
+	debugWindow func(a *adaptive, s *windowStats, before float64)
+	debugStart  func(a *adaptive, co *cohort)
+)

@@ -100,14 +100,14 @@ func TestBulkheadImmediateAndFailFast(t *testing.T) {
 	if s := b.Stats(); s.Inflight != 2 || s.Limit != 2 || s.QueueSize != 0 || s.Name != "ai" || !s.Enabled {
 		t.Fatalf("Stats() = %+v", s)
 	}
-	p1.Release(time.Millisecond, false)
-	p1.Release(time.Millisecond, false) // twice: harmless
+	p1.Release(Sample{RTT: time.Millisecond})
+	p1.Release(Sample{RTT: time.Millisecond}) // twice: harmless
 	var zero Permit
-	zero.Release(0, false)
+	zero.Release(Sample{})
 	if s := b.Stats(); s.Inflight != 1 {
 		t.Fatalf("Inflight = %d after one release (twice), want 1", s.Inflight)
 	}
-	p2.Release(0, false)
+	p2.Release(Sample{})
 	if s := b.Stats(); s.Inflight != 0 {
 		t.Fatalf("Inflight = %d, want 0", s.Inflight)
 	}
@@ -135,7 +135,7 @@ func TestBulkheadPriorityOrder(t *testing.T) {
 		go func(ch <-chan result) { all <- recv(t, ch) }(ch)
 	}
 	want := []string{"d-P0", "b-P1", "e-P1", "a-P2", "c-P2"}
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	for _, w := range want {
 		r := <-all
 		if r.err != nil || r.name != w {
@@ -144,7 +144,7 @@ func TestBulkheadPriorityOrder(t *testing.T) {
 		if s := b.Stats(); s.Inflight != 1 {
 			t.Fatalf("Inflight = %d while one permit is held, want 1", s.Inflight)
 		}
-		r.permit.Release(time.Millisecond, false)
+		r.permit.Release(Sample{RTT: time.Millisecond})
 	}
 	if s := b.Stats(); s.Inflight != 0 || s.Queued() != 0 {
 		t.Fatalf("Stats() = %+v at the end", s)
@@ -191,13 +191,13 @@ func TestBulkheadDisplacement(t *testing.T) {
 	}
 	waitQueued(t, b, [3]int{2, 1, 0})
 	// Drain: p0-a, p0-b, p1.
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	for _, ch := range []<-chan result{p0a, p0b, p1} {
 		r := recv(t, ch)
 		if r.err != nil {
 			t.Fatalf("%s: %v", r.name, r.err)
 		}
-		r.permit.Release(time.Millisecond, false)
+		r.permit.Release(Sample{RTT: time.Millisecond})
 	}
 }
 
@@ -205,7 +205,7 @@ func TestBulkheadQueueTimeout(t *testing.T) {
 	b := newBH(t, 1, 5, 50*time.Millisecond)
 	ctx := context.Background()
 	hold, _ := b.Acquire(ctx, P0)
-	defer hold.Release(0, false)
+	defer hold.Release(Sample{})
 	start := time.Now()
 	_, err := b.Acquire(ctx, P1)
 	if !errors.Is(err, ErrQueueTimeout) {
@@ -220,18 +220,18 @@ func TestBulkheadQueueTimeout(t *testing.T) {
 	// The pooled waiter's timer must not fire into a later wait.
 	ch := enqueue(b, ctx, "later", P1)
 	waitQueued(t, b, [3]int{0, 1, 0})
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	if r := recv(t, ch); r.err != nil {
 		t.Fatalf("later waiter: %v", r.err)
 	} else {
-		r.permit.Release(0, false)
+		r.permit.Release(Sample{})
 	}
 }
 
 func TestBulkheadContext(t *testing.T) {
 	b := newBH(t, 1, 5, 0)
 	hold, _ := b.Acquire(context.Background(), P0)
-	defer hold.Release(0, false)
+	defer hold.Release(Sample{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := enqueue(b, ctx, "w", P0)
 	waitQueued(t, b, [3]int{1, 0, 0})
@@ -282,10 +282,10 @@ func TestBulkheadSetEnabled(t *testing.T) {
 	if _, err := b.Acquire(short, P0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("re-enabled over the limit: %v, want to wait until the deadline", err)
 	}
-	hold.Release(0, false)
-	r.permit.Release(0, false)
+	hold.Release(Sample{})
+	r.permit.Release(Sample{})
 	for i := range extra {
-		extra[i].Release(0, false)
+		extra[i].Release(Sample{})
 	}
 	if s := b.Stats(); s.Inflight != 0 {
 		t.Fatalf("Inflight = %d after all releases", s.Inflight)
@@ -327,8 +327,8 @@ func TestBulkheadSetConfig(t *testing.T) {
 	if got := b.Config().Limiter.Limit; got != 3 {
 		t.Fatalf("Config().Limiter.Limit = %d", got)
 	}
-	hold.Release(0, false)
-	r.permit.Release(0, false)
+	hold.Release(Sample{})
+	r.permit.Release(Sample{})
 }
 
 // TestBulkheadNeverOverLimit: many goroutines hammer a static limit; at no
@@ -359,7 +359,7 @@ func TestBulkheadNeverOverLimit(t *testing.T) {
 						time.Sleep(50 * time.Microsecond)
 					}
 					running.Add(-1)
-					p.Release(time.Millisecond, false)
+					p.Release(Sample{RTT: time.Millisecond})
 				case errors.Is(err, ErrQueueFull):
 					full.Add(1)
 				case errors.Is(err, ErrQueueTimeout):
@@ -393,7 +393,7 @@ func TestBulkheadFeedsLimiter(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 48; i++ { // rtt 0: no samples, so no window closes
 		p, _ := b.Acquire(ctx, P1)
-		p.Release(0, true)
+		p.Release(Sample{})
 	}
 	if l := b.Stats().Limit; l != 48 {
 		t.Fatalf("Limit = %d after releases without samples, want 48", l)
@@ -402,12 +402,12 @@ func TestBulkheadFeedsLimiter(t *testing.T) {
 	for i := range held {
 		held[i], _ = b.Acquire(ctx, P1)
 	}
-	held[47].Release(100*time.Millisecond, false) // started with 48 in flight
+	held[47].Release(Sample{RTT: 100 * time.Millisecond}) // started with 48 in flight
 	if l := b.Stats().Limit; l != 24 {
 		t.Fatalf("Limit = %d after a sample at the limit, want the start-up probe's 24", l)
 	}
 	for i := range held {
-		held[i].Release(0, false)
+		held[i].Release(Sample{})
 	}
 }
 
@@ -419,7 +419,7 @@ func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Release(time.Millisecond, false)
+		p.Release(Sample{RTT: time.Millisecond})
 	}); a != 0 {
 		t.Fatalf("%v allocs per Acquire+Release, want 0", a)
 	}

@@ -1,0 +1,91 @@
+package admit
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"testing"
+)
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	if len(s) == 0 {
+		return 0
+	}
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[len(s)/2]
+}
+
+func envF(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func TestSimOne(t *testing.T) {
+	if os.Getenv("SIMONE") == "" {
+		t.Skip()
+	}
+	c := simCell{Mean: envF("MEAN", 0.2), Sigma: envF("SIGMA", 0.5), Nodes: 3, Slots: int(envF("SLOTS", 16)),
+		Offered: envF("OFFERED", 3), Initial: envF("INIT", 1), Gateways: int(envF("GW", 1)), Change: os.Getenv("CHANGE"),
+		Reject: os.Getenv("REJECT") != "", Stream: os.Getenv("STREAM") != "", RTTOnly: os.Getenv("RTTONLY") != "",
+		Seed: uint64(envF("SEED", 1)), Algo: os.Getenv("ALGO")}
+	if c.Algo == "" {
+		c.Algo = AlgoGradient
+	}
+	if os.Getenv("DEBUGW") != "" {
+		debugWindow = func(a *adaptive, s *windowStats, before float64) {
+			fmt.Printf("win n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
+				s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+		}
+		debugBase = func(a *adaptive, v, variance float64) {
+			fmt.Printf("SETBASE %.4f sd %.4f (was %.4f)\n", v, math.Sqrt(variance), a.base)
+		}
+		debugProbe = func(a *adaptive, n int, stat, se float64) {
+			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
+		}
+		defer func() { debugWindow, debugBase, debugProbe = nil, nil, nil }()
+	}
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := c
+	st.Algo = AlgoStatic
+	rs, _ := runSim(st)
+	fmt.Println(c)
+	for i, p := range r.Phases {
+		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim)
+	}
+	fmt.Printf("P0 %.4f (demand %.2f) p99ratio %.2f goodput %d static %d ratio %.3f outcomes %v\n", r.P0(), r.P0Demand, r.P99Ratio, r.Goodput, rs.Goodput, float64(r.Goodput)/float64(rs.Goodput), r.Outcomes)
+	if os.Getenv("TRACE") != "" {
+		step := int(envF("TRACE", 10))
+		for i := 0; i < len(r.Trace); i += step {
+			fmt.Printf("%.0f ", r.Trace[i])
+		}
+		fmt.Println()
+	}
+}
+
+
+func TestSimDebugStart(t *testing.T) {
+	if os.Getenv("SIMSTART") == "" {
+		t.Skip()
+	}
+	c := simCell{Mean: 0.2, Sigma: 0.9, Nodes: 3, Slots: 64, Offered: 3, Initial: 1, Gateways: 1, Change: "loss", Seed: 1, Algo: AlgoGradient}
+	debugStart = func(a *adaptive, co *cohort) {
+		var xs []float64
+		for i := 0; i < 48; i++ {
+			xs = append(xs, co.lat[i])
+		}
+		fmt.Println("low group:", xs)
+	}
+	defer func() { debugStart = nil }()
+	runSim(c)
+}
