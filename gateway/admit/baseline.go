@@ -69,9 +69,11 @@ import (
 //   - Start-up: the first tickets were admitted as the limit filled, so
 //     those up to startShare of the initial limit found free slots
 //     whatever the capacity (as long as the initial limit is within
-//     1/startShare of it). Their statistic is the first baseline; the
-//     start-up cohort's upper half gives the first queue estimate, and the
-//     limit moves to the capacity at once.
+//     1/startShare of it). Their statistic is the first baseline, and
+//     each next quarter of the start-up cohort joins it unless it reads
+//     significantly higher (below the capacity, none does); the cohort's
+//     upper half past them gives the first queue estimate, and the limit
+//     moves to the capacity at once.
 //   - Probes (BBR's ProbeRTT): the limit drops below the estimated
 //     capacity by a noise margin for one cohort; its requests found no
 //     queue. The result is merged by inverse variance. Probes come every
@@ -97,10 +99,10 @@ import (
 // window with more than dropShare drops (time-outs, errors) is congested
 // whatever its latency.
 type adaptive struct {
-	limit   atomic.Int64  // the effective limit, read without mu
-	tickets atomic.Uint64 // tickets issued
+	limit   atomic.Int64             // the effective limit, read without mu
+	tickets atomic.Uint64            // tickets issued
 	grants  *[grantRing]atomic.Int64 // grant times (UnixNano) by ticket mod grantRing
-	now     func() time.Time // fixed (tests set a virtual clock before use)
+	now     func() time.Time         // fixed (tests set a virtual clock before use)
 
 	mu      sync.Mutex
 	cfg     LimiterConfig // guarded by mu
@@ -126,7 +128,12 @@ type adaptive struct {
 	since   float64       // guarded by mu; round trips since the last probe
 	every   float64       // guarded by mu; round trips between probes now
 	suspect int           // guarded by mu; probes in a row that read above the baseline
+	urgent  bool          // guarded by mu; a deep probe is due (see rebase)
+	sinceUp float64       // guarded by mu; round trips since the last probe above the limit
+	last    windowStats   // guarded by mu; the last conclusive window
+	restore float64       // guarded by mu; the limit to return to if it finds a slower baseline
 	cutEst  float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
+	pool    basePool      // guarded by mu; the latest probes' samples
 	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
 }
 
@@ -167,18 +174,26 @@ const (
 	// maxCohort bounds a cohort's tickets (buffers are fixed: no
 	// allocation per sample); a higher limit spans several cohorts a
 	// round trip.
-	maxCohort = 1024
+	maxCohort = 512
+	// cohortShare: a cohort's tickets as a share of the limit (a round
+	// trip's worth is the limit).
+	cohortShare = 0.5
 	// numCohorts: cohorts awaiting their requests at once.
-	numCohorts = 8
+	numCohorts = 16
 	// grantRing: grant times kept (tickets in the ring's cohorts).
 	grantRing = numCohorts * maxCohort
 	// cutMargin: a cohort is judged once its pending requests have been
 	// out longer than cutMargin × the recent cut (so they are slower than
 	// every request its statistic keeps).
 	cutMargin = 1.25
-	// minWindow: the fewest samples a window judges by (a statistic of
-	// fewer says little whatever the workload).
-	minWindow = 8
+	// minWindow: the fewest samples a window judges by: a trimmed mean of
+	// fewer is biased (high, for a right-skewed service time) by several
+	// per cent, and noisy, whatever the workload.
+	minWindow = 32
+	// maxBase bounds the probe samples pooled into the baseline;
+	// poolProbes: the latest probes pooled.
+	maxBase    = 2048
+	poolProbes = 6
 	// maxWindow bounds a window's samples.
 	maxWindow = 4096
 	// windowPrecision: a window is precise enough when its own queue
@@ -216,6 +231,12 @@ const (
 	// probeForget grows the baseline's variance before a probe is merged
 	// in, so that it remembers about 1/(probeForget−1) probes.
 	probeForget = 1.1
+	// probeUpEvery: round trips between probes above the limit (while
+	// demand fills it and nothing was refused).
+	probeUpEvery = 16
+	// upShare: a probe above the limit adds this share of it (at least
+	// two requests and two standard errors of the queue estimate).
+	upShare = 0.1
 	// startShare: the start-up cohort's tickets up to this share of the
 	// initial limit give the first baseline.
 	startShare = 0.25
@@ -226,6 +247,7 @@ const (
 	cohortRound = iota // a round trip at the limit
 	cohortProbe        // a probe's requests
 	cohortStart        // the start-up cohort
+	cohortUp           // a probe above the limit
 )
 
 // cohort gathers the samples of consecutive tickets [from, to).
@@ -238,7 +260,6 @@ type cohort struct {
 	sumInfl  float64
 	maxInfl  int
 	lat      [maxCohort]float64 // by ticket offset; NaN until back, unmeasured, +Inf when dropped
-	rtt      [maxCohort]float64 // by ticket offset
 }
 
 func (c *cohort) reset(from, to uint64, kind int) {
@@ -304,10 +325,12 @@ const (
 
 // prober is one baseline probe in progress.
 type prober struct {
-	phase int
-	limit int    // the probe's limit
-	from  uint64 // its first ticket
-	want  int    // its tickets
+	phase  int
+	limit  int    // the probe's limit
+	from   uint64 // its first ticket
+	want   int    // its tickets
+	urgent bool   // a deep probe after a cut that did not lower the latency as a queue would
+	up     bool   // a probe above the limit
 }
 
 // cutCheck remembers a significant cut until a window after it shows
@@ -355,8 +378,8 @@ func (a *adaptive) ready(co *cohort) bool {
 	if co.got >= co.size() {
 		return true
 	}
-	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) {
-		return false
+	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) || a.tickets.Load() < co.to {
+		return false // too few back, or not all its tickets issued yet
 	}
 	i := co.youngestPending()
 	age := float64(a.now().UnixNano()-a.grants[(co.from+uint64(i))%grantRing].Load()) / 1e9
@@ -412,7 +435,7 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 			}
 			a.ring.pop()
 		}
-		size := uint64(min(max(int(a.est+0.5), 1), maxCohort))
+		size := uint64(min(max(int(a.est*cohortShare+0.5), 1), maxCohort))
 		if s.Ticket >= from+uint64(numCohorts)*size {
 			from = s.Ticket // far ahead (lost samples): start afresh
 		}
@@ -435,7 +458,7 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		co.drops++
 		lat = math.Inf(1)
 	}
-	co.lat[i], co.rtt[i] = lat, s.RTT.Seconds()
+	co.lat[i] = lat
 	co.n++
 	co.sumInfl += float64(s.Inflight)
 	co.maxInfl = max(co.maxInfl, s.Inflight)
@@ -461,6 +484,8 @@ func (a *adaptive) judge(co *cohort) {
 		a.startUp(co)
 	case cohortProbe:
 		a.endProbe(co)
+	case cohortUp:
+		a.endProbeUp(co)
 	default:
 		a.win.add(co)
 		a.win.rts++
@@ -529,6 +554,7 @@ func (a *adaptive) closeWindow(lim int) {
 		return
 	}
 	a.since += float64(w.rts)
+	a.sinceUp += float64(w.rts)
 	w.reset()
 	if s.n == 0 {
 		return
@@ -552,6 +578,7 @@ func (a *adaptive) closeWindow(lim int) {
 		a.rebase(&s)
 		before := a.est
 		a.est = clampF(a.step(a, &s), c.Min, c.Max)
+		a.last = s
 		if debugWindow != nil {
 			debugWindow(a, &s, before)
 		}
@@ -559,9 +586,15 @@ func (a *adaptive) closeWindow(lim int) {
 			a.cut = cutCheck{armed: true, from: before, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
 		}
 	}
-	if a.probe.phase == probeIdle && a.since >= a.every && !s.congested() {
-		a.startProbe(&s)
-		return
+	if a.probe.phase == probeIdle && !s.congested() {
+		switch {
+		case a.urgent || a.since >= a.every:
+			a.startProbe(&s, false)
+			return
+		case a.sinceUp >= probeUpEvery && s.used && a.ceil == 0:
+			a.startProbe(&s, true)
+			return
+		}
 	}
 	if a.probe.phase != probeRunning {
 		a.store()
@@ -596,19 +629,16 @@ func (a *adaptive) rebase(s *windowStats) {
 			fell := ck.stat - s.stat
 			noise := math.Sqrt(ck.se*ck.se + s.se*s.se)
 			if predicted > 2*noise && fell < slopeShare*predicted {
-				// Not a queue: the backend got slower.
-				a.setBase(s.stat, s.se*s.se)
-				a.est = math.Max(a.est, ck.from)
-				a.capEst, a.capVar = a.est-s.target, s.winSE*s.winSE
-				a.climb, a.short = 0, 0
-				s.queue = s.target
-				a.every, a.since = probeMinEvery, 0
-				return
+				// Not a queue, or not only: the backend may have got
+				// slower. A deep probe decides; if it finds a slower
+				// baseline, the limit returns to where it was.
+				a.urgent, a.restore = true, ck.from
 			}
 		}
 	}
-	if z := math.Sqrt(s.se*s.se + a.baseVar); s.stat < a.base-2*z {
+	if z := math.Sqrt(s.se*s.se + a.baseVar); s.stat < a.base-3*z {
 		// Faster than the no-queue latency: the backend got faster.
+		a.pool.reset()
 		a.setBase(s.stat, s.se*s.se)
 		s.queue = 0
 		a.every, a.since = probeMinEvery, 0
@@ -645,52 +675,91 @@ func (a *adaptive) startUp(co *cohort) {
 	c := &a.cfg
 	a.started = true
 	size := co.size()
-	low := max(1, int(startShare*float64(size)+0.5))
-	var lowW, highW window
-	lowW.reset()
-	highW.reset()
-	lowW.addRange(co, 0, low)
-	highW.addRange(co, size/2, size)
-	lowW.rts, highW.rts = 1, 1
-	b := lowW.stats(c.keep(), size)
-	a.noteCut(b.cut)
 	// The whole start-up cohort's deviation (a queue shifts, it does not
-	// spread) floors the low group's.
+	// spread) floors the groups'.
 	all := window{}
 	all.reset()
 	all.addRange(co, 0, size)
 	if as := all.stats(c.keep(), size); as.sw > 0 {
 		a.swEst = as.sw
 	}
+	// The baseline: the first quarter of tickets, then each next quarter
+	// as long as it does not read significantly higher (below the
+	// capacity, none does, and the baseline gets the whole cohort).
+	q := max(1, int(startShare*float64(size)+0.5))
+	var base window
+	base.reset()
+	base.addRange(co, 0, q)
+	b := base.stats(c.keep(), size)
+	a.noteCut(b.cut)
 	a.fixSE(&b)
 	if b.n == 0 || math.IsInf(b.stat, 1) {
 		return // nothing measured: the next windows will see
 	}
+	hi := q
+	for hi < size {
+		next := min(hi+q, size)
+		var g window
+		g.reset()
+		g.addRange(co, hi, next)
+		gs := g.stats(c.keep(), size)
+		a.fixSE(&gs)
+		if gs.n == 0 || gs.stat > b.stat+2*math.Hypot(gs.se, b.se) {
+			break
+		}
+		base.reset()
+		base.addRange(co, 0, next)
+		b = base.stats(c.keep(), size)
+		a.fixSE(&b)
+		hi = next
+	}
 	a.setBase(b.stat, b.se*b.se)
+	a.pool.reset()
+	start := *co
+	start.to = start.from + uint64(hi)
+	a.pool.add(&start)
+	if hi >= size {
+		// No queue anywhere: below capacity, climb at once.
+		a.capEst, a.capVar = a.est, b.se*b.se*a.x*a.x
+		a.short = 2 * climbAfter
+		a.store()
+		return
+	}
+	// The queue: the cohort's last half past the baseline's tickets.
+	var highW window
+	highW.reset()
+	highW.addRange(co, max(hi, size/2), size)
 	s := highW.stats(c.keep(), size)
+	a.fixSE(&s)
 	s.x = a.throughput()
 	s.used = true
 	a.estimate(&s)
 	a.noise = s.winSE * s.winSE
 	a.capVar = s.winSE * s.winSE
-	if s.visible() {
-		a.capEst = math.Max(s.inflight-s.queue, a.est*startShare)
-		a.est = clampF(a.capEst+a.target(&s), c.Min, c.Max)
-	} else {
-		a.capEst = a.est
-		a.short = 2 * climbAfter // below capacity: climb at once
-	}
+	a.capEst = math.Max(s.inflight-s.queue, float64(hi))
+	a.est = clampF(a.capEst+a.target(&s), c.Min, c.Max)
 	a.store()
 }
 
 // startProbe lowers the limit below the estimated capacity by a noise
 // margin, for one cohort.
-func (a *adaptive) startProbe(s *windowStats) {
+func (a *adaptive) startProbe(s *windowStats, up bool) {
 	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
 	capEst := a.est - s.target
 	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), 1)
-	if float64(lim) >= a.est || a.ring.count == numCohorts {
+	switch {
+	case a.urgent:
+		lim, up = max(int(s.inflight/2), 1), false
+	case up:
+		lim = int(math.Ceil(a.est + math.Max(math.Max(2, 3*math.Sqrt2*s.winSE), upShare*a.est)))
+	}
+	if up {
+		a.sinceUp = 0
+	} else {
 		a.since = 0
+	}
+	if (!up && float64(lim) >= a.est) || a.ring.count == numCohorts {
+		a.urgent = false
 		return
 	}
 	from := a.tickets.Load()
@@ -706,8 +775,13 @@ func (a *adaptive) startProbe(s *windowStats) {
 		from = max(from, a.ring.newest().to)
 	}
 	want := max(lim, 1)
-	a.ring.push(from, from+uint64(min(want, maxCohort)), cohortProbe)
-	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort)}
+	kind := cohortProbe
+	if up {
+		kind = cohortUp
+	}
+	a.ring.push(from, from+uint64(min(want, maxCohort)), kind)
+	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), urgent: a.urgent, up: up}
+	a.urgent = false
 	a.limit.Store(int64(lim))
 }
 
@@ -715,7 +789,8 @@ func (a *adaptive) startProbe(s *windowStats) {
 // variance (the old estimate's variance grown, so that it is forgotten
 // over a few probes).
 func (a *adaptive) endProbe(co *cohort) {
-	a.probe = prober{}
+	urgent, restore := a.probe.urgent, a.restore
+	a.probe, a.restore = prober{}, 0
 	a.since = 0
 	var w window
 	w.reset()
@@ -727,28 +802,168 @@ func (a *adaptive) endProbe(co *cohort) {
 	if debugProbe != nil {
 		debugProbe(a, s.n, s.stat, s.se)
 	}
+	if debugProbeCohort != nil {
+		debugProbeCohort(a, co, &w)
+	}
 	if s.n == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
 	v := math.Max(s.se*s.se, 1e-18)
 	z := math.Sqrt(v + a.baseVar)
 	switch {
+	case a.pool.n == 0:
+		a.pool.add(co)
+		a.poolBase()
+	case urgent && s.stat > a.base+congestionZ*z:
+		// A slower backend: same slots, longer requests.
+		a.pool.reset()
+		a.pool.add(co)
+		a.poolBase()
+		a.est = math.Max(a.est, restore)
+		a.capEst, a.capVar = a.est-a.target(&s), s.se*s.se*a.x*a.x
+		a.climb, a.short = 0, 0
+		a.every = probeMinEvery
 	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects:
 		// Above the baseline: the probe may have run above a capacity
 		// that just fell. Believe it only when it repeats.
 		a.suspect++
 		a.every = probeMinEvery
 	case math.Abs(s.stat-a.base) > 3*z:
-		a.setBase(s.stat, v)
+		// The backend changed: start the pool afresh.
+		a.pool.reset()
+		a.pool.add(co)
+		a.poolBase()
 		a.every = probeMinEvery
 	default:
-		prior := a.baseVar * probeForget
-		k := prior / (prior + v)
-		a.shiftBase(a.base + k*(s.stat-a.base))
-		a.baseVar = (1 - k) * prior
+		a.pool.add(co)
+		a.poolBase()
 		a.suspect = 0
-		a.every = math.Min(2*a.every, probeMaxEvery)
+		if math.Abs(s.stat-a.base) < z {
+			a.every = math.Min(2*a.every, probeMaxEvery)
+		} else {
+			a.every = probeMinEvery
+		}
 	}
+}
+
+// endProbeUp judges a probe above the limit by the slope of the queue:
+// between the last window and the probe's, a queue grows by every request
+// added (slope 1) while the backend is full, and not at all while it has
+// room. No growth means capacity came back (or the baseline reads low):
+// the estimate climbs. Growth confirms the capacity: the probe is one
+// more window for the filter.
+func (a *adaptive) endProbeUp(co *cohort) {
+	a.probe = prober{}
+	defer a.store()
+	var w window
+	w.reset()
+	w.add(co)
+	w.rts = 1
+	s := w.stats(a.cfg.keep(), 0)
+	a.fixSE(&s)
+	s.x = a.throughput()
+	a.estimate(&s)
+	l := a.last
+	dn := s.inflight - l.inflight
+	if debugUp != nil {
+		debugUp(a, &s, &l)
+	}
+	if s.n < minWindow/2 || l.n == 0 || dn < 1 {
+		return // demand did not fill it
+	}
+	noise := math.Hypot(s.winSE, l.winSE)
+	if dn < 2*noise {
+		return // too small a step to tell
+	}
+	if s.queue-l.queue < slopeShare*dn {
+		// Room above: climb.
+		a.short = 2 * climbAfter
+		a.every = probeMinEvery
+		return
+	}
+	s.used = true
+	a.est = clampF(a.step(a, &s), a.cfg.Min, a.cfg.Max)
+}
+
+// poolBase sets the baseline from the pooled probe samples.
+func (a *adaptive) poolBase() {
+	var w window
+	w.reset()
+	n := a.pool.samples(w.lat[:])
+	w.n = n
+	for _, v := range w.lat[:n] {
+		if math.IsInf(v, 1) {
+			w.drops++
+		}
+	}
+	s := w.stats(a.cfg.keep(), 0)
+	a.fixSE(&s)
+	if s.n == 0 || math.IsInf(s.stat, 1) {
+		return
+	}
+	a.setBase(s.stat, s.se*s.se)
+}
+
+// basePool keeps the samples of the latest poolProbes probes (the
+// requests not back when a probe was judged count as slow: +Inf), so that
+// the baseline is the statistic of many samples, free of the small-sample
+// bias of one probe, and forgets old probes.
+type basePool struct {
+	lat   [maxBase]float64 // a FIFO: lat[head:head+n] (mod maxBase)
+	head  int
+	n     int
+	sizes [poolProbes]int // samples of each pooled probe, oldest first
+	count int             // probes pooled
+}
+
+func (p *basePool) reset() { p.head, p.n, p.count = 0, 0, 0 }
+
+func (p *basePool) drop(k int) {
+	k = min(k, p.n)
+	p.head = (p.head + k) % maxBase
+	p.n -= k
+}
+
+func (p *basePool) push(v float64) {
+	if p.n == maxBase {
+		p.drop(1)
+	}
+	p.lat[(p.head+p.n)%maxBase] = v
+	p.n++
+}
+
+// add pools a cohort's samples as one probe, forgetting the oldest probe
+// beyond poolProbes.
+func (p *basePool) add(co *cohort) {
+	if p.count == poolProbes {
+		p.drop(p.sizes[0])
+		copy(p.sizes[:], p.sizes[1:])
+		p.count--
+	}
+	k := 0
+	for i := range co.size() {
+		switch v := co.lat[i]; {
+		case v == unmeasured:
+		case math.IsNaN(v):
+			p.push(math.Inf(1)) // not back: slower than any kept
+			k++
+		default:
+			p.push(v)
+			k++
+		}
+	}
+	p.sizes[p.count] = k
+	p.count++
+}
+
+// samples copies the pooled samples into dst.
+func (p *basePool) samples(dst []float64) int {
+	n := 0
+	for i := 0; i < p.n && n < len(dst); i++ {
+		dst[n] = p.lat[(p.head+i)%maxBase]
+		n++
+	}
+	return n
 }
 
 func (a *adaptive) store() {
@@ -872,8 +1087,10 @@ type estimator interface {
 
 // Test hooks (nil outside tests).
 var (
-	debugBase   func(a *adaptive, v, variance float64)
-	debugProbe  func(a *adaptive, n int, stat, se float64)
-	debugWindow func(a *adaptive, s *windowStats, before float64)
-	debugStart  func(a *adaptive, co *cohort)
+	debugBase        func(a *adaptive, v, variance float64)
+	debugProbe       func(a *adaptive, n int, stat, se float64)
+	debugWindow      func(a *adaptive, s *windowStats, before float64)
+	debugStart       func(a *adaptive, co *cohort)
+	debugUp          func(a *adaptive, s, last *windowStats)
+	debugProbeCohort func(a *adaptive, co *cohort, w *window)
 )

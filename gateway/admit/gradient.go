@@ -43,12 +43,14 @@ const (
 	// the target, in window standard errors less climbSlack, above
 	// climbAfter starts the climb.
 	climbSlack = 0.5
-	climbAfter = 1.5
+	climbAfter = 3
 	// climbStep: the climb's first step, as a share of the capacity
 	// estimate (at least a window standard error and one request).
 	climbStep = 0.05
 	// maxClimbShift caps the climb's doubling.
 	maxClimbShift = 5
+	// targetShare caps the target, as a share of the capacity.
+	targetShare = 0.1
 	// drift: the capacity's assumed drift per window, as a share of it (the
 	// filter's process noise: it forgets old windows).
 	drift = 0.01
@@ -60,7 +62,9 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 	switch {
 	case a.capEst == 0:
 		a.capEst, a.capVar = c, r
-	case s.used || s.visible():
+	case s.used || s.queue > changeZ*s.queueSE:
+		// Below the limit, only a clear queue measures the capacity: a
+		// window of low demand shows none, whatever the capacity.
 		if s.used {
 			// The queue's shortfall below the target, accumulated.
 			a.short = math.Max(0, a.short+(s.target-s.queue)/math.Max(s.winSE, 1e-9)-climbSlack)
@@ -74,7 +78,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
 			a.capEst = math.Max(a.capEst, c) + math.Min(step, a.capEst/2+1)
 			a.capVar = math.Max(a.capVar, r)
-		case nu*nu > changeZ*changeZ*v && (nu < 0 || s.visible()):
+		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			a.capEst, a.capVar = c, r
 			a.climb, a.short = 0, 0
 		default:
@@ -93,7 +97,10 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 // target is the queue the Gradient keeps at the backend: twice the
 // capacity estimate's standard error (its filter's and the baseline's), so
 // that the slots stay busy, and at least one window standard error, so
-// that windows see the queue and measure the capacity.
+// that windows see the queue and measure the capacity; at most
+// targetShare of the capacity (at least one request): beyond that a
+// noisy backend pays more in latency than it gains in fill.
 func (a *adaptive) target(s *windowStats) float64 {
-	return math.Max(targetZ*math.Sqrt(a.capVar+s.baseSE*s.baseSE), math.Sqrt(a.noise))
+	t := math.Max(targetZ*math.Sqrt(a.capVar+s.baseSE*s.baseSE), math.Sqrt(a.noise))
+	return math.Min(t, math.Max(targetShare*a.capEst, 1))
 }

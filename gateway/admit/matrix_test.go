@@ -224,6 +224,7 @@ func TestLimiterMatrix(t *testing.T) {
 // LEVEE_MATRIX=short runs the CI subset; LEVEE_MATRIX_ALL=1 prints every
 // cell, not only the failing ones and the summary.
 func BenchmarkLimiterMatrix(b *testing.B) {
+	keepOverride = envF("KEEP", 0)
 	cells := matrixCells(1)
 	switch os.Getenv("LEVEE_MATRIX") {
 	case "short":
@@ -320,7 +321,7 @@ func printMatrix(w io.Writer, cells []simCell, results []*cellResult, all bool) 
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "\n| cell | settle (mst) | fill | CV | P0 | p99× | vs static | verdict |\n|---|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(w, "\n| cell | settle (mst) | fill | CV | P0 | p99× | vs static | limit ÷ slots by phase | verdict |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
 	for i, r := range results {
 		if !all && r.ok() {
 			continue
@@ -329,6 +330,10 @@ func printMatrix(w io.Writer, cells []simCell, results []*cellResult, all bool) 
 		if !r.ok() {
 			verdict = strings.Join(r.failures, "; ")
 		}
-		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.3f | %.4f | %.2f | %.3f | %s |\n", cells[i], r.settle, r.fill, r.cv, r.res.P0(), r.res.P99Ratio, r.vsStatic, verdict)
+		var ratios []string
+		for _, p := range r.res.Phases {
+			ratios = append(ratios, fmt.Sprintf("%.2f", p.MeanLim/float64(p.Truth)))
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.3f | %.4f | %.2f | %.3f | %s | %s |\n", cells[i], r.settle, r.fill, r.cv, r.res.P0(), r.res.P99Ratio, r.vsStatic, strings.Join(ratios, " "), verdict)
 	}
 }

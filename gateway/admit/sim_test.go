@@ -81,6 +81,7 @@ const (
 	simTick         = 0.1 // the limit is sampled every simTick mean service times
 	simTrail        = 5.0 // the settle test's trailing median, mean service times
 	simSettleBand   = 0.15
+	simSettleFloor  = 2.0   // requests: the band is ±15 % or ±2 requests
 	simRefuseRTT    = 0.005 // a 429's round trip, mean service times
 	simTokenShare   = 50.0  // streams: a token takes Mean/simTokenShare
 )
@@ -698,7 +699,7 @@ func (s *sim) finish(mults []float64) {
 	for k, end := range s.phaseEnd {
 		truth := float64(truths[k])
 		mean := s.mean * mults[k]
-		band := math.Max(1, simSettleBand*truth)
+		band := math.Max(simSettleFloor, simSettleBand*truth)
 		var idx []int
 		for i, tt := range times {
 			if tt >= start && tt < end {

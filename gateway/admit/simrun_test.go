@@ -3,6 +3,7 @@ package admit
 import (
 	"fmt"
 	"math"
+	"sort"
 	"os"
 	"strconv"
 	"testing"
@@ -41,8 +42,11 @@ func TestSimOne(t *testing.T) {
 	}
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("win n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
+				a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+		}
+		debugUp = func(a *adaptive, s, l *windowStats) {
+			fmt.Printf("UP n=%d infl=%.1f Q=%.2f qse=%.2f | last infl=%.1f Q=%.2f qse=%.2f\n", s.n, s.inflight, s.queue, s.queueSE, l.inflight, l.queue, l.queueSE)
 		}
 		debugBase = func(a *adaptive, v, variance float64) {
 			fmt.Printf("SETBASE %.4f sd %.4f (was %.4f)\n", v, math.Sqrt(variance), a.base)
@@ -50,7 +54,7 @@ func TestSimOne(t *testing.T) {
 		debugProbe = func(a *adaptive, n int, stat, se float64) {
 			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
 		}
-		defer func() { debugWindow, debugBase, debugProbe = nil, nil, nil }()
+		defer func() { debugWindow, debugBase, debugProbe, debugUp = nil, nil, nil, nil }()
 	}
 	r, err := runSim(c)
 	if err != nil {
@@ -73,7 +77,6 @@ func TestSimOne(t *testing.T) {
 	}
 }
 
-
 func TestSimDebugStart(t *testing.T) {
 	if os.Getenv("SIMSTART") == "" {
 		t.Skip()
@@ -88,4 +91,48 @@ func TestSimDebugStart(t *testing.T) {
 	}
 	defer func() { debugStart = nil }()
 	runSim(c)
+}
+
+func TestSimDebugProbeBias(t *testing.T) {
+	if os.Getenv("SIMPB") == "" {
+		t.Skip()
+	}
+	var stats, ns, allv []float64
+	npend := 0
+	debugProbe = func(a *adaptive, n int, stat, se float64) {
+		stats = append(stats, stat)
+		ns = append(ns, float64(n))
+	}
+	debugProbeCohort = func(a *adaptive, co *cohort, w *window) {
+		for i := range co.size() {
+			if v := co.lat[i]; !math.IsNaN(v) && v > 0 && !math.IsInf(v, 1) {
+				allv = append(allv, v)
+			} else if math.IsNaN(v) {
+				npend++
+			}
+		}
+		if os.Getenv("SIMPBV") != "" {
+			fmt.Printf("cohort size %d got %d n %d pending %d limit %d tickets %d to %d\n", co.size(), co.got, co.n, w.pending, a.probe.limit, a.tickets.Load(), co.to)
+		}
+	}
+	defer func() { debugProbe, debugProbeCohort = nil, nil }()
+	for seed := uint64(1); seed <= 5; seed++ {
+		c := simCell{Mean: 0.2, Sigma: envF("SIGMA", 0.5), Nodes: 3, Slots: int(envF("SLOTS", 16)), Offered: envF("OFFERED", 3), Initial: 1, Gateways: 1, Seed: seed, Algo: AlgoGradient}
+		runSim(c)
+	}
+	sum, sn := 0.0, 0.0
+	for i := range stats {
+		sum += stats[i]
+		sn += ns[i]
+	}
+	sig := envF("SIGMA", 0.5)
+	sort.Float64s(allv)
+	tot := len(allv) + npend
+	k := tot / 2
+	s := 0.0
+	for _, v := range allv[:k] {
+		s += v
+	}
+	fmt.Printf("pooled: %d samples + %d pending: fastest half of all %.4f, median %.4f\n", len(allv), npend, s/float64(k), allv[len(allv)/2])
+	fmt.Printf("probes %d mean stat %.4f (true lower-half mean %.4f) mean n %.1f\n", len(stats), sum/float64(len(stats)), 0.2*2*0.5*math.Erfc(sig/math.Sqrt2), sn/float64(len(ns)))
 }
