@@ -92,7 +92,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 		return
 	}
 	if plan.rules && g.on(defFallback) {
-		g.release(&t, 0, false)
+		g.release(&t, admit.Sample{})
 		g.m.subcalls.WithLabelValues("skipped").Add(float64(k))
 		x.fallback(fallbackRules)
 		return
@@ -105,7 +105,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 		g.m.subcalls.WithLabelValues("capped").Add(float64(capped))
 	}
 	if n == 0 {
-		g.release(&t, 0, false)
+		g.release(&t, admit.Sample{})
 		x.shed(&shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "agent amplification cap reached"})
 		return
 	}
@@ -144,7 +144,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 			g.m.subcalls.WithLabelValues("error").Inc()
 		}
 	}
-	g.release(&t, time.Since(start), okN == 0)
+	g.release(&t, admit.Sample{RTT: time.Since(start), Dropped: okN == 0})
 	switch {
 	case okN > 0:
 		x.reply(OutcomeOK, map[string]any{

@@ -14,18 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
 	"golang.org/x/time/rate"
 )
 
 // admitGateway builds (does not start) a gateway whose admission chain
 // has every layer on: a matching token-bucket rule on the local store,
-// the guard at green, the bulkhead and the budget.
+// the guard at green, the bulkhead with the adaptive (gradient) limit and
+// the budget.
 func admitGateway(tb testing.TB) (*Gateway, *http.Request) {
 	tb.Helper()
 	cfg := testConfig("127.0.0.1:9")
 	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e12, Burst: 1 << 50, Cost: CostRequests}}
-	cfg.Classes.AI.Limit, cfg.Classes.AI.Max = 1024, 1024
+	cfg.Classes.AI.Algorithm, cfg.Classes.AI.Limit, cfg.Classes.AI.Max = LimiterGradient, 1024, 4096
 	g, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -37,7 +39,7 @@ func admitGateway(tb testing.TB) (*Gateway, *http.Request) {
 }
 
 // admitOnce is the measured unit: classify, rate limit, guard, bulkhead
-// acquire, budget, release.
+// acquire, budget, release with a sample for the limiter.
 func admitOnce(g *Gateway, req *http.Request, ctx context.Context) bool {
 	id, ok := g.keys.classify(req)
 	if !ok {
@@ -47,7 +49,7 @@ func admitOnce(g *Gateway, req *http.Request, ctx context.Context) bool {
 	if s != nil {
 		return false
 	}
-	g.release(&t, 0, false)
+	g.release(&t, admit.Sample{RTT: time.Millisecond})
 	return true
 }
 
@@ -63,8 +65,9 @@ func TestAdmitDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkAdmit measures the admission chain (classify + local rate
-// limit + guard + bulkhead acquire/release + budget); compare its ns/op
-// with BenchmarkRateAllow's in the same run (goal ≤ 5×).
+// limit + guard + bulkhead acquire/release with the adaptive limiter's
+// ticket and sample + budget); compare its ns/op with BenchmarkRateAllow's
+// in the same run (goal ≤ 5×).
 func BenchmarkAdmit(b *testing.B) {
 	g, req := admitGateway(b)
 	ctx := context.Background()

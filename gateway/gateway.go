@@ -385,7 +385,7 @@ func (g *Gateway) signals() admit.Signals {
 
 // localSignals are the main guard's own runtime measurements.
 func (g *Gateway) localSignals() admit.Signals {
-	s := g.guard.Snapshot().Signals
+	s := g.guard.LastSignals()
 	s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = 0, 0, 0
 	return s
 }
@@ -426,16 +426,17 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 		}
 	}
 	if g.on(defGuard) {
-		lvl := g.guardFor(class).Level()
-		if lvl == admit.Black {
-			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
-		}
-		if !lvl.Admits(id.Priority) {
-			if lvl == admit.Yellow {
+		gd := g.guardFor(class)
+		if !gd.Admit(id.Priority) {
+			switch lvl := gd.Level(); {
+			case lvl == admit.Black:
+				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+			case id.Priority == admit.P2:
 				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusTooManyRequests,
-					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level yellow: P2 shed"}
+					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level " + lvl.String() + ": P2 shed"}
+			default:
+				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
 			}
-			return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level red: only P0 admitted"}
 		}
 	}
 	var t ticket
@@ -455,7 +456,7 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	}
 	if g.on(defBudget) && tokens > 0 {
 		if !g.budget.Acquire(tokens) {
-			t.permit.Release(0, false)
+			t.permit.Release(admit.Sample{})
 			return ticket{}, &shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
 		}
 		t.tokens = tokens
@@ -463,9 +464,10 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	return t, nil
 }
 
-// release gives back what admitRequest took; rtt > 0 feeds the limiter.
-func (g *Gateway) release(t *ticket, rtt time.Duration, dropped bool) {
-	t.permit.Release(rtt, dropped)
+// release gives back what admitRequest took; s (RTT > 0) feeds the
+// limiter.
+func (g *Gateway) release(t *ticket, s admit.Sample) {
+	t.permit.Release(s)
 	if t.tokens > 0 {
 		g.budget.Release(t.tokens)
 		t.tokens = 0

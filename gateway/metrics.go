@@ -114,13 +114,17 @@ var (
 	descBudget     = prometheus.NewDesc("levee_token_budget", "Token budget (cap on levee_tokens_inflight).", nil, nil)
 	descDefense    = prometheus.NewDesc("levee_defense_enabled", "Whether a defense is on (1) or off (0).", []string{"defense"}, nil)
 	descSubInfl    = prometheus.NewDesc("levee_agent_subcalls_inflight", "Agent sub-calls in flight (amplification).", nil, nil)
+	descShed       = prometheus.NewDesc("levee_shed_level", "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
+	descShedShare  = prometheus.NewDesc("levee_shed_share", "Share of requests the overload guard refuses now, by priority.", []string{"priority"}, nil)
+	descChanges    = prometheus.NewDesc("levee_overload_level_changes_total", "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
+	descLastChange = prometheus.NewDesc("levee_overload_last_change", "The latest overload level change: 1 for its level and causing signal (signal \"\" when every signal fell below its release mark); value label-free.", []string{"to", "signal"}, nil)
 )
 
 // gatewayCollector reads gauges at scrape time.
 type gatewayCollector struct{ g *Gateway }
 
 func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLag, descSched, descGC, descHeap, descTokens, descBudget, descDefense, descSubInfl} {
+	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLag, descSched, descGC, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges, descLastChange} {
 		ch <- d
 	}
 }
@@ -141,6 +145,15 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s := g.guard.Snapshot()
 	gauge(descLevel, float64(s.Level))
+	gauge(descShed, s.Shed)
+	for p, v := range s.ShedShare {
+		gauge(descShedShare, v, admit.Priority(p).String())
+	}
+	ch <- prometheus.MustNewConstMetric(descChanges, prometheus.CounterValue, float64(s.ChangeSeq))
+	if n := len(s.Changes); n > 0 {
+		last := s.Changes[n-1]
+		gauge(descLastChange, 1, last.To.String(), last.Signal)
+	}
 	gauge(descLag, s.LagP50Ms/1e3, "0.5")
 	gauge(descLag, s.LagP99Ms/1e3, "0.99")
 	gauge(descSched, s.SchedP99Ms/1e3, "0.99")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
 )
 
@@ -114,10 +115,17 @@ func (x *exchange) shedOrFallback(s *shed, stream bool) {
 }
 
 // callResult is one upstream call's result as the limiter sees it: rtt 0
-// means no sample (see Permit.Release).
+// means no sample (see Permit.Release); latency is a stream's time to
+// first token (0: the rtt).
 type callResult struct {
 	rtt     time.Duration
 	dropped bool
+	latency time.Duration
+}
+
+// sample is the limiter's view of the call.
+func (r callResult) sample() admit.Sample {
+	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped}
 }
 
 // callModel makes one upstream call for x and classifies a failure. On
@@ -131,7 +139,7 @@ func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*htt
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
 			g.lat.observe(rtt)
-			return nil, callResult{rtt, true}, OutcomeTimeout, err
+			return nil, callResult{rtt: rtt, dropped: true}, OutcomeTimeout, err
 		}
 		// No node answered (refused, reset, no healthy node, breaker
 		// open): that says nothing about queueing at the nodes, and an
@@ -143,9 +151,9 @@ func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*htt
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt, true}, OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		return nil, callResult{rtt: rtt, dropped: true}, OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
-	return resp, callResult{rtt, false}, OutcomeOK, nil
+	return resp, callResult{rtt: rtt}, OutcomeOK, nil
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
@@ -231,7 +239,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		return
 	}
 	res := g.proxyJSON(x, "/v1/predict", body)
-	g.release(&t, res.rtt, res.dropped)
+	g.release(&t, res.sample())
 }
 
 // serveChat is POST /v1/chat/completions, streamed (SSE relay) or not.
@@ -252,11 +260,11 @@ func (g *Gateway) serveChat(x *exchange) {
 	}
 	if !cr.Stream {
 		res := g.proxyJSON(x, "/v1/chat/completions", body)
-		g.release(&t, res.rtt, res.dropped)
+		g.release(&t, res.sample())
 		return
 	}
-	res := g.relaySSE(x, body)
-	g.release(&t, res.rtt, res.dropped)
+	res := g.relaySSE(x, body, &t.permit)
+	g.release(&t, res.sample())
 }
 
 // serveStandard is GET /v1/standard/...: a light route served locally.
@@ -274,7 +282,7 @@ func (g *Gateway) serveStandard(x *exchange) {
 	tn, _ := json.Marshal(x.id.Tenant)
 	buf.Write(tn)
 	buf.WriteString(`,"priority":"` + x.id.Priority.String() + `"}` + "\n")
-	g.release(&t, 0, false)
+	g.release(&t, admit.Sample{})
 	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")

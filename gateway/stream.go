@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
 )
 
 // clientWriter writes to a client with a write deadline on every write
@@ -87,8 +89,11 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // relaySSE forwards a streamed chat completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event. The model is
-// read only as fast as the client takes the events.
-func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
+// read only as fast as the client takes the events. The first bytes of
+// the answer are its time to first token: the limiter gets it at once
+// (permit.Observe) and as the call's latency, since a long answer is not
+// congestion.
+func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callResult {
 	callStart := time.Now()
 	resp, res, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
 	if err != nil {
@@ -126,6 +131,10 @@ func (g *Gateway) relaySSE(x *exchange, body []byte) callResult {
 	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
 	for {
 		line, rerr := br.ReadSlice('\n')
+		if len(line) > 0 && res.latency == 0 {
+			res.latency = time.Since(callStart)
+			permit.Observe(res.latency)
+		}
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
 				if err := flush(); err != nil {
@@ -193,7 +202,7 @@ func (g *Gateway) serveExport(x *exchange) {
 		x.shed(s)
 		return
 	}
-	defer g.release(&t, 0, false)
+	defer g.release(&t, admit.Sample{})
 	x.startStream("application/x-ndjson")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
 	bw := bufio.NewWriterSize(cw, g.cfg.Stream.BufferBytes)

@@ -100,6 +100,7 @@ import (
 // whatever its latency.
 type adaptive struct {
 	limit   atomic.Int64             // the effective limit, read without mu
+	safe    atomic.Int64             // the confirmed concurrency after refusals (see Safe); 0: none
 	tickets atomic.Uint64            // tickets issued
 	grants  *[grantRing]atomic.Int64 // grant times (UnixNano) by ticket mod grantRing
 	now     func() time.Time         // fixed (tests set a virtual clock before use)
@@ -134,6 +135,7 @@ type adaptive struct {
 	restore float64       // guarded by mu; the limit to return to if it finds a slower baseline
 	cutEst  float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
 	pool    basePool      // guarded by mu; the latest probes' samples
+	scratch [3]window     // guarded by mu; windows for one-off statistics
 	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
 }
 
@@ -180,8 +182,10 @@ const (
 	cohortShare = 0.5
 	// numCohorts: cohorts awaiting their requests at once.
 	numCohorts = 16
-	// grantRing: grant times kept (tickets in the ring's cohorts).
-	grantRing = numCohorts * maxCohort
+	// stampEvery: one ticket in stampEvery has its grant time noted;
+	// grantRing: the stamps kept (the tickets of the ring's cohorts).
+	stampEvery = 8
+	grantRing  = numCohorts * maxCohort / stampEvery
 	// cutMargin: a cohort is judged once its pending requests have been
 	// out longer than cutMargin × the recent cut (so they are slower than
 	// every request its statistic keeps).
@@ -353,10 +357,19 @@ func newAdaptive(cfg LimiterConfig, step stepFunc) *adaptive {
 
 func (a *adaptive) Limit() int { return int(a.limit.Load()) }
 
-// Ticket numbers an admitted request and notes when it was admitted.
+// Safe returns the concurrency the backend was last seen to take without
+// refusing, while the limit explores above it after refusals (0: no
+// refusal, no restriction). See SafeLimiter.
+func (a *adaptive) Safe() int { return int(a.safe.Load()) }
+
+// Ticket numbers an admitted request, and notes when every stampEvery-th
+// was admitted (reading the clock for every request would cost more than
+// the rest of admission).
 func (a *adaptive) Ticket() uint64 {
 	t := a.tickets.Add(1) - 1
-	a.grants[t%grantRing].Store(a.now().UnixNano())
+	if t%stampEvery == 0 {
+		a.grants[(t/stampEvery)%grantRing].Store(a.now().UnixNano())
+	}
 	return t
 }
 
@@ -364,31 +377,37 @@ func (a *adaptive) Ticket() uint64 {
 // stream's first token): its cohort can be judged without waiting for the
 // stream's end. The release's Sample then only counts the request out.
 func (a *adaptive) OnLatency(ticket uint64, inflight int, latency time.Duration) {
+	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.record(&Sample{RTT: latency, Latency: latency, Inflight: inflight, Ticket: ticket}, latency.Seconds(), true)
-	a.judgeReady()
+	a.judgeReady(now)
 }
 
 // ready reports whether the oldest cohort can be judged: every ticket
 // back, or those not back out longer than cutMargin × the recent cut, so
 // that they are slower than every request its statistic keeps (a
-// request's latency is at least its time out).
-func (a *adaptive) ready(co *cohort) bool {
+// request's latency is at least its time out). A pending ticket's grant
+// time is bounded by the next stamped ticket's.
+func (a *adaptive) ready(co *cohort, now time.Time) bool {
 	if co.got >= co.size() {
 		return true
 	}
-	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) || a.tickets.Load() < co.to {
-		return false // too few back, or not all its tickets issued yet
+	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) {
+		return false
 	}
-	i := co.youngestPending()
-	age := float64(a.now().UnixNano()-a.grants[(co.from+uint64(i))%grantRing].Load()) / 1e9
+	t := co.from + uint64(co.youngestPending())
+	stamp := (t + stampEvery - 1) / stampEvery
+	if stamp*stampEvery >= a.tickets.Load() {
+		return false // not issued yet
+	}
+	age := float64(now.UnixNano()-a.grants[stamp%grantRing].Load()) / 1e9
 	return age > cutMargin*a.cutEst
 }
 
 // judgeReady judges the cohorts that are ready, oldest first.
-func (a *adaptive) judgeReady() {
-	for a.ring.count > 0 && a.ready(a.ring.oldest()) {
+func (a *adaptive) judgeReady(now time.Time) {
+	for a.ring.count > 0 && a.ready(a.ring.oldest(), now) {
 		a.judge(a.ring.oldest())
 		a.ring.pop()
 	}
@@ -417,7 +436,7 @@ func (a *adaptive) OnSample(s Sample) {
 		a.store()
 	}
 	a.record(&s, lat, measured)
-	a.judgeReady()
+	a.judgeReady(now)
 }
 
 // record files a sample in its cohort, creating round-trip cohorts up to
@@ -469,6 +488,7 @@ func (a *adaptive) refused(inflight int) {
 	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
 	if a.ceil == 0 || ceil < a.ceil {
 		a.ceil = ceil
+		a.safe.Store(int64(ceil + 0.5))
 		a.cut.armed = false
 		if a.probe.phase != probeRunning {
 			a.store()
@@ -564,10 +584,13 @@ func (a *adaptive) closeWindow(lim int) {
 		// No refusal for a while: lift the ceiling, faster and faster, to
 		// find capacity that came back.
 		if a.ceilAge++; a.ceilAge >= 2 {
+			// The ceiling held a window without refusal: it is safe.
+			a.safe.Store(int64(a.ceil + 0.5))
 			a.ceil += float64(int(1) << min(a.ceilAge-2, maxClimbShift))
 		}
 		if a.ceil >= a.est {
 			a.ceil = 0
+			a.safe.Store(0)
 		}
 	}
 	if dropped {
@@ -583,10 +606,16 @@ func (a *adaptive) closeWindow(lim int) {
 			debugWindow(a, &s, before)
 		}
 		if s.queue > 0 && before-a.est > math.Max(1, 2*s.queueSE) {
-			a.cut = cutCheck{armed: true, from: before, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
+			// Check the cut on a later window; a chain of cuts keeps the
+			// first limit to return to.
+			from := before
+			if a.cut.armed {
+				from = math.Max(from, a.cut.from)
+			}
+			a.cut = cutCheck{armed: true, from: from, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
 		}
 	}
-	if a.probe.phase == probeIdle && !s.congested() {
+	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
 		switch {
 		case a.urgent || a.since >= a.every:
 			a.startProbe(&s, false)
@@ -677,7 +706,7 @@ func (a *adaptive) startUp(co *cohort) {
 	size := co.size()
 	// The whole start-up cohort's deviation (a queue shifts, it does not
 	// spread) floors the groups'.
-	all := window{}
+	all := &a.scratch[0]
 	all.reset()
 	all.addRange(co, 0, size)
 	if as := all.stats(c.keep(), size); as.sw > 0 {
@@ -687,7 +716,7 @@ func (a *adaptive) startUp(co *cohort) {
 	// as long as it does not read significantly higher (below the
 	// capacity, none does, and the baseline gets the whole cohort).
 	q := max(1, int(startShare*float64(size)+0.5))
-	var base window
+	base := &a.scratch[1]
 	base.reset()
 	base.addRange(co, 0, q)
 	b := base.stats(c.keep(), size)
@@ -699,7 +728,7 @@ func (a *adaptive) startUp(co *cohort) {
 	hi := q
 	for hi < size {
 		next := min(hi+q, size)
-		var g window
+		g := &a.scratch[2]
 		g.reset()
 		g.addRange(co, hi, next)
 		gs := g.stats(c.keep(), size)
@@ -726,7 +755,7 @@ func (a *adaptive) startUp(co *cohort) {
 		return
 	}
 	// The queue: the cohort's last half past the baseline's tickets.
-	var highW window
+	highW := &a.scratch[2]
 	highW.reset()
 	highW.addRange(co, max(hi, size/2), size)
 	s := highW.stats(c.keep(), size)
@@ -792,7 +821,7 @@ func (a *adaptive) endProbe(co *cohort) {
 	urgent, restore := a.probe.urgent, a.restore
 	a.probe, a.restore = prober{}, 0
 	a.since = 0
-	var w window
+	w := &a.scratch[0]
 	w.reset()
 	w.addRange(co, 0, co.size())
 	w.rts = 1
@@ -803,7 +832,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		debugProbe(a, s.n, s.stat, s.se)
 	}
 	if debugProbeCohort != nil {
-		debugProbeCohort(a, co, &w)
+		debugProbeCohort(a, co, w)
 	}
 	if s.n == 0 || math.IsInf(s.stat, 1) {
 		return
@@ -855,7 +884,7 @@ func (a *adaptive) endProbe(co *cohort) {
 func (a *adaptive) endProbeUp(co *cohort) {
 	a.probe = prober{}
 	defer a.store()
-	var w window
+	w := &a.scratch[0]
 	w.reset()
 	w.add(co)
 	w.rts = 1
@@ -887,7 +916,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 
 // poolBase sets the baseline from the pooled probe samples.
 func (a *adaptive) poolBase() {
-	var w window
+	w := &a.scratch[0]
 	w.reset()
 	n := a.pool.samples(w.lat[:])
 	w.n = n

@@ -71,6 +71,7 @@ type Bulkhead struct {
 	mu       sync.Mutex
 	cfg      BulkheadConfig          // guarded by mu
 	limiter  Limiter                 // guarded by mu; replaced by SetConfig
+	safer    SafeLimiter             // guarded by mu; limiter as a SafeLimiter, or nil
 	enabled  bool                    // guarded by mu
 	inflight int                     // guarded by mu
 	queues   [NumPriorities]waitList // guarded by mu
@@ -86,7 +87,9 @@ func NewBulkhead(name string, cfg BulkheadConfig) (*Bulkhead, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bulkhead %q: %w", name, err)
 	}
-	return &Bulkhead{name: name, cfg: cfg, limiter: lim, enabled: true}, nil
+	b := &Bulkhead{name: name, cfg: cfg, enabled: true}
+	b.setLimiterLocked(lim)
+	return b, nil
 }
 
 // Name returns the bulkhead's name.
@@ -150,7 +153,7 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 		return Permit{}, err
 	}
 	b.mu.Lock()
-	if pm, ok := b.tryLocked(); ok {
+	if pm, ok := b.tryLocked(p); ok {
 		b.mu.Unlock()
 		return pm, nil
 	}
@@ -205,11 +208,14 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 
 // tryLocked grants a permit at once when there is room and nobody waits
 // (or the bulkhead is disabled).
-func (b *Bulkhead) tryLocked() (Permit, bool) {
+func (b *Bulkhead) tryLocked(p Priority) (Permit, bool) {
 	if b.enabled {
 		b.dispatchLocked()
 		if b.queued > 0 || b.inflight >= b.limiter.Limit() {
 			return Permit{}, false
+		}
+		if s := b.safeLocked(); s > 0 && b.inflight >= s && p != P2 {
+			return Permit{}, false // only P2 explores above the safe level
 		}
 	}
 	b.inflight++
@@ -247,11 +253,19 @@ func (b *Bulkhead) dispatchLocked() {
 	if !b.enabled {
 		lim = int(^uint(0) >> 1)
 	}
+	safe := b.safeLocked()
 	for b.queued > 0 && b.inflight < lim {
 		var w *waiter
-		for i := range b.queues {
-			if w = b.queues[i].head; w != nil {
-				break
+		if b.enabled && safe > 0 && b.inflight >= safe {
+			// Above the safe level only P2 explores.
+			if w = b.queues[P2].head; w == nil {
+				return
+			}
+		} else {
+			for i := range b.queues {
+				if w = b.queues[i].head; w != nil {
+					break
+				}
 			}
 		}
 		b.removeLocked(w)
@@ -259,6 +273,19 @@ func (b *Bulkhead) dispatchLocked() {
 		w.decided, w.err, w.inflight, w.ticket = true, nil, b.inflight, ticket(b.limiter)
 		w.wake()
 	}
+}
+
+func (b *Bulkhead) setLimiterLocked(l Limiter) {
+	b.limiter = l
+	b.safer, _ = l.(SafeLimiter)
+}
+
+// safeLocked is the limiter's safe level (see SafeLimiter), 0 for none.
+func (b *Bulkhead) safeLocked() int {
+	if b.safer == nil {
+		return 0
+	}
+	return b.safer.Safe()
 }
 
 // displaceLocked makes room for an arrival of priority p by failing the
@@ -320,7 +347,7 @@ func (b *Bulkhead) SetConfig(cfg BulkheadConfig) error {
 		if err != nil {
 			return fmt.Errorf("bulkhead %q: %w", b.name, err)
 		}
-		b.limiter = lim
+		b.setLimiterLocked(lim)
 	}
 	b.cfg = cfg
 	for b.queued > cfg.QueueSize {

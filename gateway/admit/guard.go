@@ -82,16 +82,145 @@ func (t Thresholds) Validate() error {
 
 // classify returns the highest level whose thresholds s meets, and why.
 func (t *Thresholds) classify(s *Signals) (Level, string) {
+	lvl, c := t.pressure(s)
+	if lvl == Green {
+		return Green, ""
+	}
+	return lvl, c.String()
+}
+
+// cause is the signal behind a level: its name, value and the watermark
+// it was compared with.
+type cause struct {
+	signal    string
+	value     float64
+	threshold float64
+	level     Level
+}
+
+func (c cause) String() string {
+	if c.signal == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s %.4g ≥ %.4g (%s)", c.signal, c.value, c.threshold, c.level)
+}
+
+// pressure returns the highest level whose watermarks s reaches and the
+// signal that reaches it furthest (by its excess over the watermark, in
+// the watermark's own scale); at green, the signal closest to its yellow
+// watermark (value/threshold).
+func (t *Thresholds) pressure(s *Signals) (Level, cause) {
 	v := s.values()
+	levels := [...]*Signals{&t.Yellow, &t.Red, &t.Black}
 	for lvl := Black; lvl >= Yellow; lvl-- {
-		th := [...]*Signals{&t.Yellow, &t.Red, &t.Black}[lvl-1].values()
+		th := levels[lvl-1].values()
+		best, bestX := -1, 0.0
 		for i, x := range th {
-			if x > 0 && v[i] >= x {
-				return lvl, fmt.Sprintf("%s %.4g ≥ %.4g (%s)", signalNames[i], v[i], x, lvl)
+			if x > 0 && v[i] >= x && (best < 0 || v[i]/x > bestX) {
+				best, bestX = i, v[i]/x
 			}
 		}
+		if best >= 0 {
+			return lvl, cause{signalNames[best], v[best], th[best], lvl}
+		}
 	}
-	return Green, ""
+	return Green, cause{}
+}
+
+// severity is how far the worst signal at yellow or above is past its
+// yellow watermark, in (0, 1]: (value − yellow)/(red − yellow) where red
+// is set, (value − yellow)/yellow otherwise; at least minSeverity.
+func (t *Thresholds) severity(s *Signals) float64 {
+	v := s.values()
+	y, r := t.Yellow.values(), t.Red.values()
+	sev := 0.0
+	for i := range v {
+		if y[i] <= 0 || v[i] < y[i] {
+			continue
+		}
+		span := y[i]
+		if r[i] > y[i] {
+			span = r[i] - y[i]
+		}
+		sev = math.Max(sev, (v[i]-y[i])/span)
+	}
+	return math.Min(math.Max(sev, minSeverity), 1)
+}
+
+// released reports whether every signal is below releaseShare of its
+// yellow watermark (the hysteresis: between that and the watermark the
+// shed level holds).
+func (t *Thresholds) released(s *Signals) bool {
+	v, y := s.values(), t.Yellow.values()
+	for i := range v {
+		if y[i] > 0 && v[i] >= releaseShare*y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// The shed level's dynamics (dimensionless, or in units of the guard's
+// cooldown).
+const (
+	// riseShare: at full severity the shed level rises by one priority in
+	// riseShare × the cooldown.
+	riseShare = 0.25
+	// minSeverity: the slowest rise, as a share of the full one.
+	minSeverity = 0.1
+	// releaseShare: the shed level falls only while every signal is below
+	// this share of its yellow watermark, by one priority per cooldown.
+	releaseShare = 0.8
+	// maxShed: P2 and P1 shed entirely; P0 is never shed by the level
+	// (only black refuses it).
+	maxShed = 2.0
+	// redFloor: a signal at its red watermark sheds every P2 at once and
+	// starts on P1.
+	redFloor = 1.01
+	// keepChanges: level changes the guard remembers.
+	keepChanges = 64
+)
+
+// ShedShare returns the share of requests of priority p that shed level x
+// refuses: x ∈ [0, 1] sheds that share of P2, x ∈ (1, 2] every P2 and
+// x − 1 of P1; P0 is never shed by the level.
+func ShedShare(x float64, p Priority) float64 {
+	switch p {
+	case P2:
+		return math.Min(math.Max(x, 0), 1)
+	case P1:
+		return math.Min(math.Max(x-1, 0), 1)
+	}
+	return 0
+}
+
+// levelOf is the level that shed level x shows.
+func levelOf(x float64) Level {
+	switch {
+	case x > 1:
+		return Red
+	case x > 0:
+		return Yellow
+	}
+	return Green
+}
+
+// LevelChange records one change of a Guard's level and what caused it.
+type LevelChange struct {
+	// Seq numbers changes from 1; a reader that saw Seq n missed none
+	// when the next one it sees is n+1.
+	Seq  uint64    `json:"seq"`
+	At   time.Time `json:"at"`
+	From Level     `json:"from"`
+	To   Level     `json:"to"`
+	// Signal, Value and Threshold name the signal that moved the level
+	// (Signal is "" when the level fell because every signal was below
+	// its release mark, and "forced" when forced).
+	Signal    string  `json:"signal"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	// Shed is the shed level after the change (see ShedShare).
+	Shed float64 `json:"shed"`
 }
 
 // GuardStats is a snapshot of a Guard.
@@ -108,6 +237,14 @@ type GuardStats struct {
 	// Reason names the signal and threshold that set the current level
 	// ("" at green; "forced" when forced).
 	Reason string `json:"reason"`
+	// Shed is the shed level (see ShedShare); ShedShare its share of each
+	// priority refused.
+	Shed      float64                `json:"shed"`
+	ShedShare [NumPriorities]float64 `json:"shed_share"`
+	// Changes are the latest level changes, oldest first (at most
+	// keepChanges); ChangeSeq is the last one's Seq.
+	Changes   []LevelChange `json:"changes"`
+	ChangeSeq uint64        `json:"change_seq"`
 }
 
 // GuardOption configures a Guard.
@@ -133,8 +270,12 @@ func WithProbeInterval(d time.Duration) GuardOption {
 	}
 }
 
-// WithHold sets the hysteresis: the level rises at once but falls only
-// after the signals have stayed below it for d (default 2s; d < 0 means 0).
+// WithHold sets the cooldown (default 2s; d < 0 means 0): the shed level
+// falls by one priority per cooldown once every signal is below its
+// release mark, and rises by one in riseShare of it at full severity;
+// black lasts at least the cooldown. 0 makes the level follow the
+// watermarks at once (green below yellow, all P2 shed at yellow, all P1 at
+// red), for tests.
 func WithHold(d time.Duration) GuardOption {
 	return func(g *Guard) { g.hold = max(d, 0) }
 }
@@ -159,12 +300,28 @@ func WithEvalInterval(d time.Duration) GuardOption {
 	}
 }
 
-// Guard turns overload signals into a Level. Level and Admit are atomic
-// loads: they never block and never allocate. Run measures and evaluates;
-// without Run, call Evaluate.
+// Guard turns overload signals into a shed level and a Level. It sheds
+// only the excess: while a signal is past its yellow watermark the shed
+// level rises (faster the further past), first through P2 (a share of
+// P2, then all of it), then through P1; a signal at red sheds every P2 at
+// once; P0 is shed only at black, which refuses everything. Once every
+// signal is below releaseShare of its watermark the level falls back
+// slowly; in between it holds, so it does not flap. In front of a
+// bulkhead whose queue fill is a signal, this is DAGOR's admission
+// control: the guard refuses just the share of P2 (then P1) that keeps
+// the queue at the watermark, cheaply and with a Retry-After, while the
+// queue keeps the backend's slots busy.
+//
+// Level and Admit are atomic loads: they never block and never allocate.
+// Run measures and evaluates; without Run, call Evaluate.
 type Guard struct {
-	level  atomic.Int32 // the effective level (forced, or computed)
-	forced atomic.Int32 // -1: not forced
+	level  atomic.Int32  // the effective level (forced, or computed)
+	forced atomic.Int32  // -1: not forced
+	shed   atomic.Uint64 // math.Float64bits of the shed level
+	// spread holds one counter per priority: a shed share s admits the
+	// requests whose golden-ratio sequence value is ≥ s, so the refused
+	// ones are spread evenly.
+	spread [NumPriorities]atomic.Uint64
 
 	// Fixed at construction.
 	external   func() Signals
@@ -175,14 +332,17 @@ type Guard struct {
 	evalEvery  time.Duration
 
 	mu       sync.Mutex
-	th       Thresholds // guarded by mu
-	computed Level      // guarded by mu; level from signals, with hysteresis
-	pending  Level      // guarded by mu; highest raw level since falling began
-	fallFrom time.Time  // guarded by mu; zero when not falling
-	reason   string     // guarded by mu
-	last     Signals    // guarded by mu
-	lagP50   float64    // guarded by mu
-	sampler  *sampler   // guarded by mu; nil without Run
+	th       Thresholds    // guarded by mu
+	computed Level         // guarded by mu; level from signals
+	x        float64       // guarded by mu; the shed level
+	blackAt  time.Time     // guarded by mu; when black began (it lasts the hold)
+	lastEval time.Time     // guarded by mu
+	reason   string        // guarded by mu
+	last     Signals       // guarded by mu
+	lagP50   float64       // guarded by mu
+	sampler  *sampler      // guarded by mu; nil without Run
+	changes  []LevelChange // guarded by mu; a ring of keepChanges
+	seq      uint64        // guarded by mu; changes so far
 }
 
 // NewGuard returns a Guard at green with thresholds th. It does not check
@@ -195,6 +355,7 @@ func NewGuard(th Thresholds, opts ...GuardOption) *Guard {
 		hold:       2 * time.Second,
 		window:     time.Second,
 		evalEvery:  100 * time.Millisecond,
+		changes:    make([]LevelChange, 0, keepChanges),
 	}
 	g.forced.Store(-1)
 	for _, o := range opts {
@@ -206,8 +367,29 @@ func NewGuard(th Thresholds, opts ...GuardOption) *Guard {
 // Level returns the current level.
 func (g *Guard) Level() Level { return Level(g.level.Load()) }
 
-// Admit reports whether a request of priority p passes at the current level.
-func (g *Guard) Admit(p Priority) bool { return Level(g.level.Load()).Admits(p) }
+// Shed returns the current shed level (see ShedShare).
+func (g *Guard) Shed() float64 { return math.Float64frombits(g.shed.Load()) }
+
+// Admit reports whether a request of priority p passes now: at a forced
+// level, by the level (Level.Admits); otherwise it refuses the shed
+// level's share of p (ShedShare), spread evenly over p's requests, and
+// everything at black.
+func (g *Guard) Admit(p Priority) bool {
+	lvl := Level(g.level.Load())
+	if lvl == Black || g.forced.Load() >= 0 || !p.Valid() {
+		return lvl.Admits(p)
+	}
+	share := ShedShare(math.Float64frombits(g.shed.Load()), p)
+	switch {
+	case share <= 0:
+		return true
+	case share >= 1:
+		return false
+	}
+	n := g.spread[p].Add(1)
+	frac := float64(n) * 0.6180339887498949
+	return frac-math.Floor(frac) >= share
+}
 
 // SetThresholds replaces the thresholds; the next evaluation uses them.
 func (g *Guard) SetThresholds(th Thresholds) error {
@@ -228,13 +410,16 @@ func (g *Guard) Thresholds() Thresholds {
 }
 
 // SetForced pins the level to *l (for tests and the admin API); nil
-// returns to the computed level. An invalid level is ignored.
+// returns to the computed level. An invalid level is ignored. Forced, a
+// level admits as Level.Admits says.
 func (g *Guard) SetForced(l *Level) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	from := Level(g.level.Load())
 	if l == nil {
 		g.forced.Store(-1)
 		g.level.Store(int32(g.computed))
+		g.noteLocked(time.Now(), from, g.computed, cause{signal: "forced"})
 		return
 	}
 	if !l.Valid() {
@@ -242,11 +427,12 @@ func (g *Guard) SetForced(l *Level) {
 	}
 	g.forced.Store(int32(*l))
 	g.level.Store(int32(*l))
+	g.noteLocked(time.Now(), from, *l, cause{signal: "forced"})
 }
 
-// Evaluate samples the signals and updates the level as of now. Run calls
-// it every evaluation interval; it may also be called directly (tests,
-// simulations) with synthetic times.
+// Evaluate samples the signals and updates the shed level and the level
+// as of now. Run calls it every evaluation interval; it may also be called
+// directly (tests, simulations) with synthetic times.
 func (g *Guard) Evaluate(now time.Time) Level {
 	var s Signals
 	g.mu.Lock()
@@ -267,22 +453,52 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.last, g.lagP50 = s, lagP50
-	raw, why := g.th.classify(&s)
+	dt := 0.0
+	if !g.lastEval.IsZero() {
+		dt = math.Min(math.Max(now.Sub(g.lastEval).Seconds(), 0), 1)
+	}
+	g.lastEval = now
+	raw, why := g.th.pressure(&s)
+	before := g.computed
+	hold := g.hold.Seconds()
 	switch {
-	case raw >= g.computed:
-		g.computed, g.fallFrom, g.reason = raw, time.Time{}, why
-	default: // below the current level: fall only after hold
-		if g.fallFrom.IsZero() {
-			g.fallFrom, g.pending = now, raw
-		} else if raw > g.pending {
-			g.pending = raw
-		}
-		if now.Sub(g.fallFrom) >= g.hold {
-			g.computed, g.fallFrom = g.pending, time.Time{}
-			_, g.reason = g.th.classify(&s)
-			if g.computed != raw {
-				g.reason = fmt.Sprintf("holding %s", g.computed)
+	case raw == Black:
+		g.computed, g.blackAt, g.x = Black, now, maxShed
+		g.reason = why.String()
+	case g.computed == Black && hold > 0 && now.Sub(g.blackAt).Seconds() < hold:
+		// Black lasts the hold.
+	default:
+		switch {
+		case hold == 0:
+			// No dynamics: the watermarks decide at once.
+			g.x = float64(raw)
+			if raw == Red {
+				g.x = maxShed
 			}
+		case raw >= Yellow:
+			g.x += g.th.severity(&s) * dt / (riseShare * hold)
+			if raw == Red {
+				g.x = math.Max(g.x, redFloor)
+			}
+		case g.th.released(&s):
+			g.x -= dt / hold
+		}
+		g.x = math.Min(math.Max(g.x, 0), maxShed)
+		g.computed = levelOf(g.x)
+		if raw >= Yellow {
+			g.reason = why.String()
+		} else if g.computed == Green {
+			g.reason = ""
+		}
+	}
+	g.shed.Store(math.Float64bits(g.x))
+	if g.computed != before {
+		c := why
+		if raw < Yellow {
+			c = cause{} // fell: every signal below its release mark
+		}
+		if g.forced.Load() < 0 {
+			g.noteLocked(now, before, g.computed, c)
 		}
 	}
 	if g.forced.Load() < 0 {
@@ -291,7 +507,29 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	return Level(g.level.Load())
 }
 
-// Snapshot returns the current level, the last signals and the reason.
+// noteLocked records a level change.
+func (g *Guard) noteLocked(now time.Time, from, to Level, c cause) {
+	if from == to {
+		return
+	}
+	g.seq++
+	ch := LevelChange{Seq: g.seq, At: now, From: from, To: to, Signal: c.signal, Value: c.value, Threshold: c.threshold, Shed: g.x}
+	if len(g.changes) < keepChanges {
+		g.changes = append(g.changes, ch)
+		return
+	}
+	g.changes[int((g.seq-1)%keepChanges)] = ch
+}
+
+// LastSignals returns the last evaluated signals.
+func (g *Guard) LastSignals() Signals {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// Snapshot returns the current level, the last signals, the reason and the
+// latest level changes.
 func (g *Guard) Snapshot() GuardStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -304,9 +542,22 @@ func (g *Guard) Snapshot() GuardStats {
 		HeapBytes:    g.last.HeapBytes,
 		Signals:      g.last,
 		Reason:       g.reason,
+		Shed:         g.x,
+		ChangeSeq:    g.seq,
+	}
+	for p := range st.ShedShare {
+		st.ShedShare[p] = ShedShare(g.x, Priority(p))
 	}
 	if g.forced.Load() >= 0 {
 		st.Forced, st.Reason = true, "forced"
+	}
+	// The ring, oldest first.
+	st.Changes = make([]LevelChange, 0, len(g.changes))
+	if len(g.changes) < keepChanges {
+		st.Changes = append(st.Changes, g.changes...)
+	} else {
+		i := int(g.seq % keepChanges)
+		st.Changes = append(append(st.Changes, g.changes[i:]...), g.changes[:i]...)
 	}
 	return st
 }

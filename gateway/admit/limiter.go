@@ -67,6 +67,15 @@ type LatencyObserver interface {
 	OnLatency(ticket uint64, inflight int, latency time.Duration)
 }
 
+// SafeLimiter is implemented by a Limiter that explores above the
+// concurrency the backend last took without refusing (429): Safe returns
+// that concurrency, or 0 when there is no such restriction. Between Safe
+// and Limit the Bulkhead admits only P2, so that a refusal while the
+// limiter looks for capacity costs a P2 request, never a P0.
+type SafeLimiter interface {
+	Safe() int
+}
+
 // ticket returns l's next ticket, or 0 when l does not number requests.
 func ticket(l Limiter) uint64 {
 	if t, ok := l.(Ticketer); ok {

@@ -777,7 +777,7 @@ func adaptiveOf(l Limiter) *adaptive {
 func (b *Bulkhead) acquireAsync(w *waiter) (Permit, error, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if pm, ok := b.tryLocked(); ok {
+	if pm, ok := b.tryLocked(w.prio); ok {
 		return pm, nil, false
 	}
 	if err := b.enqueueLocked(w); err != nil {

@@ -3,8 +3,8 @@ package admit
 import (
 	"fmt"
 	"math"
-	"sort"
 	"os"
+	"sort"
 	"strconv"
 	"testing"
 )
