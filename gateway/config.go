@@ -413,7 +413,7 @@ func DefaultConfig() Config {
 			HeapMB:               Watermarks{Yellow: 512, Red: 1024, Black: 2048},
 			InflightRatio:        Watermarks{Yellow: 1.25, Red: 2, Black: 6},
 			QueueFill:            Watermarks{Yellow: 0.8, Red: 0, Black: 0},
-			UpstreamLatencyRatio: Watermarks{Yellow: 2, Red: 4, Black: 10},
+			UpstreamLatencyRatio: Watermarks{}, // off: the adaptive limit follows upstream latency
 		},
 		Classes: ClassesConfig{
 			AI:       ClassConfig{Algorithm: LimiterStatic, Limit: 48, Min: 4, Max: 256, QueueSize: 64, QueueTimeout: 500 * time.Millisecond},

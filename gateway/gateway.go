@@ -367,11 +367,17 @@ func localThresholds(th admit.Thresholds) admit.Thresholds {
 
 // signals are the upstream-side signals fed to the guard: upstream
 // requests in flight, the fullest model-class queue, and upstream latency
-// over its baseline.
+// over its baseline. The in-flight watermarks are ratios to the ai class's
+// configured limit (see thresholds); an adaptive limit moves away from it,
+// so the count is scaled to the live limit: the ratio is to the limit in
+// force.
 func (g *Gateway) signals() admit.Signals {
 	var infl int64
 	for _, s := range g.pool.Stats() {
 		infl += s.Inflight
+	}
+	if live, ref := g.bulkheads[classAI].Limiter().Limit(), g.aiLimitRef.Load(); live > 0 && ref > 0 {
+		infl = int64(math.Round(float64(infl) * float64(ref) / float64(live)))
 	}
 	fill := 0.0
 	for _, c := range []classID{classAI, classAgent} {

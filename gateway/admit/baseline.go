@@ -135,7 +135,7 @@ type adaptive struct {
 	restore float64       // guarded by mu; the limit to return to if it finds a slower baseline
 	cutEst  float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
 	pool    basePool      // guarded by mu; the latest probes' samples
-	scratch [3]window     // guarded by mu; windows for one-off statistics
+	scratch [2]window     // guarded by mu; windows for one-off statistics
 	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
 }
 
@@ -199,7 +199,7 @@ const (
 	maxBase    = 2048
 	poolProbes = 6
 	// maxWindow bounds a window's samples.
-	maxWindow = 4096
+	maxWindow = 2048
 	// windowPrecision: a window is precise enough when its own queue
 	// error is this share of the concurrency (or one request).
 	windowPrecision = 0.04
@@ -238,6 +238,9 @@ const (
 	// probeUpEvery: round trips between probes above the limit (while
 	// demand fills it and nothing was refused).
 	probeUpEvery = 16
+	// urgentShare: the depth of a probe after a cut that did not lower
+	// the latency as a queue would, as a share of the limit.
+	urgentShare = 0.75
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1
@@ -264,6 +267,7 @@ type cohort struct {
 	sumInfl  float64
 	maxInfl  int
 	lat      [maxCohort]float64 // by ticket offset; NaN until back, unmeasured, +Inf when dropped
+	infl     [maxCohort]int32   // by ticket offset: in flight at its grant
 }
 
 func (c *cohort) reset(from, to uint64, kind int) {
@@ -477,7 +481,7 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		co.drops++
 		lat = math.Inf(1)
 	}
-	co.lat[i] = lat
+	co.lat[i], co.infl[i] = lat, int32(s.Inflight)
 	co.n++
 	co.sumInfl += float64(s.Inflight)
 	co.maxInfl = max(co.maxInfl, s.Inflight)
@@ -617,7 +621,10 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
 		switch {
-		case a.urgent || a.since >= a.every:
+		case a.urgent || a.since >= a.every && s.used:
+			// Only while demand fills the limit: a probe under low demand
+			// would measure a quieter machine than the loaded one (the
+			// lab's processes share the CPUs) and make demand wait.
 			a.startProbe(&s, false)
 			return
 		case a.sinceUp >= probeUpEvery && s.used && a.ceil == 0:
@@ -704,14 +711,6 @@ func (a *adaptive) startUp(co *cohort) {
 	c := &a.cfg
 	a.started = true
 	size := co.size()
-	// The whole start-up cohort's deviation (a queue shifts, it does not
-	// spread) floors the groups'.
-	all := &a.scratch[0]
-	all.reset()
-	all.addRange(co, 0, size)
-	if as := all.stats(c.keep(), size); as.sw > 0 {
-		a.swEst = as.sw
-	}
 	// The baseline: the first quarter of tickets, then each next quarter
 	// as long as it does not read significantly higher (below the
 	// capacity, none does, and the baseline gets the whole cohort).
@@ -728,7 +727,7 @@ func (a *adaptive) startUp(co *cohort) {
 	hi := q
 	for hi < size {
 		next := min(hi+q, size)
-		g := &a.scratch[2]
+		g := &a.scratch[0]
 		g.reset()
 		g.addRange(co, hi, next)
 		gs := g.stats(c.keep(), size)
@@ -755,7 +754,7 @@ func (a *adaptive) startUp(co *cohort) {
 		return
 	}
 	// The queue: the cohort's last half past the baseline's tickets.
-	highW := &a.scratch[2]
+	highW := &a.scratch[0]
 	highW.reset()
 	highW.addRange(co, max(hi, size/2), size)
 	s := highW.stats(c.keep(), size)
@@ -765,6 +764,9 @@ func (a *adaptive) startUp(co *cohort) {
 	a.estimate(&s)
 	a.noise = s.winSE * s.winSE
 	a.capVar = s.winSE * s.winSE
+	if debugStartQ != nil {
+		debugStartQ(a, &s, hi)
+	}
 	a.capEst = math.Max(s.inflight-s.queue, float64(hi))
 	a.est = clampF(a.capEst+a.target(&s), c.Min, c.Max)
 	a.store()
@@ -778,7 +780,7 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), 1)
 	switch {
 	case a.urgent:
-		lim, up = max(int(s.inflight/2), 1), false
+		lim, up = max(int(urgentShare*a.est), 1), false
 	case up:
 		lim = int(math.Ceil(a.est + math.Max(math.Max(2, 3*math.Sqrt2*s.winSE), upShare*a.est)))
 	}
@@ -837,6 +839,14 @@ func (a *adaptive) endProbe(co *cohort) {
 	if s.n == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
+	if urgent {
+		// The cut before it did not lower the latency as a queue would:
+		// whatever this probe finds (a slower backend, or noise), the
+		// capacity did not shrink; the limit returns.
+		a.est = math.Max(a.est, restore)
+		a.capEst = math.Max(a.capEst, a.est-a.target(&s))
+		a.climb, a.short = 0, 0
+	}
 	v := math.Max(s.se*s.se, 1e-18)
 	z := math.Sqrt(v + a.baseVar)
 	switch {
@@ -848,9 +858,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.pool.reset()
 		a.pool.add(co)
 		a.poolBase()
-		a.est = math.Max(a.est, restore)
 		a.capEst, a.capVar = a.est-a.target(&s), s.se*s.se*a.x*a.x
-		a.climb, a.short = 0, 0
 		a.every = probeMinEvery
 	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects:
 		// Above the baseline: the probe may have run above a capacity
@@ -985,6 +993,23 @@ func (p *basePool) add(co *cohort) {
 	p.count++
 }
 
+// addWindow pools a window's samples as one probe.
+func (p *basePool) addWindow(w *window) {
+	if p.count == poolProbes {
+		p.drop(p.sizes[0])
+		copy(p.sizes[:], p.sizes[1:])
+		p.count--
+	}
+	for _, v := range w.lat[:w.n] {
+		p.push(v)
+	}
+	for range w.pending {
+		p.push(math.Inf(1))
+	}
+	p.sizes[p.count] = w.n + w.pending
+	p.count++
+}
+
 // samples copies the pooled samples into dst.
 func (p *basePool) samples(dst []float64) int {
 	n := 0
@@ -1017,10 +1042,11 @@ func (a *adaptive) estimateLimit() (float64, bool) {
 // window pools the samples of consecutive cohorts.
 type window struct {
 	lat     [maxWindow]float64 // latency signal, seconds; dropped samples are +Inf
+	infl    [maxWindow]int32   // in flight at each sample's grant
+	sorted  [maxWindow]float64 // scratch for the statistic
 	n       int                // measured samples
 	pending int                // tickets not back when their cohort was judged (its slowest)
 	drops   int
-	sumInfl float64
 	maxInfl int
 	rts     int
 }
@@ -1031,7 +1057,6 @@ func (w *window) add(co *cohort) { w.addRange(co, 0, co.size()) }
 // addRange pools the samples of a cohort's tickets [lo, hi) (offsets);
 // those not back yet count as pending (the slowest).
 func (w *window) addRange(co *cohort, lo, hi int) {
-	k := 0
 	for i := lo; i < hi; i++ {
 		v := co.lat[i]
 		switch {
@@ -1039,55 +1064,72 @@ func (w *window) addRange(co *cohort, lo, hi int) {
 			w.pending++
 		case v == unmeasured:
 		case w.n < maxWindow:
-			w.lat[w.n] = v
+			w.lat[w.n], w.infl[w.n] = v, co.infl[i]
 			w.n++
-			k++
 			if math.IsInf(v, 1) {
 				w.drops++
 			}
 		}
 	}
-	if co.n > 0 {
-		// The cohort's mean in flight, weighted by the samples taken.
-		w.sumInfl += co.sumInfl / float64(co.n) * float64(k)
-	}
 	w.maxInfl = max(w.maxInfl, co.maxInfl)
 }
 
-// stats summarises the window (sorting its latencies in place); lim is
-// the limit it ran under.
+// stats summarises the window; lim is the limit it ran under. Its
+// concurrency is the mean in flight of the samples its statistic keeps:
+// where the concurrency varied (the start-up ramp, a cut), the fastest
+// requests are also the ones that started with the fewest in front.
 func (w *window) stats(keep float64, lim int) windowStats {
 	s := windowStats{n: w.n, drops: w.drops, used: w.maxInfl >= lim, rts: w.rts}
-	if w.n > 0 {
-		s.inflight = w.sumInfl / float64(w.n)
-		s.stat, s.sw, s.div, s.cut = trimmedMean(w.lat[:w.n], w.pending, keep)
-		if s.div > 0 {
-			s.se = s.sw / s.div
+	if w.n == 0 {
+		return s
+	}
+	copy(w.sorted[:w.n], w.lat[:w.n])
+	var k int
+	s.stat, s.sw, s.div, s.cut, k = trimmedMean(w.sorted[:w.n], w.pending, keep)
+	if s.div > 0 {
+		s.se = s.sw / s.div
+	}
+	var sum float64
+	taken := 0
+	for i := 0; i < w.n && taken < k; i++ {
+		if w.lat[i] < s.cut {
+			sum += float64(w.infl[i])
+			taken++
 		}
+	}
+	for i := 0; i < w.n && taken < k; i++ {
+		if w.lat[i] == s.cut {
+			sum += float64(w.infl[i])
+			taken++
+		}
+	}
+	if taken > 0 {
+		s.inflight = sum / float64(taken)
 	}
 	return s
 }
 
 func (w *window) reset() {
-	w.n, w.pending, w.drops, w.sumInfl, w.maxInfl, w.rts = 0, 0, 0, 0, 0, 0
+	w.n, w.pending, w.drops, w.maxInfl, w.rts = 0, 0, 0, 0, 0
 }
 
 // trimmedMean sorts xs and returns the mean of the fastest keep share of
 // xs and pending more samples known to be slower than all of xs, the
 // samples' winsorized standard deviation sw (the slower samples count at
 // the cut) and div: the mean's standard error is sw / div (the influence
-// function of a one-sided trimmed mean is min(x, cut)/keep).
-func trimmedMean(xs []float64, pending int, keep float64) (mean, sw, div, cut float64) {
+// function of a one-sided trimmed mean is min(x, cut)/keep); cut is the
+// slowest sample kept, k the samples kept.
+func trimmedMean(xs []float64, pending int, keep float64) (mean, sw, div, cut float64, k int) {
 	n := len(xs)
 	if n == 0 {
-		return 0, 0, 0, 0
+		return 0, 0, 0, 0, 0
 	}
 	slices.Sort(xs)
 	total := n + pending
-	k := min(max(1, int(keep*float64(total)+0.5)), n)
+	k = min(max(1, int(keep*float64(total)+0.5)), n)
 	cut = xs[k-1]
 	if math.IsInf(cut, 1) {
-		return math.Inf(1), 0, 0, cut
+		return math.Inf(1), 0, 0, cut, k
 	}
 	var sum float64
 	for _, x := range xs[:k] {
@@ -1102,7 +1144,7 @@ func trimmedMean(xs []float64, pending int, keep float64) (mean, sw, div, cut fl
 	v += float64(total-k) * (cut - wm) * (cut - wm)
 	v /= float64(max(total-1, 1))
 	frac := float64(k) / float64(total)
-	return mean, math.Sqrt(v), frac * math.Sqrt(float64(total)), cut
+	return mean, math.Sqrt(v), frac * math.Sqrt(float64(total)), cut, k
 }
 
 func clampF(v float64, lo, hi int) float64 {
@@ -1120,6 +1162,7 @@ var (
 	debugProbe       func(a *adaptive, n int, stat, se float64)
 	debugWindow      func(a *adaptive, s *windowStats, before float64)
 	debugStart       func(a *adaptive, co *cohort)
+	debugStartQ      func(a *adaptive, s *windowStats, hi int)
 	debugUp          func(a *adaptive, s, last *windowStats)
 	debugProbeCohort func(a *adaptive, co *cohort, w *window)
 )

@@ -383,33 +383,43 @@ func TestBulkheadNeverOverLimit(t *testing.T) {
 	t.Logf("granted %d, queue full %d, queue timeout %d, max concurrent %d", granted.Load(), full.Load(), timeout.Load(), maxRunning.Load())
 }
 
-// TestBulkheadFeedsLimiter: releases carry samples to an adaptive limiter,
-// and rtt ≤ 0 carries none.
+// TestBulkheadFeedsLimiter: every release reaches the limiter with the
+// grant's ticket and concurrency; RTT ≤ 0 carries no measurement.
 func TestBulkheadFeedsLimiter(t *testing.T) {
-	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, QueueSize: 0})
+	rec := &recordingLimiter{limit: 8}
+	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoStatic, Limit: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.mu.Lock()
+	b.setLimiterLocked(rec)
+	b.mu.Unlock()
 	ctx := context.Background()
-	for i := 0; i < 48; i++ { // rtt 0: no samples, so no window closes
-		p, _ := b.Acquire(ctx, P1)
-		p.Release(Sample{})
+	p1, _ := b.Acquire(ctx, P1)
+	p2, _ := b.Acquire(ctx, P0)
+	p2.Release(Sample{RTT: 30 * time.Millisecond, Latency: 5 * time.Millisecond})
+	p1.Release(Sample{})
+	if len(rec.got) != 2 {
+		t.Fatalf("%d samples, want 2", len(rec.got))
 	}
-	if l := b.Stats().Limit; l != 48 {
-		t.Fatalf("Limit = %d after releases without samples, want 48", l)
+	if s := rec.got[0]; s.Ticket != 1 || s.Inflight != 2 || s.RTT != 30*time.Millisecond || s.Latency != 5*time.Millisecond {
+		t.Errorf("first sample %+v, want ticket 1 at 2 in flight", s)
 	}
-	var held [48]Permit
-	for i := range held {
-		held[i], _ = b.Acquire(ctx, P1)
-	}
-	held[47].Release(Sample{RTT: 100 * time.Millisecond}) // started with 48 in flight
-	if l := b.Stats().Limit; l != 24 {
-		t.Fatalf("Limit = %d after a sample at the limit, want the start-up probe's 24", l)
-	}
-	for i := range held {
-		held[i].Release(Sample{})
+	if s := rec.got[1]; s.Ticket != 0 || s.Inflight != 1 || s.RTT != 0 {
+		t.Errorf("second sample %+v, want ticket 0 at 1 in flight, no RTT", s)
 	}
 }
+
+// recordingLimiter is a static Limiter and Ticketer that keeps its samples.
+type recordingLimiter struct {
+	limit int
+	next  uint64
+	got   []Sample
+}
+
+func (r *recordingLimiter) Limit() int        { return r.limit }
+func (r *recordingLimiter) OnSample(s Sample) { r.got = append(r.got, s) }
+func (r *recordingLimiter) Ticket() uint64    { r.next++; return r.next - 1 }
 
 func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 	b := newBH(t, 1000, 10, time.Second)

@@ -164,19 +164,18 @@ func (t *Thresholds) released(s *Signals) bool {
 // cooldown).
 const (
 	// riseShare: at full severity the shed level rises by one priority in
-	// riseShare × the cooldown.
-	riseShare = 0.25
+	// riseShare × the cooldown (a brief spike of a signal sheds little).
+	riseShare = 1.0
 	// minSeverity: the slowest rise, as a share of the full one.
 	minSeverity = 0.1
 	// releaseShare: the shed level falls only while every signal is below
-	// this share of its yellow watermark, by one priority per cooldown.
+	// this share of its yellow watermark, by one priority per fallShare ×
+	// the cooldown.
 	releaseShare = 0.8
+	fallShare    = 0.5
 	// maxShed: P2 and P1 shed entirely; P0 is never shed by the level
 	// (only black refuses it).
 	maxShed = 2.0
-	// redFloor: a signal at its red watermark sheds every P2 at once and
-	// starts on P1.
-	redFloor = 1.01
 	// keepChanges: level changes the guard remembers.
 	keepChanges = 64
 )
@@ -271,8 +270,8 @@ func WithProbeInterval(d time.Duration) GuardOption {
 }
 
 // WithHold sets the cooldown (default 2s; d < 0 means 0): the shed level
-// falls by one priority per cooldown once every signal is below its
-// release mark, and rises by one in riseShare of it at full severity;
+// falls by one priority per half cooldown once every signal is below its
+// release mark, and rises by one per cooldown at full severity;
 // black lasts at least the cooldown. 0 makes the level follow the
 // watermarks at once (green below yellow, all P2 shed at yellow, all P1 at
 // red), for tests.
@@ -300,8 +299,9 @@ func WithEvalInterval(d time.Duration) GuardOption {
 	}
 }
 
-// Guard turns overload signals into a shed level and a Level. It sheds
-// only the excess: while a signal is past its yellow watermark the shed
+// Guard turns overload signals into a shed level and a Level. The
+// upstream latency ratio counts only while requests wait in a bulkhead
+// queue (QueueFill > 0). It sheds only the excess: while a signal is past its yellow watermark the shed
 // level rises (faster the further past), first through P2 (a share of
 // P2, then all of it), then through P1; a signal at red sheds every P2 at
 // once; P0 is shed only at black, which refuses everything. Once every
@@ -453,7 +453,13 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.last, g.lagP50 = s, lagP50
-	dt := 0.0
+	if s.QueueFill == 0 {
+		// Nothing waits for a place: upstream latency is not an excess of
+		// demand the guard could shed (a mixed workload's latency spreads
+		// widely at any load; the limiter follows the backend).
+		s.UpstreamLatencyRatio = 0
+	}
+	dt := g.evalEvery.Seconds() // the first evaluation covers one interval
 	if !g.lastEval.IsZero() {
 		dt = math.Min(math.Max(now.Sub(g.lastEval).Seconds(), 0), 1)
 	}
@@ -477,11 +483,8 @@ func (g *Guard) Evaluate(now time.Time) Level {
 			}
 		case raw >= Yellow:
 			g.x += g.th.severity(&s) * dt / (riseShare * hold)
-			if raw == Red {
-				g.x = math.Max(g.x, redFloor)
-			}
 		case g.th.released(&s):
-			g.x -= dt / hold
+			g.x -= dt / (fallShare * hold)
 		}
 		g.x = math.Min(math.Max(g.x, 0), maxShed)
 		g.computed = levelOf(g.x)
