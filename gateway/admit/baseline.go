@@ -226,7 +226,7 @@ const (
 	// Probe schedule, in round trips: the first come every probeMinEvery,
 	// the interval doubles while probes confirm the baseline (up to
 	// probeMaxEvery) and resets when one moves it.
-	probeMinEvery = 4
+	probeMinEvery = 8
 	probeMaxEvery = 64
 	// probeRejects: probes in a row that read above the baseline before one
 	// is believed (the backend got slower; before that, the probe may have
@@ -237,13 +237,16 @@ const (
 	probeForget = 1.1
 	// probeUpEvery: round trips between probes above the limit (while
 	// demand fills it and nothing was refused).
-	probeUpEvery = 16
+	probeUpEvery = 32
 	// urgentShare: the depth of a probe after a cut that did not lower
 	// the latency as a queue would, as a share of the limit.
 	urgentShare = 0.75
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1
+	// startClimb: a start below capacity climbs as if startClimb windows
+	// had already: its first step doubles the limit.
+	startClimb = 3
 	// startShare: the start-up cohort's tickets up to this share of the
 	// initial limit give the first baseline.
 	startShare = 0.25
@@ -283,6 +286,28 @@ func (c *cohort) size() int { return int(c.to - c.from) }
 // unmeasured marks a ticket that came back without a measurement.
 const unmeasured = -1.0
 
+// cut returns the slowest latency among the cohort's fastest keep share
+// (counting its tickets not back as slower than all), 0 when fewer than
+// that are back; buf is scratch.
+func (c *cohort) cut(keep float64, buf []float64) float64 {
+	n := 0
+	for i := range c.size() {
+		if v := c.lat[i]; !math.IsNaN(v) && v != unmeasured {
+			buf[n] = v
+			n++
+		}
+	}
+	k := int(keep*float64(c.size()) + 0.5)
+	if k < 1 || n < k {
+		return 0
+	}
+	slices.Sort(buf[:n])
+	if math.IsInf(buf[k-1], 1) {
+		return 0
+	}
+	return buf[k-1]
+}
+
 // youngestPending returns the offset of the cohort's last ticket not back,
 // or −1.
 func (c *cohort) youngestPending() int {
@@ -298,18 +323,29 @@ func (c *cohort) youngestPending() int {
 type cohortRing struct {
 	c           [numCohorts]cohort
 	head, count int
+	frontier    uint64 // the end of the newest cohort ever pushed: the next one starts there
 }
 
 func (r *cohortRing) oldest() *cohort { return &r.c[r.head] }
 func (r *cohortRing) newest() *cohort { return &r.c[(r.head+r.count-1)%numCohorts] }
 func (r *cohortRing) pop()            { r.head, r.count = (r.head+1)%numCohorts, r.count-1 }
-func (r *cohortRing) popNewest()      { r.count-- }
+func (r *cohortRing) popNewest() {
+	r.frontier = r.newest().from
+	r.count--
+}
+
+// truncateNewest ends the newest cohort at ticket t.
+func (r *cohortRing) truncateNewest(t uint64) {
+	r.newest().to = t
+	r.frontier = t
+}
 
 // push appends a cohort; the ring must not be full.
 func (r *cohortRing) push(from, to uint64, kind int) *cohort {
 	c := &r.c[(r.head+r.count)%numCohorts]
 	r.count++
 	c.reset(from, to, kind)
+	r.frontier = to
 	return c
 }
 
@@ -397,8 +433,16 @@ func (a *adaptive) ready(co *cohort, now time.Time) bool {
 	if co.got >= co.size() {
 		return true
 	}
-	if a.cutEst == 0 || float64(co.got) < a.cfg.keep()*float64(co.size()) {
+	if float64(co.got) < a.cfg.keep()*float64(co.size()) {
 		return false
+	}
+	cut := a.cutEst
+	if cut == 0 {
+		// No cut yet (the first cohort): its own, from what is back.
+		cut = co.cut(a.cfg.keep(), a.scratch[1].sorted[:])
+		if cut == 0 {
+			return false
+		}
 	}
 	t := co.from + uint64(co.youngestPending())
 	stamp := (t + stampEvery - 1) / stampEvery
@@ -406,7 +450,7 @@ func (a *adaptive) ready(co *cohort, now time.Time) bool {
 		return false // not issued yet
 	}
 	age := float64(now.UnixNano()-a.grants[stamp%grantRing].Load()) / 1e9
-	return age > cutMargin*a.cutEst
+	return age > cutMargin*cut
 }
 
 // judgeReady judges the cohorts that are ready, oldest first.
@@ -441,16 +485,16 @@ func (a *adaptive) OnSample(s Sample) {
 	}
 	a.record(&s, lat, measured)
 	a.judgeReady(now)
+	if debugTick != nil {
+		debugTick(a)
+	}
 }
 
 // record files a sample in its cohort, creating round-trip cohorts up to
 // its ticket.
 func (a *adaptive) record(s *Sample, lat float64, measured bool) {
-	for a.ring.count == 0 || s.Ticket >= a.ring.newest().to {
-		from := uint64(0)
-		if a.ring.count > 0 {
-			from = a.ring.newest().to
-		}
+	for s.Ticket >= a.ring.frontier {
+		from := a.ring.frontier
 		if a.ring.count == numCohorts {
 			// Full: judge the oldest with what it has.
 			if o := a.ring.oldest(); o.got > 0 {
@@ -574,7 +618,14 @@ func (a *adaptive) closeWindow(lim int) {
 	w := &a.win
 	dropped := float64(s.drops) > dropShare*float64(s.n)
 	precise := s.winSE <= math.Max(1, windowPrecision*s.inflight) || s.congested() || dropped
-	if (!precise || s.n < minWindow) && w.rts < maxWindowRTs && w.n < maxWindow-maxCohort {
+	enough := s.n >= minWindow
+	if a.short > climbAfter && s.used {
+		// Climbing: the question is only whether a queue shows, and a
+		// limit doubling past the capacity shows a large one; a round
+		// trip's requests tell.
+		precise, enough = true, s.n >= minWindow/4
+	}
+	if (!precise || !enough) && w.rts < maxWindowRTs && w.n < maxWindow-maxCohort {
 		return
 	}
 	a.since += float64(w.rts)
@@ -725,6 +776,16 @@ func (a *adaptive) startUp(co *cohort) {
 		return // nothing measured: the next windows will see
 	}
 	hi := q
+	if size < minWindow {
+		// Too few to tell quarters apart: one group (a limit this small
+		// is most likely below the capacity; if not, the next round trip
+		// shows the queue).
+		base.reset()
+		base.addRange(co, 0, size)
+		b = base.stats(c.keep(), size)
+		a.fixSE(&b)
+		hi = size
+	}
 	for hi < size {
 		next := min(hi+q, size)
 		g := &a.scratch[0]
@@ -747,9 +808,11 @@ func (a *adaptive) startUp(co *cohort) {
 	start.to = start.from + uint64(hi)
 	a.pool.add(&start)
 	if hi >= size {
-		// No queue anywhere: below capacity, climb at once.
+		// No queue anywhere: below capacity, climb at once, doubling the
+		// limit each round trip (TCP's slow start) until a queue shows.
 		a.capEst, a.capVar = a.est, b.se*b.se*a.x*a.x
 		a.short = 2 * climbAfter
+		a.climb = startClimb
 		a.store()
 		return
 	}
@@ -799,12 +862,10 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		if nw := a.ring.newest(); nw.from >= from && nw.got == 0 {
 			a.ring.popNewest()
 		} else if nw.to > from {
-			nw.to = from
+			a.ring.truncateNewest(max(from, nw.from))
 		}
 	}
-	if a.ring.count > 0 {
-		from = max(from, a.ring.newest().to)
-	}
+	from = max(from, a.ring.frontier)
 	want := max(lim, 1)
 	kind := cohortProbe
 	if up {
@@ -1164,5 +1225,6 @@ var (
 	debugStart       func(a *adaptive, co *cohort)
 	debugStartQ      func(a *adaptive, s *windowStats, hi int)
 	debugUp          func(a *adaptive, s, last *windowStats)
+	debugTick        func(a *adaptive)
 	debugProbeCohort func(a *adaptive, co *cohort, w *window)
 )

@@ -46,7 +46,7 @@ const (
 	climbAfter = 3
 	// climbStep: the climb's first step, as a share of the capacity
 	// estimate (at least a window standard error and one request).
-	climbStep = 0.05
+	climbStep = 0.125
 	// maxClimbShift caps the climb's doubling.
 	maxClimbShift = 5
 	// targetShare caps the target, as a share of the capacity.
