@@ -237,7 +237,7 @@ const (
 	probeForget = 1.1
 	// probeUpEvery: round trips between probes above the limit (while
 	// demand fills it and nothing was refused).
-	probeUpEvery = 32
+	probeUpEvery = 64
 	// urgentShare: the depth of a probe after a cut that did not lower
 	// the latency as a queue would, as a share of the limit.
 	urgentShare = 0.75

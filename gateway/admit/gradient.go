@@ -50,7 +50,7 @@ const (
 	// maxClimbShift caps the climb's doubling.
 	maxClimbShift = 5
 	// targetShare caps the target, as a share of the capacity.
-	targetShare = 0.1
+	targetShare = 0.06
 	// drift: the capacity's assumed drift per window, as a share of it (the
 	// filter's process noise: it forgets old windows).
 	drift = 0.01

@@ -173,29 +173,25 @@ const (
 	// the cooldown.
 	releaseShare = 0.8
 	fallShare    = 0.5
-	// maxShed: P2 and P1 shed entirely; P0 is never shed by the level
-	// (only black refuses it).
-	maxShed = 2.0
+	// maxShed: every priority shed; past 2 (every P2 and P1) only while
+	// a signal is at its black watermark.
+	maxShed = 3.0
 	// keepChanges: level changes the guard remembers.
 	keepChanges = 64
 )
 
 // ShedShare returns the share of requests of priority p that shed level x
 // refuses: x ∈ [0, 1] sheds that share of P2, x ∈ (1, 2] every P2 and
-// x − 1 of P1; P0 is never shed by the level.
+// x − 1 of P1, x ∈ (2, 3] every P2 and P1 and x − 2 of P0.
 func ShedShare(x float64, p Priority) float64 {
-	switch p {
-	case P2:
-		return math.Min(math.Max(x, 0), 1)
-	case P1:
-		return math.Min(math.Max(x-1, 0), 1)
-	}
-	return 0
+	return math.Min(math.Max(x-float64(NumPriorities-1-int(p)), 0), 1)
 }
 
 // levelOf is the level that shed level x shows.
 func levelOf(x float64) Level {
 	switch {
+	case x > 2:
+		return Black
 	case x > 1:
 		return Red
 	case x > 0:
@@ -271,10 +267,9 @@ func WithProbeInterval(d time.Duration) GuardOption {
 
 // WithHold sets the cooldown (default 2s; d < 0 means 0): the shed level
 // falls by one priority per half cooldown once every signal is below its
-// release mark, and rises by one per cooldown at full severity;
-// black lasts at least the cooldown. 0 makes the level follow the
-// watermarks at once (green below yellow, all P2 shed at yellow, all P1 at
-// red), for tests.
+// release mark, and rises by one per cooldown at full severity. 0 makes
+// the level follow the watermarks at once (green below yellow, all P2 shed
+// at yellow, all P1 at red, everything at black), for tests.
 func WithHold(d time.Duration) GuardOption {
 	return func(g *Guard) { g.hold = max(d, 0) }
 }
@@ -335,7 +330,6 @@ type Guard struct {
 	th       Thresholds    // guarded by mu
 	computed Level         // guarded by mu; level from signals
 	x        float64       // guarded by mu; the shed level
-	blackAt  time.Time     // guarded by mu; when black began (it lasts the hold)
 	lastEval time.Time     // guarded by mu
 	reason   string        // guarded by mu
 	last     Signals       // guarded by mu
@@ -376,7 +370,7 @@ func (g *Guard) Shed() float64 { return math.Float64frombits(g.shed.Load()) }
 // everything at black.
 func (g *Guard) Admit(p Priority) bool {
 	lvl := Level(g.level.Load())
-	if lvl == Black || g.forced.Load() >= 0 || !p.Valid() {
+	if g.forced.Load() >= 0 || !p.Valid() {
 		return lvl.Admits(p)
 	}
 	share := ShedShare(math.Float64frombits(g.shed.Load()), p)
@@ -468,31 +462,26 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	before := g.computed
 	hold := g.hold.Seconds()
 	switch {
-	case raw == Black:
-		g.computed, g.blackAt, g.x = Black, now, maxShed
+	case hold == 0:
+		// No dynamics: the watermarks decide at once.
+		g.x = [...]float64{0, 1, 2, maxShed}[raw]
+	case raw >= Yellow:
+		g.x += g.th.severity(&s) * dt / (riseShare * hold)
+	case g.th.released(&s):
+		g.x -= dt / (fallShare * hold)
+	}
+	// Only a signal at its black watermark sheds P0 (and only while it
+	// stays there).
+	top := maxShed
+	if raw < Black {
+		top = 2
+	}
+	g.x = math.Min(math.Max(g.x, 0), top)
+	g.computed = levelOf(g.x)
+	if raw >= Yellow {
 		g.reason = why.String()
-	case g.computed == Black && hold > 0 && now.Sub(g.blackAt).Seconds() < hold:
-		// Black lasts the hold.
-	default:
-		switch {
-		case hold == 0:
-			// No dynamics: the watermarks decide at once.
-			g.x = float64(raw)
-			if raw == Red {
-				g.x = maxShed
-			}
-		case raw >= Yellow:
-			g.x += g.th.severity(&s) * dt / (riseShare * hold)
-		case g.th.released(&s):
-			g.x -= dt / (fallShare * hold)
-		}
-		g.x = math.Min(math.Max(g.x, 0), maxShed)
-		g.computed = levelOf(g.x)
-		if raw >= Yellow {
-			g.reason = why.String()
-		} else if g.computed == Green {
-			g.reason = ""
-		}
+	} else if g.computed == Green {
+		g.reason = ""
 	}
 	g.shed.Store(math.Float64bits(g.x))
 	if g.computed != before {

@@ -155,17 +155,19 @@ func TestGuardShedLevel(t *testing.T) {
 	if g.Shed() != 0 || g.Level() != Green {
 		t.Fatalf("3 s quiet: shed %.3f level %v", g.Shed(), g.Level())
 	}
-	run(0.1, 600)
+	// A signal at black: P0 too, in proportion, only while it stays
+	// there (a single long GC pause must not refuse P0).
+	run(1, 600)
+	if g.Level() == Black || ShedShare(g.Shed(), P0) > 0 {
+		t.Fatalf("1 s at black from green: level %v shed %.2f, want no P0 shed yet", g.Level(), g.Shed())
+	}
+	run(6, 600)
 	if g.Level() != Black || g.Admit(P0) {
-		t.Fatalf("black: level %v, P0 admitted", g.Level())
+		t.Fatalf("6 s more at black: level %v shed %.2f, P0 admitted", g.Level(), g.Shed())
 	}
-	run(1.5, 0)
-	if g.Level() != Black {
-		t.Fatalf("black for 1.5 s of a 2 s cooldown: %v", g.Level())
-	}
-	run(1, 0)
-	if g.Level() == Black {
-		t.Fatal("black outlived the cooldown")
+	run(0.1, 150) // red: P0 no longer shed
+	if g.Level() != Red || g.Shed() > 2 {
+		t.Fatalf("back at red: level %v shed %.2f", g.Level(), g.Shed())
 	}
 	if st := g.Snapshot(); st.Shed != g.Shed() || st.ShedShare[P2] != ShedShare(st.Shed, P2) {
 		t.Fatalf("snapshot %+v disagrees with shed %v", st, g.Shed())
