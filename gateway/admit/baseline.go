@@ -122,6 +122,8 @@ type adaptive struct {
 	capVar  float64       // guarded by mu; its variance
 	climb   int           // guarded by mu; windows climbing in a row
 	short   float64       // guarded by mu; CUSUM of the queue's shortfall below the target
+	upOK    bool          // guarded by mu; a probe above the limit found room: the estimate may climb
+	wantUp  bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
 	ceil    float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
 	ceilAge int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
 	cut     cutCheck      // guarded by mu; the slope check of the last cut
@@ -137,6 +139,8 @@ type adaptive struct {
 	pool    basePool      // guarded by mu; the latest probes' samples
 	scratch [2]window     // guarded by mu; windows for one-off statistics
 	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
+	lastAt  time.Time     // guarded by mu; the last sample's arrival
+	voidTo  uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
 }
 
 // stepFunc returns the limit after a conclusive window in steady state.
@@ -237,7 +241,7 @@ const (
 	probeForget = 1.1
 	// probeUpEvery: round trips between probes above the limit (while
 	// demand fills it and nothing was refused).
-	probeUpEvery = 64
+	probeUpEvery = 32
 	// urgentShare: the depth of a probe after a cut that did not lower
 	// the latency as a queue would, as a share of the limit.
 	urgentShare = 0.75
@@ -250,6 +254,15 @@ const (
 	// startShare: the start-up cohort's tickets up to this share of the
 	// initial limit give the first baseline.
 	startShare = 0.25
+	// stallGap: a gap between two samples longer than this many mean
+	// intervals between completions (1/X) is a stall of the gateway
+	// itself (a GC pause, a starved CPU; for Poisson completions its odds
+	// are e^−stallGap): the requests in flight through it measured the
+	// stall, not the backend.
+	stallGap = 12
+	// minRate: the fewest completions a throughput update counts (its
+	// relative error is about 1/√minRate).
+	minRate = minWindow / 2
 )
 
 // Cohort kinds.
@@ -420,6 +433,7 @@ func (a *adaptive) OnLatency(ticket uint64, inflight int, latency time.Duration)
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.stalled(now)
 	a.record(&Sample{RTT: latency, Latency: latency, Inflight: inflight, Ticket: ticket}, latency.Seconds(), true)
 	a.judgeReady(now)
 }
@@ -469,6 +483,7 @@ func (a *adaptive) OnSample(s Sample) {
 	if a.xAt.IsZero() {
 		a.xAt = now
 	}
+	a.stalled(now)
 	a.xCount++
 	measured := s.RTT > 0
 	if measured && c.TimeoutMs > 0 && s.RTT > time.Duration(c.TimeoutMs)*time.Millisecond {
@@ -487,6 +502,29 @@ func (a *adaptive) OnSample(s Sample) {
 	a.judgeReady(now)
 	if debugTick != nil {
 		debugTick(a)
+	}
+}
+
+// stalled notes a sample's arrival; after a gap of more than stallGap
+// mean intervals between completions, the requests in flight (their
+// cohorts, the window, a probe) are not judged.
+func (a *adaptive) stalled(now time.Time) {
+	last := a.lastAt
+	a.lastAt = now
+	if last.IsZero() || a.x == 0 || now.Sub(last).Seconds()*a.x <= stallGap {
+		return
+	}
+	if debugStall != nil {
+		debugStall(a, now.Sub(last).Seconds())
+	}
+	a.voidTo = a.tickets.Load()
+	a.win.reset()
+	a.cut.armed = false
+	// Throughput is measured afresh (until then no stall is told).
+	a.x, a.xCount, a.xAt = 0, 0, now
+	if a.probe.phase != probeIdle {
+		a.probe = prober{}
+		a.store()
 	}
 }
 
@@ -547,6 +585,9 @@ func (a *adaptive) refused(inflight int) {
 
 // judge takes a complete (or evicted) cohort.
 func (a *adaptive) judge(co *cohort) {
+	if co.from < a.voidTo && co.kind != cohortStart {
+		return // it saw a stall
+	}
 	switch co.kind {
 	case cohortStart:
 		a.startUp(co)
@@ -591,10 +632,10 @@ func (a *adaptive) noteCut(cut float64) {
 }
 
 // throughput updates and returns X, the completions per second since the
-// last call (an EWMA over calls).
+// last update (an EWMA over updates of at least minRate completions).
 func (a *adaptive) throughput() float64 {
 	now := a.now()
-	if d := now.Sub(a.xAt).Seconds(); d > 0 && a.xCount > 0 {
+	if d := now.Sub(a.xAt).Seconds(); d > 0 && (a.xCount >= minRate || a.x == 0 && a.xCount > 0) {
 		x := float64(a.xCount) / d
 		if a.x == 0 {
 			a.x = x
@@ -678,7 +719,7 @@ func (a *adaptive) closeWindow(lim int) {
 			// lab's processes share the CPUs) and make demand wait.
 			a.startProbe(&s, false)
 			return
-		case a.sinceUp >= probeUpEvery && s.used && a.ceil == 0:
+		case (a.wantUp || a.sinceUp >= probeUpEvery) && s.used && a.ceil == 0:
 			a.startProbe(&s, true)
 			return
 		}
@@ -813,6 +854,7 @@ func (a *adaptive) startUp(co *cohort) {
 		a.capEst, a.capVar = a.est, b.se*b.se*a.x*a.x
 		a.short = 2 * climbAfter
 		a.climb = startClimb
+		a.upOK = true
 		a.store()
 		return
 	}
@@ -840,15 +882,16 @@ func (a *adaptive) startUp(co *cohort) {
 func (a *adaptive) startProbe(s *windowStats, up bool) {
 	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
 	capEst := a.est - s.target
-	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), 1)
+	lo := max(a.cfg.Min, 1)
+	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), lo)
 	switch {
 	case a.urgent:
-		lim, up = max(int(urgentShare*a.est), 1), false
+		lim, up = max(int(urgentShare*a.est), lo), false
 	case up:
 		lim = int(math.Ceil(a.est + math.Max(math.Max(2, 3*math.Sqrt2*s.winSE), upShare*a.est)))
 	}
 	if up {
-		a.sinceUp = 0
+		a.sinceUp, a.wantUp = 0, false
 	} else {
 		a.since = 0
 	}
@@ -869,12 +912,17 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 	want := max(lim, 1)
 	kind := cohortProbe
 	if up {
-		kind = cohortUp
+		// The first round trip ramps up; the rest (at least minWindow
+		// tickets) is judged.
+		kind, want = cohortUp, lim+max(lim, minWindow)
 	}
 	a.ring.push(from, from+uint64(min(want, maxCohort)), kind)
 	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), urgent: a.urgent, up: up}
 	a.urgent = false
 	a.limit.Store(int64(lim))
+	if debugProbeStart != nil {
+		debugProbeStart(a, lim, up)
+	}
 }
 
 // endProbe merges the probe's statistic into the baseline by inverse
@@ -921,7 +969,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.poolBase()
 		a.capEst, a.capVar = a.est-a.target(&s), s.se*s.se*a.x*a.x
 		a.every = probeMinEvery
-	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects:
+	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && a.pool.count > 1:
 		// Above the baseline: the probe may have run above a capacity
 		// that just fell. Believe it only when it repeats.
 		a.suspect++
@@ -951,11 +999,13 @@ func (a *adaptive) endProbe(co *cohort) {
 // the estimate climbs. Growth confirms the capacity: the probe is one
 // more window for the filter.
 func (a *adaptive) endProbeUp(co *cohort) {
+	ramp := min(a.probe.limit, co.size()/2)
 	a.probe = prober{}
 	defer a.store()
+	// Past its first round trip, which ramps the concurrency up.
 	w := &a.scratch[0]
 	w.reset()
-	w.add(co)
+	w.addRange(co, ramp, co.size())
 	w.rts = 1
 	s := w.stats(a.cfg.keep(), 0)
 	a.fixSE(&s)
@@ -966,6 +1016,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 	if debugUp != nil {
 		debugUp(a, &s, &l)
 	}
+	a.short, a.upOK = 0, false
 	if s.n < minWindow/2 || l.n == 0 || dn < 1 {
 		return // demand did not fill it
 	}
@@ -975,12 +1026,13 @@ func (a *adaptive) endProbeUp(co *cohort) {
 	}
 	if s.queue-l.queue < slopeShare*dn {
 		// Room above: climb.
-		a.short = 2 * climbAfter
+		a.short, a.upOK = 2*climbAfter, true
 		a.every = probeMinEvery
 		return
 	}
 	s.used = true
 	a.est = clampF(a.step(a, &s), a.cfg.Min, a.cfg.Max)
+	a.short = 0
 }
 
 // poolBase sets the baseline from the pooled probe samples.
@@ -1227,4 +1279,6 @@ var (
 	debugUp          func(a *adaptive, s, last *windowStats)
 	debugTick        func(a *adaptive)
 	debugProbeCohort func(a *adaptive, co *cohort, w *window)
+	debugProbeStart  func(a *adaptive, lim int, up bool)
+	debugStall       func(a *adaptive, gap float64)
 )

@@ -47,10 +47,15 @@ const (
 	// climbStep: the climb's first step, as a share of the capacity
 	// estimate (at least a window standard error and one request).
 	climbStep = 0.125
-	// maxClimbShift caps the climb's doubling.
+	// maxClimbShift caps the climb's doubling; maxClimb caps a step, as a
+	// share of the capacity (the overshoot when the queue shows again).
 	maxClimbShift = 5
+	maxClimb      = 0.25
 	// targetShare caps the target, as a share of the capacity.
 	targetShare = 0.06
+	// changeVar: the variance of the observation that shows a change, in
+	// windows' (it mixes requests from before and after the change).
+	changeVar = 4
 	// drift: the capacity's assumed drift per window, as a share of it (the
 	// filter's process noise: it forgets old windows).
 	drift = 0.01
@@ -72,26 +77,39 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		nu := c - a.capEst
 		v := a.capVar + r
 		switch {
+		case a.short > climbAfter && !s.visible() && !a.upOK:
+			// Capacity may have come back, or the small queue kept reads
+			// low: a probe above the limit tells (see endProbeUp).
+			a.wantUp = true
+			a.filter(c, r)
 		case a.short > climbAfter && !s.visible():
 			// Capacity came back: climb, doubling each window.
 			a.climb++
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
-			a.capEst = math.Max(a.capEst, c) + math.Min(step, a.capEst/2+1)
+			a.capEst = math.Max(a.capEst, c) + math.Min(step, maxClimb*a.capEst+1)
 			a.capVar = math.Max(a.capVar, r)
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
-			a.capEst, a.capVar = c, r
-			a.climb, a.short = 0, 0
+			// A change: the window that shows it mixes requests from
+			// before and after it, so the next windows outweigh it.
+			a.capEst, a.capVar = c, changeVar*r
+			a.climb, a.short, a.upOK = 0, 0, false
 		default:
-			k := a.capVar / v
-			a.capEst += k * nu
-			a.capVar *= 1 - k
+			a.filter(c, r)
 			if s.visible() {
-				a.climb = 0
+				a.climb, a.upOK = 0, false
 			}
 		}
 	}
 	a.capVar += drift * drift * a.capEst * a.capEst
 	return a.capEst + a.target(s)
+}
+
+// filter merges an observation c of the capacity, of variance r.
+func (a *adaptive) filter(c, r float64) {
+	v := a.capVar + r
+	k := a.capVar / v
+	a.capEst += k * (c - a.capEst)
+	a.capVar *= 1 - k
 }
 
 // target is the queue the Gradient keeps at the backend: twice the

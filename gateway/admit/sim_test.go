@@ -33,7 +33,7 @@ type simCell struct {
 	Initial  float64 // initial limit × the true capacity (each gateway: its share)
 	Gateways int
 	Mix      [NumPriorities]float64
-	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4)
+	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
 	Stream   bool   // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
 	RTTOnly  bool   // streams judged by their whole RTT instead of the TTFT
 	Seed     uint64
@@ -84,6 +84,8 @@ const (
 	simSettleFloor  = 2.0   // requests: the band is ±15 % or ±2 requests
 	simRefuseRTT    = 0.005 // a 429's round trip, mean service times
 	simTokenShare   = 50.0  // streams: a token takes Mean/simTokenShare
+	simStallEvery   = 10.0  // "stall": a gateway freeze every simStallEvery mean service times
+	simStall        = 1.5   // of simStall mean service times (a GC pause or a starved CPU)
 )
 
 // simPhaseResult is what one phase (between capacity changes) measured.
@@ -142,6 +144,9 @@ const (
 	evDeadline
 	evPhase
 	evTick
+	evGwDone // the gateway takes in a finished request
+	evAdmit  // the gateway takes in a request that arrived while it was frozen
+	evStall  // the gateways freeze
 )
 
 type simEvent struct {
@@ -231,6 +236,7 @@ type sim struct {
 	latT     []float64 // its times
 	phaseEnd []float64
 	capNow   int
+	frozen   float64 // the gateways are frozen until then
 }
 
 // runSim plays one cell.
@@ -308,6 +314,11 @@ func runSim(c simCell) (*simResult, error) {
 	rate := c.Offered * float64(truth) / s.mean
 	s.push(simEvent{at: s.arrRNG.ExpFloat64() / rate, kind: evArrive})
 	s.push(simEvent{at: 0, kind: evTick})
+	if c.Change == "stall" {
+		for k := 0.5; k < simPhase/simStallEvery; k++ {
+			s.push(simEvent{at: s.phaseEnd[0] + k*simStallEvery*s.mean, kind: evStall})
+		}
+	}
 	s.res.TraceStep = simTick * s.mean
 	minCap := truth
 	if c.Change == "loss" {
@@ -330,6 +341,8 @@ func runSim(c simCell) (*simResult, error) {
 		case evArrive:
 			s.arrive()
 			s.push(simEvent{at: s.now + s.arrRNG.ExpFloat64()/rate, kind: evArrive})
+		case evAdmit:
+			s.admit(ev.id)
 		case evTick:
 			l := 0
 			for i := range s.gws {
@@ -340,14 +353,24 @@ func runSim(c simCell) (*simResult, error) {
 			s.push(simEvent{at: s.now + simTick*s.mean*s.multNow(), kind: evTick})
 		case evPhase:
 			s.phase(int(ev.id))
+		case evStall:
+			s.frozen = s.now + simStall*s.mean
 		default:
 			r := &s.reqs[ev.id]
 			if r.gen != ev.gen {
 				continue // stale
 			}
+			if s.now < s.frozen && ev.kind != evDone {
+				// The gateway is frozen: it sees this when it thaws.
+				ev.at = s.frozen
+				s.push(ev)
+				continue
+			}
 			switch ev.kind {
 			case evDone:
 				s.done(ev.id)
+			case evGwDone:
+				s.gwDone(ev.id)
 			case evFirst:
 				s.first(ev.id)
 			case evRefused:
@@ -431,6 +454,17 @@ func (s *sim) arrive() {
 	s.works = append(s.works, work)
 	*r = simReq{gen: r.gen, state: rsWaiting, prio: p, gw: s.arrRNG.IntN(len(s.gws)), arrive: s.now,
 		deadline: s.now + simDeadline*s.mean*s.multNow(), work: work, ttft: ttft}
+	if s.now < s.frozen {
+		s.push(simEvent{at: s.frozen, kind: evAdmit, id: id, gen: r.gen})
+		return
+	}
+	s.admit(id)
+}
+
+// admit takes a request into its gateway's bulkhead.
+func (s *sim) admit(id int32) {
+	r := &s.reqs[id]
+	p := r.prio
 	g := &s.gws[r.gw]
 	w := &waiter{prio: p, notify: s.onDecide, id: int(id)}
 	pm, err, queued := g.bh.acquireAsync(w)
@@ -440,10 +474,10 @@ func (s *sim) arrive() {
 	case queued:
 		r.w = w
 		s.push(simEvent{at: s.now + simQueueTimeout*s.mean*s.multNow(), kind: evQueueTimeout, id: id, gen: r.gen})
-		s.push(simEvent{at: r.deadline, kind: evDeadline, id: id, gen: r.gen})
+		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
 	default:
 		r.permit = pm
-		s.push(simEvent{at: r.deadline, kind: evDeadline, id: id, gen: r.gen})
+		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
 		s.send(id, nil)
 	}
 }
@@ -546,6 +580,23 @@ func (s *sim) done(id int32) {
 		s.free = append(s.free, id)
 		return
 	}
+	if s.now < s.frozen {
+		s.push(simEvent{at: s.frozen, kind: evGwDone, id: id, gen: r.gen})
+		return
+	}
+	s.gwDone(id)
+}
+
+// gwDone: the gateway takes in a finished request.
+func (s *sim) gwDone(id int32) {
+	r := &s.reqs[id]
+	if r.state == rsZombie {
+		r.gen++
+		r.state = rsFree
+		s.free = append(s.free, id)
+		return
+	}
+	ni := r.node
 	g := &s.gws[r.gw]
 	g.loads[ni]--
 	smp := Sample{RTT: dur(s.now - r.sent)}
@@ -692,7 +743,7 @@ func (s *sim) finish(mults []float64) {
 		truths = append(truths, (c.Nodes-1)*c.Slots, c.Nodes*c.Slots)
 	} else if c.Change == "slots" {
 		truths = append(truths, c.Nodes*max(1, c.Slots/4), c.Nodes*c.Slots)
-	} else if c.Change == "slow" {
+	} else if c.Change != "" {
 		truths = append(truths, c.Nodes*c.Slots, c.Nodes*c.Slots)
 	}
 	times := s.latT

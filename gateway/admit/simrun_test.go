@@ -54,7 +54,13 @@ func TestSimOne(t *testing.T) {
 		debugProbe = func(a *adaptive, n int, stat, se float64) {
 			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
 		}
-		defer func() { debugWindow, debugBase, debugProbe, debugUp = nil, nil, nil, nil }()
+		debugProbeStart = func(a *adaptive, lim int, up bool) {
+			fmt.Printf("PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", lim, up, a.probe.urgent, a.est)
+		}
+		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
+		defer func() {
+			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall = nil, nil, nil, nil, nil, nil
+		}()
 	}
 	r, err := runSim(c)
 	if err != nil {
