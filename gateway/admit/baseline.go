@@ -123,7 +123,6 @@ type adaptive struct {
 	climb   int           // guarded by mu; windows climbing in a row
 	short   float64       // guarded by mu; CUSUM of the queue's shortfall below the target
 	upOK    bool          // guarded by mu; a probe above the limit found room: the estimate may climb
-	floor   float64       // guarded by mu; the confirmed limit while a probe or climb searches above it; 0: none
 	wantUp  bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
 	ceil    float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
 	ceilAge int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
@@ -527,8 +526,6 @@ func (a *adaptive) stalled(now time.Time) {
 		a.probe = prober{}
 		a.store()
 	}
-	a.upOK = false
-	a.explore(0)
 }
 
 // record files a sample in its cohort, creating round-trip cohorts up to
@@ -572,32 +569,12 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 	co.maxInfl = max(co.maxInfl, s.Inflight)
 }
 
-// publishSafe sets the level Safe reports: v (the ceiling's safe part),
-// else the floor of a search above the limit, else none.
-func (a *adaptive) publishSafe(v float64) {
-	if v == 0 {
-		v = a.floor
-	}
-	a.safe.Store(int64(v + 0.5))
-}
-
-// explore starts (floor > 0) or ends (0) a search above the confirmed
-// limit floor: a probe above the limit, a climb. Only P2 is admitted above
-// the floor (see SafeLimiter): a node that refuses, or a queue that
-// grows, costs P2 requests.
-func (a *adaptive) explore(floor float64) {
-	a.floor = floor
-	if a.ceil == 0 {
-		a.publishSafe(0)
-	}
-}
-
 // refused handles a request refused at concurrency inflight.
 func (a *adaptive) refused(inflight int) {
 	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
 	if a.ceil == 0 || ceil < a.ceil {
 		a.ceil = ceil
-		a.publishSafe(ceil)
+		a.safe.Store(int64(ceil + 0.5))
 		a.cut.armed = false
 		if a.probe.phase != probeRunning {
 			a.store()
@@ -704,12 +681,12 @@ func (a *adaptive) closeWindow(lim int) {
 		// find capacity that came back.
 		if a.ceilAge++; a.ceilAge >= 2 {
 			// The ceiling held a window without refusal: it is safe.
-			a.publishSafe(a.ceil)
+			a.safe.Store(int64(a.ceil + 0.5))
 			a.ceil += float64(int(1) << min(a.ceilAge-2, maxClimbShift))
 		}
 		if a.ceil >= a.est {
 			a.ceil = 0
-			a.publishSafe(0)
+			a.safe.Store(0)
 		}
 	}
 	if dropped {
@@ -915,7 +892,6 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 	}
 	if up {
 		a.sinceUp, a.wantUp = 0, false
-		a.explore(math.Floor(a.est))
 	} else {
 		a.since = 0
 	}
@@ -1041,8 +1017,6 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		debugUp(a, &s, &l)
 	}
 	a.short, a.upOK = 0, false
-	floor := a.floor
-	a.explore(0)
 	if s.n < minWindow/2 || l.n == 0 || dn < 1 {
 		return // demand did not fill it
 	}
@@ -1051,9 +1025,8 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		return // too small a step to tell
 	}
 	if s.queue-l.queue < slopeShare*dn {
-		// Room above: climb (still P2 only above the floor).
+		// Room above: climb.
 		a.short, a.upOK = 2*climbAfter, true
-		a.explore(floor)
 		a.every = probeMinEvery
 		return
 	}

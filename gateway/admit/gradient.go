@@ -93,12 +93,10 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			// before and after it, so the next windows outweigh it.
 			a.capEst, a.capVar = c, changeVar*r
 			a.climb, a.short, a.upOK = 0, 0, false
-			a.explore(0)
 		default:
 			a.filter(c, r)
 			if s.visible() {
 				a.climb, a.upOK = 0, false
-				a.explore(0)
 			}
 		}
 	}

@@ -73,7 +73,7 @@ func TestSimOne(t *testing.T) {
 	for i, p := range r.Phases {
 		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim)
 	}
-	fmt.Printf("P0 %.4f (demand %.2f; static %.4f %v) p99ratio %.2f goodput %d static %d ratio %.3f outcomes %v\n", r.P0(), r.P0Demand, rs.P0(), rs.Outcomes, r.P99Ratio, r.Goodput, rs.Goodput, float64(r.Goodput)/float64(rs.Goodput), r.Outcomes)
+	fmt.Printf("P0 %.4f (demand %.2f) p99ratio %.2f goodput %d static %d ratio %.3f outcomes %v\n", r.P0(), r.P0Demand, r.P99Ratio, r.Goodput, rs.Goodput, float64(r.Goodput)/float64(rs.Goodput), r.Outcomes)
 	if os.Getenv("TRACE") != "" {
 		step := int(envF("TRACE", 10))
 		for i := 0; i < len(r.Trace); i += step {
