@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"strconv"
 	"testing"
 )
@@ -81,64 +80,4 @@ func TestSimOne(t *testing.T) {
 		}
 		fmt.Println()
 	}
-}
-
-func TestSimDebugStart(t *testing.T) {
-	if os.Getenv("SIMSTART") == "" {
-		t.Skip()
-	}
-	c := simCell{Mean: 0.2, Sigma: 0.9, Nodes: 3, Slots: 64, Offered: 3, Initial: 1, Gateways: 1, Change: "loss", Seed: 1, Algo: AlgoGradient}
-	debugStart = func(a *adaptive, co *cohort) {
-		var xs []float64
-		for i := 0; i < 48; i++ {
-			xs = append(xs, co.lat[i])
-		}
-		fmt.Println("low group:", xs)
-	}
-	defer func() { debugStart = nil }()
-	runSim(c)
-}
-
-func TestSimDebugProbeBias(t *testing.T) {
-	if os.Getenv("SIMPB") == "" {
-		t.Skip()
-	}
-	var stats, ns, allv []float64
-	npend := 0
-	debugProbe = func(a *adaptive, n int, stat, se float64) {
-		stats = append(stats, stat)
-		ns = append(ns, float64(n))
-	}
-	debugProbeCohort = func(a *adaptive, co *cohort, w *window) {
-		for i := range co.size() {
-			if v := co.lat[i]; !math.IsNaN(v) && v > 0 && !math.IsInf(v, 1) {
-				allv = append(allv, v)
-			} else if math.IsNaN(v) {
-				npend++
-			}
-		}
-		if os.Getenv("SIMPBV") != "" {
-			fmt.Printf("cohort size %d got %d n %d pending %d limit %d tickets %d to %d\n", co.size(), co.got, co.n, w.pending, a.probe.limit, a.tickets.Load(), co.to)
-		}
-	}
-	defer func() { debugProbe, debugProbeCohort = nil, nil }()
-	for seed := uint64(1); seed <= 5; seed++ {
-		c := simCell{Mean: 0.2, Sigma: envF("SIGMA", 0.5), Nodes: 3, Slots: int(envF("SLOTS", 16)), Offered: envF("OFFERED", 3), Initial: 1, Gateways: 1, Seed: seed, Algo: AlgoGradient}
-		runSim(c)
-	}
-	sum, sn := 0.0, 0.0
-	for i := range stats {
-		sum += stats[i]
-		sn += ns[i]
-	}
-	sig := envF("SIGMA", 0.5)
-	sort.Float64s(allv)
-	tot := len(allv) + npend
-	k := tot / 2
-	s := 0.0
-	for _, v := range allv[:k] {
-		s += v
-	}
-	fmt.Printf("pooled: %d samples + %d pending: fastest half of all %.4f, median %.4f\n", len(allv), npend, s/float64(k), allv[len(allv)/2])
-	fmt.Printf("probes %d mean stat %.4f (true lower-half mean %.4f) mean n %.1f\n", len(stats), sum/float64(len(stats)), 0.2*2*0.5*math.Erfc(sig/math.Sqrt2), sn/float64(len(ns)))
 }
