@@ -27,10 +27,16 @@ type Entry struct {
 type Event struct {
 	Time   time.Time `json:"t"`
 	Fault  string    `json:"fault"`
-	Action string    `json:"action"` // "apply" or "revert"
+	Action string    `json:"action"` // ActionApply or ActionRevert
 	Detail string    `json:"detail"`
 	Err    string    `json:"error,omitempty"`
 }
+
+// Actions of an Event.
+const (
+	ActionApply  = "apply"
+	ActionRevert = "revert"
+)
 
 // ControllerOption configures a Controller.
 type ControllerOption func(*Controller)
@@ -153,7 +159,7 @@ func (c *Controller) Apply(ctx context.Context, name string, params json.RawMess
 	if nf != nil {
 		if cur.Active() {
 			err := cur.Revert(ctx, c.env)
-			c.emit(cur, "revert", err)
+			c.emit(cur, ActionRevert, err)
 			if err != nil {
 				return err
 			}
@@ -166,7 +172,7 @@ func (c *Controller) Apply(ctx context.Context, name string, params json.RawMess
 		return nil
 	}
 	err = cur.Apply(ctx, c.env)
-	c.emit(cur, "apply", err)
+	c.emit(cur, ActionApply, err)
 	return err
 }
 
@@ -187,7 +193,7 @@ func (c *Controller) revertLocked(ctx context.Context, s *slot) error {
 		return nil
 	}
 	err := f.Revert(ctx, c.env)
-	c.emit(f, "revert", err)
+	c.emit(f, ActionRevert, err)
 	return err
 }
 
@@ -203,10 +209,10 @@ func (c *Controller) Toggle(ctx context.Context, name string) (active bool, err 
 	f := c.fault(s)
 	if f.Active() {
 		err = f.Revert(ctx, c.env)
-		c.emit(f, "revert", err)
+		c.emit(f, ActionRevert, err)
 	} else {
 		err = f.Apply(ctx, c.env)
-		c.emit(f, "apply", err)
+		c.emit(f, ActionApply, err)
 	}
 	return f.Active(), err
 }

@@ -3,12 +3,15 @@ package chaos
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 func TestControllerToggle(t *testing.T) {
@@ -202,12 +205,28 @@ func TestTimelineRun(t *testing.T) {
 	if err := tl.Validate(Default); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	if err := tl.Run(context.Background(), ctl); err != nil {
-		t.Fatalf("Run: %v", err)
+	clk := clockwork.NewFakeClock()
+	done := make(chan error, 1)
+	go func() { done <- tl.Run(context.Background(), ctl, clk) }()
+	// Step the clock from one due time to the next; Run waits on one timer.
+	events := func() string { mu.Lock(); defer mu.Unlock(); return fmt.Sprint(got) }
+	for _, want := range []string{
+		"[apply model_latency]",
+		"[apply model_latency apply cpu_hog]",
+		"[apply model_latency apply cpu_hog revert model_latency]",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := clk.BlockUntilContext(ctx, 1); err != nil {
+			t.Fatalf("Run never waited for its next step (events %s)", events())
+		}
+		cancel()
+		if g := events(); g != want {
+			t.Fatalf("events %s, want %s", g, want)
+		}
+		clk.Advance(20 * time.Millisecond)
 	}
-	if el := time.Since(start); el < 60*time.Millisecond {
-		t.Errorf("timeline of 60 ms ran in %v", el)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
 	}
 	want := []string{"apply model_latency", "apply cpu_hog", "revert model_latency", "apply traffic_spike"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -226,6 +245,93 @@ func TestTimelineRun(t *testing.T) {
 	}
 }
 
+// The Player hands out each action once, in time order (reverts first at
+// equal times), as the caller's clock passes them.
+func TestPlayerOrder(t *testing.T) {
+	tl := Timeline{
+		{At: 2 * time.Second, Fault: "cpu_hog", For: time.Second},
+		{At: time.Second, Fault: "model_latency", For: 2 * time.Second},
+		{At: 3 * time.Second, Fault: "cpu_hog"},
+	}
+	p := tl.Play(Default)
+	var got []string
+	for _, now := range []time.Duration{0, time.Second, 1500 * time.Millisecond, 3 * time.Second, time.Hour} {
+		for _, a := range p.Due(now) {
+			verb := "apply"
+			if a.Revert {
+				verb = "revert"
+			}
+			got = append(got, fmt.Sprintf("%v %s %s #%d", now, verb, a.Fault, a.Step))
+		}
+	}
+	want := []string{"1s apply model_latency #1", "3s apply cpu_hog #0", "3s revert cpu_hog #0", "3s revert model_latency #1", "3s apply cpu_hog #2"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions\n%q\nwant\n%q", got, want)
+	}
+	if _, ok := p.Next(); ok {
+		t.Error("Next after every action was handed out")
+	}
+}
+
+// A step with its own For reverts its fault on the timeline's clock: a
+// fault that also takes a "for" parameter gets "for": "0s" unless the step
+// set one.
+func TestActionParams(t *testing.T) {
+	tests := []struct {
+		step Step
+		want string
+	}{
+		{Step{Fault: "node_kill", Params: json.RawMessage(`{"node":1}`), For: time.Second}, `{"for":"0s","node":1}`},
+		{Step{Fault: "node_kill", Params: json.RawMessage(`{"node":1,"for":"3s"}`), For: time.Second}, `{"node":1,"for":"3s"}`},
+		{Step{Fault: "node_kill", Params: json.RawMessage(`{"node":1}`)}, `{"node":1}`},
+		{Step{Fault: "model_latency", Params: json.RawMessage(`{"multiplier":2}`), For: time.Second}, `{"multiplier":2}`},
+		{Step{Fault: "traffic_spike", For: time.Second}, `{"for":"0s"}`},
+		{Step{Fault: "cpu_hog"}, ``},
+	}
+	for _, tt := range tests {
+		a := Timeline{tt.step}.Play(Default).Due(time.Hour)
+		if len(a) == 0 || string(a[0].Params) != tt.want || a[0].For != tt.step.For {
+			t.Errorf("%+v: %+v, want params %s", tt.step, a, tt.want)
+		}
+	}
+}
+
+func TestEffect(t *testing.T) {
+	for _, name := range Default.Names() {
+		want := EffectNone
+		if name == "node_kill" {
+			want = EffectNodeLoss
+		}
+		if got := Default.Effect(name); got != want {
+			t.Errorf("%s: effect %q, want %q", name, got, want)
+		}
+	}
+	if Default.Effect("nope") != EffectNone {
+		t.Error("unknown fault has an effect")
+	}
+}
+
+// Active and Detail answer at once while an Apply is under way (a node
+// restart can take seconds), so a dashboard reading the catalogue never
+// waits for a fault.
+func TestReadersDoNotWaitForApply(t *testing.T) {
+	env := newFakeEnv(1)
+	f := NewNodeKill()
+	f.For = 0
+	if err := f.Apply(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock() // as a Revert waiting for the node to restart does
+	defer f.mu.Unlock()
+	done := make(chan struct{})
+	go func() { _ = f.Active(); _ = f.Detail(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Active/Detail blocked on an apply in progress")
+	}
+}
+
 func TestTimelineErrorsAndCancel(t *testing.T) {
 	env := newFakeEnv(1)
 	ctl := NewController(Default, env)
@@ -238,19 +344,26 @@ func TestTimelineErrorsAndCancel(t *testing.T) {
 	}
 	// A failing step does not stop the others.
 	tl := Timeline{{Fault: "model_latency", Params: json.RawMessage(`{"node":3}`)}, {Fault: "cpu_hog"}}
-	err := tl.Run(context.Background(), ctl)
+	err := tl.Run(context.Background(), ctl, clockwork.NewRealClock())
 	if err == nil || !strings.Contains(err.Error(), "step 0") {
 		t.Errorf("Run error %v should name step 0", err)
 	}
 	if a := ctl.Active(); len(a) != 1 || a[0].Name != "cpu_hog" {
 		t.Errorf("active %+v", a)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err = Timeline{{At: time.Hour, Fault: "slow_clients"}}.Run(ctx, ctl)
-	if err == nil || time.Since(start) > 5*time.Second {
-		t.Errorf("cancelled Run: %v after %v", err, time.Since(start))
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := clockwork.NewFakeClock()
+	done := make(chan error, 1)
+	go func() { done <- Timeline{{At: time.Hour, Fault: "slow_clients"}}.Run(ctx, ctl, clk) }()
+	if err := clk.BlockUntilContext(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Run: %v", err)
+	}
+	if len(ctl.Active()) != 1 {
+		t.Errorf("a cancelled timeline applied its step: %+v", ctl.Active())
 	}
 }
 

@@ -1,6 +1,3 @@
-// Package chaos is the fault catalogue: each fault has a name, JSON-tagged
-// parameters, Apply and Revert. Faults act on the lab through Env, which the
-// lab implements; chaos never imports lab and never draws anything.
 package chaos
 
 import (

@@ -115,3 +115,20 @@ func fmtNum(f float64) string {
 	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
 	return s
 }
+
+// Effect is what a fault does to the lab's capacity, for the figures that
+// depend on it (a run's limit settle time after a node loss). The lab asks
+// the catalogue (Registry.Effect) rather than knowing fault names.
+type Effect string
+
+const (
+	// EffectNone: the fault leaves the nodes' capacity as it is, or changes
+	// it only through their knobs.
+	EffectNone Effect = ""
+	// EffectNodeLoss: the fault takes model nodes away (their processes
+	// die); a limit has to settle to the slots left.
+	EffectNodeLoss Effect = "node_loss"
+)
+
+// effector is implemented by faults whose Effect is not EffectNone.
+type effector interface{ Effect() Effect }

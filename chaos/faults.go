@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // NodeKill SIGKILLs a node's process and restarts it after For (a pod
@@ -22,6 +23,9 @@ func NewNodeKill() *NodeKill { return &NodeKill{Node: 0, For: Duration(10e9)} }
 
 func (*NodeKill) Name() string        { return "node_kill" }
 func (*NodeKill) Description() string { return "SIGKILL a model node; it restarts after `for`" }
+
+// Effect is EffectNodeLoss: the node's process dies.
+func (*NodeKill) Effect() Effect { return EffectNodeLoss }
 
 func (f *NodeKill) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
@@ -121,14 +125,14 @@ func (f *GCPressure) Validate() error {
 }
 
 func (f *GCPressure) Apply(ctx context.Context, env Env) error {
-	patch := map[string]any{"churn_mb_per_s": f.ChurnMBPerS, "ballast_mb": f.BallastMB}
+	patch := map[string]any{wire.KnobChurnMBPerS: f.ChurnMBPerS, wire.KnobBallastMB: f.BallastMB}
 	if f.Target == "node" {
 		return f.applyKnobs(ctx, env, f.Name(), f.Node, patch)
 	}
 	return f.apply(func(uint64) error {
 		if err := env.PatchGatewayPressure(ctx, patch); err != nil {
 			return errors.Join(fmt.Errorf("chaos: gc_pressure: gateway: %w", err),
-				env.PatchGatewayPressure(ctx, map[string]any{"churn_mb_per_s": 0, "ballast_mb": 0}))
+				env.PatchGatewayPressure(ctx, gcPressureOff))
 		}
 		return nil
 	})
@@ -139,7 +143,7 @@ func (f *GCPressure) Revert(ctx context.Context, env Env) error {
 		return f.revertKnobs(ctx, env, f.Name())
 	}
 	return f.revert(func() error {
-		if err := env.PatchGatewayPressure(ctx, map[string]any{"churn_mb_per_s": 0, "ballast_mb": 0}); err != nil {
+		if err := env.PatchGatewayPressure(ctx, gcPressureOff); err != nil {
 			return fmt.Errorf("chaos: gc_pressure: gateway: %w", err)
 		}
 		return nil
@@ -181,11 +185,13 @@ func (f *CPUHog) Validate() error {
 	return nil
 }
 
-var cpuHogOff = map[string]any{"cpu_hog_goroutines": 0, "cpu_hog_duty": 0}
+var cpuHogOff = map[string]any{wire.KnobCPUHogGoroutines: 0, wire.KnobCPUHogDuty: 0}
+
+var gcPressureOff = map[string]any{wire.KnobChurnMBPerS: 0, wire.KnobBallastMB: 0}
 
 func (f *CPUHog) Apply(ctx context.Context, env Env) error {
 	return f.apply(func(uint64) error {
-		if err := env.PatchGatewayPressure(ctx, map[string]any{"cpu_hog_goroutines": f.Goroutines, "cpu_hog_duty": f.Duty}); err != nil {
+		if err := env.PatchGatewayPressure(ctx, map[string]any{wire.KnobCPUHogGoroutines: f.Goroutines, wire.KnobCPUHogDuty: f.Duty}); err != nil {
 			return errors.Join(fmt.Errorf("chaos: cpu_hog: gateway: %w", err), env.PatchGatewayPressure(ctx, cpuHogOff))
 		}
 		return nil

@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // knobState is the state of a fault that patches node knobs: which nodes
@@ -68,7 +70,7 @@ func (f *ModelLatency) Validate() error {
 
 func (f *ModelLatency) Apply(ctx context.Context, env Env) error {
 	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{
-		"latency_multiplier": f.Multiplier, "latency_add_ms": f.AddMs,
+		wire.KnobLatencyMultiplier: f.Multiplier, wire.KnobLatencyAddMs: f.AddMs,
 	})
 }
 
@@ -110,7 +112,7 @@ func (f *ModelSlots) Validate() error {
 }
 
 func (f *ModelSlots) Apply(ctx context.Context, env Env) error {
-	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{"slots": f.Slots})
+	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{wire.KnobSlots: f.Slots})
 }
 
 func (f *ModelSlots) Revert(ctx context.Context, env Env) error {
@@ -147,7 +149,7 @@ func (f *NodeHang) Validate() error {
 }
 
 func (f *NodeHang) Apply(ctx context.Context, env Env) error {
-	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{"hang_rate": f.HangRate})
+	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{wire.KnobHangRate: f.HangRate})
 }
 
 func (f *NodeHang) Revert(ctx context.Context, env Env) error {
@@ -188,7 +190,7 @@ func (f *ModelErrors) Validate() error {
 }
 
 func (f *ModelErrors) Apply(ctx context.Context, env Env) error {
-	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{"error_rate": f.ErrorRate})
+	return f.applyKnobs(ctx, env, f.Name(), f.Node, map[string]any{wire.KnobErrorRate: f.ErrorRate})
 }
 
 func (f *ModelErrors) Revert(ctx context.Context, env Env) error {

@@ -107,3 +107,16 @@ var Default = func() *Registry {
 	}
 	return r
 }()
+
+// Effect returns what the fault called name does to the lab's capacity
+// (EffectNone for an unknown name).
+func (r *Registry) Effect(name string) Effect {
+	f, err := r.Get(name)
+	if err != nil {
+		return EffectNone
+	}
+	if e, ok := f.(effector); ok {
+		return e.Effect()
+	}
+	return EffectNone
+}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,19 +12,27 @@ import (
 const expiryTimeout = 30 * time.Second
 
 // state is the applied state every fault embeds. mu serializes Apply,
-// Revert and expiry of one fault; active, gen and expiryErr are guarded by mu.
+// Revert and expiry of one fault, which may take seconds (a node restart
+// waits for readiness); gen is guarded by mu. The readers (Active, Detail)
+// never wait for mu: active is written under mu and read atomically, and
+// expiryErr has its own lock.
 type state struct {
-	mu        sync.Mutex
-	active    bool
-	gen       uint64 // bumped at every apply and revert, so a stale expiry does nothing
-	expiryErr error  // the last self-revert failure, shown in Detail
+	mu     sync.Mutex
+	active atomic.Bool
+	gen    uint64 // bumped at every apply and revert, so a stale expiry does nothing
+
+	errMu     sync.Mutex
+	expiryErr error // guarded by errMu: the last self-revert failure, shown in Detail
 }
 
-// Active reports whether the fault is applied.
-func (s *state) Active() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.active
+// Active reports whether the fault is applied. It never blocks, even while
+// an Apply or Revert is under way.
+func (s *state) Active() bool { return s.active.Load() }
+
+func (s *state) setExpiryErr(err error) {
+	s.errMu.Lock()
+	s.expiryErr = err
+	s.errMu.Unlock()
 }
 
 // apply runs do unless already active; do gets the new generation for
@@ -31,15 +40,15 @@ func (s *state) Active() bool {
 func (s *state) apply(do func(gen uint64) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.active {
+	if s.active.Load() {
 		return nil
 	}
 	if err := do(s.gen + 1); err != nil {
 		return err
 	}
 	s.gen++
-	s.active = true
-	s.expiryErr = nil
+	s.active.Store(true)
+	s.setExpiryErr(nil)
 	return nil
 }
 
@@ -48,15 +57,15 @@ func (s *state) apply(do func(gen uint64) error) error {
 func (s *state) revert(undo func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.active {
+	if !s.active.Load() {
 		return nil
 	}
 	if err := undo(); err != nil {
 		return err
 	}
 	s.gen++
-	s.active = false
-	s.expiryErr = nil
+	s.active.Store(false)
+	s.setExpiryErr(nil)
 	return nil
 }
 
@@ -66,24 +75,24 @@ func (s *state) expireAfter(env Env, d time.Duration, gen uint64, undo func(ctx 
 	env.After(d, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if !s.active || s.gen != gen {
+		if !s.active.Load() || s.gen != gen {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), expiryTimeout)
 		defer cancel()
 		if err := undo(ctx); err != nil {
-			s.expiryErr = err
+			s.setExpiryErr(err)
 			return
 		}
 		s.gen++
-		s.active = false
-		s.expiryErr = nil
+		s.active.Store(false)
+		s.setExpiryErr(nil)
 	})
 }
 
 func (s *state) errSuffix() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
 	if s.expiryErr != nil {
 		return " (revert failed: " + s.expiryErr.Error() + ")"
 	}

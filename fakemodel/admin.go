@@ -7,13 +7,15 @@ import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // adminHandler serves /admin/knobs behind the loopback check and the bearer
 // token.
 func (n *Node) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/admin/knobs", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(wire.PathAdminKnobs, func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			writeJSON(w, http.StatusOK, n.Knobs())
@@ -40,7 +42,7 @@ func (n *Node) adminHandler() http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed", "")
 		}
 	})
-	mux.HandleFunc("/admin/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(wire.PathAdmin, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no admin route "+r.URL.Path, "")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

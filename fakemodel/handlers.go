@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/levee-lab/levee/internal/openai"
 )
 
 // job is one parsed request, ready to be served.
@@ -76,7 +78,7 @@ func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 
 func (n *Node) badRequest(w http.ResponseWriter, err error) {
 	n.count(OutcomeBadRequest)
-	var re *RequestError
+	var re *openai.RequestError
 	if errors.As(err, &re) {
 		writeError(w, http.StatusBadRequest, re.Error(), re.Field)
 		return

@@ -1,25 +1,23 @@
 package fakemodel
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
-// Latency distributions.
+// Latency distributions (the wire names).
 const (
-	DistLognormal = "lognormal"
-	DistFixed     = "fixed"
-	DistUniform   = "uniform"
+	DistLognormal = wire.DistLognormal
+	DistFixed     = wire.DistFixed
+	DistUniform   = wire.DistUniform
 )
 
 // Overflow policies: what a node does with a request when every slot is busy.
@@ -27,11 +25,11 @@ const (
 	// OverflowQueue waits in an unbounded FIFO. Queued requests keep
 	// waiting even after their client gave up (unless AbortOnDisconnect),
 	// which is what makes congestion collapse real.
-	OverflowQueue = "queue"
+	OverflowQueue = wire.OverflowQueue
 	// OverflowBounded waits in a FIFO of at most QueueSize, then 429.
-	OverflowBounded = "bounded"
+	OverflowBounded = wire.OverflowBounded
 	// OverflowReject answers 429 at once, like hosted APIs.
-	OverflowReject = "reject"
+	OverflowReject = wire.OverflowReject
 )
 
 // maxMs bounds every millisecond knob (10 minutes).
@@ -40,58 +38,58 @@ const maxMs = 600_000
 // Latency is the base service-time distribution of a node.
 type Latency struct {
 	// Dist is lognormal, fixed or uniform.
-	Dist string `json:"dist" yaml:"dist"`
+	Dist string
 	// P50Ms and P99Ms fit the lognormal: mu = ln p50, sigma =
 	// (ln p99 − ln p50) / 2.3263. 0 < P50Ms ≤ P99Ms ≤ 600000.
-	P50Ms float64 `json:"p50_ms" yaml:"p50_ms"`
-	P99Ms float64 `json:"p99_ms" yaml:"p99_ms"`
+	P50Ms float64
+	P99Ms float64
 	// FixedMs is the service time of the fixed distribution. 0..600000.
-	FixedMs float64 `json:"fixed_ms" yaml:"fixed_ms"`
+	FixedMs float64
 	// MinMs and MaxMs bound the uniform distribution. 0 ≤ MinMs ≤ MaxMs ≤ 600000.
-	MinMs float64 `json:"min_ms" yaml:"min_ms"`
-	MaxMs float64 `json:"max_ms" yaml:"max_ms"`
+	MinMs float64
+	MaxMs float64
 }
 
 // Knobs are everything a node can be told at run time. The zero value is
 // not valid; start from DefaultKnobs. Knobs hold no references, so a copy is
-// a deep copy.
+// a deep copy. Their JSON and YAML form is wire.KnobPatch with every knob
+// set (see AsPatch and Apply); the knob names are wire's.
 type Knobs struct {
-	Latency Latency `json:"latency" yaml:"latency"`
+	Latency Latency
 	// LatencyMultiplier scales the sampled latency and TTFT (a "slow model"
 	// fault sets it to 3). 0..100.
-	LatencyMultiplier float64 `json:"latency_multiplier" yaml:"latency_multiplier"`
+	LatencyMultiplier float64
 	// LatencyAddMs is added to every sampled latency and TTFT. 0..600000.
-	LatencyAddMs float64 `json:"latency_add_ms" yaml:"latency_add_ms"`
+	LatencyAddMs float64
 	// TTFTMs is a stream's time to first token (before multiplier, add and
 	// slow-down). 0..600000.
-	TTFTMs float64 `json:"ttft_ms" yaml:"ttft_ms"`
+	TTFTMs float64
 	// TokensPerS is a stream's token rate after the first token. (0, 100000].
-	TokensPerS float64 `json:"tokens_per_s" yaml:"tokens_per_s"`
+	TokensPerS float64
 	// MsPer1kTokens adds service time per 1000 prompt+completion tokens.
 	// 0..600000.
-	MsPer1kTokens float64 `json:"ms_per_1k_tokens" yaml:"ms_per_1k_tokens"`
+	MsPer1kTokens float64
 	// Slots is the number of requests served at once (C_max). 1..100000.
-	Slots int `json:"slots" yaml:"slots"`
+	Slots int
 	// Overflow is queue, bounded or reject (see the Overflow constants).
-	Overflow string `json:"overflow" yaml:"overflow"`
+	Overflow string
 	// QueueSize bounds the wait queue of the bounded policy. 0..1000000.
-	QueueSize int `json:"queue_size" yaml:"queue_size"`
+	QueueSize int
 	// Slowdown inflates service time as slots fill, like batched GPU
 	// inference: time × (1 + Slowdown × busy/slots). 0..100.
-	Slowdown float64 `json:"slowdown" yaml:"slowdown"`
+	Slowdown float64
 	// ErrorRate is the share of served requests answered 500 after their
 	// service time. HangRate is the share that hold their slot and never
 	// answer until the client gives up. Each 0..1, sum ≤ 1.
-	ErrorRate float64 `json:"error_rate" yaml:"error_rate"`
-	HangRate  float64 `json:"hang_rate" yaml:"hang_rate"`
+	ErrorRate float64
+	HangRate  float64
 	// AbortOnDisconnect stops queued and in-service work as soon as the
 	// client leaves. Off, the node does the work anyway and counts it in
 	// levee_fakemodel_wasted_seconds_total.
-	AbortOnDisconnect bool `json:"abort_on_disconnect" yaml:"abort_on_disconnect"`
+	AbortOnDisconnect bool
 
-	// Config is in-node GC and CPU pressure: churn_mb_per_s, ballast_mb,
-	// cpu_hog_goroutines, cpu_hog_duty (flat in JSON and YAML).
-	pressure.Config `yaml:",inline"`
+	// Config is in-node GC and CPU pressure (flat in JSON and YAML).
+	pressure.Config
 }
 
 // DefaultKnobs are the lab defaults, chosen to run well on a 2-core laptop:
@@ -123,7 +121,7 @@ func DefaultKnobs() Knobs {
 }
 
 // KnobError is a knob that is missing, unknown or out of range. Field is its
-// JSON name (dotted for latency fields, e.g. "latency.p99_ms").
+// wire name (dotted for latency fields, e.g. "latency.p99_ms").
 type KnobError struct {
 	Field string
 	Msg   string
@@ -148,15 +146,15 @@ func (k Knobs) Validate() error {
 		field     string
 		v, lo, hi float64
 	}{
-		{"latency_multiplier", k.LatencyMultiplier, 0, 100},
-		{"latency_add_ms", k.LatencyAddMs, 0, maxMs},
-		{"ttft_ms", k.TTFTMs, 0, maxMs},
-		{"ms_per_1k_tokens", k.MsPer1kTokens, 0, maxMs},
-		{"slots", float64(k.Slots), 1, 100_000},
-		{"queue_size", float64(k.QueueSize), 0, 1_000_000},
-		{"slowdown", k.Slowdown, 0, 100},
-		{"error_rate", k.ErrorRate, 0, 1},
-		{"hang_rate", k.HangRate, 0, 1},
+		{wire.KnobLatencyMultiplier, k.LatencyMultiplier, 0, 100},
+		{wire.KnobLatencyAddMs, k.LatencyAddMs, 0, maxMs},
+		{wire.KnobTTFTMs, k.TTFTMs, 0, maxMs},
+		{wire.KnobMsPer1kTokens, k.MsPer1kTokens, 0, maxMs},
+		{wire.KnobSlots, float64(k.Slots), 1, 100_000},
+		{wire.KnobQueueSize, float64(k.QueueSize), 0, 1_000_000},
+		{wire.KnobSlowdown, k.Slowdown, 0, 100},
+		{wire.KnobErrorRate, k.ErrorRate, 0, 1},
+		{wire.KnobHangRate, k.HangRate, 0, 1},
 	}
 	for _, c := range checks {
 		if err := rangeErr(c.field, c.v, c.lo, c.hi); err != nil {
@@ -164,15 +162,15 @@ func (k Knobs) Validate() error {
 		}
 	}
 	if math.IsNaN(k.TokensPerS) || k.TokensPerS <= 0 || k.TokensPerS > 100_000 {
-		return &KnobError{Field: "tokens_per_s", Msg: fmt.Sprintf("must be in (0, 100000], got %g", k.TokensPerS)}
+		return &KnobError{Field: wire.KnobTokensPerS, Msg: fmt.Sprintf("must be in (0, 100000], got %g", k.TokensPerS)}
 	}
 	switch k.Overflow {
 	case OverflowQueue, OverflowBounded, OverflowReject:
 	default:
-		return &KnobError{Field: "overflow", Msg: fmt.Sprintf("must be one of queue, bounded, reject; got %q", k.Overflow)}
+		return &KnobError{Field: wire.KnobOverflow, Msg: fmt.Sprintf("must be one of queue, bounded, reject; got %q", k.Overflow)}
 	}
 	if k.ErrorRate+k.HangRate > 1 {
-		return &KnobError{Field: "hang_rate", Msg: fmt.Sprintf("error_rate + hang_rate must be in [0, 1], got %g", k.ErrorRate+k.HangRate)}
+		return &KnobError{Field: wire.KnobHangRate, Msg: fmt.Sprintf("error_rate + hang_rate must be in [0, 1], got %g", k.ErrorRate+k.HangRate)}
 	}
 	if err := k.Config.Validate(); err != nil {
 		var fe *pressure.FieldError
@@ -188,21 +186,21 @@ func (l Latency) validate() error {
 	switch l.Dist {
 	case DistLognormal, DistFixed, DistUniform:
 	default:
-		return &KnobError{Field: "latency.dist", Msg: fmt.Sprintf("must be one of lognormal, fixed, uniform; got %q", l.Dist)}
+		return &KnobError{Field: latencyKnob(wire.KnobDist), Msg: fmt.Sprintf("must be one of lognormal, fixed, uniform; got %q", l.Dist)}
 	}
-	if err := rangeErr("latency.fixed_ms", l.FixedMs, 0, maxMs); err != nil {
+	if err := rangeErr(latencyKnob(wire.KnobFixedMs), l.FixedMs, 0, maxMs); err != nil {
 		return err
 	}
-	if err := rangeErr("latency.min_ms", l.MinMs, 0, maxMs); err != nil {
+	if err := rangeErr(latencyKnob(wire.KnobMinMs), l.MinMs, 0, maxMs); err != nil {
 		return err
 	}
-	if err := rangeErr("latency.max_ms", l.MaxMs, l.MinMs, maxMs); err != nil {
+	if err := rangeErr(latencyKnob(wire.KnobMaxMs), l.MaxMs, l.MinMs, maxMs); err != nil {
 		return err
 	}
 	if math.IsNaN(l.P50Ms) || l.P50Ms <= 0 || l.P50Ms > maxMs {
-		return &KnobError{Field: "latency.p50_ms", Msg: fmt.Sprintf("must be in (0, %d], got %g", maxMs, l.P50Ms)}
+		return &KnobError{Field: latencyKnob(wire.KnobP50Ms), Msg: fmt.Sprintf("must be in (0, %d], got %g", maxMs, l.P50Ms)}
 	}
-	return rangeErr("latency.p99_ms", l.P99Ms, l.P50Ms, maxMs)
+	return rangeErr(latencyKnob(wire.KnobP99Ms), l.P99Ms, l.P50Ms, maxMs)
 }
 
 // MeanService is the configured mean service time of a non-stream request:
@@ -244,49 +242,32 @@ func (k Knobs) TokenInterval(busy int) time.Duration {
 	return time.Duration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
 }
 
-// Patch applies a partial JSON knob object onto a copy of k, validates the
-// result and returns it; k itself never changes. Unknown knobs, wrong types
-// and out-of-range values are *KnobError.
+// Patch applies a partial JSON knob object (a wire.KnobPatch) onto a copy
+// of k, validates the result and returns it; k itself never changes.
+// Unknown knobs, wrong types and out-of-range values are *KnobError.
 func (k Knobs) Patch(patch []byte) (Knobs, error) {
-	next := k
-	dec := json.NewDecoder(bytes.NewReader(patch))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&next); err != nil {
-		return k, jsonKnobError(err)
+	p, err := decodeKnobPatch(patch)
+	if err != nil {
+		return k, err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return k, &KnobError{Field: "", Msg: "trailing data after the knob object"}
-	}
+	next := k.Apply(p)
 	if err := next.Validate(); err != nil {
 		return k, err
 	}
 	return next, nil
 }
 
-func jsonKnobError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &KnobError{Field: te.Field, Msg: fmt.Sprintf("wrong type: got JSON %s, want %s", te.Value, te.Type)}
-	}
-	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
-		f := strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`)
-		return &KnobError{Field: f, Msg: "unknown knob"}
-	}
-	if errors.Is(err, io.EOF) {
-		return &KnobError{Msg: "empty body: want a JSON knob object"}
-	}
-	return &KnobError{Msg: "malformed JSON: " + err.Error()}
-}
-
-// LoadKnobsYAML decodes a YAML knob document onto a copy of base (so a file
-// may name only the knobs it changes), rejects unknown keys, and validates.
+// LoadKnobsYAML decodes a YAML knob document (a wire.KnobPatch) onto a copy
+// of base (so a file may name only the knobs it changes), rejects unknown
+// keys, and validates.
 func LoadKnobsYAML(r io.Reader, base Knobs) (Knobs, error) {
-	next := base
+	var p wire.KnobPatch
 	dec := yaml.NewDecoder(r)
 	dec.KnownFields(true)
-	if err := dec.Decode(&next); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
 		return base, fmt.Errorf("knobs YAML: %w", err)
 	}
+	next := base.Apply(p)
 	if err := next.Validate(); err != nil {
 		return base, err
 	}

@@ -1,11 +1,15 @@
 package fakemodel
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestDefaultKnobsValid(t *testing.T) {
@@ -185,5 +189,31 @@ func TestServiceTimeAndMean(t *testing.T) {
 	}
 	if got := k.TokenInterval(10); got != 40*time.Millisecond {
 		t.Fatalf("TokenInterval = %v, want 40ms", got)
+	}
+}
+
+// TestKnobsWireForm: the knobs' JSON is wire.KnobPatch with every knob
+// set, and applying it to other knobs reproduces them.
+func TestKnobsWireForm(t *testing.T) {
+	k := DefaultKnobs()
+	k.Slots, k.Latency.P99Ms, k.BallastMB, k.AbortOnDisconnect = 7, 900, 12, true
+	p := k.AsPatch()
+	if got, want := p.Names(), wire.KnobNames(); !slices.Equal(got, want) {
+		t.Errorf("AsPatch sets %v, want every knob %v", got, want)
+	}
+	var zero Knobs
+	if got := zero.Apply(p); got != k {
+		t.Errorf("Apply(AsPatch()) = %+v, want %+v", got, k)
+	}
+	b, err := json.Marshal(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Knobs
+	if err := json.Unmarshal(b, &back); err != nil || back != k {
+		t.Errorf("JSON round trip = %+v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"slotz":1}`), &back); err == nil {
+		t.Error("an unknown knob decoded without error")
 	}
 }

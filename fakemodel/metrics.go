@@ -3,19 +3,20 @@ package fakemodel
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
-// Request outcomes counted in levee_fakemodel_requests_total.
+// Request outcomes counted in levee_fakemodel_requests_total (the wire
+// names, here for the package's callers).
 const (
-	OutcomeOK         = "ok"          // answered 200
-	OutcomeError      = "error"       // injected 500
-	OutcomeHang       = "hang"        // never answered; the client gave up
-	OutcomeRejected   = "rejected"    // 429: no slot and the overflow policy refused to wait
-	OutcomeAborted    = "aborted"     // the client left before the answer was delivered
-	OutcomeBadRequest = "bad_request" // 4xx: malformed request
+	OutcomeOK         = wire.FakeOutcomeOK
+	OutcomeError      = wire.FakeOutcomeError
+	OutcomeHang       = wire.FakeOutcomeHang
+	OutcomeRejected   = wire.FakeOutcomeRejected
+	OutcomeAborted    = wire.FakeOutcomeAborted
+	OutcomeBadRequest = wire.FakeOutcomeBadRequest
 )
-
-var outcomes = []string{OutcomeOK, OutcomeError, OutcomeHang, OutcomeRejected, OutcomeAborted, OutcomeBadRequest}
 
 // nodeMetrics are one node's metrics, in its own registry, every series
 // labelled node=<address>.
@@ -28,21 +29,21 @@ type nodeMetrics struct {
 
 func newNodeMetrics(n *Node) *nodeMetrics {
 	reg := prometheus.NewRegistry()
-	node := prometheus.Labels{"node": n.addr}
+	node := prometheus.Labels{wire.LabelNode: n.addr}
 	m := &nodeMetrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "levee_fakemodel_requests_total", Help: "Requests by outcome (ok, error, hang, rejected, aborted, bad_request).", ConstLabels: node,
-		}, []string{"outcome"}),
+			Name: wire.MetricFakeRequests, Help: "Requests by outcome (ok, error, hang, rejected, aborted, bad_request).", ConstLabels: node,
+		}, []string{wire.LabelOutcome}),
 		service: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "levee_fakemodel_service_seconds", Help: "Time a request held its slot (queue wait excluded).", ConstLabels: node,
+			Name: wire.MetricFakeService, Help: "Time a request held its slot (queue wait excluded).", ConstLabels: node,
 			Buckets: prometheus.ExponentialBucketsRange(0.005, 60, 20),
 		}),
 		wasted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "levee_fakemodel_wasted_seconds_total", Help: "Service time spent on requests whose client had left before the answer was delivered.", ConstLabels: node,
+			Name: wire.MetricFakeWasted, Help: "Service time spent on requests whose client had left before the answer was delivered.", ConstLabels: node,
 		}),
 	}
-	for _, o := range outcomes {
+	for _, o := range wire.FakeOutcomes() {
 		m.requests.WithLabelValues(o)
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
@@ -50,12 +51,12 @@ func newNodeMetrics(n *Node) *nodeMetrics {
 	}
 	reg.MustRegister(
 		m.requests, m.service, m.wasted,
-		gauge("levee_fakemodel_in_service", "Requests holding a slot.", func() float64 { s, _, _ := n.slots.state(); return float64(s) }),
-		gauge("levee_fakemodel_queued", "Requests waiting for a slot.", func() float64 { _, q, _ := n.slots.state(); return float64(q) }),
-		gauge("levee_fakemodel_slots", "Configured slots.", func() float64 { _, _, l := n.slots.state(); return float64(l) }),
-		gauge("levee_fakemodel_mean_service_seconds", "Configured mean service time of a non-stream request (capacity = slots / mean).", func() float64 { return n.Knobs().MeanService().Seconds() }),
-		gauge("levee_fakemodel_ballast_bytes", "Retained ballast of the gc pressure knobs.", func() float64 { return float64(n.pressure.Stats().BallastBytes) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "levee_fakemodel_churned_bytes_total", Help: "Garbage allocated by the churn knob.", ConstLabels: node},
+		gauge(wire.MetricFakeInService, "Requests holding a slot.", func() float64 { s, _, _ := n.slots.state(); return float64(s) }),
+		gauge(wire.MetricFakeQueued, "Requests waiting for a slot.", func() float64 { _, q, _ := n.slots.state(); return float64(q) }),
+		gauge(wire.MetricFakeSlots, "Configured slots.", func() float64 { _, _, l := n.slots.state(); return float64(l) }),
+		gauge(wire.MetricFakeMeanService, "Configured mean service time of a non-stream request (capacity = slots / mean).", func() float64 { return n.Knobs().MeanService().Seconds() }),
+		gauge(wire.MetricFakeBallast, "Retained ballast of the gc pressure knobs.", func() float64 { return float64(n.pressure.Stats().BallastBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: wire.MetricFakeChurned, Help: "Garbage allocated by the churn knob.", ConstLabels: node},
 			func() float64 { return float64(n.pressure.Stats().ChurnedBytes) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Option configures a Node (and every node of a Server).
@@ -66,7 +67,8 @@ type Node struct {
 	seq        atomic.Uint64
 }
 
-var outcomesIdx = [...]string{OutcomeOK, OutcomeError, OutcomeHang, OutcomeRejected, OutcomeAborted, OutcomeBadRequest}
+// outcomesIdx indexes counts.
+var outcomesIdx = wire.FakeOutcomes()
 
 // NewNode makes a node that will serve on ln. It does not serve until Serve.
 func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
@@ -178,25 +180,25 @@ func (n *Node) count(outcome string) {
 // Handler is the node's full HTTP handler (traffic, health, metrics, admin).
 func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/chat/completions", n.handleChat)
-	mux.HandleFunc("/v1/predict", n.handlePredict)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(wire.PathChat, n.handleChat)
+	mux.HandleFunc(wire.PathPredict, n.handlePredict)
+	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(wire.PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		if n.draining.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
-	mux.Handle("/admin/", n.adminHandler())
+	mux.Handle(wire.PathMetrics, promhttp.HandlerFor(n.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle(wire.PathAdmin, n.adminHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no route "+r.URL.Path, "")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Levee-Node", n.addr)
+		w.Header().Set(wire.HeaderNode, n.addr)
 		mux.ServeHTTP(w, r)
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 const testToken = "test-token"
@@ -68,10 +71,11 @@ func post(ctx context.Context, url, body string) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
-// waitFor polls cond until it holds or 5 s pass.
+// waitFor polls cond until it holds or 20 s pass (a generous bound: it
+// costs time only when a test fails, and a loaded machine can be slow).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -128,7 +132,7 @@ func TestBadRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var e errorBody
+			var e wire.ErrorBody
 			if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
 				t.Fatalf("error body is not JSON: %v", err)
 			}
@@ -274,27 +278,47 @@ func TestOverflowBounded(t *testing.T) {
 
 // TestOverflowQueueFIFO: the unbounded queue takes everyone and serves in
 // arrival order.
+// TestOverflowQueueFIFO: waiters get the slot in arrival order. Every
+// request hangs (holds its slot until its client leaves), so nothing here
+// depends on how fast the machine is: the test lets one client go at a time
+// and waits for the state that proves who held the slot.
 func TestOverflowQueueFIFO(t *testing.T) {
-	n, url := startNode(t, fixedKnobs(60, 1, OverflowQueue))
-	first := fill(t, n, url, 1, 1, 0)
+	k := fixedKnobs(1, 1, OverflowQueue)
+	k.HangRate = 1
+	k.AbortOnDisconnect = false // a queued waiter keeps its place after its client leaves
+	n, url := startNode(t, k)
 	const waiters = 6
-	order := make(chan int, waiters)
-	for i := range waiters {
+	leave := make([]context.CancelFunc, waiters+1) // [0] holds the slot first
+	done := make(chan struct{}, waiters+1)
+	for i := range leave {
+		ctx, cancel := context.WithCancel(context.Background())
+		leave[i] = cancel
+		t.Cleanup(cancel)
 		go func() {
-			code, _, err := post(context.Background(), url+"/v1/chat/completions", chatBody)
-			if err != nil || code != 200 {
-				order <- -1
-				return
-			}
-			order <- i
+			_, _, _ = post(ctx, url+"/v1/chat/completions", chatBody)
+			done <- struct{}{}
 		}()
-		waitFor(t, "the waiter to queue", func() bool { _, q, _ := n.slots.state(); return q == i+1 })
+		waitFor(t, fmt.Sprintf("request %d to hold the slot or queue", i), func() bool {
+			s, q, _ := n.slots.state()
+			return s == 1 && q == i
+		})
 	}
-	<-first
-	for want := range waiters {
-		if got := <-order; got != want {
-			t.Fatalf("served waiter %d at position %d: not FIFO", got, want)
-		}
+	// Only the request in service counts a hang when its client leaves
+	// (a queued one that lost its client still waits for its turn). So
+	// after client i leaves, i+1 hangs counted prove request i was the
+	// one in service: the slot went 0, 1, 2, … in arrival order.
+	for i := range leave {
+		leave[i]()
+		waitFor(t, fmt.Sprintf("request %d (arrival order) to be the one in service", i), func() bool {
+			st := n.Stats()
+			return st.Outcomes[OutcomeHang] == uint64(i+1) && st.Queued == max(0, waiters-i-1) && st.InService == min(1, waiters-i)
+		})
+	}
+	if st := n.Stats(); st.Outcomes[OutcomeOK] != 0 || st.Outcomes[OutcomeAborted] != 0 {
+		t.Fatalf("outcomes %v, want hangs only", st.Outcomes)
+	}
+	for range leave {
+		<-done
 	}
 }
 
@@ -358,7 +382,7 @@ func TestErrorsAndHangs(t *testing.T) {
 	k.ErrorRate = 1
 	n, url := startNode(t, k)
 	code, body, err := post(context.Background(), url+"/v1/chat/completions", chatBody)
-	var e errorBody
+	var e wire.ErrorBody
 	if err != nil || code != 500 || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 		t.Fatalf("error_rate 1: %d %s %v", code, body, err)
 	}
@@ -456,7 +480,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	for _, tok := range []string{"", "wrong"} {
 		code, body := do("GET", tok, "")
-		var e errorBody
+		var e wire.ErrorBody
 		if code != 401 || json.Unmarshal(body, &e) != nil || e.Error.Message == "" {
 			t.Fatalf("token %q: %d %s, want 401 JSON", tok, code, body)
 		}
@@ -478,7 +502,7 @@ func TestAdminAPI(t *testing.T) {
 	}
 	before := n.Knobs()
 	code, body = do("PUT", testToken, `{"slots":3,"cpu_hog_duty":5}`)
-	var e errorBody
+	var e wire.ErrorBody
 	if code != 400 || json.Unmarshal(body, &e) != nil || e.Error.Field != "cpu_hog_duty" || !strings.Contains(e.Error.Message, "0.95") {
 		t.Fatalf("bad PUT: %d %s", code, body)
 	}
@@ -646,16 +670,14 @@ func TestListenConsecutive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ready struct {
-		R Ready `json:"levee_ready"`
-	}
-	if err := json.Unmarshal(s.ReadyLine(), &ready); err != nil || ready.R.Kind != "fakemodel" || len(ready.R.Nodes) != 3 || ready.R.Listen != lns[0].Addr().String() {
-		t.Fatalf("ready line %s: %v", s.ReadyLine(), err)
+	ready, ok := wire.ParseReady(s.ReadyLine())
+	if !ok || ready.Kind != wire.KindFakeModel || len(ready.Nodes) != 3 || ready.Listen != lns[0].Addr().String() || ready.Admin != ready.Listen {
+		t.Fatalf("ready line %s: %+v", s.ReadyLine(), ready)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx, time.Second) }()
-	for _, a := range ready.R.Nodes {
+	for _, a := range ready.Nodes {
 		if code, _, err := post(context.Background(), "http://"+a+"/v1/predict", ``); err != nil || code != 200 {
 			t.Fatalf("node %s: %d %v", a, code, err)
 		}

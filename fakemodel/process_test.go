@@ -3,7 +3,6 @@ package fakemodel
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // childEnv makes the test binary run one fake model node instead of the
@@ -85,13 +86,11 @@ func startChild(t *testing.T, knobs string) (*exec.Cmd, string, *bufio.Scanner) 
 	case <-time.After(10 * time.Second):
 		t.Fatal("child printed no ready line in 10 s")
 	}
-	var ready struct {
-		R Ready `json:"levee_ready"`
+	ready, ok := wire.ParseReady([]byte(line))
+	if !ok || ready.Kind != wire.KindFakeModel || ready.PID != cmd.Process.Pid || len(ready.Nodes) != 1 {
+		t.Fatalf("ready line %q: %+v", line, ready)
 	}
-	if err := json.Unmarshal([]byte(line), &ready); err != nil || ready.R.Kind != "fakemodel" || ready.R.PID != cmd.Process.Pid || len(ready.R.Nodes) != 1 {
-		t.Fatalf("ready line %q: %v", line, err)
-	}
-	return cmd, "http://" + ready.R.Listen, sc
+	return cmd, "http://" + ready.Listen, sc
 }
 
 // waitInService polls the child's metrics until want requests are in service.

@@ -3,10 +3,9 @@ package fakemodel
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"unicode/utf8"
+
+	"github.com/levee-lab/levee/internal/openai"
 )
 
 // Request limits.
@@ -15,7 +14,7 @@ const (
 	MaxBodyBytes = 1 << 20
 	// DefaultCompletionTokens is the completion length when the request
 	// names no max_tokens.
-	DefaultCompletionTokens = 16
+	DefaultCompletionTokens = openai.DefaultMaxTokens
 	// MaxCompletionTokens bounds max_tokens, so one request cannot hold a
 	// slot (or a stream) for ever.
 	MaxCompletionTokens = 4096
@@ -38,100 +37,19 @@ type ChatMessage struct {
 	Content string `json:"-"`
 }
 
-// RequestError is a request the fake model cannot serve (400).
-type RequestError struct {
-	Field string // JSON name of the field to blame, "" when none
-	Msg   string
-}
-
-func (e *RequestError) Error() string {
-	if e.Field == "" {
-		return e.Msg
-	}
-	return e.Field + ": " + e.Msg
-}
-
-// ParseChatRequest parses and checks a chat completion body: a JSON object
-// with a non-empty messages array whose items have a string role and a
-// string (or text-part array) content, and 0 ≤ max_tokens ≤
-// MaxCompletionTokens. Errors are *RequestError.
+// ParseChatRequest parses and checks a chat completion body
+// (openai.ParseChat with max_tokens ≤ MaxCompletionTokens). Errors are
+// *openai.RequestError.
 func ParseChatRequest(body []byte) (ChatRequest, error) {
-	var raw struct {
-		Model     *string           `json:"model"`
-		Messages  []json.RawMessage `json:"messages"`
-		Stream    *bool             `json:"stream"`
-		MaxTokens *int              `json:"max_tokens"`
-		MaxCompl  *int              `json:"max_completion_tokens"`
-	}
-	if err := decodeObject(body, &raw); err != nil {
+	c, err := openai.ParseChat(body, MaxCompletionTokens)
+	if err != nil {
 		return ChatRequest{}, err
 	}
-	var req ChatRequest
-	if raw.Model != nil {
-		req.Model = *raw.Model
-	}
-	if raw.Stream != nil {
-		req.Stream = *raw.Stream
-	}
-	if raw.MaxTokens != nil {
-		req.MaxTokens = *raw.MaxTokens
-	}
-	field := "max_tokens"
-	if raw.MaxCompl != nil {
-		req.MaxTokens, field = *raw.MaxCompl, "max_completion_tokens"
-	}
-	if req.MaxTokens < 0 || req.MaxTokens > MaxCompletionTokens {
-		return ChatRequest{}, &RequestError{Field: field, Msg: fmt.Sprintf("must be in [0, %d], got %d", MaxCompletionTokens, req.MaxTokens)}
-	}
-	if len(raw.Messages) == 0 {
-		return ChatRequest{}, &RequestError{Field: "messages", Msg: "must be a non-empty array"}
-	}
-	req.Messages = make([]ChatMessage, 0, len(raw.Messages))
-	for i, m := range raw.Messages {
-		msg, err := parseMessage(m)
-		if err != nil {
-			return ChatRequest{}, &RequestError{Field: fmt.Sprintf("messages[%d].%s", i, err.Field), Msg: err.Msg}
-		}
-		req.Messages = append(req.Messages, msg)
+	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.MaxTokens, Messages: make([]ChatMessage, len(c.Messages))}
+	for i, m := range c.Messages {
+		req.Messages[i] = ChatMessage(m)
 	}
 	return req, nil
-}
-
-func parseMessage(m json.RawMessage) (ChatMessage, *RequestError) {
-	var raw struct {
-		Role    *string         `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(m, &raw); err != nil {
-		return ChatMessage{}, &RequestError{Field: "role", Msg: "message must be an object with a string role"}
-	}
-	if raw.Role == nil || *raw.Role == "" {
-		return ChatMessage{}, &RequestError{Field: "role", Msg: "must be a non-empty string"}
-	}
-	msg := ChatMessage{Role: *raw.Role}
-	c := bytes.TrimSpace(raw.Content)
-	switch {
-	case len(c) == 0 || bytes.Equal(c, []byte("null")):
-		// Assistant tool-call messages may have no content.
-	case c[0] == '"':
-		if err := json.Unmarshal(c, &msg.Content); err != nil {
-			return ChatMessage{}, &RequestError{Field: "content", Msg: "must be a string or an array of text parts"}
-		}
-	case c[0] == '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(c, &parts); err != nil {
-			return ChatMessage{}, &RequestError{Field: "content", Msg: "must be a string or an array of text parts"}
-		}
-		for _, p := range parts {
-			msg.Content += p.Text
-		}
-	default:
-		return ChatMessage{}, &RequestError{Field: "content", Msg: "must be a string or an array of text parts"}
-	}
-	return msg, nil
 }
 
 // PromptTokens estimates the prompt's tokens: one per 4 characters of
@@ -165,31 +83,8 @@ func ParsePredictRequest(body []byte) (PredictRequest, error) {
 		return PredictRequest{}, nil
 	}
 	var obj map[string]json.RawMessage
-	if err := decodeObject(body, &obj); err != nil {
+	if err := openai.DecodeObject(body, &obj); err != nil {
 		return PredictRequest{}, err
 	}
 	return PredictRequest{Bytes: len(body)}, nil
-}
-
-// decodeObject decodes exactly one JSON object from body into v.
-func decodeObject(body []byte, v any) error {
-	b := bytes.TrimSpace(body)
-	if len(b) == 0 {
-		return &RequestError{Msg: "empty body: want a JSON object"}
-	}
-	if b[0] != '{' {
-		return &RequestError{Msg: "body must be a JSON object"}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return &RequestError{Field: te.Field, Msg: fmt.Sprintf("wrong type: got JSON %s, want %s", te.Value, te.Type)}
-		}
-		return &RequestError{Msg: "malformed JSON: " + err.Error()}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &RequestError{Msg: "trailing data after the JSON object"}
-	}
-	return nil
 }

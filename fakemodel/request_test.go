@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+
+	"github.com/levee-lab/levee/internal/openai"
 )
 
 func TestParseChatRequest(t *testing.T) {
@@ -39,7 +41,7 @@ func TestParseChatRequest(t *testing.T) {
 		{"trailing", `{"messages":[{"role":"u","content":"x"}]}x`, "-", nil},
 		{"no messages", `{"model":"m"}`, "messages", nil},
 		{"messages not array", `{"messages":{}}`, "messages", nil},
-		{"message not object", `{"messages":[3]}`, "messages[0].role", nil},
+		{"message not object", `{"messages":[3]}`, "messages[0]", nil},
 		{"no role", `{"messages":[{"content":"x"}]}`, "messages[0].role", nil},
 		{"content number", `{"messages":[{"role":"user","content":5}]}`, "messages[0].content", nil},
 		{"stream string", `{"stream":"yes","messages":[{"role":"user","content":"x"}]}`, "stream", nil},
@@ -56,7 +58,7 @@ func TestParseChatRequest(t *testing.T) {
 				tt.check(t, r)
 				return
 			}
-			var re *RequestError
+			var re *openai.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("ParseChatRequest = %v, want RequestError", err)
 			}
@@ -104,7 +106,7 @@ func FuzzParseChatRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := ParseChatRequest(body)
 		if err != nil {
-			var re *RequestError
+			var re *openai.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("error %v is not a RequestError", err)
 			}

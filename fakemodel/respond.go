@@ -3,17 +3,9 @@ package fakemodel
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
-
-// errorBody is the JSON error shape of docs/CONTRACTS.md.
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -27,5 +19,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg, field string) {
-	writeJSON(w, status, errorBody{Error: errorDetail{Message: msg, Field: field}})
+	writeJSON(w, status, wire.ErrorBody{Error: wire.ErrorDetail{Message: msg, Field: field}})
 }

@@ -2,7 +2,6 @@ package fakemodel
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Listen binds n listeners on host. With port 0 each gets a free port; with
@@ -67,27 +68,21 @@ func NewServer(lns []net.Listener, opts ...Option) (*Server, error) {
 // Nodes returns the nodes in listener order.
 func (s *Server) Nodes() []*Node { return s.nodes }
 
-// Ready is the readiness line of docs/CONTRACTS.md.
-type Ready struct {
-	Kind   string   `json:"kind"`
-	Listen string   `json:"listen"` // the first node
-	Admin  string   `json:"admin"`  // same as Listen: the admin API lives under /admin/ on every node
-	Nodes  []string `json:"nodes"`
-	PID    int      `json:"pid"`
-}
-
-// ReadyLine returns the one-line JSON readiness object, without newline.
-func (s *Server) ReadyLine() []byte {
-	r := Ready{Kind: "fakemodel", PID: os.Getpid()}
+// Ready returns the process's ready line (docs/CONTRACTS.md): its nodes,
+// the first as the listen and admin address.
+func (s *Server) Ready() wire.Ready {
+	r := wire.Ready{Kind: wire.KindFakeModel, PID: os.Getpid()}
 	for _, n := range s.nodes {
 		r.Nodes = append(r.Nodes, n.Addr())
 	}
 	if len(r.Nodes) > 0 {
 		r.Listen, r.Admin = r.Nodes[0], r.Nodes[0]
 	}
-	b, _ := json.Marshal(map[string]Ready{"levee_ready": r})
-	return b
+	return r
 }
+
+// ReadyLine returns the one-line JSON readiness object, without newline.
+func (s *Server) ReadyLine() []byte { return s.Ready().Line() }
 
 // Run serves every node until ctx is done (then drains for at most drain
 // and returns nil when the drain finished) or until a node fails to serve

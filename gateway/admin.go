@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // State is the answer of GET /admin/state and of every PUT.
@@ -24,7 +27,7 @@ type State struct {
 	Upstreams []upstream.NodeStats `json:"upstreams"`
 	Retries   upstream.Counters    `json:"retries"`
 	Guard     admit.GuardStats     `json:"guard"`
-	Pressure  pressure.Config      `json:"pressure"`
+	Pressure  wire.PressurePatch   `json:"pressure"` // every field set
 }
 
 // LimitsState is the limits part of State.
@@ -69,7 +72,7 @@ func (g *Gateway) stateLocked() State {
 		Upstreams: g.pool.Stats(),
 		Retries:   g.pool.Counters(),
 		Guard:     g.guard.Snapshot(),
-		Pressure:  g.press.Config(),
+		Pressure:  g.press.Config().Patch(),
 		Limits: LimitsState{
 			Classes:             make(map[string]ClassState, numClasses),
 			TokenBudget:         g.budget.Capacity(),
@@ -81,7 +84,7 @@ func (g *Gateway) stateLocked() State {
 	for c, cc := range g.classConfigs() {
 		bs := g.bulkheads[c].Stats()
 		st.Limits.Classes[classID(c).String()] = ClassState{
-			Algorithm: cc.Algorithm, Limit: bs.Limit, ConfiguredLmt: cc.Limit, Min: cc.Min, Max: cc.Max,
+			Algorithm: cc.Limiter.Algorithm, Limit: bs.Limit, ConfiguredLmt: cc.Limiter.Limit, Min: cc.Limiter.Min, Max: cc.Limiter.Max,
 			QueueSize: cc.QueueSize, QueueTimeoutMs: cc.QueueTimeout.Milliseconds(),
 			Inflight: bs.Inflight, Queued: bs.QueueDepth[:],
 		}
@@ -108,13 +111,13 @@ func requireToken(token string, h http.Handler) http.Handler {
 
 func (g *Gateway) newAdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /admin/state", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+wire.PathAdminState, func(w http.ResponseWriter, r *http.Request) {
 		writeAdmin(w, g.State())
 	})
-	mux.HandleFunc("PUT /admin/defenses", g.putDefenses)
-	mux.HandleFunc("PUT /admin/limits", g.putLimits)
-	mux.HandleFunc("PUT /admin/pressure", g.putPressure)
-	mux.HandleFunc("PUT /admin/level", g.putLevel)
+	mux.HandleFunc("PUT "+wire.PathAdminDefenses, g.putDefenses)
+	mux.HandleFunc("PUT "+wire.PathAdminLimits, g.putLimits)
+	mux.HandleFunc("PUT "+wire.PathAdminPressure, g.putPressure)
+	mux.HandleFunc("PUT "+wire.PathAdminLevel, g.putLevel)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, 0, false, "", "no admin route "+r.Method+" "+r.URL.Path)
 	})
@@ -164,14 +167,14 @@ func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := g.Defenses()
-	for _, name := range sortedKeys(patch) {
+	for _, name := range slices.Sorted(maps.Keys(patch)) {
 		v := patch[name]
 		if v == nil {
 			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
 			return
 		}
 		if !d.Set(name, *v) {
-			writeError(w, http.StatusBadRequest, 0, false, name, "unknown defense; want one of "+strings.Join(DefenseNames, ", "))
+			writeError(w, http.StatusBadRequest, 0, false, name, "unknown defense; want one of "+strings.Join(defenseNames(), ", "))
 			return
 		}
 	}
@@ -199,18 +202,18 @@ type classPatch struct {
 	QueueTimeoutMs *int64  `json:"queue_timeout_ms"`
 }
 
-func (p classPatch) apply(cc ClassConfig) ClassConfig {
+func (p classPatch) apply(cc admit.BulkheadConfig) admit.BulkheadConfig {
 	if p.Algorithm != nil {
-		cc.Algorithm = *p.Algorithm
+		cc.Limiter.Algorithm = *p.Algorithm
 	}
 	if p.Limit != nil {
-		cc.Limit = *p.Limit
+		cc.Limiter.Limit = *p.Limit
 	}
 	if p.Min != nil {
-		cc.Min = *p.Min
+		cc.Limiter.Min = *p.Min
 	}
 	if p.Max != nil {
-		cc.Max = *p.Max
+		cc.Limiter.Max = *p.Max
 	}
 	if p.QueueSize != nil {
 		cc.QueueSize = *p.QueueSize
@@ -239,15 +242,15 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 	g.limMu.Lock()
 	defer g.limMu.Unlock()
 	classes := g.cfg.Classes
-	ptrs := map[string]*ClassConfig{ClassAI: &classes.AI, ClassAgent: &classes.Agent, ClassStream: &classes.Stream, ClassStandard: &classes.Standard}
-	for _, name := range sortedKeys(patch.Classes) {
+	ptrs := map[string]*admit.BulkheadConfig{wire.ClassAI: &classes.AI, wire.ClassAgent: &classes.Agent, wire.ClassStream: &classes.Stream, wire.ClassStandard: &classes.Standard}
+	for _, name := range slices.Sorted(maps.Keys(patch.Classes)) {
 		cc, ok := ptrs[name]
 		if !ok {
-			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, "unknown class; want ai, agent, stream or standard")
+			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
 			return
 		}
 		*cc = patch.Classes[name].apply(*cc)
-		if err := cc.validate("classes." + name); err != nil {
+		if err := validateClass("classes."+name, *cc); err != nil {
 			bad(err)
 			return
 		}
@@ -279,15 +282,14 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Everything is valid: apply.
-	newCfgs := [numClasses]ClassConfig{classes.AI, classes.Agent, classes.Stream, classes.Standard}
-	for c, cc := range newCfgs {
-		if err := g.bulkheads[c].SetConfig(bulkheadConfig(cc)); err != nil {
+	for c, cc := range classes.byID() {
+		if err := g.bulkheads[c].SetConfig(cc); err != nil {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+classID(c).String(), err.Error())
 			return
 		}
 	}
 	g.cfg.Classes = classes
-	if g.aiLimitRef.Swap(int64(classes.AI.Limit)) != int64(classes.AI.Limit) {
+	if ai := int64(classes.AI.Limiter.Limit); g.aiLimitRef.Swap(ai) != ai {
 		th := g.thresholds(g.cfg.Guard)
 		_ = g.guard.SetThresholds(th) // valid: same watermarks, new reference
 	}
@@ -309,30 +311,13 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 // bounded CPU hog (chaos). The object is a patch: named fields change,
 // others keep their value; zeros turn a pressure off.
 func (g *Gateway) putPressure(w http.ResponseWriter, r *http.Request) {
-	var patch struct {
-		ChurnMBPerS      *float64 `json:"churn_mb_per_s"`
-		BallastMB        *float64 `json:"ballast_mb"`
-		CPUHogGoroutines *int     `json:"cpu_hog_goroutines"`
-		CPUHogDuty       *float64 `json:"cpu_hog_duty"`
-	}
+	var patch wire.PressurePatch
 	if !decodeAdmin(w, r, &patch) {
 		return
 	}
 	g.limMu.Lock() // serializes read-modify-write of the pressure
 	defer g.limMu.Unlock()
-	c := g.press.Config()
-	if patch.ChurnMBPerS != nil {
-		c.ChurnMBPerS = *patch.ChurnMBPerS
-	}
-	if patch.BallastMB != nil {
-		c.BallastMB = *patch.BallastMB
-	}
-	if patch.CPUHogGoroutines != nil {
-		c.CPUHogGoroutines = *patch.CPUHogGoroutines
-	}
-	if patch.CPUHogDuty != nil {
-		c.CPUHogDuty = *patch.CPUHogDuty
-	}
+	c := g.press.Config().Apply(patch)
 	if err := c.Validate(); err != nil {
 		var fe *pressure.FieldError
 		if errors.As(err, &fe) {
@@ -371,4 +356,10 @@ func (g *Gateway) putLevel(w http.ResponseWriter, r *http.Request) {
 		g.localGuard.SetForced(&l)
 	}
 	writeAdmin(w, g.State())
+}
+
+// defenseNames is wire.DefenseNames as a slice.
+func defenseNames() []string {
+	n := wire.DefenseNames()
+	return n[:]
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // agentPlan is how deep one agent request may go.
@@ -93,20 +94,20 @@ func (g *Gateway) serveAgent(x *exchange) {
 	}
 	if plan.rules && g.on(defFallback) {
 		g.release(&t, admit.Sample{})
-		g.m.subcalls.WithLabelValues("skipped").Add(float64(k))
-		x.fallback(fallbackRules)
+		g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(k))
+		x.fallback(wire.FallbackRules)
 		return
 	}
 	n := g.reserveSubcalls(plan.depth)
 	if skipped := k - plan.depth; skipped > 0 {
-		g.m.subcalls.WithLabelValues("skipped").Add(float64(skipped))
+		g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(skipped))
 	}
 	if capped := plan.depth - n; capped > 0 {
-		g.m.subcalls.WithLabelValues("capped").Add(float64(capped))
+		g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64(capped))
 	}
 	if n == 0 {
 		g.release(&t, admit.Sample{})
-		x.shed(&shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "agent amplification cap reached"})
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "agent amplification cap reached"})
 		return
 	}
 	start := time.Now()
@@ -136,23 +137,23 @@ func (g *Gateway) serveAgent(x *exchange) {
 		case r.ok:
 			okN++
 			parts = append(parts, r.content)
-			g.m.subcalls.WithLabelValues("ok").Inc()
+			g.m.subcalls.WithLabelValues(wire.SubcallOK).Inc()
 		case r.timeout:
 			timeouts++
-			g.m.subcalls.WithLabelValues("timeout").Inc()
+			g.m.subcalls.WithLabelValues(wire.SubcallTimeout).Inc()
 		default:
-			g.m.subcalls.WithLabelValues("error").Inc()
+			g.m.subcalls.WithLabelValues(wire.SubcallError).Inc()
 		}
 	}
 	g.release(&t, admit.Sample{RTT: time.Since(start), Dropped: okN == 0})
 	switch {
 	case okN > 0:
-		x.reply(OutcomeOK, map[string]any{
+		x.reply(wire.OutcomeOK, map[string]any{
 			"answer": strings.Join(parts, "\n"), "depth": n, "fan_out": k,
-			"subcalls_ok": okN, "degraded": n < k, "fallback": false,
+			"subcalls_ok": okN, "degraded": n < k, wire.FieldFallback: false,
 		})
 	case x.timedOut() || timeouts == n:
-		x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "no sub-call answered within the deadline")
+		x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "no sub-call answered within the deadline")
 	default:
 		x.upstreamFailed(http.StatusBadGateway, "every agent sub-call failed", false)
 	}
@@ -160,9 +161,9 @@ func (g *Gateway) serveAgent(x *exchange) {
 
 // subcall makes one agent sub-call and extracts the answer's text.
 func (g *Gateway) subcall(x *exchange, body []byte) subResult {
-	resp, _, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
+	resp, _, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
 	if err != nil {
-		return subResult{timeout: o == OutcomeTimeout}
+		return subResult{timeout: o == wire.OutcomeTimeout}
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
 	"golang.org/x/time/rate"
 )
 
@@ -26,8 +28,8 @@ import (
 func admitGateway(tb testing.TB) (*Gateway, *http.Request) {
 	tb.Helper()
 	cfg := testConfig("127.0.0.1:9")
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e12, Burst: 1 << 50, Cost: CostRequests}}
-	cfg.Classes.AI.Algorithm, cfg.Classes.AI.Limit, cfg.Classes.AI.Max = LimiterGradient, 1024, 4096
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1e12, Burst: 1 << 50}, Cost: CostRequests}}
+	cfg.Classes.AI.Limiter.Algorithm, cfg.Classes.AI.Limiter.Limit, cfg.Classes.AI.Limiter.Max = admit.AlgoGradient, 1024, 4096
 	g, err := New(cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -111,9 +113,9 @@ func closedLoop(tb testing.TB, c *http.Client, url, key, body string, n, workers
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
-				if o := resp.Header.Get(HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
+				if o := resp.Header.Get(wire.HeaderOutcome); resp.StatusCode != 200 || (o != "" && o != "ok") { // a fallback is no answer
 					if failed.Add(1) == 1 {
-						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(HeaderOutcome))
+						tb.Logf("first failure: %d %s", resp.StatusCode, resp.Header.Get(wire.HeaderOutcome))
 					}
 				}
 			}
@@ -139,8 +141,8 @@ func BenchmarkGatewayVsReverseProxy(b *testing.B) {
 	}))
 	defer up.Close()
 	cfg := testConfig(strings.TrimPrefix(up.URL, "http://"))
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoTokenBucket, ReplenishRate: 1e9, Burst: 1e9, Cost: CostRequests}}
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 512, Min: 1, Max: 512, QueueSize: 512, QueueTimeout: time.Second}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1e9, Burst: 1e9}, Cost: CostRequests}}
+	cfg.Classes.AI = staticClass(512, 1, 512, 512, time.Second)
 	cfg.TokenBudget = 1 << 40
 	gw := startServer(b, cfg)
 
@@ -187,7 +189,7 @@ func BenchmarkStandardUnderAIOverload(b *testing.B) {
 	)
 	fm := newFakeModel(b, slots, latency)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: 250 * time.Millisecond}
+	cfg.Classes.AI = staticClass(slots, 1, 64, 2*slots, 250*time.Millisecond)
 	s := startServer(b, cfg)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 	defer client.CloseIdleConnections()

@@ -2,9 +2,14 @@ package gateway
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestParseConfigExample(t *testing.T) {
@@ -15,7 +20,7 @@ func TestParseConfigExample(t *testing.T) {
 	if got := len(cfg.Keys); got != 3 {
 		t.Errorf("keys: got %d, want 3", got)
 	}
-	if cfg.RateLimit.Rules[1].Algorithm != AlgoTokenBucket || cfg.RateLimit.Rules[1].Burst != 40000 {
+	if cfg.RateLimit.Rules[1].Algorithm != ratelimit.TokenBucket || cfg.RateLimit.Rules[1].Burst != 40000 {
 		t.Errorf("rule 1: %+v", cfg.RateLimit.Rules[1])
 	}
 	if cfg.Classes.AI.QueueTimeout != 500*time.Millisecond {
@@ -31,6 +36,9 @@ func TestParseConfigExample(t *testing.T) {
 	if cfg.Classes != def.Classes || cfg.Agent != def.Agent || cfg.Stream != def.Stream || cfg.Defenses != def.Defenses || cfg.Routes != def.Routes {
 		t.Errorf("example.yaml drifted from DefaultConfig")
 	}
+	if !reflect.DeepEqual(cfg.Upstream, def.Upstream) {
+		t.Errorf("upstream differs from defaults:\n got %+v\nwant %+v", cfg.Upstream, def.Upstream)
+	}
 }
 
 func TestParseConfigPartialKeepsDefaults(t *testing.T) {
@@ -38,7 +46,7 @@ func TestParseConfigPartialKeepsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Classes.AI.Limit != 8 || cfg.Classes.AI.QueueSize != 0 || cfg.Classes.AI.Algorithm != LimiterStatic || cfg.Classes.AI.Max != 256 {
+	if cfg.Classes.AI.Limiter.Limit != 8 || cfg.Classes.AI.QueueSize != 0 || cfg.Classes.AI.Limiter.Algorithm != admit.AlgoStatic || cfg.Classes.AI.Limiter.Max != 256 {
 		t.Errorf("ai class: %+v", cfg.Classes.AI)
 	}
 	if cfg.Defenses.Bulkhead || !cfg.Defenses.RateLimit {
@@ -71,6 +79,19 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
 		{"unknown policy", nodes + "unknown_key: maybe\n", 3, "unknown_key", "maybe"},
 		{"two documents", nodes + "---\nlisten: x\n", 3, "", "more than one"},
+		// The parts' own config types: their keys sit where they always did,
+		// their extra knobs are checked by the part, with the line of the
+		// section when the part names no key the gateway can place.
+		{"old limiter nesting", nodes + "classes:\n  ai:\n    limiter: {limit: 8}\n", 5, "", "limiter"},
+		{"limiter knob out of range", nodes + "classes:\n  ai:\n    algorithm: aimd\n    backoff: 2\n", 4, "classes.ai", "backoff"},
+		{"pool knob", nodes + "  health_timeout: -1s\n", 3, "upstream.health_timeout", "> 0"},
+		{"retry budget ttl", nodes + "  retry_budget: {ttl: 0s}\n", 3, "upstream.retry_budget.ttl", "> 0"},
+		{"hedge quantile", nodes + "  hedge: {quantile: 2}\n", 3, "upstream.hedge.quantile", "outside (0,1)"},
+		{"retry_on", nodes + "  retry_on: [connect, sometimes]\n", 3, "upstream.retry_on[1]", "sometimes"},
+		{"ejection cap", nodes + "  outlier:\n    max_ejection_percent: 150\n", 4, "upstream.outlier.max_ejection_percent", "outside"},
+		{"zero is no silent default", nodes + "  hedge: {ratio: 0}\n", 3, "upstream.hedge.ratio", "must not be 0"},
+		{"empty retry_on is no silent default", nodes + "  retry_on: []\n", 3, "upstream.retry_on", "must not be 0 or empty"},
+		{"retry ratio 0", nodes + "  retry_budget: {ratio: 0}\n", 3, "upstream.retry_budget.ratio", "(0, 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))
@@ -129,4 +150,28 @@ func FuzzConfig(f *testing.F) {
 			t.Fatalf("parsed config does not validate: %v", err)
 		}
 	})
+}
+
+// TestConfigEmbedsPartsKnobs: the knobs the parts' own config types add
+// are settable from the gateway's YAML and reach the parts.
+func TestConfigEmbedsPartsKnobs(t *testing.T) {
+	cfg, err := ParseConfig([]byte("upstream:\n  nodes: [127.0.0.1:9]\n  health_timeout: 750ms\n  unhealthy_threshold: 5\n" +
+		"classes:\n  ai: {algorithm: gradient, limit: 32, min: 4, max: 128, trim: 0.4, timeout_ms: 9000}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := cfg.Upstream; u.HealthTimeout != 750*time.Millisecond || u.UnhealthyThreshold != 5 {
+		t.Errorf("upstream: %+v", u)
+	}
+	if l := cfg.Classes.AI.Limiter; l.Algorithm != admit.AlgoGradient || l.Trim != 0.4 || l.TimeoutMs != 9000 || l.Limit != 32 {
+		t.Errorf("ai limiter: %+v", l)
+	}
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if st := g.State().Limits.Classes[wire.ClassAI]; st.Algorithm != admit.AlgoGradient || st.ConfiguredLmt != 32 {
+		t.Errorf("ai class state: %+v", st)
+	}
 }

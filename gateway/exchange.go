@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/levee-lab/levee/internal/openai"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // exchange is one traffic request on its way through the chain. Its
@@ -32,7 +35,7 @@ type exchange struct {
 }
 
 // finish counts the request's outcome once; later calls do nothing.
-func (x *exchange) finish(o Outcome) {
+func (x *exchange) finish(o wire.Outcome) {
 	if x.counted {
 		return
 	}
@@ -45,7 +48,7 @@ func (x *exchange) finish(o Outcome) {
 }
 
 // fail answers with a JSON error and counts o.
-func (x *exchange) fail(status int, o Outcome, field, msg string) {
+func (x *exchange) fail(status int, o wire.Outcome, field, msg string) {
 	if !x.started {
 		x.started = true
 		writeError(x.w, status, o, true, field, msg)
@@ -63,7 +66,7 @@ func (x *exchange) shed(s *shed) {
 }
 
 // reply answers 200 with v as JSON and counts o (ok or fallback).
-func (x *exchange) reply(o Outcome, v any) {
+func (x *exchange) reply(o wire.Outcome, v any) {
 	if !x.started {
 		x.started = true
 		writeJSON(x.w, o, v)
@@ -81,7 +84,7 @@ func (x *exchange) timedOut() bool { return x.ctx.Err() != nil }
 func (x *exchange) readBody() ([]byte, bool) {
 	limit := x.g.cfg.BodyLimitBytes
 	if x.r.ContentLength > limit {
-		x.fail(http.StatusRequestEntityTooLarge, OutcomeError, "", fmt.Sprintf("body of %d bytes exceeds the limit of %d", x.r.ContentLength, limit))
+		x.fail(http.StatusRequestEntityTooLarge, wire.OutcomeError, "", fmt.Sprintf("body of %d bytes exceeds the limit of %d", x.r.ContentLength, limit))
 		return nil, false
 	}
 	_ = http.NewResponseController(x.w).SetReadDeadline(x.deadline)
@@ -89,27 +92,27 @@ func (x *exchange) readBody() ([]byte, bool) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			x.fail(http.StatusRequestEntityTooLarge, OutcomeError, "", fmt.Sprintf("body exceeds the limit of %d bytes", limit))
+			x.fail(http.StatusRequestEntityTooLarge, wire.OutcomeError, "", fmt.Sprintf("body exceeds the limit of %d bytes", limit))
 			return nil, false
 		}
 		if x.timedOut() || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
-			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline passed while reading the body")
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed while reading the body")
 			return nil, false
 		}
-		x.fail(http.StatusBadRequest, OutcomeError, "", "reading body: "+err.Error())
+		x.fail(http.StatusBadRequest, wire.OutcomeError, "", "reading body: "+err.Error())
 		return nil, false
 	}
 	return body, true
 }
 
-// badRequest answers a *RequestError as 400 naming its field.
+// badRequest answers a *openai.RequestError as 400 naming its field.
 func (x *exchange) badRequest(err error) {
-	var re *RequestError
+	var re *openai.RequestError
 	if errors.As(err, &re) {
-		x.fail(http.StatusBadRequest, OutcomeError, re.Field, re.Msg)
+		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Msg)
 		return
 	}
-	x.fail(http.StatusBadRequest, OutcomeError, "", err.Error())
+	x.fail(http.StatusBadRequest, wire.OutcomeError, "", err.Error())
 }
 
 func isTimeout(err error) bool {
@@ -120,7 +123,7 @@ func isTimeout(err error) bool {
 // parseDeadline returns the client's remaining time from
 // X-Levee-Deadline-Ms (or X-Request-Timeout-Ms), 0 when absent.
 func parseDeadline(r *http.Request) (time.Duration, string, error) {
-	for _, h := range []string{HeaderDeadline, HeaderDeadlineAlt} {
+	for _, h := range []string{wire.HeaderDeadlineMs, wire.HeaderRequestTimeoutMs} {
 		v := r.Header.Get(h)
 		if v == "" {
 			continue
@@ -164,7 +167,7 @@ func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) ht
 			if v == nil {
 				if !x.counted { // a handler returned without an outcome: a bug, but count it
 					g.log.Error("gateway: request ended without an outcome", "route", r.String())
-					x.fail(http.StatusInternalServerError, OutcomeError, "", "internal error")
+					x.fail(http.StatusInternalServerError, wire.OutcomeError, "", "internal error")
 				}
 				return
 			}
@@ -172,7 +175,7 @@ func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) ht
 				g.log.Error("gateway: panic serving request", "route", r.String(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			}
 			started := x.started
-			x.fail(http.StatusInternalServerError, OutcomeError, "", "internal error")
+			x.fail(http.StatusInternalServerError, wire.OutcomeError, "", "internal error")
 			if started || v == http.ErrAbortHandler {
 				panic(http.ErrAbortHandler) // cut the connection: the answer is broken
 			}
@@ -180,18 +183,18 @@ func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) ht
 		id, ok := g.keys.classify(req)
 		x.id = id
 		if !ok {
-			x.fail(http.StatusUnauthorized, OutcomeError, "Authorization", "missing or unknown API key")
+			x.fail(http.StatusUnauthorized, wire.OutcomeError, "Authorization", "missing or unknown API key")
 			return
 		}
 		if method != "" && req.Method != method {
 			w.Header().Set("Allow", method)
-			x.fail(http.StatusMethodNotAllowed, OutcomeError, "", "method "+req.Method+" not allowed; use "+method)
+			x.fail(http.StatusMethodNotAllowed, wire.OutcomeError, "", "method "+req.Method+" not allowed; use "+method)
 			return
 		}
 		timeout := g.routeTimeout(r)
 		d, hdr, err := parseDeadline(req)
 		if err != nil {
-			x.fail(http.StatusBadRequest, OutcomeError, hdr, err.Error())
+			x.fail(http.StatusBadRequest, wire.OutcomeError, hdr, err.Error())
 			return
 		}
 		if d > 0 && d < timeout {
@@ -210,20 +213,20 @@ func (g *Gateway) serveRoute(r routeID, method string, serve func(*exchange)) ht
 
 func (g *Gateway) newTrafficHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/chat/completions", g.serveRoute(routeChat, http.MethodPost, g.serveChat))
-	mux.Handle("/v1/predict", g.serveRoute(routePredict, http.MethodPost, g.servePredict))
-	mux.Handle("/v1/agent", g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
-	mux.Handle("/v1/export", g.serveRoute(routeExport, http.MethodGet, g.serveExport))
-	mux.Handle("/v1/standard/", g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
-	mux.Handle("/v1/", g.serveRoute(routeOther, "", func(x *exchange) {
-		x.fail(http.StatusNotFound, OutcomeError, "", "no route "+x.r.URL.Path)
+	mux.Handle(wire.PathChat, g.serveRoute(routeChat, http.MethodPost, g.serveChat))
+	mux.Handle(wire.PathPredict, g.serveRoute(routePredict, http.MethodPost, g.servePredict))
+	mux.Handle(wire.PathAgent, g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
+	mux.Handle(wire.PathExport, g.serveRoute(routeExport, http.MethodGet, g.serveExport))
+	mux.Handle(wire.PathStandard, g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
+	mux.Handle(wire.PathV1, g.serveRoute(routeOther, "", func(x *exchange) {
+		x.fail(http.StatusNotFound, wire.OutcomeError, "", "no route "+x.r.URL.Path)
 	}))
-	mux.Handle("/metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle(wire.PathMetrics, promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc(wire.PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if g.draining.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -48,6 +48,7 @@ import (
 	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/gateway/upstream"
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -163,27 +164,13 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		g.store, g.storeCloser = st, closer
 	}
 
-	nodes := make([]string, len(cfg.Upstream.Nodes))
-	for i, n := range cfg.Upstream.Nodes {
-		nodes[i], _ = NormalizeNode(n) // validated
-	}
-	u := cfg.Upstream
-	g.pool, err = upstream.New(upstream.Config{
-		Nodes:               nodes,
-		HealthPath:          u.HealthPath,
-		HealthInterval:      u.HealthInterval,
-		Breaker:             upstream.BreakerConfig(u.Breaker),
-		RetryBudget:         upstream.RetryBudgetConfig{Ratio: u.RetryBudget.Ratio, MinPerSecond: u.RetryBudget.MinPerSecond},
-		MinServiceTime:      u.MinServiceTime,
-		MaxIdleConnsPerHost: u.MaxIdleConnsPerHost,
-		DialTimeout:         u.DialTimeout,
-	}, append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
+	g.pool, err = upstream.New(normalizedUpstream(cfg.Upstream), append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
 	if err != nil {
 		g.closeStore()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 
-	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limit))
+	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limiter.Limit))
 	th := g.thresholds(cfg.Guard)
 	if err := th.Validate(); err != nil {
 		g.Close()
@@ -200,7 +187,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		admit.WithSource(g.localSignals), admit.WithHold(cfg.Guard.Cooldown), admit.WithEvalInterval(cfg.Guard.Interval))
 
 	for c, cc := range g.classConfigs() {
-		b, err := admit.NewBulkhead(classID(c).String(), bulkheadConfig(cc))
+		b, err := admit.NewBulkhead(classID(c).String(), cc)
 		if err != nil {
 			g.Close()
 			return nil, fmt.Errorf("gateway: classes.%s: %w", classID(c), err)
@@ -285,18 +272,18 @@ func (g *Gateway) closeStore() {
 }
 
 // Defenses reports the current defense switches.
-func (g *Gateway) Defenses() Defenses {
+func (g *Gateway) Defenses() wire.Defenses {
 	b := g.defenses.Load()
-	return Defenses{
+	return wire.Defenses{
 		RateLimit: b&defRateLimit != 0, Guard: b&defGuard != 0, Bulkhead: b&defBulkhead != 0,
 		Budget: b&defBudget != 0, Breaker: b&defBreaker != 0, Retry: b&defRetry != 0, Fallback: b&defFallback != 0,
 	}
 }
 
 // SetDefenses switches every defense to d at once.
-func (g *Gateway) SetDefenses(d Defenses) { g.applyDefenses(d) }
+func (g *Gateway) SetDefenses(d wire.Defenses) { g.applyDefenses(d) }
 
-func (g *Gateway) applyDefenses(d Defenses) {
+func (g *Gateway) applyDefenses(d wire.Defenses) {
 	var b uint32
 	for i, on := range []bool{d.RateLimit, d.Guard, d.Bulkhead, d.Budget, d.Breaker, d.Retry, d.Fallback} {
 		if on {
@@ -319,17 +306,8 @@ func (g *Gateway) on(bit uint32) bool { return g.defenses.Load()&bit != 0 }
 func (g *Gateway) Level() admit.Level { return g.guard.Level() }
 
 // classConfigs returns the class configs in classID order.
-func (g *Gateway) classConfigs() [numClasses]ClassConfig {
-	c := g.cfg.Classes
-	return [numClasses]ClassConfig{c.AI, c.Agent, c.Stream, c.Standard}
-}
-
-func bulkheadConfig(cc ClassConfig) admit.BulkheadConfig {
-	return admit.BulkheadConfig{
-		Limiter:      admit.LimiterConfig{Algorithm: cc.Algorithm, Limit: cc.Limit, Min: cc.Min, Max: cc.Max},
-		QueueSize:    cc.QueueSize,
-		QueueTimeout: cc.QueueTimeout,
-	}
+func (g *Gateway) classConfigs() [numClasses]admit.BulkheadConfig {
+	return g.cfg.Classes.byID()
 }
 
 // thresholds converts the config's watermarks to the guard's thresholds.
@@ -412,7 +390,7 @@ type ticket struct {
 
 // shed describes why admission refused a request.
 type shed struct {
-	outcome    Outcome
+	outcome    wire.Outcome
 	status     int
 	retryAfter int  // seconds, for 429s
 	black      bool // level black: serve the route's fallback when it has one
@@ -436,12 +414,12 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 		if !gd.Admit(id.Priority) {
 			switch lvl := gd.Level(); {
 			case lvl == admit.Black:
-				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
 			case id.Priority == admit.P2:
-				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusTooManyRequests,
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusTooManyRequests,
 					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level " + lvl.String() + ": P2 shed"}
 			default:
-				return ticket{}, &shed{outcome: OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
 			}
 		}
 	}
@@ -454,16 +432,16 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	case err == nil:
 		t.permit = p
 	case errors.Is(err, admit.ErrQueueFull):
-		return t, &shed{outcome: OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
+		return t, &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
 	case errors.Is(err, admit.ErrQueueTimeout):
-		return t, &shed{outcome: OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
+		return t, &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
 	default: // the request's deadline passed or the client left while queued
-		return t, &shed{outcome: OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+		return t, &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
 	}
 	if g.on(defBudget) && tokens > 0 {
 		if !g.budget.Acquire(tokens) {
 			t.permit.Release(admit.Sample{})
-			return ticket{}, &shed{outcome: OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
+			return ticket{}, &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
 		}
 		t.tokens = tokens
 	}
@@ -493,16 +471,16 @@ func (g *Gateway) rateLimit(ctx context.Context, id Identity, r routeID, tokens 
 	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
 	if err != nil {
 		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
-			return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
+			return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
 				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil
 		}
-		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed {
-		return &shed{outcome: OutcomeShedRateLimit, status: http.StatusTooManyRequests,
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
 			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit exceeded"}
 	}
 	return nil

@@ -12,9 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/levee-lab/levee/gateway/ratelimit"
-	"time"
+	"github.com/levee-lab/levee/internal/wire"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -197,7 +198,7 @@ func call(t testing.TB, method, url, key, body string, hdr ...string) answer {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return answer{status: resp.StatusCode, outcome: resp.Header.Get(HeaderOutcome), header: resp.Header, body: b, err: err}
+	return answer{status: resp.StatusCode, outcome: resp.Header.Get(wire.HeaderOutcome), header: resp.Header, body: b, err: err}
 }
 
 func (a answer) String() string {
@@ -206,7 +207,7 @@ func (a answer) String() string {
 
 // errorField returns the JSON error's field.
 func (a answer) errorField() string {
-	var e errorBody
+	var e wire.ErrorBody
 	_ = json.Unmarshal(a.body, &e)
 	return e.Error.Field
 }

@@ -5,12 +5,14 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // TestOverloadAccounting is the acceptance test: the real gateway
@@ -19,36 +21,51 @@ import (
 // P0 must succeed (≥ 99.9 %), every offered request must end in exactly
 // one outcome, the gateway's counters must equal what the client saw, and
 // the goroutines must return to their baseline.
+//
+// Client, gateway and upstream share this process on a shared 2-core
+// machine that may be loaded, so nothing judged here may hang on wall
+// clock: the offered rate is modest in CPU (capacity 20 req/s, offered
+// 200 req/s under -race); the service time (1 s) dwarfs the delays of a
+// process waiting for a core, so the capacity P0 relies on holds; and
+// every timeout that could fail P0 or lose an answer when the process
+// waits for a core (client timeout, deadline, queue timeout, health
+// checks, dials) is far longer than the run. What sheds is the bounded
+// queue and the overload levels, not timers.
 func TestOverloadAccounting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("3 s of load")
 	}
 	const (
-		slots    = 4
-		latency  = 100 * time.Millisecond
-		capacity = slots * int(time.Second/latency) // 40 req/s
-		rate     = 10 * capacity                    // 400 req/s offered
+		slots    = 20
+		latency  = time.Second                      // long beside the CPU delays of a starved process
+		capacity = slots * int(time.Second/latency) // 20 req/s
+		rate     = 10 * capacity                    // 200 req/s offered
 		duration = 3 * time.Second
-		p0Every  = 20 // P0 = rate/20 = 20 req/s = 50 % of capacity
+		p0Every  = 20 // P0 = rate/20 = 10 req/s = 50 % of capacity
+		queue    = 2 * slots
+		patient  = time.Minute // every timeout: far longer than the run
 	)
 	baseline := runtime.NumGoroutine()
 
 	fm := newFakeModel(t, slots, latency)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: slots, Min: 1, Max: 64, QueueSize: 2 * slots, QueueTimeout: time.Second}
-	// The machine is shared and -race is slow: scheduling stalls of
-	// hundreds of milliseconds happen. They must not fail a health check
-	// (one failure marks a node down) nor push the latency ratio to black
-	// (fallbacks only): the backend here is healthy, the test is about
-	// overload.
-	cfg.Upstream.HealthInterval = 3 * time.Second
+	cfg.Classes.AI = staticClass(slots, 1, 64, queue, patient)
+	cfg.Routes.Predict.Timeout = patient
+	cfg.ReadHeaderTimeout = patient
+	// One health round at start, none during the run: a check that times
+	// out on a starved process would take the (healthy) node out.
+	cfg.Upstream.HealthInterval = time.Hour
+	cfg.Upstream.DialTimeout = patient
+	// The backend here is healthy, the test is about overload: stalls of a
+	// shared machine must not push the latency ratio to black (fallbacks
+	// only).
 	cfg.Guard.UpstreamLatencyRatio.Black = 0
 	s, err := Start(context.Background(), cfg, testToken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 1024}
-	client := &http.Client{Transport: tr, Timeout: 10 * time.Second} // longer than any deadline: the gateway answers first
+	client := &http.Client{Transport: tr, Timeout: 2 * patient} // the gateway answers first
 
 	prioKey := func(i int) (admit.Priority, string) {
 		switch {
@@ -71,7 +88,7 @@ func TestOverloadAccounting(t *testing.T) {
 		}
 		p, key := prioKey(i)
 		wg.Go(func() {
-			o := sendOnce(client, "http://"+s.Addr()+"/v1/predict", key)
+			o := sendPredict(client, "http://"+s.Addr()+"/v1/predict", key, patient)
 			mu.Lock()
 			seen[p][o]++
 			mu.Unlock()
@@ -109,42 +126,52 @@ func TestOverloadAccounting(t *testing.T) {
 			sheds += c
 		}
 	}
-	if sheds < n/2 {
-		t.Errorf("only %d of %d requests shed at 10× capacity: the test did not overload", sheds, n)
+	// The bulkhead holds whatever the machine's speed: the upstream (whose
+	// own queue is unbounded) never sees more than the limit at once.
+	if m := fm.maxInfl.Load(); m > slots {
+		t.Errorf("upstream saw %d requests at once, the bulkhead allows %d", m, slots)
+	}
+	// Did the run overload? A request holds a slot for at least the
+	// latency, so at most slots × (elapsed/latency + 1) could be served.
+	// A machine too busy to offer twice that cannot show the shedding.
+	servable := slots * (int(elapsed/latency) + 1)
+	overloaded := n >= 2*servable
+	if overloaded && sheds < n/2 {
+		t.Errorf("only %d of %d requests shed at 10× capacity", sheds, n)
 	}
 
 	// The gateway's own counters tell the same story.
 	fams := scrape(t, s)
-	for _, r := range []string{fallbackBlack, fallbackUpstream} {
+	for _, r := range []string{wire.FallbackBlack, wire.FallbackUpstream} {
 		if n := counterSum(fams, "levee_fallbacks_total", map[string]string{"reason": r}); n > 0 {
 			t.Logf("fallbacks for %s: %v (guard %+v, retries %+v)", r, n, s.G.guard.Snapshot(), s.G.pool.Counters())
 		}
 	}
 	for p, m := range seen {
-		for _, o := range outcomeNames {
-			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o})
-			if int(got) != m[o] {
-				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o])
+		for o := range wire.NumServerOutcomes {
+			got := counterSum(fams, "levee_requests_total", map[string]string{"route": "predict", "priority": p.String(), "outcome": o.String()})
+			if int(got) != m[o.String()] {
+				t.Errorf("levee_requests_total{priority=%s,outcome=%s} = %v, client saw %d", p, o, got, m[o.String()])
 			}
 		}
 	}
-	for r := range numShedReasons {
-		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": ShedReason(r).String()})
-		if want := clientOutcome["shed_"+ShedReason(r).String()]; int(got) != want {
-			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", ShedReason(r), got, want)
+	for r := range wire.NumShedReasons {
+		got := counterSum(fams, "levee_shed_total", map[string]string{"reason": r.String()})
+		if want := clientOutcome[r.Outcome().String()]; int(got) != want {
+			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", r, got, want)
 		}
 	}
 
 	// Everything stops: back to the baseline of goroutines.
 	tr.CloseIdleConnections()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), patient)
 	defer cancel()
 	if err := s.Shutdown(ctx); err != nil {
 		t.Errorf("shutdown: %v", err)
 	}
 	fm.srv.Close()
 	testClient.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(patient) // waiting for a state: only a leak takes this long
 	for runtime.NumGoroutine() > baseline && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -152,14 +179,24 @@ func TestOverloadAccounting(t *testing.T) {
 		buf := make([]byte, 1<<16)
 		t.Errorf("%d goroutines after the test, baseline %d:\n%s", g, baseline, buf[:runtime.Stack(buf, true)])
 	}
+	if !overloaded {
+		// P0 and the accounting were checked, but not under overload.
+		t.Skipf("inconclusive: this machine offered only %.0f req/s (of %d) in %v, under twice what the upstream could serve; P0 and accounting held", float64(n)/elapsed.Seconds(), rate, elapsed.Round(time.Millisecond))
+	}
 }
 
-// sendOnce sends one predict call and classifies it as the lab's client
-// does: by X-Levee-Outcome, else by status; no answer is an error.
+// sendOnce sends one predict call with a 2 s deadline and classifies it as
+// the lab's client does: by X-Levee-Outcome, else by status; no answer is
+// an error.
 func sendOnce(c *http.Client, url, key string) string {
+	return sendPredict(c, url, key, 2*time.Second)
+}
+
+// sendPredict is sendOnce with the given deadline.
+func sendPredict(c *http.Client, url, key string, deadline time.Duration) string {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(predictBody))
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set(HeaderDeadline, "2000")
+	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(deadline.Milliseconds(), 10))
 	resp, err := c.Do(req)
 	if err != nil {
 		return "error"
@@ -168,7 +205,7 @@ func sendOnce(c *http.Client, url, key string) string {
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 		return "error"
 	}
-	if o := resp.Header.Get(HeaderOutcome); o != "" {
+	if o := resp.Header.Get(wire.HeaderOutcome); o != "" {
 		return o
 	}
 	switch {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -19,9 +20,8 @@ const (
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard, "other"}
-
-func (r routeID) String() string { return routeNames[r] }
+// String returns the route's wire name (its index in wire.Routes).
+func (r routeID) String() string { return wire.Routes()[r] }
 
 // classID indexes the route classes (the `class` label).
 type classID uint8
@@ -34,9 +34,8 @@ const (
 	numClasses
 )
 
-var classNames = [numClasses]string{ClassAI, ClassAgent, ClassStream, ClassStandard}
-
-func (c classID) String() string { return classNames[c] }
+// String returns the class's wire name (its index in wire.Classes).
+func (c classID) String() string { return wire.Classes()[c] }
 
 // routeClass maps a route to its class.
 var routeClass = [numRoutes]classID{classAI, classAI, classAgent, classStream, classStandard, classStandard}
@@ -46,55 +45,62 @@ var routeClass = [numRoutes]classID{classAI, classAI, classAgent, classStream, c
 type metrics struct {
 	reg *prometheus.Registry
 
-	requests  [numRoutes][admit.NumPriorities][numOutcomes]prometheus.Counter
-	shed      [numShedReasons][admit.NumPriorities]prometheus.Counter
+	requests  [numRoutes][admit.NumPriorities][wire.NumServerOutcomes]prometheus.Counter
+	shed      [wire.NumShedReasons][admit.NumPriorities]prometheus.Counter
 	queueWait [numClasses]prometheus.Observer
 	fallbacks *prometheus.CounterVec // route, reason
 	subcalls  *prometheus.CounterVec // result
-	storeErrs prometheus.Counter     // levee_ratelimit_store_fallback_total{store="local"}
 }
 
 func newMetrics(g *Gateway) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	req := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levee_requests_total",
+		Name: wire.MetricRequests,
 		Help: "Traffic requests by route, priority and outcome; every request counted exactly once.",
-	}, []string{"route", "priority", "outcome"})
+	}, []string{wire.LabelRoute, wire.LabelPriority, wire.LabelOutcome})
 	shed := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levee_shed_total",
+		Name: wire.MetricShed,
 		Help: "Requests shed by the defense chain, by reason and priority.",
-	}, []string{"reason", "priority"})
+	}, []string{wire.LabelReason, wire.LabelPriority})
 	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "levee_queue_wait_seconds",
+		Name:    wire.MetricQueueWait,
 		Help:    "Time spent waiting in a bulkhead queue (granted or not).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
-	}, []string{"class"})
+	}, []string{wire.LabelClass})
 	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levee_fallbacks_total",
+		Name: wire.MetricFallbacks,
 		Help: "Fallback answers served, by route and reason.",
-	}, []string{"route", "reason"})
+	}, []string{wire.LabelRoute, wire.LabelReason})
 	m.subcalls = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "levee_agent_subcalls_total",
+		Name: wire.MetricSubcalls,
 		Help: "Agent sub-calls by result: ok, error, timeout, capped (not sent: amplification cap), skipped (not sent: degraded depth).",
-	}, []string{"result"})
+	}, []string{wire.LabelResult})
 	for r := range numRoutes {
 		for p := range admit.NumPriorities {
-			for o := range numOutcomes {
-				m.requests[r][p][o] = req.WithLabelValues(routeID(r).String(), admit.Priority(p).String(), Outcome(o).String())
+			for o := range wire.NumServerOutcomes {
+				m.requests[r][p][o] = req.WithLabelValues(routeID(r).String(), admit.Priority(p).String(), o.String())
 			}
 		}
 	}
-	for s := range numShedReasons {
+	for s := range wire.NumShedReasons {
 		for p := range admit.NumPriorities {
-			m.shed[s][p] = shed.WithLabelValues(ShedReason(s).String(), admit.Priority(p).String())
+			m.shed[s][p] = shed.WithLabelValues(s.String(), admit.Priority(p).String())
 		}
 	}
 	for c := range numClasses {
 		m.queueWait[c] = wait.WithLabelValues(classID(c).String())
 	}
-	for _, res := range []string{"ok", "error", "timeout", "capped", "skipped"} {
+	for _, res := range wire.SubcallResults() {
 		m.subcalls.WithLabelValues(res)
 	}
+	// Every fallback series exists from the start, so a scrape before the
+	// first fallback reads 0 rather than nothing.
+	for _, r := range []routeID{routePredict, routeChat, routeAgent} {
+		for _, reason := range []string{wire.FallbackBlack, wire.FallbackUpstream} {
+			m.fallbacks.WithLabelValues(r.String(), reason)
+		}
+	}
+	m.fallbacks.WithLabelValues(routeAgent.String(), wire.FallbackRules)
 	m.reg.MustRegister(req, shed, wait, m.fallbacks, m.subcalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gatewayCollector{g})
@@ -102,29 +108,30 @@ func newMetrics(g *Gateway) *metrics {
 }
 
 var (
-	descInflight   = prometheus.NewDesc("levee_inflight", "Requests in flight past admission, by route class.", []string{"class"}, nil)
-	descQueueDepth = prometheus.NewDesc("levee_queue_depth", "Requests waiting in a bulkhead queue, by class and priority.", []string{"class", "priority"}, nil)
-	descLimit      = prometheus.NewDesc("levee_concurrency_limit", "Current bulkhead concurrency limit, by class.", []string{"class"}, nil)
-	descLevel      = prometheus.NewDesc("levee_overload_level", "Overload level: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)
-	descLag        = prometheus.NewDesc("levee_lag_probe_seconds", "Lag probe oversleep over the recent window.", []string{"quantile"}, nil)
-	descSched      = prometheus.NewDesc("levee_sched_latency_seconds", "Goroutine scheduling latency (runtime/metrics) over the recent window.", []string{"quantile"}, nil)
-	descGC         = prometheus.NewDesc("levee_gc_pause_seconds", "GC stop-the-world pauses over the recent window.", []string{"quantile"}, nil)
-	descHeap       = prometheus.NewDesc("levee_heap_bytes", "Live heap bytes.", nil, nil)
-	descTokens     = prometheus.NewDesc("levee_tokens_inflight", "Estimated LLM tokens of requests in flight.", nil, nil)
-	descBudget     = prometheus.NewDesc("levee_token_budget", "Token budget (cap on levee_tokens_inflight).", nil, nil)
-	descDefense    = prometheus.NewDesc("levee_defense_enabled", "Whether a defense is on (1) or off (0).", []string{"defense"}, nil)
-	descSubInfl    = prometheus.NewDesc("levee_agent_subcalls_inflight", "Agent sub-calls in flight (amplification).", nil, nil)
-	descShed       = prometheus.NewDesc("levee_shed_level", "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
-	descShedShare  = prometheus.NewDesc("levee_shed_share", "Share of requests the overload guard refuses now, by priority.", []string{"priority"}, nil)
-	descChanges    = prometheus.NewDesc("levee_overload_level_changes_total", "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
-	descLastChange = prometheus.NewDesc("levee_overload_last_change", "The latest overload level change: 1 for its level and causing signal (signal \"\" when every signal fell below its release mark); value label-free.", []string{"to", "signal"}, nil)
+	descInflight   = prometheus.NewDesc(wire.MetricInflight, "Requests in flight past admission, by route class.", []string{wire.LabelClass}, nil)
+	descQueueDepth = prometheus.NewDesc(wire.MetricQueueDepth, "Requests waiting in a bulkhead queue, by class and priority.", []string{wire.LabelClass, wire.LabelPriority}, nil)
+	descLimit      = prometheus.NewDesc(wire.MetricConcurrencyLimit, "Current bulkhead concurrency limit, by class.", []string{wire.LabelClass}, nil)
+	descLevel      = prometheus.NewDesc(wire.MetricOverloadLevel, "Overload level: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)
+	descLagP50     = prometheus.NewDesc(wire.MetricLagProbeP50, "Lag probe oversleep, median over the recent window.", nil, nil)
+	descLagP99     = prometheus.NewDesc(wire.MetricLagProbeP99, "Lag probe oversleep, 99th percentile over the recent window.", nil, nil)
+	descSchedP99   = prometheus.NewDesc(wire.MetricSchedLatencyP99, "Goroutine scheduling latency (runtime/metrics), 99th percentile over the recent window.", nil, nil)
+	descGCP99      = prometheus.NewDesc(wire.MetricGCPauseP99, "GC stop-the-world pauses, 99th percentile over the recent window.", nil, nil)
+	descHeap       = prometheus.NewDesc(wire.MetricHeap, "Live heap bytes.", nil, nil)
+	descTokens     = prometheus.NewDesc(wire.MetricTokensInflight, "Estimated LLM tokens of requests in flight.", nil, nil)
+	descBudget     = prometheus.NewDesc(wire.MetricTokenBudget, "Token budget (cap on "+wire.MetricTokensInflight+").", nil, nil)
+	descDefense    = prometheus.NewDesc(wire.MetricDefenseEnabled, "Whether a defense is on (1) or off (0).", []string{wire.LabelDefense}, nil)
+	descSubInfl    = prometheus.NewDesc(wire.MetricSubcallsInflight, "Agent sub-calls in flight (amplification).", nil, nil)
+	descShed       = prometheus.NewDesc(wire.MetricShedLevel, "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
+	descShedShare  = prometheus.NewDesc(wire.MetricShedShare, "Share of requests the overload guard refuses now, by priority.", []string{wire.LabelPriority}, nil)
+	descChanges    = prometheus.NewDesc(wire.MetricLevelChanges, "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
+	descLastChange = prometheus.NewDesc(wire.MetricLastLevelChange, "The latest overload level change: 1 for its level and causing signal (signal \"\" when every signal fell below its release mark).", []string{wire.LabelTo, wire.LabelSignal}, nil)
 )
 
 // gatewayCollector reads gauges at scrape time.
 type gatewayCollector struct{ g *Gateway }
 
 func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLag, descSched, descGC, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges, descLastChange} {
+	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges, descLastChange} {
 		ch <- d
 	}
 }
@@ -154,15 +161,15 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		last := s.Changes[n-1]
 		gauge(descLastChange, 1, last.To.String(), last.Signal)
 	}
-	gauge(descLag, s.LagP50Ms/1e3, "0.5")
-	gauge(descLag, s.LagP99Ms/1e3, "0.99")
-	gauge(descSched, s.SchedP99Ms/1e3, "0.99")
-	gauge(descGC, s.GCPauseP99Ms/1e3, "0.99")
+	gauge(descLagP50, s.LagP50Ms/1e3)
+	gauge(descLagP99, s.LagP99Ms/1e3)
+	gauge(descSchedP99, s.SchedP99Ms/1e3)
+	gauge(descGCP99, s.GCPauseP99Ms/1e3)
 	gauge(descHeap, float64(s.HeapBytes))
 	gauge(descTokens, float64(g.budget.Inflight()))
 	gauge(descBudget, float64(g.budget.Capacity()))
 	d := g.Defenses()
-	for _, n := range DefenseNames {
+	for _, n := range wire.DefenseNames() {
 		on, _ := d.Get(n)
 		v := 0.0
 		if on {

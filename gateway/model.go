@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // maxUpstreamBody bounds a non-streamed upstream answer the gateway reads.
@@ -23,7 +24,7 @@ var jsonHeader = http.Header{"Content-Type": {"application/json"}}
 // Fallback answers. Every fallback says so in the body and in the
 // X-Levee-Fallback header.
 var (
-	predictFallback = map[string]any{"decision": "REVIEW", "score": 0.5, "fallback": true}
+	predictFallback = map[string]any{"decision": "REVIEW", "score": 0.5, wire.FieldFallback: true}
 )
 
 func chatFallback() map[string]any {
@@ -34,16 +35,9 @@ func chatFallback() map[string]any {
 			"message":       map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."},
 			"finish_reason": "stop",
 		}},
-		"fallback": true,
+		wire.FieldFallback: true,
 	}
 }
-
-// Fallback reasons (levee_fallbacks_total{reason}).
-const (
-	fallbackBlack    = "black"    // overload level black
-	fallbackUpstream = "upstream" // no node, breaker open, connection failure, 5xx
-	fallbackRules    = "rules"    // agent at red: answered by rules, no model
-)
 
 // Which failures fall back (when the fallback defense is on): level black
 // and upstream failures, on predict, chat and agent. Rate limiting, yellow
@@ -55,13 +49,13 @@ func (x *exchange) fallback(reason string) {
 	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
 	switch x.route {
 	case routePredict:
-		x.reply(OutcomeFallback, predictFallback)
+		x.reply(wire.OutcomeFallback, predictFallback)
 	case routeAgent:
-		x.reply(OutcomeFallback, map[string]any{
-			"answer": "Handled by rules: the model is not consulted right now.", "depth": 0, "fallback": true,
+		x.reply(wire.OutcomeFallback, map[string]any{
+			"answer": "Handled by rules: the model is not consulted right now.", "depth": 0, wire.FieldFallback: true,
 		})
 	default:
-		x.reply(OutcomeFallback, chatFallback())
+		x.reply(wire.OutcomeFallback, chatFallback())
 	}
 }
 
@@ -72,18 +66,18 @@ func (x *exchange) fallbackStream(reason string) {
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	h.Set(HeaderOutcome, OutcomeFallback.String())
-	h.Set(HeaderFallback, "true")
+	h.Set(wire.HeaderOutcome, wire.OutcomeFallback.String())
+	h.Set(wire.HeaderFallback, "true")
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
 		"id": "levee-fallback", "object": "chat.completion.chunk", "model": "levee-fallback",
-		"choices":  []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
-		"fallback": true,
+		"choices":          []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
+		wire.FieldFallback: true,
 	}
 	b, _ := json.Marshal(chunk)
 	_, _ = fmt.Fprintf(x.w, "data: %s\n\ndata: [DONE]\n\n", b)
-	x.finish(OutcomeFallback)
+	x.finish(wire.OutcomeFallback)
 }
 
 // upstreamFailed answers an upstream failure: the fallback when it is on
@@ -91,13 +85,13 @@ func (x *exchange) fallbackStream(reason string) {
 func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 	if x.g.on(defFallback) && x.route != routeExport && x.route != routeStandard {
 		if stream {
-			x.fallbackStream(fallbackUpstream)
+			x.fallbackStream(wire.FallbackUpstream)
 		} else {
-			x.fallback(fallbackUpstream)
+			x.fallback(wire.FallbackUpstream)
 		}
 		return
 	}
-	x.fail(status, OutcomeError, "", msg)
+	x.fail(status, wire.OutcomeError, "", msg)
 }
 
 // shedOrFallback answers a refused request: level black serves the
@@ -105,9 +99,9 @@ func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 func (x *exchange) shedOrFallback(s *shed, stream bool) {
 	if s.black && x.g.on(defFallback) {
 		if stream {
-			x.fallbackStream(fallbackBlack)
+			x.fallbackStream(wire.FallbackBlack)
 		} else {
-			x.fallback(fallbackBlack)
+			x.fallback(wire.FallbackBlack)
 		}
 		return
 	}
@@ -128,32 +122,37 @@ func (r callResult) sample() admit.Sample {
 	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped}
 }
 
-// callModel makes one upstream call for x and classifies a failure. On
-// success it returns the response (status < 500 and not 429) for the
-// caller to read and close. On failure it returns the outcome to answer:
-// timeout (deadline) or an upstream failure (fallback-eligible).
-func (g *Gateway) callModel(ctx context.Context, path string, body []byte) (*http.Response, callResult, Outcome, error) {
+// callModel makes one upstream call of priority prio and call class (a
+// wire.Call… name: the pool keeps latencies, so attempt timeouts and hedge
+// delays, per class) for x and classifies a failure. On success it returns
+// the response (status < 500 and not 429) for the caller to read and
+// close. On failure it returns the outcome to answer: timeout (deadline)
+// or an upstream failure (fallback-eligible).
+func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, path string, body []byte) (*http.Response, callResult, wire.Outcome, error) {
 	start := time.Now()
-	resp, err := g.pool.Do(ctx, http.MethodPost, path, body, jsonHeader)
+	resp, err := g.pool.Send(ctx, upstream.Call{
+		Method: http.MethodPost, Path: path, Body: body, Header: jsonHeader,
+		Priority: int(prio), Class: class,
+	})
 	rtt := time.Since(start)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
 			g.lat.observe(rtt)
-			return nil, callResult{rtt: rtt, dropped: true}, OutcomeTimeout, err
+			return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeTimeout, err
 		}
 		// No node answered (refused, reset, no healthy node, breaker
 		// open): that says nothing about queueing at the nodes, and an
 		// instant reset would read as a fast round trip. The limiter gets
 		// no sample; the capacity lost shows in the others' RTT.
-		return nil, callResult{}, OutcomeError, err
+		return nil, callResult{}, wire.OutcomeError, err
 	}
 	g.lat.observe(rtt)
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt: rtt, dropped: true}, OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
-	return resp, callResult{rtt: rtt}, OutcomeOK, nil
+	return resp, callResult{rtt: rtt}, wire.OutcomeOK, nil
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
@@ -173,14 +172,14 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
-// proxyJSON forwards body to path and relays a JSON answer; it reports
-// the call for the limiter. stream is false here.
-func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
+// proxyJSON forwards body to path as a call of class and relays a JSON
+// answer; it reports the call for the limiter. stream is false here.
+func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, path, body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
 	if err != nil {
-		if o == OutcomeTimeout {
-			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
+		if o == wire.OutcomeTimeout {
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false)
 		}
@@ -192,7 +191,7 @@ func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
 	if err != nil {
 		res = x.brokenCall(callStart)
 		if x.timedOut() {
-			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline passed reading the upstream answer")
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed reading the upstream answer")
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
 		}
@@ -203,10 +202,10 @@ func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
 		x.started = true
 		h := x.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set(HeaderOutcome, OutcomeError.String())
+		h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
 		x.w.WriteHeader(status)
 		_, _ = x.w.Write(b)
-		x.finish(OutcomeError)
+		x.finish(wire.OutcomeError)
 		return res
 	}
 	x.started = true
@@ -215,10 +214,10 @@ func (g *Gateway) proxyJSON(x *exchange, path string, body []byte) callResult {
 		ctype = "application/json"
 	}
 	h.Set("Content-Type", ctype)
-	h.Set(HeaderOutcome, OutcomeOK.String())
+	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(b)
-	x.finish(OutcomeOK)
+	x.finish(wire.OutcomeOK)
 	return res
 }
 
@@ -238,7 +237,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
-	res := g.proxyJSON(x, "/v1/predict", body)
+	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body)
 	g.release(&t, res.sample())
 }
 
@@ -259,7 +258,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		return
 	}
 	if !cr.Stream {
-		res := g.proxyJSON(x, "/v1/chat/completions", body)
+		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body)
 		g.release(&t, res.sample())
 		return
 	}
@@ -286,8 +285,8 @@ func (g *Gateway) serveStandard(x *exchange) {
 	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set(HeaderOutcome, OutcomeOK.String())
+	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(buf.Bytes())
-	x.finish(OutcomeOK)
+	x.finish(wire.OutcomeOK)
 }

@@ -3,6 +3,8 @@ package gateway
 import (
 	"errors"
 	"testing"
+
+	"github.com/levee-lab/levee/internal/openai"
 )
 
 func TestParseChatRequest(t *testing.T) {
@@ -32,7 +34,7 @@ func TestParseChatRequest(t *testing.T) {
 			}
 			continue
 		}
-		var re *RequestError
+		var re *openai.RequestError
 		if !errors.As(err, &re) || re.Field != tc.field {
 			t.Errorf("%s: error %v; want a RequestError naming %q", tc.body, err, tc.field)
 		}
@@ -47,7 +49,7 @@ func FuzzChatRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := ParseChatRequest(body)
 		if err != nil {
-			var re *RequestError
+			var re *openai.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("error %v is not a *RequestError", err)
 			}

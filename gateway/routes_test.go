@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/pressure"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestRoutesHappy(t *testing.T) {
@@ -35,7 +37,7 @@ func TestRoutesHappy(t *testing.T) {
 			if a.status != 200 || a.outcome != "ok" || !strings.Contains(string(a.body), tc.want) {
 				t.Fatalf("%v; want 200 ok containing %s", a, tc.want)
 			}
-			if a.header.Get(HeaderFallback) != "" {
+			if a.header.Get(wire.HeaderFallback) != "" {
 				t.Errorf("fallback header on a real answer")
 			}
 		})
@@ -73,7 +75,7 @@ func TestBadInput(t *testing.T) {
 		{"max_tokens negative", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":-1}`, nil, 400, "max_tokens"},
 		{"max_tokens wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":"x"}`, nil, 400, "max_tokens"},
 		{"agent without prompt", "POST", "/v1/agent", "k1", `{"max_tokens":3}`, nil, 400, "prompt"},
-		{"bad deadline", "POST", "/v1/predict", "k1", predictBody, []string{HeaderDeadline, "soon"}, 400, HeaderDeadline},
+		{"bad deadline", "POST", "/v1/predict", "k1", predictBody, []string{wire.HeaderDeadlineMs, "soon"}, 400, wire.HeaderDeadlineMs},
 		{"bad rows", "GET", "/v1/export?rows=0", "k1", "", nil, 400, "rows"},
 		{"wrong method", "GET", "/v1/predict", "k1", "", nil, 405, ""},
 		{"unknown route", "GET", "/v1/nope", "k1", "", nil, 404, ""},
@@ -132,8 +134,8 @@ func TestRateLimit(t *testing.T) {
 	fm := newFakeModel(t, 8, time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.RateLimit.Rules = []RuleConfig{
-		{Tenant: "*", Route: "predict", Algorithm: AlgoSlidingWindow, Limit: 3, Window: 10 * time.Second, Cost: CostRequests},
-		{Tenant: "batch", Route: "chat", Algorithm: AlgoTokenBucket, ReplenishRate: 1, Burst: 100, Cost: CostTokens},
+		{Tenant: "*", Route: "predict", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 3, Window: 10 * time.Second}, Cost: CostRequests},
+		{Tenant: "batch", Route: "chat", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1, Burst: 100}, Cost: CostTokens},
 	}
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -215,7 +217,7 @@ func TestGuardLevels(t *testing.T) {
 				t.Errorf("429 without Retry-After")
 			}
 			if tc.want.outcome == "fallback" {
-				if a.header.Get(HeaderFallback) != "true" || !strings.Contains(string(a.body), `"fallback":true`) {
+				if a.header.Get(wire.HeaderFallback) != "true" || !strings.Contains(string(a.body), `"fallback":true`) {
 					t.Errorf("fallback not marked: %v", a)
 				}
 			}
@@ -248,13 +250,13 @@ func TestGuardReactsToUpstreamSignals(t *testing.T) {
 	fm := newFakeModel(t, 1, 30*time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.Defenses.Bulkhead = false
-	cfg.Classes.AI.Limit, cfg.Classes.AI.Min = 4, 1
+	cfg.Classes.AI.Limiter.Limit, cfg.Classes.AI.Limiter.Min = 4, 1
 	cfg.Guard.InflightRatio = Watermarks{Yellow: 2, Red: 4}
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
 	done := make(chan answer, 20)
 	for range 20 {
-		go func() { done <- call(t, "POST", base+"/v1/predict", "k0", predictBody, HeaderDeadline, "3000") }()
+		go func() { done <- call(t, "POST", base+"/v1/predict", "k0", predictBody, wire.HeaderDeadlineMs, "3000") }()
 	}
 	eventually(t, 3*time.Second, func() bool { return s.G.Level() >= 1 }, "level yellow from upstream in-flight")
 	for range 20 {
@@ -265,7 +267,7 @@ func TestGuardReactsToUpstreamSignals(t *testing.T) {
 func TestBulkheadQueue(t *testing.T) {
 	fm := newFakeModel(t, 8, 300*time.Millisecond)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 1, QueueTimeout: 2 * time.Second}
+	cfg.Classes.AI = staticClass(1, 1, 4, 1, 2*time.Second)
 	cfg.Defenses.Guard = false // a full queue of one would turn the level red
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -318,7 +320,7 @@ func TestBulkheadQueue(t *testing.T) {
 func TestStandardHasItsOwnPool(t *testing.T) {
 	fm := newFakeModel(t, 1, 200*time.Millisecond)
 	cfg := testConfig(fm.addr())
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 4, QueueSize: 0, QueueTimeout: time.Second}
+	cfg.Classes.AI = staticClass(1, 1, 4, 0, time.Second)
 	cfg.Defenses.Guard = false
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
@@ -369,7 +371,7 @@ func TestUpstreamFailureFallsBack(t *testing.T) {
 	base := "http://" + s.Addr()
 	fm.status.Store(500)
 	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
-	if a.outcome != "fallback" || a.header.Get(HeaderFallback) != "true" {
+	if a.outcome != "fallback" || a.header.Get(wire.HeaderFallback) != "true" {
 		t.Errorf("model 500, fallback on: %v", a)
 	}
 	admin(t, s, "PUT", "/admin/defenses", `{"fallback":false}`)
@@ -403,7 +405,7 @@ func TestDeadline(t *testing.T) {
 	s := startServer(t, cfg)
 	base := "http://" + s.Addr()
 	start := time.Now()
-	a := call(t, "POST", base+"/v1/predict", "k1", predictBody, HeaderDeadline, "100")
+	a := call(t, "POST", base+"/v1/predict", "k1", predictBody, wire.HeaderDeadlineMs, "100")
 	if a.status != 504 || a.outcome != "timeout" {
 		t.Errorf("deadline 100ms, model 300ms: %v", a)
 	}
@@ -411,7 +413,7 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("answered after %v; the deadline was 100ms", el)
 	}
 	before := fm.arrivals.Load()
-	a = call(t, "POST", base+"/v1/predict", "k1", predictBody, HeaderDeadlineAlt, "20")
+	a = call(t, "POST", base+"/v1/predict", "k1", predictBody, wire.HeaderRequestTimeoutMs, "20")
 	if a.status != 504 || a.outcome != "timeout" {
 		t.Errorf("deadline below min service time: %v", a)
 	}
@@ -423,14 +425,14 @@ func TestDeadline(t *testing.T) {
 	up := newFakeModel(t, 1, 0)
 	up.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/predict" {
-			seen = r.Header.Get(HeaderDeadline)
+			seen = r.Header.Get(wire.HeaderDeadlineMs)
 		}
 		_, _ = io.WriteString(w, `{"decision":"APPROVE","score":1}`)
 	})
 	s2 := startServer(t, testConfig(up.addr()))
-	call(t, "POST", "http://"+s2.Addr()+"/v1/predict", "k1", predictBody, HeaderDeadline, "1500")
+	call(t, "POST", "http://"+s2.Addr()+"/v1/predict", "k1", predictBody, wire.HeaderDeadlineMs, "1500")
 	if ms, err := strconv.Atoi(seen); err != nil || ms <= 1000 || ms > 1500 {
-		t.Errorf("upstream saw %s %q, want (1000, 1500]", HeaderDeadline, seen)
+		t.Errorf("upstream saw %s %q, want (1000, 1500]", wire.HeaderDeadlineMs, seen)
 	}
 }
 
@@ -500,8 +502,8 @@ func TestChatStreamRelaysProgressively(t *testing.T) {
 	if err != nil || !strings.Contains(string(rest), "tok2") || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
 		t.Fatalf("rest %q, %v", rest, err)
 	}
-	if got := resp.Trailer.Get(HeaderFinalOutcome); got != "ok" {
-		t.Errorf("trailer %s = %q, want ok", HeaderFinalOutcome, got)
+	if got := resp.Trailer.Get(wire.HeaderOutcomeFinal); got != "ok" {
+		t.Errorf("trailer %s = %q, want ok", wire.HeaderOutcomeFinal, got)
 	}
 }
 
@@ -595,12 +597,12 @@ func TestAdminAPI(t *testing.T) {
 	admin(t, s, "PUT", "/admin/pressure", `{"ballast_mb":1}`)
 	a = admin(t, s, "PUT", "/admin/pressure", `{"churn_mb_per_s":2}`) // a patch: ballast stays
 	_ = json.Unmarshal(a.body, &st)
-	if a.status != 200 || st.Pressure.BallastMB != 1 || st.Pressure.ChurnMBPerS != 2 {
+	if got := (pressure.Config{}).Apply(st.Pressure); a.status != 200 || got.BallastMB != 1 || got.ChurnMBPerS != 2 {
 		t.Errorf("pressure: %v", a)
 	}
 	a = admin(t, s, "PUT", "/admin/pressure", `{"churn_mb_per_s":0,"ballast_mb":0}`)
 	_ = json.Unmarshal(a.body, &st)
-	if st.Pressure != (pressure.Config{}) {
+	if got := (pressure.Config{}).Apply(st.Pressure); got != (pressure.Config{}) || st.Pressure.CPUHogDuty == nil {
 		t.Errorf("zeros did not turn the pressure off: %+v", st.Pressure)
 	}
 }
@@ -628,7 +630,7 @@ func TestShutdownDrains(t *testing.T) {
 func TestPanicIsRecoveredAndCounted(t *testing.T) {
 	fm := newFakeModel(t, 1, 0)
 	cfg := testConfig(fm.addr())
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 9, Window: time.Second, Cost: CostRequests}}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 9, Window: time.Second}, Cost: CostRequests}}
 	s := startServer(t, cfg, WithStore(panicStore{}))
 	a := call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody)
 	if a.status != 500 || a.outcome != "error" {
@@ -648,17 +650,17 @@ func TestAllDefensesOffIsAPassThrough(t *testing.T) {
 	// and the late ones run out of their 300 ms deadline (collapse).
 	fm := newFakeModel(t, 1, 50*time.Millisecond)
 	cfg := testConfig(fm.addr())
-	cfg.Defenses = AllDefenses(false)
-	cfg.Classes.AI = ClassConfig{Algorithm: LimiterStatic, Limit: 1, Min: 1, Max: 1, QueueSize: 0, QueueTimeout: time.Millisecond}
+	cfg.Defenses = wire.AllDefenses(false)
+	cfg.Classes.AI = staticClass(1, 1, 1, 0, time.Millisecond)
 	cfg.TokenBudget = 1
-	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 1, Window: time.Minute, Cost: CostRequests}}
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 1, Window: time.Minute}, Cost: CostRequests}}
 	s := startServer(t, cfg)
 	admin(t, s, "PUT", "/admin/level", `{"level":"black"}`)
 	const n = 20
 	results := make(chan answer, n)
 	for range n {
 		go func() {
-			results <- call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k2", predictBody, HeaderDeadline, "300")
+			results <- call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k2", predictBody, wire.HeaderDeadlineMs, "300")
 		}()
 	}
 	got := map[string]int{}

@@ -29,13 +29,8 @@ func newRuleTable(rules []RuleConfig, tenants []string) (*ruleTable, error) {
 	idx := make(map[pair]int, len(rules))
 	converted := make([]ratelimit.Rule, len(rules))
 	for i, rc := range rules {
-		r := ratelimit.Rule{
-			Algorithm:     ratelimit.Algorithm(rc.Algorithm),
-			Limit:         rc.Limit,
-			Window:        rc.window(),
-			ReplenishRate: rc.ReplenishRate,
-			Burst:         rc.Burst,
-		}
+		r := rc.Rule
+		r.Window = rc.window()
 		if err := r.Validate(); err != nil {
 			return nil, &ConfigError{Field: fmt.Sprintf("ratelimit.rules[%d]", i), Msg: err.Error()}
 		}
@@ -86,7 +81,7 @@ func toRuleJSON(r RuleConfig) ruleJSON {
 	if r.Cost == "" {
 		r.Cost = CostRequests
 	}
-	return ruleJSON{r.Tenant, r.Route, r.Algorithm, r.Limit, r.window().Milliseconds(), r.ReplenishRate, r.Burst, r.Cost}
+	return ruleJSON{r.Tenant, r.Route, string(r.Algorithm), r.Limit, r.window().Milliseconds(), r.ReplenishRate, r.Burst, r.Cost}
 }
 
 func (r ruleJSON) config() RuleConfig {
@@ -94,6 +89,7 @@ func (r ruleJSON) config() RuleConfig {
 	if cost == "" {
 		cost = CostRequests
 	}
-	return RuleConfig{Tenant: r.Tenant, Route: r.Route, Algorithm: r.Algorithm, Limit: r.Limit, WindowMs: r.WindowMs,
-		ReplenishRate: r.ReplenishRate, Burst: r.Burst, Cost: cost}
+	return RuleConfig{Tenant: r.Tenant, Route: r.Route, WindowMs: r.WindowMs, Cost: cost, Rule: ratelimit.Rule{
+		Algorithm: ratelimit.Algorithm(r.Algorithm), Limit: r.Limit, ReplenishRate: r.ReplenishRate, Burst: r.Burst,
+	}}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // clientWriter writes to a client with a write deadline on every write
@@ -49,8 +50,8 @@ func (x *exchange) startStream(contentType string) {
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
-	h.Set(HeaderOutcome, OutcomeOK.String())
-	h.Set("Trailer", HeaderFinalOutcome)
+	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
+	h.Set("Trailer", wire.HeaderOutcomeFinal)
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 }
@@ -58,20 +59,20 @@ func (x *exchange) startStream(contentType string) {
 // endStream counts o; ok sets the trailer, anything else has the
 // connection cut once the handler returns (and has released what it
 // held), so the client cannot mistake a truncated stream for a whole.
-func (x *exchange) endStream(o Outcome) {
-	x.w.Header().Set(HeaderFinalOutcome, o.String())
+func (x *exchange) endStream(o wire.Outcome) {
+	x.w.Header().Set(wire.HeaderOutcomeFinal, o.String())
 	x.finish(o)
-	if o != OutcomeOK {
+	if o != wire.OutcomeOK {
 		x.abort = true
 	}
 }
 
 // streamFailure classifies a failed write or read mid-stream.
-func (x *exchange) streamFailure(err error) Outcome {
+func (x *exchange) streamFailure(err error) wire.Outcome {
 	if x.timedOut() || isTimeout(err) || errors.Is(err, http.ErrHandlerTimeout) {
-		return OutcomeTimeout
+		return wire.OutcomeTimeout
 	}
-	return OutcomeError
+	return wire.OutcomeError
 }
 
 // brokenCall is what the limiter gets for a call that broke off before
@@ -95,10 +96,10 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // congestion.
 func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, "/v1/chat/completions", body)
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
 	if err != nil {
-		if o == OutcomeTimeout {
-			x.fail(http.StatusGatewayTimeout, OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
+		if o == wire.OutcomeTimeout {
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true)
 		}
@@ -110,10 +111,10 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 		x.started = true
 		h := x.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set(HeaderOutcome, OutcomeError.String())
+		h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
 		x.w.WriteHeader(resp.StatusCode)
 		_, _ = x.w.Write(b)
-		x.finish(OutcomeError)
+		x.finish(wire.OutcomeError)
 		return res
 	}
 	x.startStream("text/event-stream")
@@ -171,7 +172,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 			}
 			cw.done()
 			res.rtt = time.Since(callStart)
-			x.endStream(OutcomeOK)
+			x.endStream(wire.OutcomeOK)
 			return res
 		default:
 			res = x.brokenCall(callStart)
@@ -189,10 +190,10 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 // cut after the write timeout.
 func (g *Gateway) serveExport(x *exchange) {
 	rows := g.cfg.Stream.ExportRows
-	if v := x.r.URL.Query().Get("rows"); v != "" {
+	if v := x.r.URL.Query().Get(wire.QueryExportRows); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > g.cfg.Stream.ExportMaxRows {
-			x.fail(http.StatusBadRequest, OutcomeError, "rows", fmt.Sprintf("must be an integer in [1, %d], got %q", g.cfg.Stream.ExportMaxRows, v))
+			x.fail(http.StatusBadRequest, wire.OutcomeError, wire.QueryExportRows, fmt.Sprintf("must be an integer in [1, %d], got %q", g.cfg.Stream.ExportMaxRows, v))
 			return
 		}
 		rows = n
@@ -209,7 +210,7 @@ func (g *Gateway) serveExport(x *exchange) {
 	row := make([]byte, 0, g.cfg.Stream.ExportRowBytes+64)
 	for i := 0; i < rows; i++ {
 		if i%64 == 0 && x.ctx.Err() != nil {
-			x.endStream(OutcomeTimeout)
+			x.endStream(wire.OutcomeTimeout)
 			return
 		}
 		row = exportRow(row[:0], i, x.id.Tenant, g.cfg.Stream.ExportRowBytes)
@@ -223,7 +224,7 @@ func (g *Gateway) serveExport(x *exchange) {
 		return
 	}
 	cw.done()
-	x.endStream(OutcomeOK)
+	x.endStream(wire.OutcomeOK)
 }
 
 // exportRow appends one NDJSON row of about size bytes.

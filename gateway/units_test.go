@@ -6,14 +6,15 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
 )
 
 func TestRuleResolution(t *testing.T) {
 	rules := []RuleConfig{
-		{Tenant: "*", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 1, Window: time.Second, Cost: CostRequests},
-		{Tenant: "*", Route: "chat", Algorithm: AlgoSlidingWindow, Limit: 2, Window: time.Second, Cost: CostRequests},
-		{Tenant: "web", Route: "*", Algorithm: AlgoSlidingWindow, Limit: 3, Window: time.Second, Cost: CostRequests},
-		{Tenant: "web", Route: "chat", Algorithm: AlgoTokenBucket, ReplenishRate: 1, Burst: 4, Cost: CostTokens},
+		{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 1, Window: time.Second}, Cost: CostRequests},
+		{Tenant: "*", Route: "chat", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 2, Window: time.Second}, Cost: CostRequests},
+		{Tenant: "web", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 3, Window: time.Second}, Cost: CostRequests},
+		{Tenant: "web", Route: "chat", Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1, Burst: 4}, Cost: CostTokens},
 	}
 	tenants := []string{"anonymous", "web"}
 	rt, err := newRuleTable(rules, tenants)
@@ -47,7 +48,7 @@ func TestRuleResolution(t *testing.T) {
 	if rt.lookup(0, routeChat).key == rt.lookup(1, routeChat).key {
 		t.Errorf("two tenants share a bucket")
 	}
-	if _, err := newRuleTable([]RuleConfig{{Tenant: "*", Route: "*", Algorithm: "leaky"}}, tenants); err == nil {
+	if _, err := newRuleTable([]RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: "leaky"}}}, tenants); err == nil {
 		t.Errorf("invalid rule accepted")
 	}
 }
@@ -91,7 +92,7 @@ func TestLatencyTracker(t *testing.T) {
 
 func TestThresholdsFromWatermarks(t *testing.T) {
 	cfg := testConfig("127.0.0.1:9")
-	cfg.Classes.AI.Limit = 40
+	cfg.Classes.AI.Limiter.Limit = 40
 	cfg.Guard.InflightRatio = Watermarks{Yellow: 1.25, Red: 2}
 	cfg.Guard.HeapMB = Watermarks{Yellow: 1}
 	g, err := New(cfg)

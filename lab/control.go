@@ -2,252 +2,217 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
+	"math"
+	"sync"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // controlPeriod is how often the schedule is applied: rate ramps move in
 // steps this long, fault and narration times are met within it.
 const controlPeriod = 50 * time.Millisecond
 
-// timelineAction is one apply or revert of the experiment's fault timeline.
-type timelineAction struct {
-	step   FaultStep
-	revert bool
+// schedule is the experiment's pausable clock and everything that sets the
+// target rate: the stages, a manual override, a spike, the traffic_spike
+// fault's factor. It also remembers which stage and narration step show.
+// All methods are safe for concurrent use.
+type schedule struct {
+	exp   *experiment.Experiment
+	clock clockwork.Clock
+
+	mu sync.Mutex
+	// guarded by mu:
+	start       time.Time // when load started
+	manual      bool      // SetRate override active
+	manualRate  float64
+	paused      bool
+	pausedAt    time.Time     // when the schedule clock stopped
+	pausedTotal time.Duration // schedule clock time lost to pauses
+	rateFactor  float64       // chaos traffic_spike
+	spikeFactor float64
+	spikeUntil  time.Time
+	stage       int
+	step        int // narration step shown (1-based; 0 none)
 }
 
-// clock is the experiment's schedule time at now: time since load started
+func newSchedule(e *experiment.Experiment, clk clockwork.Clock) *schedule {
+	return &schedule{exp: e, clock: clk, rateFactor: 1, spikeFactor: 1, start: clk.Now()}
+}
+
+// begin starts the schedule's clock at now (when load starts).
+func (s *schedule) begin(now time.Time) {
+	s.mu.Lock()
+	s.start = now
+	s.mu.Unlock()
+}
+
+// elapsedLocked is the schedule's time at now: time since load started
 // minus time spent paused.
-func (l *Lab) clock(now time.Time) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.clockLocked(now)
+func (s *schedule) elapsedLocked(now time.Time) time.Duration {
+	c := now.Sub(s.start) - s.pausedTotal
+	if s.paused {
+		c -= now.Sub(s.pausedAt)
+	}
+	return max(c, 0)
 }
 
-func (l *Lab) clockLocked(now time.Time) time.Duration {
-	c := now.Sub(l.start) - l.pausedTotal
-	if l.paused {
-		c -= now.Sub(l.pausedAt)
+// plan is what the control loop does at one moment.
+type plan struct {
+	at        time.Duration // the schedule's clock
+	rate      float64       // the target rate, at most load.MaxRate
+	stage     int           // the stage now (len(Stages) once they are over)
+	newStage  bool          // the stage changed since the last plan
+	narration int           // a narration step (1-based) to show now; 0 none
+}
+
+// next returns the plan at now and remembers its stage and narration step.
+func (s *schedule) next(now time.Time) plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.exp
+	p := plan{at: s.elapsedLocked(now)}
+	base := e.TargetAt(p.at)
+	if s.manual {
+		base = s.manualRate
 	}
-	if c < 0 {
-		return 0
+	f := s.rateFactor
+	if now.Before(s.spikeUntil) {
+		f *= s.spikeFactor
 	}
-	return c
+	p.rate = min(base*f, load.MaxRate)
+	p.stage = e.StageAt(p.at)
+	p.newStage = p.stage != s.stage
+	s.stage = p.stage
+	shown := 0
+	for i, st := range e.Narration {
+		if st.At.D() <= p.at {
+			shown = i + 1
+		}
+	}
+	if shown > s.step {
+		s.step, p.narration = shown, shown
+	}
+	return p
 }
 
 // control plays the experiment: the target rate (stages, manual override,
 // spikes), the fault timeline, narration, and the end of the run.
 func (l *Lab) control() {
 	e := l.exp
-	steps := sortedFaultSteps(e.Faults)
-	applied := make([]bool, len(steps))
-	reverted := make([]bool, len(steps))
-	actions := make(chan timelineAction, 2*len(steps)+1)
+	player := e.Timeline().Play(chaos.Default)
+	actions := make(chan chaos.Action, 2*len(e.Faults)+1)
 	go l.timelineWorker(actions)
 	defer close(actions)
 
-	t := time.NewTicker(controlPeriod)
+	t := l.clock.NewTicker(controlPeriod)
 	defer t.Stop()
 	lastRate := -1.0
 	for {
-		now := time.Now()
-		l.mu.Lock()
-		clock := l.clockLocked(now)
-		base := e.TargetAt(clock)
-		if l.manual {
-			base = l.manualRate
+		now := l.clock.Now()
+		p := l.sched.next(now)
+		if p.rate != lastRate && l.gen.SetRate(p.rate) == nil {
+			lastRate = p.rate
+			l.recs.rate(now, p.rate)
 		}
-		f := l.rateFactor
-		if now.Before(l.spikeUntil) {
-			f *= l.spikeFactor
+		if p.newStage {
+			l.stageEvent(p.stage)
 		}
-		stage := e.StageAt(clock)
-		stageChanged := stage != l.stage
-		l.stage = stage
-		narr := 0
-		for i, s := range e.Narration {
-			if s.At.D() <= clock {
-				narr = i + 1
-			}
+		if p.narration > 0 {
+			s := e.Narration[p.narration-1]
+			l.event(runfiles.EventNarration, s.Text, map[string]any{"step": p.narration, "kind": s.Kind})
+			l.progress("[%s] %s", s.Kind, s.Text)
 		}
-		var narrStep *Step
-		if narr > l.step {
-			l.step = narr
-			narrStep = &e.Narration[narr-1]
+		for _, a := range player.Due(p.at) {
+			actions <- a
 		}
-		rec := l.rec
-		l.mu.Unlock()
-
-		rate := base * f
-		if rate > load.MaxRate {
-			rate = load.MaxRate
-		}
-		if rate != lastRate {
-			if err := l.gen.SetRate(rate); err == nil {
-				lastRate = rate
-				if rec != nil && rec.agg != nil {
-					rec.agg.rate(now, rate)
-				}
-			}
-		}
-		if stageChanged {
-			if stage < len(e.Stages) {
-				s := e.Stages[stage]
-				l.event(EventStage, fmt.Sprintf("stage %d: → %g req/s over %s", stage+1, s.Target, s.Duration), map[string]any{"stage": stage + 1, "target": s.Target, "duration": s.Duration.String()})
-			} else if len(e.Stages) > 0 {
-				l.event(EventStage, "stages done", map[string]any{"stage": stage + 1})
-			}
-		}
-		if narrStep != nil {
-			l.event(EventNarration, narrStep.Text, map[string]any{"step": narr, "kind": narrStep.Kind})
-			l.progress("[%s] %s", narrStep.Kind, narrStep.Text)
-		}
-		for i, s := range steps {
-			if !applied[i] && clock >= s.At.D() {
-				applied[i] = true
-				actions <- timelineAction{step: s}
-			}
-			if applied[i] && !reverted[i] && s.For > 0 && clock >= s.At.D()+s.For.D() {
-				reverted[i] = true
-				actions <- timelineAction{step: s, revert: true}
-			}
-		}
-		if e.Duration != Forever && clock >= e.Duration.D() {
+		if e.Duration != experiment.Forever && p.at >= e.Duration.D() {
 			go l.finish("done")
 			return
 		}
 		select {
 		case <-l.finishing:
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
 
-// timelineWorker applies the timeline's actions in order, one at a time
-// (a node restart waits for readiness without stalling the schedule).
-func (l *Lab) timelineWorker(actions <-chan timelineAction) {
+// stageEvent records that stage (0-based) began, or that the stages are over.
+func (l *Lab) stageEvent(stage int) {
+	e := l.exp
+	switch {
+	case stage < len(e.Stages):
+		s := e.Stages[stage]
+		l.event(runfiles.EventStage, fmt.Sprintf("stage %d: → %g req/s over %s", stage+1, s.Target, s.Duration), map[string]any{"stage": stage + 1, "target": s.Target, "duration": s.Duration.String()})
+	case len(e.Stages) > 0:
+		l.event(runfiles.EventStage, "stages done", map[string]any{"stage": stage + 1})
+	}
+}
+
+// timelineWorker does the timeline's actions in order, one at a time (a
+// node restart waits for readiness without stalling the schedule).
+func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 	for a := range actions {
 		if l.isFinishing() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
-		var err error
-		if a.revert {
-			err = l.ctl.Revert(ctx, a.step.Fault)
-		} else {
-			var raw []byte
-			if raw, err = stepParams(a.step); err == nil {
-				err = l.ctl.Apply(ctx, a.step.Fault, raw)
-			}
-		}
+		began := time.Now()
+		err := a.Do(ctx, l.ctl)
 		cancel()
 		if err != nil {
-			l.progress("fault %s: %v", a.step.Fault, err)
+			l.progress("fault %s: %v", a.Fault, err)
 			continue
 		}
-		if !a.revert && a.step.Fault == "node_kill" && a.step.For > 0 {
-			l.showRestart(a.step)
-		}
-	}
-}
-
-// showRestart makes the nodes a timeline node_kill took down show when
-// the step's `for` brings them back (NodeSample.RestartIn).
-func (l *Lab) showRestart(step FaultStep) {
-	node := -1
-	if v, ok := toFloat(step.Params["node"]); ok {
-		node = int(v)
-	}
-	idx, err := l.nodeIndexes(node)
-	if err != nil {
-		return
-	}
-	at := time.Now().Add(step.For.D())
-	for _, i := range idx {
-		if !l.nodes[i].Up() {
-			l.nodes[i].setRestart(at)
+		if !a.Revert && a.For > 0 {
+			// Nodes this step took down come back when its `for` ends.
+			l.sup.ShowRestart(began, a.For)
 		}
 	}
 }
 
 // faultObserved records every apply and revert the controller performs.
 func (l *Lab) faultObserved(ev chaos.Event) {
-	kind := EventFaultApply
-	if ev.Action == "revert" {
-		kind = EventFaultRevert
+	kind := runfiles.EventFaultApply
+	if ev.Action == chaos.ActionRevert {
+		kind = runfiles.EventFaultRevert
 	}
 	fields := map[string]any{"fault": ev.Fault, "detail": ev.Detail}
 	if ev.Err != "" {
-		kind = EventFaultError
+		kind = runfiles.EventFaultError
 		fields["action"] = ev.Action
 		fields["error"] = ev.Err
 	}
 	l.event(kind, ev.Fault+" "+ev.Detail, fields)
 	if ev.Err == "" {
 		l.progress("fault %s %s %s", ev.Action, ev.Fault, ev.Detail)
-		l.mu.Lock()
-		rec := l.rec
-		l.mu.Unlock()
-		if rec != nil && rec.agg != nil {
-			if kind == EventFaultApply {
-				rec.agg.faultApplied(ev.Fault, ev.Time)
-			} else {
-				rec.agg.faultReverted(ev.Fault, ev.Time)
-			}
-		}
-	}
-}
-
-// Samples delivers one Sample per tick until the lab stops, then closes.
-// Each call returns a new channel; a slow reader misses samples.
-func (l *Lab) Samples() <-chan Sample {
-	ch := make(chan Sample, 8)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closedSubs {
-		close(ch)
-		return ch
-	}
-	l.subs[ch] = struct{}{}
-	return ch
-}
-
-// broadcast hands s to every subscriber that has room.
-func (l *Lab) broadcast(s Sample) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for ch := range l.subs {
-		select {
-		case ch <- s:
-		default:
-		}
+		l.recs.fault(ev.Fault, kind == runfiles.EventFaultApply, ev.Time)
 	}
 }
 
 // SetRate sets the target rate and pauses the experiment's schedule (a
 // manual override) until PauseRamp(false).
 func (l *Lab) SetRate(rps float64) {
-	if rps < 0 || rps != rps {
+	if rps < 0 || math.IsNaN(rps) {
 		rps = 0
 	}
-	if rps > load.MaxRate {
-		rps = load.MaxRate
+	rps = min(rps, load.MaxRate)
+	s := l.sched
+	now := l.clock.Now()
+	s.mu.Lock()
+	s.manual, s.manualRate = true, rps
+	if !s.paused {
+		s.paused, s.pausedAt = true, now
 	}
-	now := time.Now()
-	l.mu.Lock()
-	l.manual, l.manualRate = true, rps
-	if !l.paused {
-		l.paused, l.pausedAt = true, now
-	}
-	l.mu.Unlock()
-	l.event(EventRate, fmt.Sprintf("manual rate %g req/s", rps), map[string]any{"rate": rps})
+	s.mu.Unlock()
+	l.event(runfiles.EventRate, fmt.Sprintf("manual rate %g req/s", rps), map[string]any{"rate": rps})
 }
 
 // Rate is the target rate the generator runs at now.
@@ -255,228 +220,58 @@ func (l *Lab) Rate() float64 { return l.gen.Rate() }
 
 // Spike multiplies the rate by factor for d.
 func (l *Lab) Spike(factor float64, d time.Duration) {
-	if factor <= 0 || factor != factor || d <= 0 {
+	if factor <= 0 || math.IsNaN(factor) || d <= 0 {
 		return
 	}
-	l.mu.Lock()
-	l.spikeFactor, l.spikeUntil = factor, time.Now().Add(d)
-	l.mu.Unlock()
-	l.event(EventSpike, fmt.Sprintf("×%g for %s", factor, d), map[string]any{"factor": factor, "for": d.String()})
+	s := l.sched
+	s.mu.Lock()
+	s.spikeFactor, s.spikeUntil = factor, l.clock.Now().Add(d)
+	s.mu.Unlock()
+	l.event(runfiles.EventSpike, fmt.Sprintf("×%g for %s", factor, d), map[string]any{"factor": factor, "for": d.String()})
 }
 
 // PauseRamp pauses or resumes the experiment's schedule (stages, fault
 // timeline, narration, end). Resuming also ends a manual rate override.
 func (l *Lab) PauseRamp(paused bool) {
-	now := time.Now()
-	l.mu.Lock()
-	changed := paused != l.paused
+	s := l.sched
+	now := l.clock.Now()
+	s.mu.Lock()
+	changed := paused != s.paused
 	switch {
-	case paused && !l.paused:
-		l.paused, l.pausedAt = true, now
-	case !paused && l.paused:
-		l.pausedTotal += now.Sub(l.pausedAt)
-		l.paused = false
+	case paused && !s.paused:
+		s.paused, s.pausedAt = true, now
+	case !paused && s.paused:
+		s.pausedTotal += now.Sub(s.pausedAt)
+		s.paused = false
 	}
 	if !paused {
-		l.manual = false
+		s.manual = false
 	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 	if changed {
-		l.event(EventRamp, map[bool]string{true: "paused", false: "resumed"}[paused], nil)
+		l.event(runfiles.EventRamp, map[bool]string{true: "paused", false: "resumed"}[paused], nil)
 	}
 }
 
 // RampPaused reports whether the schedule is paused.
 func (l *Lab) RampPaused() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.paused
-}
-
-// Faults lists the fault catalogue with what is active now. Keys are "1"…"9",
-// then "0" for the tenth.
-func (l *Lab) Faults() []FaultStatus {
-	cat := l.ctl.Catalogue()
-	out := make([]FaultStatus, len(cat))
-	for i, c := range cat {
-		key := ""
-		switch {
-		case i < 9:
-			key = strconv.Itoa(i + 1)
-		case i == 9:
-			key = "0"
-		}
-		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail}
-	}
-	return out
-}
-
-// ToggleFault applies the named fault (experiment or default parameters),
-// or reverts it when active. The work happens on a lab goroutine; its
-// outcome shows in Faults, the samples and events.jsonl. An unknown name is
-// an error at once.
-func (l *Lab) ToggleFault(name string) error {
-	if err := validateFaultName(name); err != nil {
-		return err
-	}
-	if l.isFinishing() {
-		return errors.New("lab: stopping")
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
-		defer cancel()
-		if _, err := l.ctl.Toggle(ctx, name); err != nil {
-			l.progress("fault %s: %v", name, err)
-		}
-	}()
-	return nil
-}
-
-// Defenses reports each defense as the lab last set it on the gateways.
-func (l *Lab) Defenses() map[string]bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	m := make(map[string]bool, len(l.defenses))
-	for k, v := range l.defenses {
-		m[k] = v
-	}
-	return m
-}
-
-// SetDefense switches one defense on every gateway (and on gateways that
-// restart later). Unknown names are an error at once; the admin calls run
-// on a lab goroutine and failures land in events.jsonl.
-func (l *Lab) SetDefense(name string, on bool) error {
-	if !contains(Defenses, name) {
-		return fmt.Errorf("lab: unknown defense %q (known: %v)", name, Defenses)
-	}
-	l.mu.Lock()
-	l.defenses[name] = on
-	l.mu.Unlock()
-	l.event(EventDefense, fmt.Sprintf("%s %s", name, map[bool]string{true: "on", false: "off"}[on]), map[string]any{"defense": name, "on": on})
-	go func() {
-		ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
-		defer cancel()
-		for _, g := range l.gateways {
-			if !g.Up() {
-				continue // it picks the switch up from its config when it restarts
-			}
-			if err := l.adminJSON(ctx, "PUT", "http://"+g.Admin()+"/admin/defenses", map[string]any{name: on}, nil); err != nil {
-				l.event(EventError, g.name+": set defense", map[string]any{"defense": name, "error": err.Error()})
-				l.progress("%s: set defense %s: %v", g.name, name, err)
-			}
-		}
-	}()
-	return nil
-}
-
-var errNotRecording = errors.New("lab: not recording")
-
-// StartRecording starts a new run folder (RunsDir/<time>-<name>) with the
-// same files as `levee run`, covering from now until StopRecording.
-func (l *Lab) StartRecording() (string, error) {
-	if l.isFinishing() {
-		return "", errors.New("lab: stopping")
-	}
-	l.mu.Lock()
-	if l.rec != nil {
-		dir := l.rec.dir
-		l.mu.Unlock()
-		return dir, fmt.Errorf("lab: already recording into %s", dir)
-	}
-	l.mu.Unlock()
-	dir, err := resolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now())
-	if err != nil {
-		return "", err
-	}
-	now := time.Now()
-	rec, err := openRecorder(dir, l.runInfo(), newAggregator(now, l.gen.Rate()))
-	if err != nil {
-		return "", fmt.Errorf("lab: %w", err)
-	}
-	base := l.gen.Totals()
-	rec.baseline = &base
-	rec.shedBase = l.sampler.shedTotal()
-	l.mu.Lock()
-	rec.oomBase, rec.restBase = l.oomKills, l.restarts
-	if l.rec != nil { // lost a race with another StartRecording
-		l.mu.Unlock()
-		rec.close()
-		return "", errors.New("lab: already recording")
-	}
-	l.rec = rec
-	l.mu.Unlock()
-	for _, fs := range l.ctl.Active() {
-		rec.agg.faultApplied(fs.Name, now)
-	}
-	l.event(EventRecordStart, dir, nil)
-	return dir, nil
-}
-
-// StopRecording finishes summary.json and closes the recording.
-func (l *Lab) StopRecording() error {
-	l.mu.Lock()
-	rec := l.rec
-	l.mu.Unlock()
-	if rec == nil {
-		return errNotRecording
-	}
-	l.event(EventRecordStop, rec.dir, nil)
-	l.mu.Lock()
-	l.rec = nil
-	oom, rest := l.oomKills-rec.oomBase, l.restarts-rec.restBase
-	ended := l.endReason
-	l.mu.Unlock()
-	if ended == "" {
-		ended = "recording stopped"
-	}
-	totals := l.gen.Totals()
-	if rec.baseline != nil {
-		totals = subTotals(totals, *rec.baseline)
-	}
-	shed := l.sampler.shedTotal() - rec.shedBase
-	sum := rec.agg.summarize(summaryInput{
-		exp: l.exp, quick: l.opts.Quick, totals: totals,
-		gatewayShed: uint64(shed + 0.5), shedExact: rest == 0,
-		oomKills: oom, restarts: rest, end: time.Now(), ended: ended,
-	})
-	var errs []error
-	if err := writeJSONAtomic(filepath.Join(rec.dir, SummaryFile), sum); err != nil {
-		errs = append(errs, fmt.Errorf("summary.json: %w", err))
-	}
-	if err := copyLogs(l.logsDir, filepath.Join(rec.dir, LogsDir)); err != nil {
-		errs = append(errs, fmt.Errorf("copy logs: %w", err))
-	}
-	if err := rec.close(); err != nil {
-		errs = append(errs, err)
-	}
-	if err := writeRunReport(rec.dir); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", ReportFile, err))
-	}
-	l.mu.Lock()
-	l.summary = &sum
-	l.mu.Unlock()
-	return errors.Join(errs...)
-}
-
-// Recording reports whether a recording is on.
-func (l *Lab) Recording() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.rec != nil
+	l.sched.mu.Lock()
+	defer l.sched.mu.Unlock()
+	return l.sched.paused
 }
 
 // Lesson reports the narration state.
 func (l *Lab) Lesson() LessonState {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lessonLocked()
+	l.sched.mu.Lock()
+	step := l.sched.step
+	l.sched.mu.Unlock()
+	return lessonAt(l.exp, step)
 }
 
-func (l *Lab) lessonLocked() LessonState {
-	st := LessonState{Title: l.exp.Title, Step: l.step, Steps: len(l.exp.Narration)}
-	if l.step > 0 && l.step <= len(l.exp.Narration) {
-		s := l.exp.Narration[l.step-1]
+func lessonAt(e *experiment.Experiment, step int) LessonState {
+	st := LessonState{Title: e.Title, Step: step, Steps: len(e.Narration)}
+	if step > 0 && step <= len(e.Narration) {
+		s := e.Narration[step-1]
 		st.Kind, st.Text = s.Kind, s.Text
 	}
 	return st
@@ -484,14 +279,15 @@ func (l *Lab) lessonLocked() LessonState {
 
 // NextStep shows the next narration step now (the schedule does not skip).
 func (l *Lab) NextStep() {
-	l.mu.Lock()
-	if l.step >= len(l.exp.Narration) {
-		l.mu.Unlock()
+	s := l.sched
+	s.mu.Lock()
+	if s.step >= len(l.exp.Narration) {
+		s.mu.Unlock()
 		return
 	}
-	l.step++
-	s := l.exp.Narration[l.step-1]
-	n := l.step
-	l.mu.Unlock()
-	l.event(EventNarration, s.Text, map[string]any{"step": n, "kind": s.Kind, "manual": true})
+	s.step++
+	n := s.step
+	s.mu.Unlock()
+	st := l.exp.Narration[n-1]
+	l.event(runfiles.EventNarration, st.Text, map[string]any{"step": n, "kind": st.Kind, "manual": true})
 }

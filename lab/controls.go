@@ -2,16 +2,28 @@ package lab
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
-// Controls is what a dashboard (or a test) may do to a running lab. Every
-// method returns quickly: work is handed to the lab's own goroutines, never
-// done on the caller's. The TUI depends only on this interface and Sample.
+// Controls is what a dashboard (or a test) may do to a running lab. The TUI
+// depends only on this interface and runfiles.Sample.
+//
+// Two kinds of method: most return at once — they change the lab's state
+// in memory, append a line to events.jsonl, and hand admin calls and fault
+// applications to the lab's own goroutines. StartRecording, StopRecording
+// and Stop do file and process I/O and block until it is done: a dashboard
+// calls them off its UI goroutine (in a tea.Cmd), never from Update.
 type Controls interface {
 	// Samples delivers one Sample per tick (≥ 4 Hz) until the lab stops,
 	// then closes. A slow reader misses samples; it never slows the lab.
-	Samples() <-chan Sample
+	Samples() <-chan runfiles.Sample
 
 	// SetRate sets the target arrival rate (req/s) and pauses the
 	// experiment's stages, as a manual override. Rate returns the target.
@@ -35,7 +47,8 @@ type Controls interface {
 	SetDefense(name string, on bool) error
 
 	// StartRecording writes the same files as `levee run` into a new run
-	// folder and returns it; StopRecording finishes summary.json.
+	// folder and returns it; StopRecording finishes summary.json, the logs
+	// and the reports. Both block on file I/O until done.
 	StartRecording() (dir string, err error)
 	StopRecording() error
 	Recording() bool
@@ -44,7 +57,8 @@ type Controls interface {
 	Lesson() LessonState
 	NextStep()
 
-	// Stop stops load, reverts faults and stops every child process.
+	// Stop stops load, reverts faults, finishes the recording and stops
+	// every child process; it blocks until that is done or ctx ends.
 	Stop(ctx context.Context) error
 }
 
@@ -64,4 +78,73 @@ type LessonState struct {
 	Steps int    `json:"steps"` // total steps
 	Kind  string `json:"kind"`  // predict, watch, explain
 	Text  string `json:"text"`
+}
+
+// Faults lists the fault catalogue with what is active now. Keys are "1"…"9",
+// then "0" for the tenth.
+func (l *Lab) Faults() []FaultStatus {
+	cat := l.ctl.Catalogue()
+	out := make([]FaultStatus, len(cat))
+	for i, c := range cat {
+		key := ""
+		switch {
+		case i < 9:
+			key = strconv.Itoa(i + 1)
+		case i == 9:
+			key = "0"
+		}
+		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail}
+	}
+	return out
+}
+
+// ToggleFault applies the named fault (experiment or default parameters),
+// or reverts it when active. The work happens on a lab goroutine; its
+// outcome shows in Faults, the samples and events.jsonl. An unknown name is
+// an error at once.
+func (l *Lab) ToggleFault(name string) error {
+	if _, err := chaos.Default.Get(name); err != nil {
+		return err
+	}
+	if l.isFinishing() {
+		return errors.New("lab: stopping")
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
+		defer cancel()
+		if _, err := l.ctl.Toggle(ctx, name); err != nil {
+			l.progress("fault %s: %v", name, err)
+		}
+	}()
+	return nil
+}
+
+// Defenses reports each defense as the lab last set it on the gateways.
+func (l *Lab) Defenses() map[string]bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := make(map[string]bool, len(l.defenses))
+	for k, v := range l.defenses {
+		m[k] = v
+	}
+	return m
+}
+
+// SetDefense switches one defense on every gateway (and on gateways that
+// restart later). Unknown names are an error at once; the admin calls run
+// on a lab goroutine and failures land in events.jsonl.
+func (l *Lab) SetDefense(name string, on bool) error {
+	if !experiment.KnownDefense(name) {
+		return fmt.Errorf("lab: unknown defense %q (known: %v)", name, experiment.Defenses)
+	}
+	l.mu.Lock()
+	l.defenses[name] = on
+	l.mu.Unlock()
+	l.event(runfiles.EventDefense, fmt.Sprintf("%s %s", name, map[bool]string{true: "on", false: "off"}[on]), map[string]any{"defense": name, "on": on})
+	go func() {
+		ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
+		defer cancel()
+		l.sup.SetDefense(ctx, name, on)
+	}()
+	return nil
 }

@@ -14,13 +14,17 @@ bench -bench '^Benchmark(GatewayVsReverseProxy|StandardUnderAIOverload)$' -bench
 echo "== building blocks (all 0 allocs/op)"
 bench -bench . ./gateway/admit
 bench -bench '^Benchmark(LocalAllow|TimeRateAllow)$' ./gateway/ratelimit
-echo "== Redis decisions, 64 concurrent callers (needs redis-server)"
-bench -bench '^BenchmarkRedisAllow64$' -benchtime 2x ./gateway/ratelimit
+echo "== rate-limit decisions per store kind (redis-server, embedded \`levee redis\`, 3-master cluster), 64 concurrent callers (needs redis-server)"
+bench -bench '^Benchmark(Redis|Local)Allow64$' -benchtime 1s ./gateway/ratelimit
 echo "== upstream pool: tuned vs default transport"
 bench -bench '^BenchmarkPoolDoTransportRatio$' ./gateway/upstream
+echo "== upstream pool: P0 (attempt timeout + hedge timer per call) vs P2 throughput"
+bench -bench '^BenchmarkPoolSendP0VsP2$' -benchtime 20000x ./gateway/upstream
 echo "== fake model: saturated throughput vs N x C / mean"
 bench -bench '^BenchmarkSaturatedThroughput$' -benchtime 1x ./fakemodel
 echo "== dashboard CPU at 4 Hz"
 bench -bench '^Benchmark(Frame|ProgramCPU)$' -benchtime 80x ./tui
+echo "== HTML report of a 30-minute run (7,200 samples): time per report (target < 2 s) and MB/report (target < 2 MB)"
+bench -bench '^BenchmarkWriteFile30Min$' -benchtime 3x ./lab/htmlreport
 echo "== load generator accuracy at 2000 req/s against a loopback server"
 go run ./cmd/levee loadtest --rate 2000 --duration 5s

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# The HTML report's browser tests (lab/htmlreport) open pages in headless
+# Chromium; with CI set they fail rather than skip when it is missing.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if ((${#need[@]})); then
 	echo "test.sh: installing ${need[*]} (apt-get)"
 	sudo=""

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // fakeControls is a lab.Controls that records every call. Samples are fed
 // by the test through ch.
 type fakeControls struct {
-	ch chan lab.Sample
+	ch chan runfiles.Sample
 
 	mu        sync.Mutex
 	calls     []string // guarded by mu
@@ -29,7 +30,7 @@ type fakeControls struct {
 
 func newFake() *fakeControls {
 	return &fakeControls{
-		ch:   make(chan lab.Sample, 256),
+		ch:   make(chan runfiles.Sample, 256),
 		rate: 100,
 		faults: []lab.FaultStatus{
 			{Key: "1", Name: "node_kill", Description: "SIGKILL one model node"},
@@ -64,7 +65,7 @@ func (f *fakeControls) takeErr() error {
 	return err
 }
 
-func (f *fakeControls) Samples() <-chan lab.Sample { return f.ch }
+func (f *fakeControls) Samples() <-chan runfiles.Sample { return f.ch }
 func (f *fakeControls) SetRate(rps float64) {
 	f.record("SetRate(%.2f)", rps)
 	f.mu.Lock()
@@ -169,10 +170,11 @@ func (f *fakeControls) Stop(ctx context.Context) error {
 var errFake = errors.New("admin API said no")
 
 // fixedSamples is a deterministic run: 60 ticks at 4 Hz of a ramp into
-// overload, a node kill at tick 30, and two stale gateway scrapes.
-func fixedSamples() []lab.Sample {
+// overload, a node kill at tick 30 (retries rise), node #3 ejected by the
+// gateway from tick 50 (hedges start), and two stale gateway scrapes.
+func fixedSamples() []runfiles.Sample {
 	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	var out []lab.Sample
+	var out []runfiles.Sample
 	for i := 0; i < 60; i++ {
 		el := float64(i) * 0.25
 		target := 40 + float64(i)*2
@@ -196,12 +198,12 @@ func fixedSamples() []lab.Sample {
 		if target > capacity {
 			p1 = capacity / target
 		}
-		s := lab.Sample{
+		s := runfiles.Sample{
 			Time: t0.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: el,
 			TargetRPS: target, OfferedRPS: target - 0.5, AdmittedRPS: admitted, GoodputRPS: good,
 			CapacityRPS: capacity, Outstanding: int(admitted),
 			OfferedTotal: uint64(i * 30),
-			ByPriority: map[string]lab.PrioritySample{
+			ByPriority: map[string]runfiles.PrioritySample{
 				"P0": {OfferedTotal: uint64(i * 6), OKTotal: uint64(i * 6), SuccessRate: 1 - 0.0003*float64(i%3)},
 				"P1": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1), SuccessRate: p1},
 				"P2": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1 * p1), SuccessRate: p1 * p1 * 0.9},
@@ -218,23 +220,37 @@ func fixedSamples() []lab.Sample {
 			ConcurrencyLimit:  48,
 			ShedRPSByReason:   map[string]float64{"overload": shed * 0.7, "queue_full": shed * 0.3},
 			ShedRPSByPriority: map[string]float64{"P2": shed * 0.8, "P1": shed * 0.2},
-			Nodes: []lab.NodeSample{
+			Nodes: []runfiles.NodeSample{
 				{Index: 0, Addr: "127.0.0.1:41001", Up: true, Busy: minf(16, admitted/3), Slots: 16, Queued: 2},
 				{Index: 1, Addr: "127.0.0.1:41002", Up: up2, Busy: minf(16, admitted/3), Slots: 16},
 				{Index: 2, Addr: "127.0.0.1:41003", Up: true, Busy: minf(16, admitted/3), Slots: 16, Queued: 1},
 			},
 			Defenses: map[string]bool{"ratelimit": true, "guard": true, "bulkhead": true},
+			RetryRPS: 0.5,
+		}
+		for j := range s.Nodes {
+			s.Nodes[j].Ejection = "in_rotation"
+		}
+		if i >= 50 {
+			s.Nodes[2].Ejection = "ejected"
+			s.Nodes[2].Busy, s.Nodes[2].Queued = 1, 0 // only what it had before
+			s.HedgeRPS = 0.8
 		}
 		if !up2 {
 			s.Nodes[1].Busy = 0
 			s.Nodes[1].RestartIn = 10 - float64(i-30)*0.25
-			s.Faults = []lab.ActiveFault{{Name: "node_kill", Detail: "#2 for 10s"}}
+			s.RetryRPS = 4.2
+			s.Faults = []runfiles.ActiveFault{{Name: "node_kill", Detail: "#2 for 10s"}}
 		}
 		if i == 20 || i == 21 { // the gateway scrape failed: nothing measured
 			s.GatewayStale = true
 			s.Level, s.LagProbeP99Ms, s.SchedLatencyP99Ms, s.GCPauseP99Ms = "", 0, 0, 0
 			s.HeapBytes, s.Goroutines, s.Inflight, s.QueueDepth, s.ConcurrencyLimit = 0, 0, 0, 0, 0
 			s.ShedRPSByReason, s.ShedRPSByPriority = nil, nil
+			s.RetryRPS, s.HedgeRPS = 0, 0
+			for j := range s.Nodes {
+				s.Nodes[j].Ejection = ""
+			}
 		}
 		out = append(out, s)
 	}

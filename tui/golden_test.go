@@ -9,8 +9,9 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest"
-	"github.com/levee-lab/levee/lab"
 	"github.com/muesli/termenv"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func runFixed(t *testing.T, f *fakeControls, w, h int, keys ...tea.KeyMsg) *Mode
 	return tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*Model)
 }
 
-func feed(f *fakeControls, samples []lab.Sample) {
+func feed(f *fakeControls, samples []runfiles.Sample) {
 	for _, s := range samples {
 		f.ch <- s
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
 	"github.com/levee-lab/levee/lab"
 )
 
@@ -27,6 +28,24 @@ func press(m *Model, keys ...tea.KeyMsg) (quit bool) {
 		}
 	}
 	return false
+}
+
+// Recording writes files: r only returns a command, and the files are
+// written when the program runs it, off the UI goroutine.
+func TestRecordRunsOffTheUIGoroutine(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	_, cmd := m.Update(keyRunes("r"))
+	if len(f.Calls()) != 0 || cmd == nil {
+		t.Fatalf("r called %v on the UI goroutine (command %v)", f.Calls(), cmd != nil)
+	}
+	if _, again := m.Update(keyRunes("r")); again != nil || !strings.Contains(ansi.Strip(m.View()), "still busy") {
+		t.Error("a second r while the first runs started another command")
+	}
+	_, _ = m.Update(cmd())
+	if calls := f.Calls(); len(calls) != 1 || calls[0] != "StartRecording()" || !strings.Contains(ansi.Strip(m.View()), "recording to") {
+		t.Errorf("after the command: calls %v, view %q", calls, ansi.Strip(m.View()))
+	}
 }
 
 func TestKeyBindings(t *testing.T) {

@@ -10,7 +10,10 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // Defaults for the Options.
@@ -24,11 +27,11 @@ const (
 
 // defenseOrder is the order defenses are listed in; unknown names follow,
 // sorted.
-var defenseOrder = []string{"ratelimit", "guard", "bulkhead", "budget", "breaker", "retry", "fallback"}
+var defenseOrder = wire.DefenseNames()
 
 var defenseAbbrev = map[string]string{
-	"ratelimit": "RL", "guard": "GUARD", "bulkhead": "BULK", "budget": "BUDGET",
-	"breaker": "BRK", "retry": "RETRY", "fallback": "FB",
+	wire.DefenseRateLimit: "RL", wire.DefenseGuard: "GUARD", wire.DefenseBulkhead: "BULK", wire.DefenseBudget: "BUDGET",
+	wire.DefenseBreaker: "BRK", wire.DefenseRetry: "RETRY", wire.DefenseFallback: "FB",
 }
 
 // Option configures a Model.
@@ -56,7 +59,7 @@ func WithHistory(n int) Option {
 // tea.Model. All fields are owned by the Bubble Tea event loop.
 type Model struct {
 	ctrl        lab.Controls
-	samples     <-chan lab.Sample
+	samples     <-chan runfiles.Sample
 	keys        keyMap
 	help        help.Model
 	stopTimeout time.Duration
@@ -65,7 +68,7 @@ type Model struct {
 
 	width, height int
 
-	last       lab.Sample // the newest Sample; valid when nSamples > 0
+	last       runfiles.Sample // the newest Sample; valid when nSamples > 0
 	nSamples   int
 	series     [][]*ring // per panel, per series
 	lastFresh  float64   // Elapsed of the newest Sample with a fresh gateway scrape
@@ -89,6 +92,7 @@ type Model struct {
 	stopping  bool
 	stopped   bool  // Controls.Stop returned
 	stopErr   error // what it returned
+	recBusy   bool  // a StartRecording or StopRecording command is running
 
 	// The current layout: which panels show (indexes into panels, in page
 	// order) and their rendered boxes for the current page, by slot.
@@ -133,14 +137,20 @@ func newHelp() help.Model {
 
 // Messages.
 type (
-	sampleMsg      lab.Sample
+	sampleMsg      runfiles.Sample
 	samplesDoneMsg struct{}
 	stoppedMsg     struct{ err error }
+	// recordingMsg is the result of StartRecording (start) or StopRecording.
+	recordingMsg struct {
+		start bool
+		dir   string
+		err   error
+	}
 )
 
 // waitSample is the command that blocks on the Samples channel; Update
 // issues it again after each Sample, so redraws follow the lab's ticks.
-func waitSample(ch <-chan lab.Sample) tea.Cmd {
+func waitSample(ch <-chan runfiles.Sample) tea.Cmd {
 	return func() tea.Msg {
 		s, ok := <-ch
 		if !ok {
@@ -162,7 +172,7 @@ func (m *Model) Init() tea.Cmd {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case sampleMsg:
-		m.addSample(lab.Sample(msg))
+		m.addSample(runfiles.Sample(msg))
 		m.refreshControls()
 		m.renderPanels()
 		return m, waitSample(m.samples)
@@ -179,6 +189,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if !m.stopping {
 			m.setStatus("the lab stopped: no more samples (q quits)", false)
 		}
+		return m, nil
+	case recordingMsg:
+		m.recordingDone(msg)
 		return m, nil
 	case stoppedMsg:
 		m.stopped, m.stopErr = true, msg.err
@@ -201,7 +214,7 @@ func (m *Model) setStatus(s string, isErr bool) {
 }
 
 // refreshControls reads the lab's control state that Samples do not carry.
-// Controls methods return quickly by contract.
+// These readers return at once (Controls): they only read the lab's memory.
 func (m *Model) refreshControls() {
 	m.faults = m.ctrl.Faults()
 	m.defenses = m.ctrl.Defenses()
@@ -214,7 +227,7 @@ func (m *Model) refreshControls() {
 	m.recording = rec
 }
 
-func (m *Model) addSample(s lab.Sample) {
+func (m *Model) addSample(s runfiles.Sample) {
 	m.last = s
 	m.nSamples++
 	if !s.GatewayStale {
@@ -297,7 +310,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			m.panelSel = 0
 		}
 	case key.Matches(msg, k.Record):
-		m.toggleRecording()
+		return m, m.toggleRecording()
 	case key.Matches(msg, k.Next):
 		m.ctrl.NextStep()
 		m.lesson = m.ctrl.Lesson()
@@ -342,21 +355,39 @@ func (m *Model) toggleFault(k string) {
 	m.setStatus("no fault on key "+k, true)
 }
 
-func (m *Model) toggleRecording() {
+// toggleRecording starts or stops a recording. Both write files, so they
+// run as a command, off the UI goroutine; recordingDone shows the result.
+func (m *Model) toggleRecording() tea.Cmd {
+	if m.recBusy {
+		m.setStatus("recording: still busy with the last r", false)
+		return nil
+	}
+	m.recBusy = true
+	ctrl := m.ctrl
 	if m.ctrl.Recording() {
-		if err := m.ctrl.StopRecording(); err != nil {
-			m.setStatus("stop recording: "+err.Error(), true)
-		} else {
-			m.setStatus("recording stopped: "+m.recDir, false)
-		}
-	} else {
-		dir, err := m.ctrl.StartRecording()
-		if err != nil {
-			m.setStatus("start recording: "+err.Error(), true)
-		} else {
-			m.recDir = dir
-			m.setStatus("recording to "+dir, false)
-		}
+		m.setStatus("stopping the recording (summary, logs, report)…", false)
+		return func() tea.Msg { return recordingMsg{err: ctrl.StopRecording()} }
+	}
+	m.setStatus("starting a recording…", false)
+	return func() tea.Msg {
+		dir, err := ctrl.StartRecording()
+		return recordingMsg{start: true, dir: dir, err: err}
+	}
+}
+
+// recordingDone shows what a recording command did.
+func (m *Model) recordingDone(r recordingMsg) {
+	m.recBusy = false
+	switch {
+	case r.start && r.err != nil:
+		m.setStatus("start recording: "+r.err.Error(), true)
+	case r.start:
+		m.recDir = r.dir
+		m.setStatus("recording to "+r.dir, false)
+	case r.err != nil:
+		m.setStatus("stop recording: "+r.err.Error(), true)
+	default:
+		m.setStatus("recording stopped: "+m.recDir, false)
 	}
 	rec := m.ctrl.Recording()
 	if rec && !m.recording {

@@ -5,7 +5,10 @@ import (
 	"math"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/levee-lab/levee/lab"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // seriesDef is one line of a chart: how to read it from a Sample.
@@ -13,7 +16,7 @@ type seriesDef struct {
 	name  string
 	color lipgloss.Color
 	// get returns the value and whether the Sample measured it.
-	get func(s *lab.Sample) (float64, bool)
+	get func(s *runfiles.Sample) (float64, bool)
 	// format prints the current value (without unit).
 	format func(v float64) string
 }
@@ -35,18 +38,18 @@ type panelDef struct {
 	// minTop is the smallest scale top, so noise near zero stays flat.
 	minTop float64
 	// extra returns legend lines below the series (may be nil).
-	extra func(s *lab.Sample) []string
+	extra func(s *runfiles.Sample) []string
 	// onePageOnly panels are left out when the panels fold into pages
 	// (the header carries their number instead).
 	onePageOnly bool
 }
 
-func client(f func(s *lab.Sample) float64) func(s *lab.Sample) (float64, bool) {
-	return func(s *lab.Sample) (float64, bool) { return f(s), true }
+func client(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float64, bool) {
+	return func(s *runfiles.Sample) (float64, bool) { return f(s), true }
 }
 
-func gateway(f func(s *lab.Sample) float64) func(s *lab.Sample) (float64, bool) {
-	return func(s *lab.Sample) (float64, bool) {
+func gateway(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float64, bool) {
+	return func(s *runfiles.Sample) (float64, bool) {
 		if s.GatewayStale {
 			return 0, false
 		}
@@ -70,16 +73,16 @@ const (
 )
 
 var shedReasons = []struct{ key, label string }{
-	{"overload", "overload"},
-	{"queue_full", "queue full"},
-	{"queue_timeout", "q timeout"},
-	{"ratelimit", "ratelimit"},
-	{"budget", "budget"},
+	{wire.ShedOverload.String(), "overload"},
+	{wire.ShedQueueFull.String(), "queue full"},
+	{wire.ShedQueueTimeout.String(), "q timeout"},
+	{wire.ShedRateLimit.String(), "ratelimit"},
+	{wire.ShedBudget.String(), "budget"},
 }
 
 var reasonColors = []lipgloss.Color{cRed, cOrange, cYellow, cMagenta, cBlue}
 
-var priorityColors = map[string]lipgloss.Color{"P0": cGreen, "P1": cYellow, "P2": cRed}
+var priorityColors = map[string]lipgloss.Color{wire.PriorityP0: cGreen, wire.PriorityP1: cYellow, wire.PriorityP2: cRed}
 
 // panels lists the dashboard's panels in display order (pages fold in this
 // order on small terminals).
@@ -90,48 +93,57 @@ func buildPanels() []panelDef {
 	for i, r := range shedReasons {
 		k := r.key
 		shedByReason = append(shedByReason, seriesDef{name: r.label, color: reasonColors[i],
-			get: gateway(func(s *lab.Sample) float64 { return mapVal(s.ShedRPSByReason, k) })})
+			get: gateway(func(s *runfiles.Sample) float64 { return mapVal(s.ShedRPSByReason, k) })})
 	}
 	var shedByPrio, success []seriesDef
-	for _, p := range lab.Priorities {
+	for _, p := range load.Priorities {
 		p := p
 		shedByPrio = append(shedByPrio, seriesDef{name: p, color: priorityColors[p],
-			get: gateway(func(s *lab.Sample) float64 { return mapVal(s.ShedRPSByPriority, p) })})
+			get: gateway(func(s *runfiles.Sample) float64 { return mapVal(s.ShedRPSByPriority, p) })})
 		success = append(success, seriesDef{name: p, color: priorityColors[p], format: fmtPct,
-			get: client(func(s *lab.Sample) float64 { return s.ByPriority[p].SuccessRate * 100 })})
+			get: client(func(s *runfiles.Sample) float64 { return s.ByPriority[p].SuccessRate * 100 })})
 	}
 	return []panelDef{
 		{id: "lag", title: "scheduler lag p99", unit: "ms", gateway: true, minTop: 1, series: []seriesDef{
-			{name: "probe", color: cCyan, get: gateway(func(s *lab.Sample) float64 { return s.LagProbeP99Ms })},
-			{name: "sched", color: cMagenta, get: gateway(func(s *lab.Sample) float64 { return s.SchedLatencyP99Ms })},
-			{name: "GC pause", color: cYellow, get: gateway(func(s *lab.Sample) float64 { return s.GCPauseP99Ms })},
+			{name: "probe", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.LagProbeP99Ms })},
+			{name: "sched", color: cMagenta, get: gateway(func(s *runfiles.Sample) float64 { return s.SchedLatencyP99Ms })},
+			{name: "GC pause", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.GCPauseP99Ms })},
 		}},
 		{id: "queue", title: "queue · in-flight · limit", gateway: true, minTop: 1, series: []seriesDef{
-			{name: "limit", color: cWhite, get: gateway(func(s *lab.Sample) float64 { return s.ConcurrencyLimit })},
-			{name: "in-flight", color: cCyan, get: gateway(func(s *lab.Sample) float64 { return s.Inflight })},
-			{name: "queue", color: cYellow, get: gateway(func(s *lab.Sample) float64 { return s.QueueDepth })},
+			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
+			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
+			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
 		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
-			{name: "offered", color: cWhite, get: client(func(s *lab.Sample) float64 { return s.OfferedRPS })},
-			{name: "admitted", color: cCyan, get: client(func(s *lab.Sample) float64 { return s.AdmittedRPS })},
-			{name: "goodput", color: cGreen, get: client(func(s *lab.Sample) float64 { return s.GoodputRPS })},
-			{name: "capacity", color: cMagenta, get: client(func(s *lab.Sample) float64 { return s.CapacityRPS })},
-		}},
+			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
+			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
+			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
+			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
+		}, extra: upstreamRates},
 		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},
 		{id: "success", title: "success by priority", unit: "%", fixedTop: 100, series: success},
 		{id: "latency", title: "admitted latency", unit: "ms", minTop: 1, series: []seriesDef{
-			{name: "p99", color: cRed, get: client(func(s *lab.Sample) float64 { return s.AdmittedP99Ms })},
-			{name: "p50", color: cCyan, get: client(func(s *lab.Sample) float64 { return s.AdmittedP50Ms })},
+			{name: "p99", color: cRed, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedP99Ms })},
+			{name: "p50", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedP50Ms })},
 		}},
 		{id: "gateway", title: "gateway heap · goroutines", gateway: true, ownScale: true, minTop: 1, series: []seriesDef{
-			{name: "heap MB", color: cBlue, get: gateway(func(s *lab.Sample) float64 { return s.HeapBytes / (1 << 20) })},
-			{name: "goroutines", color: cGreen, get: gateway(func(s *lab.Sample) float64 { return s.Goroutines })},
-		}, extra: func(s *lab.Sample) []string {
+			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.HeapBytes / (1 << 20) })},
+			{name: "goroutines", color: cGreen, get: gateway(func(s *runfiles.Sample) float64 { return s.Goroutines })},
+		}, extra: func(s *runfiles.Sample) []string {
 			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
+}
+
+// upstreamRates is the retries and hedges the gateways sent to the nodes
+// per second (the panel's unit), "—" while the gateway scrape is stale.
+func upstreamRates(s *runfiles.Sample) []string {
+	if s.GatewayStale {
+		return []string{"retry — hedge —"}
+	}
+	return []string{"retry " + fmtNum(s.RetryRPS) + " hedge " + fmtNum(s.HedgeRPS)}
 }
 
 // fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/levee-lab/levee/lab"
 )
 

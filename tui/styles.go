@@ -1,6 +1,10 @@
 package tui
 
-import "github.com/charmbracelet/lipgloss"
+import (
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/levee-lab/levee/internal/wire"
+)
 
 var (
 	stBorder   = lipgloss.NewStyle().Foreground(cGrey)
@@ -14,6 +18,8 @@ var (
 	stActive   = lipgloss.NewStyle().Foreground(cRed).Bold(true)
 	stUp       = lipgloss.NewStyle().Foreground(cGreen)
 	stDown     = lipgloss.NewStyle().Foreground(cRed).Bold(true)
+	stEjected  = lipgloss.NewStyle().Foreground(cOrange).Bold(true)
+	stProbing  = lipgloss.NewStyle().Foreground(cYellow)
 	stSelected = lipgloss.NewStyle().Reverse(true)
 	stLogo     = lipgloss.NewStyle().Bold(true).Foreground(cCyan)
 )
@@ -22,13 +28,13 @@ var (
 func levelStyle(level string) lipgloss.Style {
 	s := lipgloss.NewStyle().Bold(true).Padding(0, 1)
 	switch level {
-	case "green":
+	case wire.LevelGreen:
 		return s.Background(cGreen).Foreground(lipgloss.Color("0"))
-	case "yellow":
+	case wire.LevelYellow:
 		return s.Background(cYellow).Foreground(lipgloss.Color("0"))
-	case "red":
+	case wire.LevelRed:
 		return s.Background(cRed).Foreground(lipgloss.Color("15"))
-	case "black":
+	case wire.LevelBlack:
 		return s.Background(lipgloss.Color("0")).Foreground(lipgloss.Color("15")).Underline(true)
 	default:
 		return s.Foreground(cGrey)

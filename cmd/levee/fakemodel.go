@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,10 +11,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func init() {
@@ -34,28 +34,28 @@ var fakemodelKnobFlags = []struct {
 	flag, knob, usage string
 	kind              byte // 'f' float, 'i' int, 's' string, 'b' bool
 }{
-	{"latency", "latency.dist", "latency distribution: lognormal, fixed or uniform", 's'},
-	{"p50-ms", "latency.p50_ms", "lognormal median service time (ms)", 'f'},
-	{"p99-ms", "latency.p99_ms", "lognormal 99th percentile service time (ms)", 'f'},
-	{"fixed-ms", "latency.fixed_ms", "fixed service time (ms)", 'f'},
-	{"min-ms", "latency.min_ms", "uniform lower bound (ms)", 'f'},
-	{"max-ms", "latency.max_ms", "uniform upper bound (ms)", 'f'},
-	{"latency-multiplier", "latency_multiplier", "multiplies sampled latency and TTFT", 'f'},
-	{"latency-add-ms", "latency_add_ms", "added to sampled latency and TTFT (ms)", 'f'},
-	{"ttft-ms", "ttft_ms", "stream time to first token (ms)", 'f'},
-	{"tokens-per-s", "tokens_per_s", "stream token rate", 'f'},
-	{"ms-per-1k-tokens", "ms_per_1k_tokens", "extra service time per 1000 prompt+completion tokens (ms)", 'f'},
-	{"slots", "slots", "requests served at once per node", 'i'},
-	{"overflow", "overflow", "beyond the slots: queue (unbounded FIFO), bounded (FIFO of --queue-size, then 429) or reject (429)", 's'},
-	{"queue-size", "queue_size", "wait queue bound of --overflow bounded", 'i'},
-	{"slowdown", "slowdown", "service time × (1 + slowdown × busy/slots)", 'f'},
-	{"error-rate", "error_rate", "share of requests answered 500", 'f'},
-	{"hang-rate", "hang_rate", "share of requests never answered", 'f'},
-	{"abort-on-disconnect", "abort_on_disconnect", "stop work when the client leaves", 'b'},
-	{"churn-mb-per-s", "churn_mb_per_s", "in-node allocation churn (MB/s)", 'f'},
-	{"ballast-mb", "ballast_mb", "in-node retained ballast (MB)", 'f'},
-	{"cpu-hog-goroutines", "cpu_hog_goroutines", "in-node CPU hog goroutines", 'i'},
-	{"cpu-hog-duty", "cpu_hog_duty", "share of time each hog spins (≤ 0.95)", 'f'},
+	{"latency", lat(wire.KnobDist), "latency distribution: lognormal, fixed or uniform", 's'},
+	{"p50-ms", lat(wire.KnobP50Ms), "lognormal median service time (ms)", 'f'},
+	{"p99-ms", lat(wire.KnobP99Ms), "lognormal 99th percentile service time (ms)", 'f'},
+	{"fixed-ms", lat(wire.KnobFixedMs), "fixed service time (ms)", 'f'},
+	{"min-ms", lat(wire.KnobMinMs), "uniform lower bound (ms)", 'f'},
+	{"max-ms", lat(wire.KnobMaxMs), "uniform upper bound (ms)", 'f'},
+	{"latency-multiplier", wire.KnobLatencyMultiplier, "multiplies sampled latency and TTFT", 'f'},
+	{"latency-add-ms", wire.KnobLatencyAddMs, "added to sampled latency and TTFT (ms)", 'f'},
+	{"ttft-ms", wire.KnobTTFTMs, "stream time to first token (ms)", 'f'},
+	{"tokens-per-s", wire.KnobTokensPerS, "stream token rate", 'f'},
+	{"ms-per-1k-tokens", wire.KnobMsPer1kTokens, "extra service time per 1000 prompt+completion tokens (ms)", 'f'},
+	{"slots", wire.KnobSlots, "requests served at once per node", 'i'},
+	{"overflow", wire.KnobOverflow, "beyond the slots: queue (unbounded FIFO), bounded (FIFO of --queue-size, then 429) or reject (429)", 's'},
+	{"queue-size", wire.KnobQueueSize, "wait queue bound of --overflow bounded", 'i'},
+	{"slowdown", wire.KnobSlowdown, "service time × (1 + slowdown × busy/slots)", 'f'},
+	{"error-rate", wire.KnobErrorRate, "share of requests answered 500", 'f'},
+	{"hang-rate", wire.KnobHangRate, "share of requests never answered", 'f'},
+	{"abort-on-disconnect", wire.KnobAbortOnDisconnect, "stop work when the client leaves", 'b'},
+	{"churn-mb-per-s", wire.KnobChurnMBPerS, "in-node allocation churn (MB/s)", 'f'},
+	{"ballast-mb", wire.KnobBallastMB, "in-node retained ballast (MB)", 'f'},
+	{"cpu-hog-goroutines", wire.KnobCPUHogGoroutines, "in-node CPU hog goroutines", 'i'},
+	{"cpu-hog-duty", wire.KnobCPUHogDuty, "share of time each hog spins (≤ 0.95)", 'f'},
 }
 
 func runFakemodel(args []string, stdout, stderr io.Writer) int {
@@ -109,18 +109,10 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	if *port != 0 {
 		p = *port
 	}
-	tok := *token
-	if tok == "" {
-		tok = os.Getenv("LEVEE_ADMIN_TOKEN")
-	}
-	if tok == "" {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			fmt.Fprintf(stderr, "levee fakemodel: making a token: %v\n", err)
-			return 1
-		}
-		tok = hex.EncodeToString(b)
-		fmt.Fprintf(stderr, "admin token: %s\n", tok)
+	tok, err := adminToken(stderr, *token)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
+		return 1
 	}
 
 	lns, err := fakemodel.Listen(host, p, *nodes)
@@ -175,7 +167,7 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 		}
 	}
 	top := map[string]any{}
-	lat := map[string]any{}
+	latency := map[string]any{}
 	var bad error
 	fs.Visit(func(f *flag.Flag) {
 		for _, kf := range fakemodelKnobFlags {
@@ -199,8 +191,8 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 				bad = fmt.Errorf("--%s %q: %w", kf.flag, s, err)
 				return
 			}
-			if name, ok := cutLatency(kf.knob); ok {
-				lat[name] = v
+			if name, ok := strings.CutPrefix(kf.knob, lat("")); ok {
+				latency[name] = v
 			} else {
 				top[kf.knob] = v
 			}
@@ -209,8 +201,8 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 	if bad != nil {
 		return k, bad
 	}
-	if len(lat) > 0 {
-		top["latency"] = lat
+	if len(latency) > 0 {
+		top[wire.KnobLatency] = latency
 	}
 	if len(top) > 0 {
 		b, _ := json.Marshal(top)
@@ -222,10 +214,5 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 	return k, nil
 }
 
-func cutLatency(knob string) (string, bool) {
-	const p = "latency."
-	if len(knob) > len(p) && knob[:len(p)] == p {
-		return knob[len(p):], true
-	}
-	return "", false
-}
+// lat is the dotted wire name of a latency knob ("latency.p50_ms").
+func lat(knob string) string { return wire.KnobLatency + "." + knob }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // newFlagSet returns a FlagSet that reports errors instead of exiting, and
@@ -45,4 +50,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	// without touching the values already set.
 	_ = fs.Parse(append([]string{"--"}, positional...))
 	return 0, false
+}
+
+// adminToken returns the first non-empty candidate (the --admin-token flag,
+// then whatever else the command accepts), else $LEVEE_ADMIN_TOKEN, else a
+// random token it announces on stderr ("admin token: TOKEN").
+func adminToken(stderr io.Writer, flagValue string, fallbacks ...string) (string, error) {
+	for _, t := range append([]string{flagValue, os.Getenv(wire.EnvAdminToken)}, fallbacks...) {
+		if t != "" {
+			return t, nil
+		}
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making a token: %w", err)
+	}
+	tok := hex.EncodeToString(b[:])
+	fmt.Fprintf(stderr, "%s%s\n", wire.AdminTokenLine, tok)
+	return tok, nil
 }

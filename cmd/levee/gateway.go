@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func init() {
@@ -60,18 +58,10 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 	if *admin != "" {
 		cfg.Admin = *admin
 	}
-	tok := *token
-	if tok == "" {
-		tok = os.Getenv("LEVEE_ADMIN_TOKEN")
-	}
-	if tok == "" {
-		tok = cfg.AdminToken
-	}
-	if tok == "" {
-		var b [16]byte
-		_, _ = rand.Read(b[:])
-		tok = hex.EncodeToString(b[:])
-		fmt.Fprintf(stderr, "admin token: %s\n", tok)
+	tok, err := adminToken(stderr, *token, cfg.AdminToken)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee gateway: %v\n", err)
+		return 1
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -81,10 +71,8 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee gateway: %v\n", err)
 		return 1
 	}
-	ready, _ := json.Marshal(map[string]any{"levee_ready": map[string]any{
-		"kind": "gateway", "listen": srv.Addr(), "admin": srv.AdminAddr(), "pid": os.Getpid(),
-	}})
-	fmt.Fprintf(stdout, "%s\n", ready)
+	ready := wire.Ready{Kind: wire.KindGateway, Listen: srv.Addr(), Admin: srv.AdminAddr(), PID: os.Getpid()}
+	fmt.Fprintf(stdout, "%s\n", ready.Line())
 	log.Info("gateway ready", "listen", srv.Addr(), "admin", srv.AdminAddr(), "nodes", len(cfg.Upstream.Nodes))
 
 	code := 0

@@ -14,6 +14,9 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/htmlreport"
+	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/tui"
 )
 
@@ -50,10 +53,10 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		noTerminal(stderr, fs.Arg(0))
 		return 2
 	}
-	exp := lab.DefaultExperiment()
+	exp := experiment.DefaultExperiment()
 	if path := fs.Arg(0); path != "" {
 		var err error
-		if exp, err = lab.LoadExperiment(path); err != nil {
+		if exp, err = experiment.LoadExperiment(path); err != nil {
 			fmt.Fprintf(stderr, "levee lab: %v\n", err)
 			return 2
 		}
@@ -74,6 +77,7 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Quick:    *quick,
 		Args:     append([]string{"lab"}, args...),
 		Progress: log,
+		Reports:  []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "levee lab: %v\n", err)

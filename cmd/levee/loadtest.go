@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -27,7 +28,7 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 2000, "target arrival rate, requests per second")
 	duration := fs.Duration("duration", 5*time.Second, "how long to offer load")
 	url := fs.String("url", "", "base URL of a gateway; empty starts a trivial loopback server in-process")
-	route := fs.String("route", "standard", "route to send: predict, chat, chat-stream, agent, export, standard")
+	route := fs.String("route", wire.RouteStandard, "route to send: "+strings.Join(loadRoutes(), ", "))
 	arrival := fs.String("arrival", load.ArrivalConstant, "arrival process: constant or poisson")
 	timeout := fs.Duration("timeout", 2*time.Second, "client timeout per request")
 	maxOut := fs.Int("max-outstanding", 10000, "cap on requests in flight; arrivals beyond it are generator_dropped")
@@ -61,8 +62,8 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	cfg := load.Config{
 		Targets: []string{target},
 		Mix: load.Mix{
-			Priorities:   map[string]float64{"P0": 1},
-			Keys:         map[string]string{"P0": *key},
+			Priorities:   map[string]float64{wire.PriorityP0: 1},
+			Keys:         map[string]string{wire.PriorityP0: *key},
 			Routes:       map[string]float64{*route: 1},
 			PromptTokens: [2]int{16, 64},
 			MaxTokens:    32,
@@ -141,7 +142,7 @@ func startLoopbackServer() (addr string, served func() uint64, stop func(), err 
 			count.add()
 			_, _ = io.Copy(io.Discard, r.Body)
 			switch {
-			case r.URL.Path == "/v1/export":
+			case r.URL.Path == wire.PathExport:
 				w.Header().Set("Content-Type", "application/x-ndjson")
 				for i := range 10 {
 					fmt.Fprintf(w, "{\"row\":%d}\n", i)
@@ -174,3 +175,9 @@ type loadtestCounter struct{ n atomic.Uint64 }
 
 func (c *loadtestCounter) add()        { c.n.Add(1) }
 func (c *loadtestCounter) get() uint64 { return c.n.Load() }
+
+// loadRoutes is wire.LoadRoutes as a slice.
+func loadRoutes() []string {
+	r := wire.LoadRoutes()
+	return r[:]
+}

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/htmlreport"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 func init() {
@@ -23,11 +26,12 @@ func init() {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick]", stderr)
+	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick] [--html FILE]", stderr)
 	out := fs.String("out", "", "run folder (default runs/<time>-<name>)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s (stages, faults, narration)")
 	quiet := fs.Bool("quiet", false, "no progress lines, only the result")
+	htmlOut := fs.String("html", "", "when the run ends, also write its self-contained HTML report to `FILE`")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -36,8 +40,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	exp, err := lab.LoadExperiment(fs.Arg(0))
+	exp, err := experiment.LoadExperiment(fs.Arg(0))
 	if err != nil {
+		fmt.Fprintf(stderr, "levee run: %v\n", err)
+		return 2
+	}
+	if err := checkRunHTML(*htmlOut); err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 2
 	}
@@ -49,6 +57,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	l, err := lab.Open(ctx, exp, lab.Options{
 		Record: true, Out: *out, RunsDir: *runsDir, Quick: *quick,
 		Args: append([]string{"levee", "run"}, args...), Progress: progress,
+		Reports: []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
 	cancel()
 	if err != nil {
@@ -77,27 +86,20 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee run: no summary: %v\n", werr)
 		return 1
 	}
-	run := &lab.Run{Dir: dir, Summary: sum}
-	if err := lab.WriteReport(stdout, []*lab.Run{run}); err != nil {
+	run := &runfiles.Run{Dir: dir, Summary: sum}
+	if err := runfiles.WriteReport(stdout, []*runfiles.Run{run}); err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 1
 	}
-	if len(sum.Thresholds) > 0 {
-		fmt.Fprintln(stdout, "\nthresholds:")
-		for _, name := range sortedThresholds(sum) {
-			r := sum.Thresholds[name]
-			mark := "✓"
-			if !r.Pass {
-				mark = "✗"
-			}
-			line := fmt.Sprintf("  %s %-26s %s %s", mark, name, r.Expr, fmtThresholdValue(r.Value))
-			if r.Note != "" {
-				line += "  (" + r.Note + ")"
-			}
-			fmt.Fprintln(stdout, line)
-		}
-	}
+	printThresholds(stdout, sum)
 	fmt.Fprintf(stdout, "\nrun folder: %s\n", dir)
+	if *htmlOut != "" {
+		if err := htmlreport.WriteFile(*htmlOut, dir); err != nil {
+			fmt.Fprintf(stderr, "levee run: html report: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "html report: %s\n", *htmlOut)
+	}
 	if werr != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", werr)
 		return 1
@@ -111,7 +113,39 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func sortedThresholds(s *lab.Summary) []string {
+// checkRunHTML rejects an --html value before the run starts: "-" (stdout
+// carries the run's table) or a path that cannot be written.
+func checkRunHTML(path string) error {
+	switch path {
+	case "":
+		return nil
+	case "-":
+		return fmt.Errorf("--html -: stdout carries the run's table; give a file name")
+	}
+	return checkHTMLPath(path)
+}
+
+// printThresholds lists the run's thresholds with their results.
+func printThresholds(w io.Writer, sum *runfiles.Summary) {
+	if len(sum.Thresholds) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nthresholds:")
+	for _, name := range sortedThresholds(sum) {
+		r := sum.Thresholds[name]
+		mark := "✓"
+		if !r.Pass {
+			mark = "✗"
+		}
+		line := fmt.Sprintf("  %s %-26s %s %s", mark, name, r.Expr, fmtThresholdValue(r.Value))
+		if r.Note != "" {
+			line += "  (" + r.Note + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+func sortedThresholds(s *runfiles.Summary) []string {
 	names := make([]string, 0, len(s.Thresholds))
 	for n := range s.Thresholds {
 		names = append(names, n)

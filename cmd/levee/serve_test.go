@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/scrape"
 )
 
 // buildLevee builds this command into a temporary folder.
@@ -75,7 +79,7 @@ func TestGatewaySIGTERMDrains(t *testing.T) {
 	}
 	bin := buildLevee(t)
 	_, node := startServer(t, bin, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0",
-		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":800}}`)
+		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":3000}}`)
 	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 10s\nkeys:\n  - {key: k0, tenant: t0, priority: P0}\nupstream:\n  nodes: [\"http://%s\"]\n", node["listen"])
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
@@ -104,7 +108,9 @@ func TestGatewaySIGTERMDrains(t *testing.T) {
 		resp.Body.Close()
 		done <- result{status: resp.StatusCode, outcome: resp.Header.Get("X-Levee-Outcome"), body: string(b)}
 	}()
-	time.Sleep(300 * time.Millisecond) // the request is now waiting on the 800 ms node
+	// SIGTERM once the request is in service on the node (it holds its slot
+	// for 3 s), not after a guessed sleep.
+	waitInService(t, "http://"+node["listen"].(string)+wire.PathMetrics)
 	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -124,5 +130,24 @@ func TestGatewaySIGTERMDrains(t *testing.T) {
 	}
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Fatal("gateway still answers after exiting")
+	}
+}
+
+// waitInService waits until the fake model node at metricsURL has a request
+// in service.
+func waitInService(t *testing.T, metricsURL string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		f, err := scrape.Scrape(ctx, http.DefaultClient, metricsURL)
+		cancel()
+		if err == nil && f.Sum(wire.MetricFakeInService, nil) >= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request in service on the node after 20 s (last scrape error: %v)", err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -19,8 +19,9 @@ var (
 
 // BulkheadConfig configures a Bulkhead.
 type BulkheadConfig struct {
-	// Limiter sets the concurrency limit.
-	Limiter LimiterConfig `yaml:"limiter" json:"limiter"`
+	// Limiter sets the concurrency limit. In YAML its knobs sit inline,
+	// beside queue_size (algorithm, limit, min, max, …).
+	Limiter LimiterConfig `yaml:",inline" json:"limiter"`
 	// QueueSize is the most requests that may wait for a permit; 0 means
 	// no queue (fail fast at the limit).
 	QueueSize int `yaml:"queue_size" json:"queue_size"`

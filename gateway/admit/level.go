@@ -2,7 +2,8 @@ package admit
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Level is the gateway's overload level. Each level admits less: Green
@@ -21,19 +22,13 @@ const (
 )
 
 // NumLevels is the number of levels.
-const NumLevels = 4
+const NumLevels = wire.NumLevels
 
-// String returns "green", "yellow", "red", "black", or "level(n)".
+// String returns the wire name ("green", "yellow", "red", "black"), or
+// "level(n)" for an invalid value.
 func (l Level) String() string {
-	switch l {
-	case Green:
-		return "green"
-	case Yellow:
-		return "yellow"
-	case Red:
-		return "red"
-	case Black:
-		return "black"
+	if l.Valid() {
+		return wire.LevelName(int(l))
 	}
 	return fmt.Sprintf("level(%d)", int32(l))
 }
@@ -56,17 +51,11 @@ func (l Level) Admits(p Priority) bool {
 	return false
 }
 
-// ParseLevel parses "green", "yellow", "red" or "black" (any case).
+// ParseLevel parses a wire level name ("green", "yellow", "red" or
+// "black"), in any case.
 func ParseLevel(s string) (Level, error) {
-	switch strings.ToLower(s) {
-	case "green":
-		return Green, nil
-	case "yellow":
-		return Yellow, nil
-	case "red":
-		return Red, nil
-	case "black":
-		return Black, nil
+	if i, ok := wire.LevelIndex(s); ok {
+		return Level(i), nil
 	}
 	return 0, fmt.Errorf("admit: level %q, want green, yellow, red or black", s)
 }

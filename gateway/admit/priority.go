@@ -6,7 +6,12 @@
 // which waits by design) and allocation-free.
 package admit
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/levee-lab/levee/internal/wire"
+)
 
 // Priority ranks a request: P0 is critical, P2 is background or anonymous.
 // Lower values are more important.
@@ -20,30 +25,25 @@ const (
 )
 
 // NumPriorities is the number of priorities; valid values are < NumPriorities.
-const NumPriorities = 3
+const NumPriorities = wire.NumPriorities
 
-// ParsePriority parses "p0".."p2" (any case) or "0".."2".
+// ParsePriority parses a wire priority name ("P0".."P2"), in either case,
+// or its rank ("0".."2").
 func ParsePriority(s string) (Priority, error) {
-	switch s {
-	case "P0", "p0", "0":
-		return P0, nil
-	case "P1", "p1", "1":
-		return P1, nil
-	case "P2", "p2", "2":
-		return P2, nil
+	if i, ok := wire.PriorityIndex(strings.ToUpper(s)); ok {
+		return Priority(i), nil
+	}
+	if len(s) == 1 && s[0] >= '0' && s[0] < '0'+NumPriorities {
+		return Priority(s[0] - '0'), nil
 	}
 	return 0, fmt.Errorf("admit: priority %q, want P0, P1 or P2", s)
 }
 
-// String returns "P0", "P1", "P2", or "P?(n)" for an invalid value.
+// String returns the wire name ("P0", "P1", "P2"), or "P?(n)" for an
+// invalid value.
 func (p Priority) String() string {
-	switch p {
-	case P0:
-		return "P0"
-	case P1:
-		return "P1"
-	case P2:
-		return "P2"
+	if p.Valid() {
+		return wire.Priorities()[p]
 	}
 	return fmt.Sprintf("P?(%d)", uint8(p))
 }

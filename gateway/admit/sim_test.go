@@ -720,7 +720,7 @@ func (s *sim) kill(ni int) {
 		g := &s.gws[r.gw]
 		g.loads[ni]--
 		r.gen++ // its pending done or refusal is void
-		if !g.budget.TryWithdraw() {
+		if !g.budget.TryWithdraw(int(r.prio)) {
 			r.permit.Release(Sample{})
 			s.retire(id, "error")
 			continue

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -59,6 +60,15 @@ func (s BreakerState) String() string {
 	return fmt.Sprintf("BreakerState(%d)", int32(s))
 }
 
+// Sharder is implemented by a shared store whose keys live in independent
+// failure domains — the hash slots of a Redis Cluster, each served by one
+// master. Shard names the domain of key; a Failover keeps one breaker per
+// shard, so one lost master sends only its own limits to the local
+// fallback. A store with one failure domain returns "" for every key.
+type Sharder interface {
+	Shard(key string) string
+}
+
 // Failover is a Store that asks a shared (remote) store first and decides
 // alone when it cannot:
 //
@@ -74,12 +84,16 @@ func (s BreakerState) String() string {
 //     spanning at least FailoverBreakerSpan (default 3 over 50 ms), so while the remote store is down decisions stop paying the timeout:
 //     they fall back at once. Every probe interval one call probes the remote
 //     store; its success closes the breaker and decisions are global again.
+//     When the primary store is a Sharder there is one breaker per shard.
 //
 // Errors that are the caller's own — an invalid rule, a cost < 1,
 // ErrCostExceedsCapacity — are returned as they are, never hidden by a
 // fallback. When the caller's own context is done Allow returns its error.
+// Every other call ends as exactly one of a remote decision
+// (RemoteDecisions) or a fallback (Fallbacks).
 type Failover struct {
 	primary    Store
+	sharder    Sharder // primary as a Sharder; nil when it is not one
 	local      Store
 	name       string        // store label of the metric
 	timeout    time.Duration // > 0
@@ -89,16 +103,23 @@ type Failover struct {
 	span       time.Duration // ≥ 0
 	probeEvery time.Duration // > 0
 
-	mu        sync.Mutex
-	state     BreakerState // guarded by mu
-	failures  int          // consecutive remote failures; guarded by mu
-	firstFail time.Time    // when the current streak of failures began; guarded by mu
-	nextProbe time.Time    // when open: the earliest probe; guarded by mu
+	mu           sync.Mutex
+	breakers     map[string]*breaker // by shard; guarded by mu
+	trippedUntil time.Time           // breakers made before this start open (Trip); guarded by mu
 
 	fallbacks atomic.Uint64
 	remote    atomic.Uint64 // decisions the remote store made
 	metric    prometheus.Counter
 	clock     func() time.Time
+}
+
+// breaker is the circuit breaker of one shard. Its fields are guarded by
+// the Failover's mu.
+type breaker struct {
+	state     BreakerState
+	failures  int       // consecutive remote failures
+	firstFail time.Time // when the current streak of failures began
+	nextProbe time.Time // when open: the earliest probe
 }
 
 // FailoverOption configures a Failover.
@@ -148,7 +169,7 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	}
 	f := &Failover{
 		primary:    primary,
-		name:       "redis",
+		name:       wire.StoreRedis,
 		timeout:    DefaultFailoverTimeout,
 		share:      1,
 		threshold:  DefaultBreakerFailures,
@@ -176,10 +197,12 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	if f.local == nil {
 		f.local = NewLocal()
 	}
+	f.sharder, _ = primary.(Sharder)
+	f.breakers = map[string]*breaker{}
 	f.metric = prometheus.NewCounter(prometheus.CounterOpts{
-		Name:        "levee_ratelimit_store_fallback_total",
+		Name:        wire.MetricRateLimitStoreFallback,
 		Help:        "Rate limit decisions made without the shared store (local share or fail-closed denial) because it failed, timed out or its breaker was open.",
-		ConstLabels: prometheus.Labels{"store": f.name},
+		ConstLabels: prometheus.Labels{wire.LabelStore: f.name},
 	})
 	return f, nil
 }
@@ -192,9 +215,13 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: allow %q: %w", key, err)
 	}
-	probe, ok := f.admit()
+	shard := ""
+	if f.sharder != nil {
+		shard = f.sharder.Shard(key)
+	}
+	b, probe, ok := f.admit(shard)
 	if !ok {
-		return f.fallback(ctx, key, rule, cost, now)
+		return f.fallback(ctx, b, key, rule, cost, now)
 	}
 	timeout := f.timeout
 	if probe {
@@ -209,119 +236,143 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	d, err := f.primary.Allow(callCtx, key, rule, cost, now)
 	cancel()
 	if err == nil {
-		f.record(true, probe)
+		f.record(b, true, probe)
 		f.remote.Add(1)
 		return d, nil
 	}
 	if errors.Is(err, ErrCostExceedsCapacity) {
-		f.record(true, probe) // the store answered
+		f.record(b, true, probe) // the store answered
 		return d, err
 	}
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about the store, but a
 		// probe slot must be given back.
-		f.release(probe)
+		f.release(b, probe)
 		return Decision{}, fmt.Errorf("ratelimit: allow %q: %w", key, ctx.Err())
 	}
-	f.record(false, probe)
-	return f.fallback(ctx, key, rule, cost, now)
+	f.record(b, false, probe)
+	return f.fallback(ctx, b, key, rule, cost, now)
 }
 
 // fallback decides without the primary store and counts it.
-func (f *Failover) fallback(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
+func (f *Failover) fallback(ctx context.Context, b *breaker, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
 	f.fallbacks.Add(1)
 	f.metric.Inc()
 	if f.failClosed {
-		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter()}, nil
+		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter(b)}, nil
 	}
 	return f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
 }
 
-// retryAfter is the wait a fail-closed denial announces: until the next probe
-// (at least 1 ms, at most one probe interval).
-func (f *Failover) retryAfter() time.Duration {
+// retryAfter is the wait a fail-closed denial announces: until b's next
+// probe (at least 1 ms, at most one probe interval).
+func (f *Failover) retryAfter(b *breaker) time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.probeEvery
-	if f.state == BreakerOpen {
-		if until := f.nextProbe.Sub(f.clock()); until > 0 && until < d {
+	if b.state == BreakerOpen {
+		if until := b.nextProbe.Sub(f.clock()); until > 0 && until < d {
 			d = until
 		}
 	}
 	return max(d, time.Millisecond)
 }
 
-// admit reports whether this call may go to the primary store, and whether
-// it is the breaker's probe.
-func (f *Failover) admit() (probe, ok bool) {
+// admit returns shard's breaker and reports whether this call may go to
+// the primary store, and whether it is the breaker's probe.
+func (f *Failover) admit(shard string) (b *breaker, probe, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch f.state {
+	now := f.clock()
+	b = f.breakers[shard]
+	if b == nil {
+		b = &breaker{}
+		if now.Before(f.trippedUntil) {
+			b.state, b.nextProbe = BreakerOpen, f.trippedUntil
+		}
+		f.breakers[shard] = b
+	}
+	switch b.state {
 	case BreakerClosed:
-		return false, true
+		return b, false, true
 	case BreakerOpen:
-		if !f.clock().Before(f.nextProbe) {
-			f.state = BreakerHalfOpen
-			return true, true
+		if !now.Before(b.nextProbe) {
+			b.state = BreakerHalfOpen
+			return b, true, true
 		}
 	}
-	return false, false // open, or half-open with the probe in flight
+	return b, false, false // open, or half-open with the probe in flight
 }
 
-// record updates the breaker with the outcome of a primary call. While the
-// breaker is not closed only the probe's outcome counts: late answers of
-// calls started before it opened do not move it.
-func (f *Failover) record(success, probe bool) {
+// record updates b with the outcome of a primary call. While the breaker is
+// not closed only the probe's outcome counts: late answers of calls started
+// before it opened do not move it.
+func (f *Failover) record(b *breaker, success, probe bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch {
 	case probe && success:
-		f.state, f.failures = BreakerClosed, 0
+		b.state, b.failures = BreakerClosed, 0
 	case probe:
-		f.state, f.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
-	case f.state != BreakerClosed:
+		b.state, b.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
+	case b.state != BreakerClosed:
 	case success:
-		f.failures = 0
+		b.failures = 0
 	default:
 		now := f.clock()
-		if f.failures == 0 {
-			f.firstFail = now
+		if b.failures == 0 {
+			b.firstFail = now
 		}
-		f.failures++
-		if f.failures >= f.threshold && now.Sub(f.firstFail) >= f.span {
-			f.state, f.nextProbe = BreakerOpen, now.Add(f.probeEvery)
+		b.failures++
+		if b.failures >= f.threshold && now.Sub(b.firstFail) >= f.span {
+			b.state, b.nextProbe = BreakerOpen, now.Add(f.probeEvery)
 		}
 	}
 }
 
 // release gives back a probe slot whose call ended without a verdict.
-func (f *Failover) release(probe bool) {
+func (f *Failover) release(b *breaker, probe bool) {
 	if !probe {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.state == BreakerHalfOpen {
-		f.state = BreakerOpen // nextProbe is in the past: the next call probes
+	if b.state == BreakerHalfOpen {
+		b.state = BreakerOpen // nextProbe is in the past: the next call probes
 	}
 }
 
-// Trip opens the breaker now, as if the threshold of failures had just
-// been reached: decisions fall back at once and the first probe goes out
-// one probe interval later. Use it when the store is known to be down (a
-// failed warm-up at start) so that no caller pays the timeout to find out.
+// Trip opens every breaker now, as if the threshold of failures had just
+// been reached: decisions fall back at once and the first probe of each
+// shard goes out one probe interval later (shards first seen before then
+// start open too). Use it when the store is known to be down (a failed
+// warm-up at start) so that no caller pays the timeout to find out.
 func (f *Failover) Trip() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.state, f.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
+	f.trippedUntil = f.clock().Add(f.probeEvery)
+	if f.sharder == nil && f.breakers[""] == nil {
+		f.breakers[""] = &breaker{} // opened below: it stays open until a probe succeeds
+	}
+	for _, b := range f.breakers {
+		b.state, b.nextProbe = BreakerOpen, f.trippedUntil
+	}
 }
 
-// State reports the breaker's state: BreakerClosed means decisions are
-// global (made by the shared store).
+// State reports the state of the worst breaker: BreakerClosed means every
+// shard's decisions are global (made by the shared store), BreakerOpen that
+// some shard decides locally.
 func (f *Failover) State() BreakerState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.state
+	worst := BreakerClosed
+	if f.clock().Before(f.trippedUntil) {
+		worst = BreakerOpen
+	}
+	for _, b := range f.breakers {
+		worst = max(worst, b.state)
+	}
+	return worst
 }
 
 // Fallbacks is the number of decisions made without the shared store.

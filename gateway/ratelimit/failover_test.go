@@ -344,3 +344,92 @@ func TestFailoverMetric(t *testing.T) {
 		t.Errorf("counter %v, want 5", v)
 	}
 }
+
+// shardedPrimary is a remote store with one failure domain per key prefix
+// ("a:…" on shard a, "b:…" on shard b); the test takes shards down.
+type shardedPrimary struct {
+	mu    sync.Mutex
+	down  map[string]bool // guarded by mu
+	calls map[string]int  // guarded by mu
+}
+
+func (p *shardedPrimary) Shard(key string) string { s, _, _ := strings.Cut(key, ":"); return s }
+
+func (p *shardedPrimary) set(shard string, down bool) {
+	p.mu.Lock()
+	p.down[shard] = down
+	p.mu.Unlock()
+}
+
+func (p *shardedPrimary) Allow(_ context.Context, key string, rule Rule, _ int64, _ time.Time) (Decision, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.Shard(key)
+	p.calls[s]++
+	if p.down[s] {
+		return Decision{}, errors.New("connection refused")
+	}
+	return Decision{Allowed: true, Remaining: 99, Limit: rule.Capacity()}, nil
+}
+
+// One lost shard (a cluster master) opens only its own breaker: the other
+// shard's decisions stay remote, and each call is counted once, as a
+// remote decision or a fallback.
+func TestFailoverBreakerPerShard(t *testing.T) {
+	p := &shardedPrimary{down: map[string]bool{}, calls: map[string]int{}}
+	f, clk := newTestFailover(t, p)
+	p.set("a", true)
+	for i := 0; i < 10; i++ {
+		for _, k := range []string{"a:t1", "b:t1", "a:t2"} {
+			if _, err := f.Allow(context.Background(), k, swRule, 1, clk.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Shard a: 3 failures opened its breaker (threshold 3, span 0), then
+	// no more calls; shard b: every call remote.
+	if p.calls["a"] != 3 || p.calls["b"] != 10 {
+		t.Fatalf("calls %v, want a:3 (then its breaker is open) b:10", p.calls)
+	}
+	if f.RemoteDecisions() != 10 || f.Fallbacks() != 20 {
+		t.Fatalf("remote %d fallbacks %d, want 10 and 20", f.RemoteDecisions(), f.Fallbacks())
+	}
+	if f.State() != BreakerOpen {
+		t.Fatalf("State %v with shard a open, want open (the worst shard)", f.State())
+	}
+	// Shard a returns; after the probe interval its probe closes it.
+	p.set("a", false)
+	clk.Advance(time.Second)
+	if _, err := f.Allow(context.Background(), "a:t2", swRule, 1, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if f.State() != BreakerClosed || p.calls["a"] != 4 {
+		t.Fatalf("after the probe: state %v, calls %v; want closed and a:4", f.State(), p.calls)
+	}
+}
+
+// Trip with a sharded store opens every shard, including shards first seen
+// after the trip, until the probe interval has passed.
+func TestFailoverTripSharded(t *testing.T) {
+	p := &shardedPrimary{down: map[string]bool{}, calls: map[string]int{}}
+	f, clk := newTestFailover(t, p)
+	f.Trip()
+	if f.State() != BreakerOpen {
+		t.Fatalf("State %v after Trip, want open", f.State())
+	}
+	if _, err := f.Allow(context.Background(), "a:t", swRule, 1, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if p.calls["a"] != 0 || f.Fallbacks() != 1 {
+		t.Fatalf("calls %v fallbacks %d right after Trip, want none and 1", p.calls, f.Fallbacks())
+	}
+	clk.Advance(time.Second)
+	for _, k := range []string{"a:t", "b:t"} {
+		if _, err := f.Allow(context.Background(), k, swRule, 1, clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p.calls["a"] != 1 || p.calls["b"] != 1 || f.State() != BreakerClosed {
+		t.Fatalf("calls %v state %v one interval after Trip, want a probe of a, a call to b, closed", p.calls, f.State())
+	}
+}

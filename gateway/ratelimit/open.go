@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // StoreConfig selects and configures a Store.
@@ -34,8 +36,8 @@ func (c StoreConfig) Validate() error {
 		return fmt.Errorf("ratelimit: store field share: %v, want a value in (0, 1] (0 means 1)", c.Share)
 	}
 	switch c.Kind {
-	case "", "local":
-	case "redis":
+	case "", wire.StoreLocal:
+	case wire.StoreRedis:
 		if c.URL == "" {
 			return fmt.Errorf("ratelimit: store field url: missing, required for kind redis")
 		}
@@ -52,7 +54,7 @@ func Open(cfg StoreConfig) (Store, io.Closer, error) {
 		return nil, nil, err
 	}
 	switch cfg.Kind {
-	case "", "local":
+	case "", wire.StoreLocal:
 		l := NewLocal()
 		if cfg.Share > 0 && cfg.Share < 1 {
 			// N gateways with in-process stores each take their share:
@@ -63,7 +65,7 @@ func Open(cfg StoreConfig) (Store, io.Closer, error) {
 			}), l, nil
 		}
 		return l, l, nil
-	case "redis":
+	case wire.StoreRedis:
 		return openRedis(cfg) // redis_open.go: RedisStore behind a Failover
 	}
 	return nil, nil, fmt.Errorf("ratelimit: store field kind: %q, want \"local\" or \"redis\"", cfg.Kind)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -29,23 +30,37 @@ const DefaultRedisKeyPrefix = "levee:rl:"
 //	                <prefix>{<key>}:sw:n  the cost admitted in the window (sum over the set)
 //	token bucket:   <prefix>{<key>}:tb    hash {tokens, ts}
 //
+// A key with "{", "}" or "%" in it has them escaped as %7B, %7D and %25,
+// and the empty key is written "%", so that the tag is always the whole
+// key and never empty (an empty tag would hash each Redis key on its own,
+// and the script would fail with CROSSSLOT).
+//
 // Keys expire once idle for longer than the window (or the time to refill
 // the bucket) plus a second, so idle tenants leave nothing behind.
+//
+// Over a Redis Cluster client (redis.ClusterClient) each decision goes to
+// the master of its key's slot; Shard names that slot, so a Failover keeps
+// one breaker per slot and a lost master sends only its own limits to the
+// local fallback. A failed call asks the client to reload the cluster's
+// slot map (in the background), so a replica promoted by a failover is found
+// without waiting for the client's periodic reload.
 //
 // RedisStore returns an error whenever Redis does not answer in time; wrap
 // it in a Failover to decide locally instead.
 type RedisStore struct {
-	client redis.UniversalClient
-	prefix string // key prefix; immutable
-	member string // random per-store prefix of sorted-set members; immutable
-	seq    atomic.Uint64
+	client  redis.UniversalClient
+	cluster *redis.ClusterClient // client, when it is a cluster client; else nil
+	prefix  string               // key prefix; immutable
+	member  string               // random per-store prefix of sorted-set members; immutable
+	seq     atomic.Uint64
 }
 
 // RedisOption configures a RedisStore.
 type RedisOption func(*RedisStore)
 
 // RedisKeyPrefix replaces DefaultRedisKeyPrefix (tests use it to keep runs
-// apart).
+// apart). p must not contain "{" or "}": the hash tag of every key must be
+// the limit's own key.
 func RedisKeyPrefix(p string) RedisOption {
 	return func(s *RedisStore) { s.prefix = p }
 }
@@ -56,6 +71,7 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	s := &RedisStore{client: client, prefix: DefaultRedisKeyPrefix, member: hex.EncodeToString(b[:])}
+	s.cluster, _ = client.(*redis.ClusterClient)
 	for _, o := range opts {
 		o(s)
 	}
@@ -93,9 +109,43 @@ func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 // key's state under algorithm a.
 func (s *RedisStore) RedisKey(key string, a Algorithm) string {
 	if a == TokenBucket {
-		return s.prefix + "{" + key + "}:tb"
+		return s.prefix + "{" + hashTag(key) + "}:tb"
 	}
-	return s.prefix + "{" + key + "}:sw"
+	return s.prefix + "{" + hashTag(key) + "}:sw"
+}
+
+// tagEscaper escapes what would end a hash tag early, injectively.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// hashTag is key as the content of a hash tag: never empty, with no braces.
+func hashTag(key string) string {
+	if key == "" {
+		return "%" // escaping never yields a lone "%"
+	}
+	if !strings.ContainsAny(key, "{}%") {
+		return key
+	}
+	return tagEscaper.Replace(key)
+}
+
+// scriptKeys are the KEYS of the script that decides key under algorithm
+// a. They share one hash tag, {key}, hence one cluster slot.
+func (s *RedisStore) scriptKeys(key string, a Algorithm) []string {
+	k := s.RedisKey(key, a)
+	if a == TokenBucket {
+		return []string{k}
+	}
+	return []string{k, k + ":n"}
+}
+
+// Shard implements Sharder: over a cluster client, the hash slot of key's
+// Redis keys (a slot fails with the master serving it); over one server, ""
+// (one failure domain).
+func (s *RedisStore) Shard(key string) string {
+	if s.cluster == nil {
+		return ""
+	}
+	return strconv.Itoa(KeySlot(s.RedisKey(key, SlidingWindow)))
 }
 
 // Allow implements Store. now is ignored: Redis's clock decides.
@@ -107,17 +157,24 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 		res []int64
 		err error
 	)
+	keys := s.scriptKeys(key, rule.Algorithm)
 	switch rule.Algorithm {
 	case SlidingWindow:
-		k := s.RedisKey(key, SlidingWindow)
 		id := s.member + ":" + strconv.FormatUint(s.seq.Add(1), 36) + ":" + strconv.FormatInt(cost, 10)
-		res, err = redisSlidingWindowScript.Run(ctx, s.client, []string{k, k + ":n"},
+		res, err = redisSlidingWindowScript.Run(ctx, s.client, keys,
 			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
 	case TokenBucket:
-		res, err = redisTokenBucketScript.Run(ctx, s.client, []string{s.RedisKey(key, TokenBucket)},
-			strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, cost).Int64Slice()
+		// 'f', not 'g': the embedded server's Lua (gopher-lua) reads no
+		// exponent with a sign, "1e+12".
+		res, err = redisTokenBucketScript.Run(ctx, s.client, keys,
+			strconv.FormatFloat(rule.ReplenishRate, 'f', -1, 64), rule.Burst, cost).Int64Slice()
 	}
 	if err != nil {
+		if s.cluster != nil {
+			// The slot's master may have failed over: refresh the slot map
+			// in the background (go-redis coalesces these reloads).
+			s.cluster.ReloadState(context.Background())
+		}
 		return Decision{}, fmt.Errorf("ratelimit: redis %s decision for %q: %w", rule.Algorithm, key, err)
 	}
 	if len(res) != 3 {
@@ -145,7 +202,9 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 // KEYS[2] the sum of costs in KEYS[1].
 // ARGV    limit, window (µs), cost, unique member id (ending ":<cost>").
 // Returns {allowed 0|1, remaining, retry_after µs (0 when allowed, -1 unknown)}.
-var redisSlidingWindowScript = redis.NewScript(`
+var redisSlidingWindowScript = redis.NewScript(redisSlidingWindowLua)
+
+const redisSlidingWindowLua = `
 if redis.replicate_commands then redis.replicate_commands() end -- Redis < 5: TIME before writes
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -211,7 +270,7 @@ while true do
   start = start + 100
 end
 return {0, math.max(limit - used, 0), -1}
-`)
+`
 
 // redisTokenBucketScript is a token bucket in a hash.
 //

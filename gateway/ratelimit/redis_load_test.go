@@ -13,10 +13,27 @@ import (
 type loadResult struct {
 	offered, admitted, errors atomic.Int64
 	perStore                  []atomic.Int64 // admitted per store
+	// first and last are the unix ns of the first decision's start and of
+	// the last decision's end: the span the store's clock can have seen.
+	first, last atomic.Int64
 
-	mu        sync.Mutex
-	latencies []time.Duration // every decision's latency; guarded by mu
-	firstErr  error           // guarded by mu
+	mu         sync.Mutex
+	latencies  []time.Duration // every decision's latency; guarded by mu
+	admittedAt []int64         // unix ns at which each admitted decision returned; guarded by mu
+	firstErr   error           // guarded by mu
+}
+
+// admittedIn counts the decisions admitted (returned) in [from, to).
+func (r *loadResult) admittedIn(from, to time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, at := range r.admittedAt {
+		if at >= from.UnixNano() && at < to.UnixNano() {
+			n++
+		}
+	}
+	return n
 }
 
 // drive offers load to every store for d: workers goroutines per store, each
@@ -35,6 +52,7 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 			go func() {
 				defer wg.Done()
 				lat := make([]time.Duration, 0, int(d.Seconds()*rate)+8)
+				var admittedAt []int64
 				// Stagger workers so they do not all fire at once.
 				next := start.Add(time.Duration(int64(interval) * int64(si*workers+w) / int64(len(stores)*workers)))
 				for {
@@ -53,8 +71,12 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 						next = time.Now() // shed the backlog instead of bursting
 					}
 					t0 := time.Now()
+					res.first.CompareAndSwap(0, t0.UnixNano())
 					dec, err := s.Allow(context.Background(), key, rule, 1, t0)
-					lat = append(lat, time.Since(t0))
+					t1 := time.Now()
+					lat = append(lat, t1.Sub(t0))
+					for l := res.last.Load(); l < t1.UnixNano() && !res.last.CompareAndSwap(l, t1.UnixNano()); l = res.last.Load() {
+					}
 					res.offered.Add(1)
 					switch {
 					case err != nil:
@@ -67,16 +89,23 @@ func drive(t *testing.T, stores []Store, key string, rule Rule, d time.Duration,
 					case dec.Allowed:
 						res.admitted.Add(1)
 						res.perStore[si].Add(1)
+						admittedAt = append(admittedAt, t1.UnixNano())
 					}
 				}
 				res.mu.Lock()
 				res.latencies = append(res.latencies, lat...)
+				res.admittedAt = append(res.admittedAt, admittedAt...)
 				res.mu.Unlock()
 			}()
 		}
 	}
 	wg.Wait()
 	return res
+}
+
+// span is the time from the first decision's start to the last one's end.
+func (r *loadResult) span() time.Duration {
+	return time.Duration(r.last.Load() - r.first.Load())
 }
 
 // percentile returns the q-quantile (0..1) of ds by the nearest-rank method.

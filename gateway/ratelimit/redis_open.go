@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Warm-up at Open: connections opened and how long it may take.
@@ -25,7 +27,7 @@ func openRedis(cfg StoreConfig) (Store, io.Closer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("ratelimit: store field url: %w", err)
 	}
-	opts := []FailoverOption{FailoverName("redis")}
+	opts := []FailoverOption{FailoverName(wire.StoreRedis)}
 	if cfg.TimeoutMs > 0 {
 		opts = append(opts, FailoverTimeout(time.Duration(cfg.TimeoutMs)*time.Millisecond))
 	}

@@ -57,16 +57,21 @@ func benchPool(b *testing.B, nodes []string, defaultTransport bool) (*Pool, *ato
 
 var benchBody = []byte(`{"features":[1,2,3]}`)
 
-// drive sends n requests through p from benchWorkers goroutines and returns
-// the elapsed time.
+// drive sends n P2 requests through p from benchWorkers goroutines and
+// returns the elapsed time.
 func drive(b *testing.B, p *Pool, n int) time.Duration {
+	return driveAs(b, p, n, LowestPriority)
+}
+
+// driveAs is drive with calls of the given priority.
+func driveAs(b *testing.B, p *Pool, n, priority int) time.Duration {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range benchWorkers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				resp, err := p.Do(context.Background(), http.MethodPost, "/v1/predict", benchBody, nil)
+				resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/v1/predict", Body: benchBody, Priority: priority, Class: "predict"})
 				if err != nil {
 					b.Error(err)
 					return
@@ -129,4 +134,36 @@ func BenchmarkPoolDoTransportRatio(b *testing.B) {
 	b.ReportMetric(float64(b.N)/et.Seconds(), "tuned_req/s")
 	b.ReportMetric(float64(b.N)/ed.Seconds(), "default_req/s")
 	b.ReportMetric(ed.Seconds()/et.Seconds(), "tuned/default")
+}
+
+// BenchmarkPoolSendP0VsP2 pushes P0 calls (attempt timeout and hedge timer
+// armed on every call, hedges sent when an answer is slower than the p95)
+// and P2 calls (attempt timeout only) through one pool in ten interleaved
+// rounds and reports the throughput ratio: what P0's protection costs on a
+// fast loopback node.
+func BenchmarkPoolSendP0VsP2(b *testing.B) {
+	p, _ := benchPool(b, benchNodes(b), false)
+	driveAs(b, p, 500, HighestPriority) // warm up connections and latency windows
+	c0 := p.Counters()
+	b.ResetTimer()
+	const rounds = 10
+	var e0, e2 time.Duration
+	for r := range rounds {
+		n := b.N / rounds
+		if r == 0 {
+			n += b.N % rounds
+		}
+		if r%2 == 0 {
+			e0 += driveAs(b, p, n, HighestPriority)
+			e2 += driveAs(b, p, n, LowestPriority)
+		} else {
+			e2 += driveAs(b, p, n, LowestPriority)
+			e0 += driveAs(b, p, n, HighestPriority)
+		}
+	}
+	c := p.Counters()
+	b.ReportMetric(float64(b.N)/e0.Seconds(), "p0_req/s")
+	b.ReportMetric(float64(b.N)/e2.Seconds(), "p2_req/s")
+	b.ReportMetric(e2.Seconds()/e0.Seconds(), "p0/p2")
+	b.ReportMetric(float64(c.HedgesSent-c0.HedgesSent)/float64(b.N), "hedges/p0_call")
 }

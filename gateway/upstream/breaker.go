@@ -3,6 +3,8 @@ package upstream
 import (
 	"sync"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // BreakerState is a circuit breaker's state.
@@ -18,11 +20,11 @@ const (
 func (s BreakerState) String() string {
 	switch s {
 	case StateClosed:
-		return "closed"
+		return wire.BreakerClosed
 	case StateHalfOpen:
-		return "half_open"
+		return wire.BreakerHalfOpen
 	case StateOpen:
-		return "open"
+		return wire.BreakerOpen
 	}
 	return "unknown"
 }
@@ -43,17 +45,18 @@ type Breaker struct {
 	cfg   BreakerConfig
 	clock Clock
 
-	mu         sync.Mutex
-	state      BreakerState // guarded by mu
-	gen        uint64       // guarded by mu; bumped on every state change
-	openedAt   time.Time    // guarded by mu; when state became open
-	probes     int          // guarded by mu; half-open probes in flight
-	probeOK    int          // guarded by mu; half-open probes succeeded
-	buckets    [breakerBuckets]struct{ total, failed int }
-	bucketTime time.Time // guarded by mu; start of buckets[cur]
-	cur        int       // guarded by mu
-	onChange   func(from, to BreakerState)
+	mu       sync.Mutex
+	state    BreakerState            // guarded by mu
+	gen      uint64                  // guarded by mu; bumped on every state change
+	openedAt time.Time               // guarded by mu; when state became open
+	probes   int                     // guarded by mu; half-open probes in flight
+	probeOK  int                     // guarded by mu; half-open probes succeeded
+	ring     timeRing[breakerBucket] // guarded by mu
+	onChange func(from, to BreakerState)
 }
+
+// breakerBucket is one time bucket of a breaker's window.
+type breakerBucket struct{ total, failed int }
 
 // NewBreaker returns a closed breaker. cfg zero fields take defaults; clock
 // nil means the real clock.
@@ -61,7 +64,8 @@ func NewBreaker(cfg BreakerConfig, clock Clock) *Breaker {
 	if clock == nil {
 		clock = realClock{}
 	}
-	return &Breaker{cfg: cfg.WithDefaults(), clock: clock, bucketTime: clock.Now()}
+	cfg = cfg.WithDefaults()
+	return &Breaker{cfg: cfg, clock: clock, ring: newTimeRing[breakerBucket](breakerBuckets, cfg.Window, clock.Now())}
 }
 
 // State reports the current state, moving open to half-open once OpenFor
@@ -102,14 +106,13 @@ func (b *Breaker) Record(gen uint64, failed bool) {
 	}
 	switch b.state {
 	case StateClosed:
-		b.roll(now)
-		bk := &b.buckets[b.cur]
+		bk := b.ring.at(now)
 		bk.total++
 		if failed {
 			bk.failed++
 		}
 		var total, nfail int
-		for _, x := range b.buckets {
+		for _, x := range b.ring.buckets {
 			total += x.total
 			nfail += x.failed
 		}
@@ -145,28 +148,6 @@ func (b *Breaker) tick(now time.Time) {
 	}
 }
 
-// roll advances the bucket ring to now, clearing expired buckets. Caller holds mu.
-func (b *Breaker) roll(now time.Time) {
-	width := b.cfg.Window / breakerBuckets
-	if width <= 0 {
-		width = 1
-	}
-	steps := int64(now.Sub(b.bucketTime) / width)
-	if steps <= 0 {
-		return
-	}
-	if steps >= breakerBuckets {
-		b.buckets = [breakerBuckets]struct{ total, failed int }{}
-		b.bucketTime = now
-		return
-	}
-	for range steps {
-		b.cur = (b.cur + 1) % breakerBuckets
-		b.buckets[b.cur] = struct{ total, failed int }{}
-	}
-	b.bucketTime = b.bucketTime.Add(time.Duration(steps) * width)
-}
-
 // set changes state, bumping the generation. Caller holds mu.
 func (b *Breaker) set(to BreakerState, now time.Time) {
 	from := b.state
@@ -177,8 +158,7 @@ func (b *Breaker) set(to BreakerState, now time.Time) {
 	case StateOpen:
 		b.openedAt = now
 	case StateClosed:
-		b.buckets = [breakerBuckets]struct{ total, failed int }{}
-		b.bucketTime = now
+		b.ring.reset(now)
 	}
 	if b.onChange != nil && from != to {
 		b.onChange(from, to)

@@ -1,10 +1,10 @@
 package upstream
 
 import (
-	"fmt"
-	"net/url"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Defaults applied by [Config.WithDefaults] (and so by [New]) to zero fields.
@@ -24,7 +24,39 @@ const (
 
 	DefaultRetryRatio = 0.1
 	DefaultRetryTTL   = 10 * time.Second
+	DefaultP0Reserve  = 0.5
+
+	DefaultLatencyWindow = 10 * time.Second
+
+	DefaultAttemptQuantile   = 0.99
+	DefaultAttemptMultiplier = 2.0
+	DefaultAttemptMin        = 50 * time.Millisecond
+	DefaultMinSamples        = 20
+
+	DefaultHedgeQuantile = 0.95
+	DefaultHedgeRatio    = 0.1
+
+	DefaultOutlierInterval     = time.Second
+	DefaultOutlierWindow       = 10 * time.Second
+	DefaultConsecutiveFailures = 5
+	DefaultOutlierMinRequests  = 20
+	DefaultFailureRateExcess   = 0.1
+	DefaultLatencyRatio        = 2.0
+	DefaultBaseEjectionTime    = 10 * time.Second
+	DefaultMaxEjectionTime     = 300 * time.Second
+	DefaultMaxEjectionPercent  = 10.0
+	DefaultProbeRequests       = 3
 )
+
+// Failures a call is retried on (Config.RetryOn).
+const (
+	RetryOnConnect = wire.AttemptFailConnect // dial refused, reset, EOF before the first byte
+	RetryOnStatus  = wire.AttemptFailStatus  // the node answered a 5xx status
+	RetryOnTimeout = wire.AttemptFailTimeout // the per-attempt timeout abandoned the attempt
+)
+
+// DefaultRetryOn is every failure kind.
+var DefaultRetryOn = []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout}
 
 // Config configures a [Pool]. A zero field means "use the default" (see the
 // Default* constants); negative durations or counts are errors.
@@ -59,6 +91,104 @@ type Config struct {
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
 	// DialTimeout bounds establishing a TCP connection to a node.
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
+
+	// RetryOn lists the failures a call is retried on, on another node,
+	// within the retry budget: connect, 5xx, timeout. Empty: all three.
+	// A 4xx (429 included) is never retried: the node answered.
+	RetryOn []string `yaml:"retry_on" json:"retry_on"`
+	// LatencyWindow is how far back each node's observed latencies (time
+	// to the first byte of the answer, per call class) are kept for the
+	// attempt timeouts, the hedge delay and the outlier latency rule.
+	LatencyWindow time.Duration `yaml:"latency_window" json:"latency_window"`
+	// AttemptTimeout abandons an attempt that takes far longer than its
+	// node usually does, so the call can go to another node in time.
+	AttemptTimeout AttemptTimeoutConfig `yaml:"attempt_timeout" json:"attempt_timeout"`
+	// Hedge sends a second attempt for important calls that are slower
+	// than usual (The Tail at Scale).
+	Hedge HedgeConfig `yaml:"hedge" json:"hedge"`
+	// Outlier takes nodes whose failures or latency stand out from their
+	// peers' out of rotation (Envoy's outlier detection).
+	Outlier OutlierConfig `yaml:"outlier" json:"outlier"`
+}
+
+// AttemptTimeoutConfig derives each attempt's timeout from its node's
+// recent latency for the call's class: Multiplier × the Quantile of the
+// node's time to first byte (its peers', while the node has fewer than
+// MinSamples), at least Min. It is cut so that a retry (at the peers'
+// Quantile) still fits in the caller's deadline when that leaves the
+// attempt its node's median, and never exceeds the deadline. Before any measurement there is no attempt
+// timeout: the caller's deadline alone bounds the attempt. A timeout
+// abandons its attempt only when something can take its place — a hedge
+// in flight, or a retry (RetryOn has "timeout", a node is left untried,
+// the budget has a token) — else the attempt runs on to the deadline. An
+// abandoned attempt's request is cancelled (the node sees the
+// disconnect) and counts as a failure of the node.
+type AttemptTimeoutConfig struct {
+	// Disabled turns attempt timeouts off.
+	Disabled bool `yaml:"disabled" json:"disabled"`
+	// Quantile of the node's latency; in (0,1), default 0.99.
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	// Multiplier on that quantile; ≥ 1, default 2.
+	Multiplier float64 `yaml:"multiplier" json:"multiplier"`
+	// Min is the floor of a derived timeout (default 50ms): room for the
+	// gateway's own scheduling jitter, not for any node's speed.
+	Min time.Duration `yaml:"min" json:"min"`
+	// MinSamples a latency window needs before its quantile is used
+	// (default 20); also the hedge delay's.
+	MinSamples int `yaml:"min_samples" json:"min_samples"`
+}
+
+// HedgeConfig configures hedged requests: when a P0 call's attempt has had
+// no first byte after the Quantile of its node's latency (capped at its
+// peers', so a slow node is hedged at the speed of the others), one
+// second attempt goes to another node; the first good answer wins and the
+// other attempt is cancelled. Hedges draw on their own token budget (Ratio
+// of hedge-eligible calls, MinPerSecond reserve), never on the retry
+// budget. P2 calls are never hedged; P1 calls only with IncludeP1. A call
+// is hedged at most once, and only before its answer's first byte (so a
+// stream is hedged on its time to first token, never after bytes reached
+// the client).
+type HedgeConfig struct {
+	// Disabled turns hedging off.
+	Disabled bool `yaml:"disabled" json:"disabled"`
+	// Quantile of the node's latency after which a hedge is sent; in
+	// (0,1), default 0.95.
+	Quantile float64 `yaml:"quantile" json:"quantile"`
+	// Ratio of hedge-eligible calls that may be hedged; in (0,1], default 0.1.
+	Ratio float64 `yaml:"ratio" json:"ratio"`
+	// MinPerSecond hedges are always allowed (≥ 0; default none).
+	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
+	// IncludeP1 hedges P1 calls too (default P0 only).
+	IncludeP1 bool `yaml:"include_p1" json:"include_p1"`
+}
+
+// OutlierConfig configures outlier ejection, beside the breaker: a node is
+// ejected when ConsecutiveFailures attempts in a row failed, or — checked
+// every Interval over the last Window, once the node made MinRequests
+// attempts — when its failure share exceeds its peers' pooled share by
+// FailureRateExcess (and by three standard errors), or when its median
+// latency for a class is LatencyRatio × its peers'. Failures are
+// connection errors, 5xx and attempt timeouts. An ejected node gets no
+// calls (unless no other node can take one: then it is a last resort) for
+// BaseEjectionTime × 2^(ejections in a row − 1), at most MaxEjectionTime;
+// then it is probed: up to ProbeRequests calls at a time
+// (never P0 while another node can take it), ProbeRequests successes bring
+// it back, one failure ejects it again for twice as long. A node that
+// stays in rotation for BaseEjectionTime forgets one ejection. At most
+// MaxEjectionPercent of the nodes are out at once (at least one may be),
+// and never the last node in rotation.
+type OutlierConfig struct {
+	Disabled            bool          `yaml:"disabled" json:"disabled"`
+	Interval            time.Duration `yaml:"interval" json:"interval"`                         // default 1s
+	Window              time.Duration `yaml:"window" json:"window"`                             // default 10s
+	ConsecutiveFailures int           `yaml:"consecutive_failures" json:"consecutive_failures"` // default 5
+	MinRequests         int           `yaml:"min_requests" json:"min_requests"`                 // default 20
+	FailureRateExcess   float64       `yaml:"failure_rate_excess" json:"failure_rate_excess"`   // in (0,1]; default 0.1
+	LatencyRatio        float64       `yaml:"latency_ratio" json:"latency_ratio"`               // > 1; default 2
+	BaseEjectionTime    time.Duration `yaml:"base_ejection_time" json:"base_ejection_time"`     // default 10s
+	MaxEjectionTime     time.Duration `yaml:"max_ejection_time" json:"max_ejection_time"`       // default 300s
+	MaxEjectionPercent  float64       `yaml:"max_ejection_percent" json:"max_ejection_percent"` // in (0,100]; default 10
+	ProbeRequests       int           `yaml:"probe_requests" json:"probe_requests"`             // default 3
 }
 
 // BreakerConfig configures the per-node circuit breaker. The breaker opens
@@ -82,6 +212,12 @@ type RetryBudgetConfig struct {
 	Ratio        float64       `yaml:"ratio" json:"ratio"`                   // in (0,1]; default 0.1
 	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"` // ≥ 0; zero means no reserve (not defaulted)
 	TTL          time.Duration `yaml:"ttl" json:"ttl"`                       // default 10s
+	// P0Reserve is the share of the budget only P0 retries may spend; in
+	// (0,1), default 0.5 (see RetryBudget).
+	P0Reserve float64 `yaml:"p0_reserve" json:"p0_reserve"`
+	// Shared: no share is reserved, every priority spends the same budget
+	// (first come, first served).
+	Shared bool `yaml:"shared" json:"shared"`
 }
 
 // FieldError is a configuration error naming the field to blame, in the
@@ -115,7 +251,80 @@ func (c Config) WithDefaults() Config {
 	}
 	c.Breaker = c.Breaker.WithDefaults()
 	c.RetryBudget = c.RetryBudget.WithDefaults()
+	if len(c.RetryOn) == 0 {
+		c.RetryOn = slices.Clone(DefaultRetryOn)
+	}
+	if c.LatencyWindow == 0 {
+		c.LatencyWindow = DefaultLatencyWindow
+	}
+	c.AttemptTimeout = c.AttemptTimeout.WithDefaults()
+	c.Hedge = c.Hedge.WithDefaults()
+	c.Outlier = c.Outlier.WithDefaults()
 	return c
+}
+
+// WithDefaults returns a with every zero field set to its default.
+func (a AttemptTimeoutConfig) WithDefaults() AttemptTimeoutConfig {
+	if a.Quantile == 0 {
+		a.Quantile = DefaultAttemptQuantile
+	}
+	if a.Multiplier == 0 {
+		a.Multiplier = DefaultAttemptMultiplier
+	}
+	if a.Min == 0 {
+		a.Min = DefaultAttemptMin
+	}
+	if a.MinSamples == 0 {
+		a.MinSamples = DefaultMinSamples
+	}
+	return a
+}
+
+// WithDefaults returns h with every zero field (except MinPerSecond) set
+// to its default.
+func (h HedgeConfig) WithDefaults() HedgeConfig {
+	if h.Quantile == 0 {
+		h.Quantile = DefaultHedgeQuantile
+	}
+	if h.Ratio == 0 {
+		h.Ratio = DefaultHedgeRatio
+	}
+	return h
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o OutlierConfig) WithDefaults() OutlierConfig {
+	if o.Interval == 0 {
+		o.Interval = DefaultOutlierInterval
+	}
+	if o.Window == 0 {
+		o.Window = DefaultOutlierWindow
+	}
+	if o.ConsecutiveFailures == 0 {
+		o.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if o.MinRequests == 0 {
+		o.MinRequests = DefaultOutlierMinRequests
+	}
+	if o.FailureRateExcess == 0 {
+		o.FailureRateExcess = DefaultFailureRateExcess
+	}
+	if o.LatencyRatio == 0 {
+		o.LatencyRatio = DefaultLatencyRatio
+	}
+	if o.BaseEjectionTime == 0 {
+		o.BaseEjectionTime = DefaultBaseEjectionTime
+	}
+	if o.MaxEjectionTime == 0 {
+		o.MaxEjectionTime = DefaultMaxEjectionTime
+	}
+	if o.MaxEjectionPercent == 0 {
+		o.MaxEjectionPercent = DefaultMaxEjectionPercent
+	}
+	if o.ProbeRequests == 0 {
+		o.ProbeRequests = DefaultProbeRequests
+	}
+	return o
 }
 
 // WithDefaults returns b with every zero field set to its default.
@@ -147,79 +356,8 @@ func (r RetryBudgetConfig) WithDefaults() RetryBudgetConfig {
 	if r.TTL == 0 {
 		r.TTL = DefaultRetryTTL
 	}
+	if r.P0Reserve == 0 {
+		r.P0Reserve = DefaultP0Reserve
+	}
 	return r
-}
-
-// Validate reports the first bad field as a *FieldError. Zero fields are
-// valid (they mean "default").
-func (c Config) Validate() error {
-	if len(c.Nodes) == 0 {
-		return &FieldError{"nodes", "at least one node URL is required"}
-	}
-	seen := make(map[string]int, len(c.Nodes))
-	for i, n := range c.Nodes {
-		f := fmt.Sprintf("nodes[%d]", i)
-		u, err := url.Parse(n)
-		if err != nil {
-			return &FieldError{f, fmt.Sprintf("%q is not a URL: %v", n, err)}
-		}
-		if u.Scheme != "http" && u.Scheme != "https" {
-			return &FieldError{f, fmt.Sprintf("%q: scheme must be http or https", n)}
-		}
-		if u.Host == "" {
-			return &FieldError{f, fmt.Sprintf("%q has no host", n)}
-		}
-		if u.RawQuery != "" || u.Fragment != "" {
-			return &FieldError{f, fmt.Sprintf("%q: a base URL takes no query or fragment", n)}
-		}
-		key := strings.TrimRight(n, "/")
-		if j, dup := seen[key]; dup {
-			return &FieldError{f, fmt.Sprintf("%q duplicates nodes[%d]", n, j)}
-		}
-		seen[key] = i
-	}
-	if c.HealthPath != "" && !strings.HasPrefix(c.HealthPath, "/") {
-		return &FieldError{"health_path", fmt.Sprintf("%q must start with /", c.HealthPath)}
-	}
-	if c.HealthInterval < 0 {
-		return &FieldError{"health_interval", "must not be negative"}
-	}
-	if c.HealthTimeout < 0 {
-		return &FieldError{"health_timeout", "must not be negative"}
-	}
-	if c.UnhealthyThreshold < 0 {
-		return &FieldError{"unhealthy_threshold", "must not be negative"}
-	}
-	if c.MinServiceTime < 0 {
-		return &FieldError{"min_service_time", "must not be negative"}
-	}
-	if c.MaxIdleConnsPerHost < 0 {
-		return &FieldError{"max_idle_conns_per_host", "must not be negative"}
-	}
-	if c.DialTimeout < 0 {
-		return &FieldError{"dial_timeout", "must not be negative"}
-	}
-	b := c.Breaker
-	switch {
-	case b.FailureRatio < 0 || b.FailureRatio > 1 || b.FailureRatio != b.FailureRatio:
-		return &FieldError{"breaker.failure_ratio", fmt.Sprintf("%v is outside (0,1]", b.FailureRatio)}
-	case b.MinRequests < 0:
-		return &FieldError{"breaker.min_requests", "must not be negative"}
-	case b.Window < 0:
-		return &FieldError{"breaker.window", "must not be negative"}
-	case b.OpenFor < 0:
-		return &FieldError{"breaker.open_for", "must not be negative"}
-	case b.HalfOpenProbes < 0:
-		return &FieldError{"breaker.half_open_probes", "must not be negative"}
-	}
-	r := c.RetryBudget
-	switch {
-	case r.Ratio < 0 || r.Ratio > 1 || r.Ratio != r.Ratio:
-		return &FieldError{"retry_budget.ratio", fmt.Sprintf("%v is outside (0,1]", r.Ratio)}
-	case r.MinPerSecond < 0 || r.MinPerSecond != r.MinPerSecond:
-		return &FieldError{"retry_budget.min_per_second", fmt.Sprintf("%v must be ≥ 0", r.MinPerSecond)}
-	case r.TTL < 0:
-		return &FieldError{"retry_budget.ttl", "must not be negative"}
-	}
-	return nil
 }

@@ -88,3 +88,42 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("MaxIdleConnsPerHost default %d", d.MaxIdleConnsPerHost)
 	}
 }
+
+// ValidateExplicit accepts a config WithDefaults filled and names the
+// first field left zero where a default would silently apply.
+func TestConfigValidateExplicit(t *testing.T) {
+	full := Config{Nodes: []string{"http://a:1"}}.WithDefaults()
+	if err := full.ValidateExplicit(); err != nil {
+		t.Fatalf("a config WithDefaults filled: %v", err)
+	}
+	full.Hedge.MinPerSecond, full.RetryBudget.MinPerSecond = 0, 0 // zero is a value here, not "default"
+	full.Hedge.Disabled, full.Outlier.Disabled = true, true
+	if err := full.ValidateExplicit(); err != nil {
+		t.Fatalf("zero reserves and disabled switches: %v", err)
+	}
+	for _, tt := range []struct {
+		field string
+		mod   func(*Config)
+		hint  bool // the message says how to turn the mechanism off
+	}{
+		{"health_interval", func(c *Config) { c.HealthInterval = 0 }, false},
+		{"retry_budget.ratio", func(c *Config) { c.RetryBudget.Ratio = 0 }, false},
+		{"retry_budget.p0_reserve", func(c *Config) { c.RetryBudget.P0Reserve = 0 }, false},
+		{"retry_on", func(c *Config) { c.RetryOn = []string{} }, false},
+		{"attempt_timeout.multiplier", func(c *Config) { c.AttemptTimeout.Multiplier = 0 }, true},
+		{"hedge.ratio", func(c *Config) { c.Hedge.Ratio = 0 }, true},
+		{"outlier.max_ejection_percent", func(c *Config) { c.Outlier.MaxEjectionPercent = 0 }, true},
+	} {
+		t.Run(tt.field, func(t *testing.T) {
+			c := Config{Nodes: []string{"http://a:1"}}.WithDefaults()
+			tt.mod(&c)
+			var fe *FieldError
+			if err := c.ValidateExplicit(); !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("ValidateExplicit = %v, want a *FieldError for %s", err, tt.field)
+			}
+			if got := strings.Contains(fe.Msg, "disabled: true"); got != tt.hint {
+				t.Errorf("message %q: mentions disabled %v, want %v", fe.Msg, got, tt.hint)
+			}
+		})
+	}
+}

@@ -12,6 +12,9 @@ var (
 	// ErrBreakerOpen: every healthy node's breaker refuses calls.
 	ErrBreakerOpen = errors.New("upstream: circuit breaker open")
 	// ErrConn wraps connection-level failures (dial refused, reset, EOF
-	// before response headers): the only failures Do retries.
+	// before the first byte of the answer).
 	ErrConn = errors.New("upstream: connection failure")
+	// ErrAttemptTimeout: the attempt timeout abandoned the last attempt
+	// (its node took far longer than it usually does).
+	ErrAttemptTimeout = errors.New("upstream: attempt timed out")
 )

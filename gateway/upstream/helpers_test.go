@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // fakeClock is a manually advanced Clock.
@@ -61,4 +63,113 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// gatherValue returns the value of the counter or gauge name whose labels
+// include labels, from the pool's collectors.
+func gatherValue(t *testing.T, p *Pool, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	for _, c := range p.Collectors() {
+		reg.MustRegister(c)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue metrics
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// manualTimers is an AfterFunc whose timers fire only when the test says.
+type manualTimers struct {
+	mu     sync.Mutex
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	d       time.Duration
+	f       func()
+	stopped bool
+	fired   bool
+}
+
+func (m *manualTimers) after(d time.Duration, f func()) func() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tm := &manualTimer{d: d, f: f}
+	m.timers = append(m.timers, tm)
+	return func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if tm.stopped || tm.fired {
+			return false
+		}
+		tm.stopped = true
+		return true
+	}
+}
+
+// armed returns the durations of the timers neither stopped nor fired.
+func (m *manualTimers) armed() []time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []time.Duration
+	for _, tm := range m.timers {
+		if !tm.stopped && !tm.fired {
+			out = append(out, tm.d)
+		}
+	}
+	return out
+}
+
+// count returns how many timers of duration d were ever armed.
+func (m *manualTimers) count(d time.Duration) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := 0
+	for _, tm := range m.timers {
+		if tm.d == d {
+			k++
+		}
+	}
+	return k
+}
+
+// fire runs the armed timers of duration d, in its own goroutines as
+// time.AfterFunc would, and returns how many there were.
+func (m *manualTimers) fire(d time.Duration) int {
+	m.mu.Lock()
+	var due []func()
+	for _, tm := range m.timers {
+		if tm.d == d && !tm.stopped && !tm.fired {
+			tm.fired = true
+			due = append(due, tm.f)
+		}
+	}
+	m.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+	return len(due)
 }

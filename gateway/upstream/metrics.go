@@ -1,22 +1,47 @@
 package upstream
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"sort"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 var (
-	descUp = prometheus.NewDesc("levee_upstream_up",
-		"Whether the model node passed its last health check (1) or not (0).", []string{"node"}, nil)
-	descBreaker = prometheus.NewDesc("levee_upstream_breaker_state",
-		"Circuit breaker state per model node: 0 closed, 1 half-open, 2 open.", []string{"node"}, nil)
-	descInflight = prometheus.NewDesc("levee_upstream_inflight",
-		"Requests outstanding on the model node (until the response body is closed).", []string{"node"}, nil)
-	descRetries = prometheus.NewDesc("levee_retries_total",
-		"Retries after connection failures: sent, or denied by the retry budget.", []string{"result"}, nil)
+	descUp = prometheus.NewDesc(wire.MetricUpstreamUp,
+		"Whether the model node passed its last health check (1) or not (0).", []string{wire.LabelNode}, nil)
+	descBreaker = prometheus.NewDesc(wire.MetricUpstreamBreakerState,
+		"Circuit breaker state per model node: 0 closed, 1 half-open, 2 open.", []string{wire.LabelNode}, nil)
+	descInflight = prometheus.NewDesc(wire.MetricUpstreamInflight,
+		"Requests outstanding on the model node (until the response body is closed).", []string{wire.LabelNode}, nil)
+	descRetries = prometheus.NewDesc(wire.MetricRetries,
+		"Retries of failed attempts by call priority: sent, or denied by the retry budget.", []string{wire.LabelPriority, wire.LabelResult}, nil)
+	descAttempts = prometheus.NewDesc(wire.MetricUpstreamAttempts,
+		"Attempts sent to model nodes, by kind: first, retry, hedge.", []string{wire.LabelKind}, nil)
+	descFailures = prometheus.NewDesc(wire.MetricUpstreamAttemptFailures,
+		"Failed attempts per model node, by reason: connect, 5xx, timeout (abandoned by the attempt timeout).", []string{wire.LabelNode, wire.LabelReason}, nil)
+	descHedges = prometheus.NewDesc(wire.MetricUpstreamHedges,
+		"Hedged attempts: sent, won (answered first), denied by the hedge budget.", []string{wire.LabelResult}, nil)
+	descEjections = prometheus.NewDesc(wire.MetricUpstreamEjections,
+		"Outlier ejections per model node, by reason: consecutive_failures, failure_rate, latency, probe_failed.", []string{wire.LabelNode, wire.LabelReason}, nil)
+	descEjection = prometheus.NewDesc(wire.MetricUpstreamEjectionState,
+		"Outlier state per model node: 0 in rotation, 1 probing, 2 ejected.", []string{wire.LabelNode}, nil)
+	descAttemptTimeout = prometheus.NewDesc(wire.MetricUpstreamAttemptTimeout,
+		"Current derived attempt timeout per model node and call class, before the caller's deadline bounds it (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
+	descHedgeDelay = prometheus.NewDesc(wire.MetricUpstreamHedgeDelay,
+		"Current hedge delay per model node and call class (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
 )
 
 // Collectors returns the pool's Prometheus collectors, to register once:
-// levee_upstream_up{node}, levee_upstream_breaker_state{node},
-// levee_upstream_inflight{node}, levee_upstream_latency_seconds (time to
-// response headers) and levee_retries_total{result="sent"|"denied"}.
+// the gauges levee_upstream_up{node}, levee_upstream_breaker_state{node},
+// levee_upstream_inflight{node}, levee_upstream_ejection_state{node},
+// levee_upstream_attempt_timeout_seconds{node,call_class} and
+// levee_upstream_hedge_delay_seconds{node,call_class}; the histogram
+// levee_upstream_latency_seconds (time to first byte); and the counters
+// levee_retries_total{priority,result}, levee_upstream_attempts_total{kind},
+// levee_upstream_attempt_failures_total{node,reason},
+// levee_upstream_hedges_total{result} and
+// levee_upstream_ejections_total{node,reason}.
 func (p *Pool) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{poolCollector{p}, p.latency}
 }
@@ -24,33 +49,63 @@ func (p *Pool) Collectors() []prometheus.Collector {
 type poolCollector struct{ p *Pool }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- descUp
-	ch <- descBreaker
-	ch <- descInflight
-	ch <- descRetries
+	for _, d := range []*prometheus.Desc{descUp, descBreaker, descInflight, descRetries, descAttempts,
+		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay} {
+		ch <- d
+	}
 }
 
 func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range c.p.Stats() {
+	p := c.p
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for i, s := range p.Stats() {
+		n := p.nodes[i]
 		up := 0.0
 		if s.Up {
 			up = 1
 		}
-		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, up, s.Addr)
-		ch <- prometheus.MustNewConstMetric(descBreaker, prometheus.GaugeValue, breakerValue(s.Breaker), s.Addr)
-		ch <- prometheus.MustNewConstMetric(descInflight, prometheus.GaugeValue, float64(s.Inflight), s.Addr)
+		gauge(descUp, up, s.Addr)
+		gauge(descBreaker, breakerValue(s.Breaker), s.Addr)
+		gauge(descInflight, float64(s.Inflight), s.Addr)
+		gauge(descEjection, float64(p.outliers.current(n)), s.Addr)
+		for k := failConnect; k < numFailureKinds; k++ {
+			counter(descFailures, n.fails[k].Load(), s.Addr, failureNames[k])
+		}
+		tot := p.outliers.totals(i)
+		for r, name := range ejectReasons {
+			counter(descEjections, tot[r], s.Addr, name)
+		}
+		classes := n.stats.classNames()
+		sort.Strings(classes)
+		for _, class := range classes {
+			t, h := p.timing(n, class, 0, false)
+			gauge(descAttemptTimeout, t.Seconds(), s.Addr, class)
+			gauge(descHedgeDelay, h.Seconds(), s.Addr, class)
+		}
 	}
-	k := c.p.Counters()
-	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesSent), "sent")
-	ch <- prometheus.MustNewConstMetric(descRetries, prometheus.CounterValue, float64(k.RetriesDenied), "denied")
+	for i, prio := range wire.Priorities() {
+		counter(descRetries, p.retriesSent[i].Load(), prio, wire.RetrySent)
+		counter(descRetries, p.retriesDenied[i].Load(), prio, wire.RetryDenied)
+	}
+	for k, name := range kindNames {
+		counter(descAttempts, p.attempts[k].Load(), name)
+	}
+	counter(descHedges, p.hedgesSent.Load(), wire.HedgeSent)
+	counter(descHedges, p.hedgesWon.Load(), wire.HedgeWon)
+	counter(descHedges, p.hedgesDenied.Load(), wire.HedgeDenied)
 }
 
 func breakerValue(s string) float64 {
 	switch s {
-	case "half_open":
-		return 1
-	case "open":
-		return 2
+	case wire.BreakerHalfOpen:
+		return float64(StateHalfOpen)
+	case wire.BreakerOpen:
+		return float64(StateOpen)
 	}
 	return 0
 }

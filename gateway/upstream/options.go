@@ -20,6 +20,14 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
+// AfterFunc schedules f to run once after d in its own goroutine and
+// returns a stop function that cancels it, reporting whether it did (like
+// time.AfterFunc and Timer.Stop). Attempt timeouts and hedge delays use
+// it; tests inject one they fire by hand.
+type AfterFunc func(d time.Duration, f func()) (stop func() bool)
+
+func realAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
 // Option configures a Pool in New.
 type Option func(*Pool)
 
@@ -35,3 +43,7 @@ func WithLogger(l *slog.Logger) Option { return func(p *Pool) { p.log = l } }
 
 // WithBalancer replaces the least-outstanding balancer.
 func WithBalancer(b Balancer) Option { return func(p *Pool) { p.bal = b } }
+
+// WithAfterFunc sets the timer scheduler of attempt timeouts and hedge
+// delays (default time.AfterFunc).
+func WithAfterFunc(af AfterFunc) Option { return func(p *Pool) { p.after = af } }

@@ -1,27 +1,19 @@
 package upstream
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DeadlineHeader carries the caller's remaining time, in whole
-// milliseconds, to the node.
-const DeadlineHeader = "X-Levee-Deadline-Ms"
-
-// node is one model node. Its counters are atomics; breaker has its own lock.
+// node is one model node. Its counters are atomics; breaker and stats
+// have their own locks.
 type node struct {
 	addr string // base URL without trailing slash
 	up   atomic.Bool
@@ -31,43 +23,72 @@ type node struct {
 	inflight    atomic.Int64
 	requests    atomic.Uint64
 	failures    atomic.Uint64
+	fails       [numFailureKinds]atomic.Uint64 // failed attempts by kind
 	breaker     *Breaker
+	ejection    atomic.Int32 // EjectionState; changed under outliers.mu
+	stats       *nodeStats
 }
 
 // NodeStats is a snapshot of one node.
 type NodeStats struct {
 	Addr     string `json:"addr"`
 	Up       bool   `json:"up"`
-	Breaker  string `json:"breaker"` // "closed", "half_open", "open"
+	Breaker  string `json:"breaker"`  // wire.Breaker…
+	Ejection string `json:"ejection"` // wire.Ejection…
 	Inflight int64  `json:"inflight"`
 	Requests uint64 `json:"requests"` // attempts sent to the node
-	Failures uint64 `json:"failures"` // connection failures and 5xx
+	Failures uint64 `json:"failures"` // connection failures, 5xx and attempt timeouts
+	Timeouts uint64 `json:"timeouts"` // attempts abandoned by the attempt timeout
 }
 
 // Counters are the pool's totals since New.
 type Counters struct {
-	RetriesSent   uint64 `json:"retries_sent"`
+	Attempts      uint64 `json:"attempts"`       // attempts sent: first, retries and hedges
+	RetriesSent   uint64 `json:"retries_sent"`   // all priorities
 	RetriesDenied uint64 `json:"retries_denied"` // by the retry budget
+	HedgesSent    uint64 `json:"hedges_sent"`
+	HedgesWon     uint64 `json:"hedges_won"`     // the hedge answered first
+	HedgesDenied  uint64 `json:"hedges_denied"`  // by the hedge budget
 	DeadlineSkips uint64 `json:"deadline_skips"` // calls not made: deadline too short
 	NoNode        uint64 `json:"no_node"`        // calls not made: no node admitted
 }
 
-// Pool sends requests to a set of model nodes; see Do. It is safe for
+// Attempt kinds (levee_upstream_attempts_total{kind}).
+type attemptKind int
+
+const (
+	kindFirst attemptKind = iota
+	kindRetry
+	kindHedge
+	numKinds
+)
+
+var kindNames = [numKinds]string{wire.AttemptFirst, wire.AttemptRetry, wire.AttemptHedge}
+
+// Pool sends requests to a set of model nodes; see Send. It is safe for
 // concurrent use.
 type Pool struct {
-	cfg    Config
-	nodes  []*node
-	rt     http.RoundTripper
-	clock  Clock
-	log    *slog.Logger
-	bal    Balancer
-	budget *RetryBudget
+	cfg         Config
+	nodes       []*node
+	rt          http.RoundTripper
+	clock       Clock
+	after       AfterFunc
+	log         *slog.Logger
+	bal         Balancer
+	budget      *RetryBudget
+	hedges      *RetryBudget
+	outliers    *outliers
+	retryOnKind [numFailureKinds]bool // which failures are retried (RetryOn)
 
 	breakerOn atomic.Bool
-	retryOn   atomic.Bool
+	retriesOn atomic.Bool
 
-	retriesSent   atomic.Uint64
-	retriesDenied atomic.Uint64
+	attempts      [numKinds]atomic.Uint64
+	retriesSent   [numPriorities]atomic.Uint64
+	retriesDenied [numPriorities]atomic.Uint64
+	hedgesSent    atomic.Uint64
+	hedgesWon     atomic.Uint64
+	hedgesDenied  atomic.Uint64
 	deadlineSkips atomic.Uint64
 	noNode        atomic.Uint64
 
@@ -78,7 +99,8 @@ type Pool struct {
 }
 
 // New validates cfg, applies defaults and returns a pool with every node
-// marked up and every breaker closed. Active health checks start with Run.
+// marked up, in rotation, and every breaker closed. Active health checks
+// start with Run.
 func New(cfg Config, opts ...Option) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -88,8 +110,14 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	for _, o := range opts {
 		o(p)
 	}
+	if p.after == nil {
+		p.after = realAfterFunc
+	}
 	if p.clock == nil {
 		p.clock = realClock{}
+	}
+	if p.after == nil {
+		p.after = realAfterFunc
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
@@ -101,15 +129,31 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 		p.rt = NewTransport(cfg)
 	}
 	p.budget = NewRetryBudget(cfg.RetryBudget, p.clock)
+	p.hedges = NewRetryBudget(RetryBudgetConfig{Ratio: cfg.Hedge.Ratio, MinPerSecond: cfg.Hedge.MinPerSecond, TTL: cfg.RetryBudget.TTL, Shared: true}, p.clock)
+	for _, on := range cfg.RetryOn {
+		switch on {
+		case RetryOnConnect:
+			p.retryOnKind[failConnect] = true
+		case RetryOnStatus:
+			p.retryOnKind[failStatus] = true
+		case RetryOnTimeout:
+			p.retryOnKind[failTimeout] = true
+		}
+	}
 	p.breakerOn.Store(true)
-	p.retryOn.Store(true)
+	p.retriesOn.Store(true)
 	p.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "levee_upstream_latency_seconds",
-		Help:    "Time from sending a request to a model node to its response headers.",
+		Name:    wire.MetricUpstreamLatency,
+		Help:    "Time from sending an attempt to a model node to the first byte of its answer.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})
+	now := p.clock.Now()
 	for _, a := range cfg.Nodes {
-		n := &node{addr: strings.TrimRight(a, "/"), breaker: NewBreaker(cfg.Breaker, p.clock)}
+		n := &node{
+			addr:    strings.TrimRight(a, "/"),
+			breaker: NewBreaker(cfg.Breaker, p.clock),
+			stats:   newNodeStats(cfg.Outlier.Window, cfg.LatencyWindow, now),
+		}
 		n.up.Store(true)
 		addr := n.addr
 		n.breaker.onChange = func(from, to BreakerState) {
@@ -117,13 +161,21 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 		}
 		p.nodes = append(p.nodes, n)
 	}
+	p.outliers = newOutliers(cfg.Outlier, p.clock, p.nodes)
+	p.outliers.log = func(n *node, from, to EjectionState, reason string) {
+		p.log.Info("upstream outlier", "node", n.addr, "from", from.String(), "to", to.String(), "reason", reason)
+	}
+	p.outliers.setEnabled(!cfg.Outlier.Disabled)
 	return p, nil
 }
 
-// SetBreakerEnabled turns the per-node breakers on or off. Turning them off
-// resets every breaker to closed; while off, outcomes are not recorded.
+// SetBreakerEnabled turns the per-node breakers and outlier ejection on
+// or off (the breaker defense). Turning them off resets every breaker to
+// closed and returns every node to rotation; while off, outcomes are not
+// recorded by the breakers.
 func (p *Pool) SetBreakerEnabled(on bool) {
 	p.breakerOn.Store(on)
+	p.outliers.setEnabled(on && !p.cfg.Outlier.Disabled)
 	if !on {
 		for _, n := range p.nodes {
 			n.breaker.Reset()
@@ -131,9 +183,9 @@ func (p *Pool) SetBreakerEnabled(on bool) {
 	}
 }
 
-// SetRetryEnabled turns retries on or off. Requests still deposit into the
-// retry budget while retries are off.
-func (p *Pool) SetRetryEnabled(on bool) { p.retryOn.Store(on) }
+// SetRetryEnabled turns retries, hedges and attempt timeouts on or off
+// (the retry defense). Calls still deposit into the budgets while off.
+func (p *Pool) SetRetryEnabled(on bool) { p.retriesOn.Store(on) }
 
 // Stats returns a snapshot of every node, in config order.
 func (p *Pool) Stats() []NodeStats {
@@ -143,9 +195,11 @@ func (p *Pool) Stats() []NodeStats {
 			Addr:     n.addr,
 			Up:       n.up.Load(),
 			Breaker:  n.breaker.State().String(),
+			Ejection: p.outliers.current(n).String(),
 			Inflight: n.inflight.Load(),
 			Requests: n.requests.Load(),
 			Failures: n.failures.Load(),
+			Timeouts: n.fails[failTimeout].Load(),
 		}
 	}
 	return out
@@ -153,12 +207,21 @@ func (p *Pool) Stats() []NodeStats {
 
 // Counters returns the pool's totals.
 func (p *Pool) Counters() Counters {
-	return Counters{
-		RetriesSent:   p.retriesSent.Load(),
-		RetriesDenied: p.retriesDenied.Load(),
+	c := Counters{
+		HedgesSent:    p.hedgesSent.Load(),
+		HedgesWon:     p.hedgesWon.Load(),
+		HedgesDenied:  p.hedgesDenied.Load(),
 		DeadlineSkips: p.deadlineSkips.Load(),
 		NoNode:        p.noNode.Load(),
 	}
+	for k := range p.attempts {
+		c.Attempts += p.attempts[k].Load()
+	}
+	for i := range numPriorities {
+		c.RetriesSent += p.retriesSent[i].Load()
+		c.RetriesDenied += p.retriesDenied[i].Load()
+	}
+	return c
 }
 
 // Close stops Run and closes idle connections. Responses already returned
@@ -172,15 +235,29 @@ func (p *Pool) Close() {
 	})
 }
 
-// pick chooses an eligible node not in tried and, with breakers on, gets
-// its breaker's admission. The chosen node's outstanding count is already
-// raised (so concurrent picks see it); undo with release if it is not used.
-// It returns nil and the reason when no node is left.
-func (p *Pool) pick(tried []*node) (*node, uint64, error) {
+// picked is a node chosen for one attempt: its breaker generation, and
+// whether the attempt holds one of its probe slots.
+type picked struct {
+	n     *node
+	gen   uint64
+	probe bool
+}
+
+// pick chooses a node not in tried for an attempt of the given priority
+// and, with breakers on, gets its breaker's admission. The chosen node's
+// outstanding count is already raised (so concurrent picks see it); undo
+// with release if it is not used. Nodes in rotation are preferred; a
+// node on probation takes a call of priority below P0 first (one probe
+// slot each), and P0 only when no node in rotation is left; ejected nodes
+// are a last resort. It returns the reason when no node is left.
+func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 	var candBuf [16]*node
 	var loadBuf [16]int64
+	var probeBuf, ejectBuf [16]*node
 	cand, loads := candBuf[:0], loadBuf[:0]
+	probing, ejected := probeBuf[:0], ejectBuf[:0]
 	breakerOn := p.breakerOn.Load()
+	outliersOn := p.outliers.on.Load()
 	anyUp := false
 	for _, n := range p.nodes {
 		if !n.up.Load() || contains(tried, n) {
@@ -190,31 +267,77 @@ func (p *Pool) pick(tried []*node) (*node, uint64, error) {
 		if breakerOn && n.breaker.State() == StateOpen {
 			continue
 		}
+		if outliersOn {
+			switch p.outliers.current(n) {
+			case Probing:
+				probing = append(probing, n)
+				continue
+			case Ejected:
+				ejected = append(ejected, n)
+				continue
+			}
+		}
 		cand = append(cand, n)
 		loads = append(loads, n.inflight.Load())
+	}
+	if priority != HighestPriority {
+		if pk, ok := p.probe(probing, breakerOn); ok {
+			return pk, nil
+		}
 	}
 	for len(cand) > 0 {
 		i := p.bal.Pick(loads)
 		if i < 0 || i >= len(cand) {
-			return nil, 0, fmt.Errorf("upstream: balancer picked %d of %d nodes", i, len(cand))
+			return picked{}, fmt.Errorf("upstream: balancer picked %d of %d nodes", i, len(cand))
 		}
-		n := cand[i]
-		if !breakerOn {
-			n.inflight.Add(1)
-			return n, 0, nil
-		}
-		if gen, ok := n.breaker.Allow(); ok {
-			n.inflight.Add(1)
-			return n, gen, nil
+		if pk, ok := p.admit(cand[i], false, breakerOn); ok {
+			return pk, nil
 		}
 		// Half-open with all probes out (or just reopened): drop and repick.
 		cand = append(cand[:i], cand[i+1:]...)
 		loads = append(loads[:i], loads[i+1:]...)
 	}
-	if anyUp {
-		return nil, 0, fmt.Errorf("%w: %w", ErrNoNode, ErrBreakerOpen)
+	if priority == HighestPriority {
+		if pk, ok := p.probe(probing, breakerOn); ok {
+			return pk, nil
+		}
 	}
-	return nil, 0, ErrNoNode
+	for _, n := range ejected {
+		if pk, ok := p.admit(n, false, breakerOn); ok {
+			return pk, nil
+		}
+	}
+	if anyUp {
+		return picked{}, fmt.Errorf("%w: %w", ErrNoNode, ErrBreakerOpen)
+	}
+	return picked{}, ErrNoNode
+}
+
+// admit gets n's breaker admission (when breakers are on) and raises its
+// outstanding count.
+func (p *Pool) admit(n *node, probe, breakerOn bool) (picked, bool) {
+	if !breakerOn {
+		n.inflight.Add(1)
+		return picked{n: n, probe: probe}, true
+	}
+	if gen, ok := n.breaker.Allow(); ok {
+		n.inflight.Add(1)
+		return picked{n: n, gen: gen, probe: probe}, true
+	}
+	return picked{}, false
+}
+
+// probe picks the first node on probation with a free probe slot.
+func (p *Pool) probe(probing []*node, breakerOn bool) (picked, bool) {
+	for _, n := range probing {
+		if p.outliers.takeProbe(n) {
+			if pk, ok := p.admit(n, true, breakerOn); ok {
+				return pk, true
+			}
+			p.outliers.releaseProbe(n)
+		}
+	}
+	return picked{}, false
 }
 
 func contains(ns []*node, n *node) bool {
@@ -224,150 +347,4 @@ func contains(ns []*node, n *node) bool {
 		}
 	}
 	return false
-}
-
-// Do sends one request to the healthy node with the fewest outstanding
-// requests whose breaker admits it, and returns its response (any status;
-// HTTP error statuses are not errors and are never retried).
-//
-// body is a byte slice so a retry can resend it; header is copied, never
-// modified. When ctx has a deadline, the remaining time is sent as
-// X-Levee-Deadline-Ms (whole milliseconds); when it is below MinServiceTime
-// no call is made and the error is ErrDeadline.
-//
-// A call that fails at the connection level (dial refused, reset, EOF before
-// response headers) is retried once per other eligible node while the retry
-// budget allows; the error then wraps ErrConn. Failures caused by ctx are
-// not retried. Errors: ErrDeadline, ErrNoNode (also ErrBreakerOpen when
-// breakers are to blame), ErrConn, or ctx's error.
-//
-// The node counts the request as outstanding until the returned response's
-// body is closed; the caller must close it.
-func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Response, error) {
-	if !strings.HasPrefix(path, "/") {
-		return nil, fmt.Errorf("upstream: path %q must start with /", path)
-	}
-	p.budget.Deposit()
-	var tried []*node
-	var lastErr error
-	for attempt := 0; ; attempt++ {
-		var remaining time.Duration
-		deadline, hasDeadline := ctx.Deadline()
-		if hasDeadline {
-			remaining = time.Until(deadline)
-			if remaining <= 0 || remaining < p.cfg.MinServiceTime {
-				p.deadlineSkips.Add(1)
-				if lastErr != nil {
-					return nil, fmt.Errorf("%w (after %w)", ErrDeadline, lastErr)
-				}
-				return nil, ErrDeadline
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, gen, err := p.pick(tried)
-		if err != nil {
-			if attempt > 0 {
-				return nil, lastErr // no other node to retry on
-			}
-			p.noNode.Add(1)
-			return nil, err
-		}
-		if attempt > 0 {
-			if !p.budget.TryWithdraw() {
-				p.retriesDenied.Add(1)
-				p.release(n, gen) // admission not used
-				return nil, lastErr
-			}
-			p.retriesSent.Add(1)
-		}
-		tried = append(tried, n)
-		resp, err := p.send(ctx, n, gen, method, path, body, header, hasDeadline, remaining)
-		if err == nil {
-			return resp, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || !p.retryOn.Load() || !isConnErr(err) {
-			return nil, err
-		}
-	}
-}
-
-// release undoes a pick that was not used for a call: the outstanding count
-// and the breaker admission.
-func (p *Pool) release(n *node, gen uint64) {
-	n.inflight.Add(-1)
-	if p.breakerOn.Load() {
-		// No outcome is recorded; a half-open probe slot is freed.
-		n.breaker.unadmit(gen)
-	}
-}
-
-func isConnErr(err error) bool { return err != nil && errors.Is(err, ErrConn) }
-
-// send makes one attempt on n.
-func (p *Pool) send(ctx context.Context, n *node, gen uint64, method, path string, body []byte, header http.Header, hasDeadline bool, remaining time.Duration) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, n.addr+path, rd)
-	if err != nil {
-		p.release(n, gen)
-		return nil, fmt.Errorf("upstream: building request for %s%s: %w", n.addr, path, err)
-	}
-	if header != nil {
-		req.Header = header.Clone()
-	}
-	if hasDeadline {
-		// Recompute: time passed since the check above.
-		if d, ok := ctx.Deadline(); ok {
-			remaining = time.Until(d)
-		}
-		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(0, remaining.Milliseconds()), 10))
-	} else {
-		req.Header.Del(DeadlineHeader)
-	}
-	n.requests.Add(1)
-	start := time.Now()
-	resp, err := p.rt.RoundTrip(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			// The caller gave up: says nothing about the node.
-			p.release(n, gen)
-			return nil, fmt.Errorf("upstream %s: %w", n.addr, ctx.Err())
-		}
-		n.inflight.Add(-1)
-		n.failures.Add(1)
-		p.record(n, gen, true)
-		return nil, fmt.Errorf("%w: %s: %w", ErrConn, n.addr, err)
-	}
-	p.latency.Observe(time.Since(start).Seconds())
-	failed := resp.StatusCode >= 500
-	if failed {
-		n.failures.Add(1)
-	}
-	p.record(n, gen, failed)
-	resp.Body = &trackedBody{ReadCloser: resp.Body, n: n}
-	return resp, nil
-}
-
-func (p *Pool) record(n *node, gen uint64, failed bool) {
-	if p.breakerOn.Load() {
-		n.breaker.Record(gen, failed)
-	}
-}
-
-// trackedBody holds the node's outstanding count until Close.
-type trackedBody struct {
-	io.ReadCloser
-	n    *node
-	once sync.Once
-}
-
-func (b *trackedBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.once.Do(func() { b.n.inflight.Add(-1) })
-	return err
 }

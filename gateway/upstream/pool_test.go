@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,8 +26,8 @@ type testNode struct {
 	healthy  atomic.Bool
 	status   atomic.Int64  // status for /work; 0 = 200
 	lastDL   atomic.Value  // string: last X-Levee-Deadline-Ms seen ("<none>" if absent)
-	release  chan struct{} // /hold waits on it after sending headers
-	arrived  chan struct{} // /hold signals here once headers are sent
+	release  chan struct{} // /hold waits on it after sending its first byte
+	arrived  chan struct{} // /hold signals here once its first byte is sent
 	bodyRead atomic.Int64  // bytes of request body seen on /work
 }
 
@@ -57,13 +58,14 @@ func newTestNode(t *testing.T) *testNode {
 	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
 		n.hits.Add(1)
 		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "h") // the first byte: the pool returns the answer here
 		w.(http.Flusher).Flush()
 		n.arrived <- struct{}{}
 		select {
 		case <-n.release:
 		case <-r.Context().Done():
 		}
-		io.WriteString(w, "held")
+		io.WriteString(w, "eld")
 	})
 	n.srv = httptest.NewServer(mux)
 	t.Cleanup(n.srv.Close)
@@ -114,6 +116,10 @@ func newPool(t *testing.T, cfg Config, opts ...Option) *Pool {
 		// machine a loopback dial to a live node can exceed the 1 s default.
 		cfg.DialTimeout = 10 * time.Second
 	}
+	// Attempt timeouts and hedge delays never fire unless a test brings
+	// its own scheduler: on a loaded machine a real timer of a few
+	// milliseconds would decide tests that are not about them.
+	opts = append([]Option{WithAfterFunc(new(manualTimers).after)}, opts...)
 	p, err := New(cfg, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -169,7 +175,7 @@ func TestPoolLeastOutstanding(t *testing.T) {
 		resps = append(resps, r)
 		return r
 	}
-	// Four held calls (Do returns at headers; the body stays open): each
+	// Four held calls (Do returns at the first byte; the body stays open): each
 	// pick sees the other node as less loaded, so they split 2/2.
 	for range 4 {
 		hold()
@@ -262,6 +268,7 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 				Nodes:       []string{badURL, good.srv.URL},
 				RetryBudget: RetryBudgetConfig{MinPerSecond: 10}, // reserve 100 retries
 				Breaker:     BreakerConfig{MinRequests: 1000},
+				Outlier:     OutlierConfig{Disabled: true}, // keep sending to the bad node
 			}, first)
 			const n = 20
 			for range n {
@@ -297,55 +304,86 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 	}
 }
 
-func TestPoolHTTPErrorsNotRetried(t *testing.T) {
-	checkGoroutines(t)
-	a, b := newTestNode(t), newTestNode(t)
-	a.status.Store(503)
-	p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
-	resp, err := p.Do(context.Background(), http.MethodPost, "/work", nil, nil)
-	if err != nil {
-		t.Fatal(err)
+// A 5xx is retried on another node (RetryOn 5xx, the default); a 4xx,
+// 429 included, is final; without 5xx in RetryOn the 5xx comes back.
+func TestPoolStatusRetries(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		retryOn   []string
+		wantCode  int
+		wantBHits int64
+	}{
+		{"503 retried", 503, nil, 200, 1},
+		{"500 retried", 500, nil, 200, 1},
+		{"404 final", 404, nil, 404, 0},
+		{"429 final", 429, nil, 429, 0},
+		{"503 not in retry_on", 503, []string{RetryOnConnect}, 503, 0},
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 503 || b.hits.Load() != 0 || p.Counters().RetriesSent != 0 {
-		t.Fatalf("status %d, b hits %d, counters %+v", resp.StatusCode, b.hits.Load(), p.Counters())
-	}
-	if p.Stats()[0].Failures != 1 {
-		t.Fatalf("5xx not counted as a failure: %+v", p.Stats()[0])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkGoroutines(t)
+			a, b := newTestNode(t), newTestNode(t)
+			a.status.Store(int64(tt.status))
+			p := newPool(t, Config{Nodes: []string{a.srv.URL, b.srv.URL}, RetryOn: tt.retryOn, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
+			resp, err := p.Do(context.Background(), http.MethodPost, "/work", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantCode || b.hits.Load() != tt.wantBHits || p.Counters().RetriesSent != uint64(tt.wantBHits) {
+				t.Fatalf("status %d (want %d), b hits %d (want %d), counters %+v", resp.StatusCode, tt.wantCode, b.hits.Load(), tt.wantBHits, p.Counters())
+			}
+			wantFail := uint64(0)
+			if tt.status >= 500 {
+				wantFail = 1
+			}
+			if st := p.Stats(); st[0].Failures != wantFail || st[0].Inflight != 0 || st[1].Inflight != 0 {
+				t.Fatalf("stats %+v, want %d failure on a and nothing outstanding", st, wantFail)
+			}
+		})
 	}
 }
 
 // A storm of connection failures on every node: the budget allows exactly
-// one retry per ten requests (Ratio 0.1, no reserve, time frozen).
+// one P0 retry per ten requests (Ratio 0.1, no reserve, time frozen), and
+// half of that to P2 (P0Reserve 0.5). Retries never amplify the storm.
 func TestPoolRetryBudgetStorm(t *testing.T) {
-	checkGoroutines(t)
-	p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
-	p.SetBreakerEnabled(false)
-	const n = 1000
-	for range n {
-		_, err := p.Do(context.Background(), http.MethodPost, "/work", []byte("x"), nil)
-		if !errors.Is(err, ErrConn) {
-			t.Fatalf("err %v, want ErrConn", err)
-		}
-	}
-	c := p.Counters()
-	// Each granted retry also fails and asks for a second one on the third
-	// node; the budget is shared, so sent stays ≤ 10 % of requests.
-	if c.RetriesSent != n/10 {
-		t.Fatalf("retries sent %d, want exactly %d (10%% of %d)", c.RetriesSent, n/10, n)
-	}
-	if c.RetriesSent+c.RetriesDenied < n {
-		t.Fatalf("sent+denied = %d, want ≥ %d (every request asked)", c.RetriesSent+c.RetriesDenied, n)
-	}
-	var attempts uint64
-	for _, s := range p.Stats() {
-		attempts += s.Requests
-		if s.Inflight != 0 || s.Failures != s.Requests {
-			t.Fatalf("node %+v: want inflight 0 and every attempt failed", s)
-		}
-	}
-	if attempts != n+c.RetriesSent {
-		t.Fatalf("attempts %d, want requests+retries = %d", attempts, n+c.RetriesSent)
+	for _, tt := range []struct {
+		priority int
+		want     uint64
+	}{{0, 100}, {1, 50}, {2, 50}} {
+		t.Run(fmt.Sprintf("P%d", tt.priority), func(t *testing.T) {
+			checkGoroutines(t)
+			p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
+			p.SetBreakerEnabled(false)
+			const n = 1000
+			for range n {
+				_, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Body: []byte("x"), Priority: tt.priority})
+				if !errors.Is(err, ErrConn) {
+					t.Fatalf("err %v, want ErrConn", err)
+				}
+			}
+			c := p.Counters()
+			// Each granted retry also fails and asks for a second one on the
+			// third node; sent stays within the budget.
+			if c.RetriesSent != tt.want {
+				t.Fatalf("retries sent %d, want exactly %d of %d requests", c.RetriesSent, tt.want, n)
+			}
+			if c.RetriesSent+c.RetriesDenied < n {
+				t.Fatalf("sent+denied = %d, want ≥ %d (every request asked)", c.RetriesSent+c.RetriesDenied, n)
+			}
+			var attempts uint64
+			for _, s := range p.Stats() {
+				attempts += s.Requests
+				if s.Inflight != 0 || s.Failures != s.Requests {
+					t.Fatalf("node %+v: want inflight 0 and every attempt failed", s)
+				}
+			}
+			if attempts != n+c.RetriesSent || c.Attempts != attempts {
+				t.Fatalf("attempts %d (counted %d), want requests+retries = %d", attempts, c.Attempts, n+c.RetriesSent)
+			}
+		})
 	}
 }
 
@@ -618,10 +656,25 @@ func TestPoolMetrics(t *testing.T) {
 	}
 	retries := map[string]float64{}
 	for _, m := range got["levee_retries_total"] {
-		retries[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		retries[labelString(m)] = m.GetCounter().GetValue()
 	}
-	if len(retries) != 2 || retries["sent"] != 1 || retries["denied"] != 0 {
-		t.Fatalf("levee_retries_total = %v, want sent 1 denied 0", retries)
+	if len(retries) != 6 || retries["priority=P2,result=sent"] != 1 || retries["priority=P2,result=denied"] != 0 {
+		t.Fatalf("levee_retries_total = %v, want P2 sent 1 denied 0", retries)
+	}
+	attempts := map[string]float64{}
+	for _, m := range got["levee_upstream_attempts_total"] {
+		attempts[labelString(m)] = m.GetCounter().GetValue()
+	}
+	if attempts["kind=first"] != 1 || attempts["kind=retry"] != 1 || attempts["kind=hedge"] != 0 {
+		t.Fatalf("levee_upstream_attempts_total = %v, want first 1 retry 1 hedge 0", attempts)
+	}
+	for _, name := range []string{"levee_upstream_ejection_state", "levee_upstream_attempt_failures_total", "levee_upstream_ejections_total", "levee_upstream_hedges_total"} {
+		if len(got[name]) == 0 {
+			t.Fatalf("%s not gathered", name)
+		}
+	}
+	if ts := got["levee_upstream_attempt_timeout_seconds"]; len(ts) != 1 || labelString(ts[0]) != "call_class=default,node="+strings.TrimPrefix(a.srv.URL, "") {
+		t.Fatalf("attempt timeout gauges: %v (want one, for the node that answered)", ts)
 	}
 	for _, m := range got["levee_upstream_up"] {
 		if m.GetGauge().GetValue() != 1 {
@@ -716,4 +769,90 @@ func TestHealthHysteresis(t *testing.T) {
 	if !up(0) {
 		t.Fatal("the failure count was not reset by the good check")
 	}
+}
+
+// labelString renders a metric's labels as "a=x,b=y" in name order.
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	return strings.Join(parts, ",")
+}
+
+// Many callers of every priority against a node that hangs on a third of
+// its calls and one that fails a third, with real timers: attempt
+// timeouts, hedges, retries and ejections all happen at once. Whatever
+// the timing, every call ends, nothing stays outstanding, every attempt
+// is counted once, and retries and hedges stay within their budgets.
+func TestPoolConcurrentPartialFailures(t *testing.T) {
+	checkGoroutines(t)
+	hang, fail, good := newScriptNode(t, answerHangThird), newScriptNode(t, answer500Third), newScriptNode(t, answerOK)
+	cfg := Config{
+		Nodes:       []string{hang.srv.URL, fail.srv.URL, good.srv.URL},
+		RetryBudget: RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1},
+		Hedge:       HedgeConfig{Ratio: 0.1, MinPerSecond: 1},
+	}
+	p, err := New(cfg) // real clock and timers
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const workers, each = 8, 40
+	var ok, answered5xx, failed, p0 atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				prio := (w + i) % 3
+				if prio == 0 {
+					p0.Add(1)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				resp, err := p.Send(ctx, Call{Method: http.MethodPost, Path: "/work", Body: []byte("x"), Priority: prio, Class: "work"})
+				cancel()
+				switch {
+				case err != nil:
+					failed.Add(1)
+				case resp.StatusCode == 200:
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					ok.Add(1)
+				default:
+					resp.Body.Close()
+					answered5xx.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const n = workers * each
+	c := p.Counters()
+	if ok.Load()+answered5xx.Load()+failed.Load() != n {
+		t.Fatalf("ok %d + 5xx %d + failed %d != %d", ok.Load(), answered5xx.Load(), failed.Load(), n)
+	}
+	var requests uint64
+	for _, s := range p.Stats() {
+		requests += s.Requests
+		if s.Inflight != 0 {
+			t.Fatalf("%s: %d outstanding after every call ended", s.Addr, s.Inflight)
+		}
+	}
+	first := p.attempts[kindFirst].Load()
+	if c.Attempts != requests || c.Attempts != first+c.RetriesSent+c.HedgesSent || first != n {
+		t.Fatalf("attempts %d, node requests %d, first %d + retries %d + hedges %d (calls %d)", c.Attempts, requests, first, c.RetriesSent, c.HedgesSent, n)
+	}
+	// Budgets: the clock runs for seconds here, well within the 10 s TTL,
+	// so every deposit is still counted.
+	if limit := uint64(0.1*n) + 10; c.RetriesSent > limit {
+		t.Fatalf("retries %d above the budget's %d", c.RetriesSent, limit)
+	}
+	if limit := uint64(0.1*float64(p0.Load())) + 10; c.HedgesSent > limit {
+		t.Fatalf("hedges %d above the budget's %d", c.HedgesSent, limit)
+	}
+	if c.HedgesWon > c.HedgesSent {
+		t.Fatalf("hedges won %d > sent %d", c.HedgesWon, c.HedgesSent)
+	}
+	t.Logf("%d calls: ok %d, 5xx %d, failed %d; attempts %d (retries %d, hedges %d won %d); timeouts %d; states %v",
+		n, ok.Load(), answered5xx.Load(), failed.Load(), c.Attempts, c.RetriesSent, c.HedgesSent, c.HedgesWon, p.Stats()[0].Timeouts, states(p))
 }

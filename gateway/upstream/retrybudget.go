@@ -3,28 +3,47 @@ package upstream
 import (
 	"math"
 	"sync"
-	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
+// Priorities of a Call: 0 is the most important (P0), the ranks of
+// wire.Priorities(). Values above LowestPriority count as LowestPriority.
+const (
+	HighestPriority = 0
+	LowestPriority  = wire.NumPriorities - 1
+	numPriorities   = LowestPriority + 1
+)
+
+func clampPriority(p int) int { return min(max(p, HighestPriority), LowestPriority) }
+
 const budgetBuckets = 10
+
+// budgetBucket is one time bucket of a budget, in milli-tokens.
+type budgetBucket struct{ in, out int64 }
 
 // RetryBudget is a token retry budget in the style of Finagle's
 // RetryBudget and Envoy's retry_budget: every request deposits Ratio
 // tokens, every retry withdraws one whole token, deposits and withdrawals
-// expire after TTL, and a reserve of MinPerSecond×TTL tokens is always
-// there. So within any TTL window, retries ≤ Ratio × requests +
-// MinPerSecond × TTL. Accounting is in integer milli-tokens, so it is exact
-// (ten requests at Ratio 0.1 buy exactly one retry).
+// expire after TTL, and a reserve of MinPerSecond×TTL tokens is there too.
+// So within any TTL window, retries ≤ Ratio × requests + MinPerSecond ×
+// TTL: retries never amplify an overload beyond that fraction. Accounting
+// is in integer milli-tokens, so it is exact (ten requests at Ratio 0.1 buy
+// exactly one P0 retry).
+//
+// Unless Shared, a share P0Reserve of the budget is P0's: a retry of a
+// lower priority is refused when it would leave fewer than P0Reserve × the
+// budget's size (its deposits and reserve within TTL). So P1 and P2
+// retries spend at most 1 − P0Reserve of the budget, and a P0 retry is
+// never refused because they spent it: P0 may use every token left.
 type RetryBudget struct {
-	clock   Clock
-	deposit int64 // milli-tokens per request
-	reserve int64 // milli-tokens always available
-	width   time.Duration
+	clock     Clock
+	deposit   int64   // milli-tokens per request
+	reserve   int64   // milli-tokens always there
+	p0Reserve float64 // share of the budget lower priorities may not spend
 
-	mu         sync.Mutex
-	buckets    [budgetBuckets]struct{ in, out int64 } // guarded by mu; milli-tokens
-	bucketTime time.Time                              // guarded by mu
-	cur        int                                    // guarded by mu
+	mu   sync.Mutex
+	ring timeRing[budgetBucket] // guarded by mu
 }
 
 // NewRetryBudget returns a budget; zero fields of cfg take defaults, nil
@@ -34,68 +53,57 @@ func NewRetryBudget(cfg RetryBudgetConfig, clock Clock) *RetryBudget {
 		clock = realClock{}
 	}
 	cfg = cfg.WithDefaults()
-	w := cfg.TTL / budgetBuckets
-	if w <= 0 {
-		w = 1
+	r := &RetryBudget{
+		clock:     clock,
+		deposit:   int64(math.Round(cfg.Ratio * 1000)),
+		reserve:   int64(math.Floor(cfg.MinPerSecond * cfg.TTL.Seconds() * 1000)),
+		p0Reserve: cfg.P0Reserve,
+		ring:      newTimeRing[budgetBucket](budgetBuckets, cfg.TTL, clock.Now()),
 	}
-	return &RetryBudget{
-		clock:      clock,
-		deposit:    int64(math.Round(cfg.Ratio * 1000)),
-		reserve:    int64(math.Floor(cfg.MinPerSecond * cfg.TTL.Seconds() * 1000)),
-		width:      w,
-		bucketTime: clock.Now(),
+	if cfg.Shared {
+		r.p0Reserve = 0
 	}
+	return r
 }
 
 // Deposit records one request.
 func (r *RetryBudget) Deposit() {
 	r.mu.Lock()
-	r.roll(r.clock.Now())
-	r.buckets[r.cur].in += r.deposit
+	r.ring.at(r.clock.Now()).in += r.deposit
 	r.mu.Unlock()
 }
 
-// TryWithdraw takes one token for a retry and reports whether there was one.
-func (r *RetryBudget) TryWithdraw() bool {
+// TryWithdraw takes one token for a retry of the given priority and
+// reports whether there was one for it. It never blocks.
+func (r *RetryBudget) TryWithdraw(priority int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.roll(r.clock.Now())
-	if r.balanceLocked() < 1000 {
+	cur := r.ring.at(r.clock.Now())
+	if r.balanceLocked(priority) < 1000 {
 		return false
 	}
-	r.buckets[r.cur].out += 1000
+	cur.out += 1000
 	return true
 }
 
-// Balance reports the whole tokens available now.
-func (r *RetryBudget) Balance() int {
+// Balance reports the whole tokens a retry of the given priority may
+// take now.
+func (r *RetryBudget) Balance(priority int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.roll(r.clock.Now())
-	return int(r.balanceLocked() / 1000)
+	r.ring.roll(r.clock.Now())
+	return int(max(0, r.balanceLocked(priority)) / 1000)
 }
 
-func (r *RetryBudget) balanceLocked() int64 {
-	bal := r.reserve
-	for _, b := range r.buckets {
+// balanceLocked is the milli-tokens priority may take; mu held.
+func (r *RetryBudget) balanceLocked(priority int) int64 {
+	size, bal := r.reserve, r.reserve
+	for _, b := range r.ring.buckets {
+		size += b.in
 		bal += b.in - b.out
 	}
+	if clampPriority(priority) != HighestPriority {
+		bal -= int64(math.Ceil(r.p0Reserve * float64(size)))
+	}
 	return bal
-}
-
-func (r *RetryBudget) roll(now time.Time) {
-	steps := int64(now.Sub(r.bucketTime) / r.width)
-	if steps <= 0 {
-		return
-	}
-	if steps >= budgetBuckets {
-		r.buckets = [budgetBuckets]struct{ in, out int64 }{}
-		r.bucketTime = now
-		return
-	}
-	for range steps {
-		r.cur = (r.cur + 1) % budgetBuckets
-		r.buckets[r.cur] = struct{ in, out int64 }{}
-	}
-	r.bucketTime = r.bucketTime.Add(time.Duration(steps) * r.width)
 }

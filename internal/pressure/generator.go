@@ -41,11 +41,37 @@ type Generator struct {
 
 	churned atomic.Uint64 // bytes of garbage allocated so far
 	spun    atomic.Int64  // nanoseconds spent spinning by hogs so far
+
+	clock clock // churn's and hogs' time source; set by New, replaced by tests
 }
 
 // New returns a Generator that applies no pressure.
 func New() *Generator {
-	return &Generator{}
+	return &Generator{clock: wallClock{}}
+}
+
+// clock is the time churn's rate and the hogs' duty cycle are measured in.
+// Tests replace the wall clock with a virtual one to check both exactly,
+// whatever the machine's load.
+type clock interface {
+	Now() time.Time
+	// Sleep waits for d or until stop closes; it reports false on stop.
+	Sleep(d time.Duration, stop <-chan struct{}) bool
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) Sleep(d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Stats are cumulative figures, for tests and metrics.
@@ -175,43 +201,39 @@ func touch(b []byte, v byte) {
 	}
 }
 
-// churn allocates garbage at rate MB/s until stop is closed. It keeps an
-// allocation budget from elapsed time (so ticks that fire late catch up, up
-// to churnMaxCatchUp) and keeps a tiny ring of its last chunks reachable so
-// the allocations really live on the heap and are really written.
+// churn allocates garbage at rate MB/s until stop is closed. Every
+// churnTick it pays an allocation budget from elapsed time (so a tick that
+// comes late catches up, up to churnMaxCatchUp) and keeps a tiny ring of its
+// last chunks reachable so the allocations really live on the heap and are
+// really written.
 func (g *Generator) churn(rate float64, stop <-chan struct{}) {
-	t := time.NewTicker(churnTick)
-	defer t.Stop()
+	clk := g.clock
 	bytesPerNs := rate * mb / float64(time.Second)
 	ring := new([8][]byte)
 	var debt float64 // bytes owed
-	last := time.Now()
-	for n := 0; ; {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			el := now.Sub(last)
-			last = now
-			if el > churnMaxCatchUp {
-				el = churnMaxCatchUp
-			}
-			debt += bytesPerNs * float64(el)
-			for debt >= 1 {
-				size := churnChunk
-				if debt < churnChunk {
-					size = int(debt)
-					if size < 1 {
-						size = 1
-					}
+	last := clk.Now()
+	for n := 0; clk.Sleep(churnTick, stop); {
+		now := clk.Now()
+		el := now.Sub(last)
+		last = now
+		if el > churnMaxCatchUp {
+			el = churnMaxCatchUp
+		}
+		debt += bytesPerNs * float64(el)
+		for debt >= 1 {
+			size := churnChunk
+			if debt < churnChunk {
+				size = int(debt)
+				if size < 1 {
+					size = 1
 				}
-				b := make([]byte, size)
-				touch(b, byte(n))
-				ring[n%len(ring)] = b
-				n++
-				debt -= float64(size)
-				g.churned.Add(uint64(size))
 			}
+			b := make([]byte, size)
+			touch(b, byte(n))
+			ring[n%len(ring)] = b
+			n++
+			debt -= float64(size)
+			g.churned.Add(uint64(size))
 		}
 	}
 }
@@ -219,17 +241,16 @@ func (g *Generator) churn(rate float64, stop <-chan struct{}) {
 // hog burns CPU for duty of each hogPeriod, in slices of at most hogSlice
 // separated by runtime.Gosched, and sleeps for the rest of the period.
 func (g *Generator) hog(duty float64, stop <-chan struct{}) {
+	clk := g.clock
 	spin := time.Duration(duty * float64(hogPeriod))
 	rest := hogPeriod - spin
-	timer := time.NewTimer(rest)
-	defer timer.Stop()
 	var x uint64 = 88172645463325252
 	for {
-		start := time.Now()
+		start := clk.Now()
 		for left := spin; left > 0; {
 			s := min(left, hogSlice)
-			sliceStart := time.Now()
-			for time.Since(sliceStart) < s {
+			sliceStart := clk.Now()
+			for clk.Now().Sub(sliceStart) < s {
 				for range 256 { // xorshift: real work the compiler keeps
 					x ^= x << 13
 					x ^= x >> 7
@@ -240,21 +261,16 @@ func (g *Generator) hog(duty float64, stop <-chan struct{}) {
 			runtime.Gosched()
 			select {
 			case <-stop:
-				g.spun.Add(int64(time.Since(start)))
+				g.spun.Add(int64(clk.Now().Sub(start)))
 				hogSink.Store(x)
 				return
 			default:
 			}
 		}
-		g.spun.Add(int64(time.Since(start)))
+		g.spun.Add(int64(clk.Now().Sub(start)))
 		hogSink.Store(x)
-		if rest > 0 {
-			timer.Reset(rest)
-			select {
-			case <-stop:
-				return
-			case <-timer.C:
-			}
+		if rest > 0 && !clk.Sleep(rest, stop) {
+			return
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Limits on Config values. They keep a chaos knob from taking the whole
@@ -29,20 +31,47 @@ const (
 )
 
 // Config describes the pressure to apply. The zero Config applies none.
+// Its wire form (JSON and YAML names) is wire.PressurePatch: see Patch and
+// Apply.
 type Config struct {
 	// ChurnMBPerS is the allocation rate of short-lived garbage, in MB/s
 	// (1 MB = 1<<20 bytes). 0..MaxChurnMBPerS.
-	ChurnMBPerS float64 `json:"churn_mb_per_s" yaml:"churn_mb_per_s"`
+	ChurnMBPerS float64
 	// BallastMB is retained, touched heap in MB. 0..MaxBallastMB.
-	BallastMB float64 `json:"ballast_mb" yaml:"ballast_mb"`
+	BallastMB float64
 	// CPUHogGoroutines is the number of goroutines that burn CPU.
 	// 0..MaxCPUHogGoroutines.
-	CPUHogGoroutines int `json:"cpu_hog_goroutines" yaml:"cpu_hog_goroutines"`
+	CPUHogGoroutines int
 	// CPUHogDuty is the share (0..MaxCPUHogDuty) of each hog goroutine's
 	// time spent spinning; it spins in short slices and yields with
 	// runtime.Gosched between them. With CPUHogGoroutines > 0 and duty 0
 	// the hogs do nothing.
-	CPUHogDuty float64 `json:"cpu_hog_duty" yaml:"cpu_hog_duty"`
+	CPUHogDuty float64
+}
+
+// Patch returns c as a wire patch with every field set.
+func (c Config) Patch() wire.PressurePatch {
+	return wire.PressurePatch{
+		ChurnMBPerS: wire.Ptr(c.ChurnMBPerS), BallastMB: wire.Ptr(c.BallastMB),
+		CPUHogGoroutines: wire.Ptr(c.CPUHogGoroutines), CPUHogDuty: wire.Ptr(c.CPUHogDuty),
+	}
+}
+
+// Apply returns c with the fields p sets replaced; it does not validate.
+func (c Config) Apply(p wire.PressurePatch) Config {
+	if p.ChurnMBPerS != nil {
+		c.ChurnMBPerS = *p.ChurnMBPerS
+	}
+	if p.BallastMB != nil {
+		c.BallastMB = *p.BallastMB
+	}
+	if p.CPUHogGoroutines != nil {
+		c.CPUHogGoroutines = *p.CPUHogGoroutines
+	}
+	if p.CPUHogDuty != nil {
+		c.CPUHogDuty = *p.CPUHogDuty
+	}
+	return c
 }
 
 // IsZero reports whether c applies no pressure at all.
@@ -53,7 +82,7 @@ func (c Config) IsZero() bool {
 // FieldError is the error Validate returns: it names the offending field by
 // its JSON name and states the allowed range.
 type FieldError struct {
-	Field string // JSON name, e.g. "cpu_hog_duty"
+	Field string // wire name, e.g. wire.KnobCPUHogDuty
 	Msg   string // e.g. "must be in [0, 0.95], got 2"
 }
 
@@ -62,16 +91,16 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 // Validate checks every field against its allowed range. The error, when not
 // nil, is a *FieldError naming the first bad field (JSON name) and its range.
 func (c Config) Validate() error {
-	if err := checkFloat("churn_mb_per_s", c.ChurnMBPerS, 0, MaxChurnMBPerS); err != nil {
+	if err := checkFloat(wire.KnobChurnMBPerS, c.ChurnMBPerS, 0, MaxChurnMBPerS); err != nil {
 		return err
 	}
-	if err := checkFloat("ballast_mb", c.BallastMB, 0, MaxBallastMB); err != nil {
+	if err := checkFloat(wire.KnobBallastMB, c.BallastMB, 0, MaxBallastMB); err != nil {
 		return err
 	}
 	if c.CPUHogGoroutines < 0 || c.CPUHogGoroutines > MaxCPUHogGoroutines {
-		return &FieldError{Field: "cpu_hog_goroutines", Msg: fmt.Sprintf("must be in [0, %d], got %d", MaxCPUHogGoroutines, c.CPUHogGoroutines)}
+		return &FieldError{Field: wire.KnobCPUHogGoroutines, Msg: fmt.Sprintf("must be in [0, %d], got %d", MaxCPUHogGoroutines, c.CPUHogGoroutines)}
 	}
-	if err := checkFloat("cpu_hog_duty", c.CPUHogDuty, 0, MaxCPUHogDuty); err != nil {
+	if err := checkFloat(wire.KnobCPUHogDuty, c.CPUHogDuty, 0, MaxCPUHogDuty); err != nil {
 		return err
 	}
 	return nil

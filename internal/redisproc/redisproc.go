@@ -1,12 +1,20 @@
-// Package redisproc runs a real redis-server as a child process on a free
-// loopback port, with no persistence, and can kill, pause and restart it on
-// the same port. The lab uses it for `redis: auto` and the redis_outage
+// Package redisproc runs a Redis-protocol server as a child process on a
+// loopback port, with no persistence, and can kill (SIGKILL), pause
+// (SIGSTOP) and restart it on the same port. Two kinds share one API:
+//
+//   - KindServer: a real redis-server (Start);
+//   - KindEmbedded: an embedded Redis-compatible server (miniredis, which
+//     runs Levee's Lua scripts) in its own process, `levee redis --listen
+//     ADDR` (StartEmbedded), so that an outage is still a real SIGKILL of a
+//     real process on a machine without redis-server.
+//
+// StartAuto picks redis-server when it is on PATH and the embedded server
+// otherwise. StartCluster runs a Redis Cluster of redis-server processes.
+// The lab uses the package for `redis: auto|cluster` and the redis_outage
 // fault; package redistest wraps it for tests.
 package redisproc
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +23,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +35,18 @@ var ErrNotFound = errors.New("redis-server not found on PATH")
 // Binary is the executable Start looks up on PATH.
 const Binary = "redis-server"
 
+// Kind is the kind of server a Process runs.
+type Kind string
+
+// The kinds of Process.
+const (
+	// KindServer is a real redis-server.
+	KindServer Kind = "server"
+	// KindEmbedded is the embedded Redis-protocol server (miniredis) in its
+	// own child process.
+	KindEmbedded Kind = "embedded"
+)
+
 const (
 	// startAttempts bounds how many free ports Start tries when another
 	// process takes the chosen one before redis binds it.
@@ -38,31 +57,64 @@ const (
 	StopGrace = 3 * time.Second
 )
 
-// Option configures Start.
-type Option func(*Process)
+// Option configures Start, StartEmbedded, StartAuto and StartCluster.
+type Option func(*settings)
 
-// WithStarter starts each redis-server process with start instead of
+type settings struct {
+	starter  func(*exec.Cmd) error
+	embedded func(listen string) *exec.Cmd // nil: LeveeCommand(os.Executable())
+	extra    func(port int) []string       // more redis-server arguments (cluster nodes)
+	logName  string                        // log file name in dir; default redis.log
+}
+
+// WithStarter starts each child process with start instead of
 // exec.Cmd.Start (the lab passes its spawner, which ties children to the
 // lab's life). start must set up the process group: signals go to -pid.
 func WithStarter(start func(*exec.Cmd) error) Option {
-	return func(p *Process) { p.starter = start }
+	return func(s *settings) { s.starter = start }
 }
 
-// Process is one redis-server child: on a free loopback port, with no
-// persistence (no RDB snapshots, no AOF), so a kill loses every limit's
-// state, as a real Redis failure without persistence does. Its port stays
-// the same across Kill and Restart, so clients reconnect to the same URL.
-// Methods are safe for concurrent use.
+// WithEmbeddedCommand sets how the embedded server's process is built:
+// command(listen) must return a command that serves the embedded server on
+// listen (an address such as 127.0.0.1:0 or 127.0.0.1:41234), prints the
+// ready line (ReadyLine) on stdout once it accepts connections, and exits on
+// SIGTERM. The default is LeveeCommand(os.Executable()): this binary's
+// `redis` subcommand. Tests use SelfCommand.
+func WithEmbeddedCommand(command func(listen string) *exec.Cmd) Option {
+	return func(s *settings) { s.embedded = command }
+}
+
+// LeveeCommand returns a command builder for WithEmbeddedCommand that runs
+// `exe redis --listen LISTEN`, exe being a levee binary.
+func LeveeCommand(exe string) func(listen string) *exec.Cmd {
+	return func(listen string) *exec.Cmd { return exec.Command(exe, "redis", "--listen", listen) }
+}
+
+func newSettings(opts []Option) settings {
+	s := settings{starter: startInGroup, logName: "redis.log"}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// Process is one Redis child: on a loopback port, with no persistence (no
+// RDB snapshots, no AOF), so a kill loses every limit's state, as a real
+// Redis failure without persistence does. Its port stays the same across
+// Kill and Restart, so clients reconnect to the same URL. Methods are safe
+// for concurrent use.
 type Process struct {
-	bin     string
+	kind    Kind
+	bin     string                   // the executable, for messages
+	command func(port int) *exec.Cmd // the next process's command; port 0: the child picks one (embedded)
 	starter func(*exec.Cmd) error
-	dir     string // working directory; holds redis.log
+	dir     string // working directory; holds the log
 	logPath string
-	port    int // fixed after Start
+	port    int // fixed once the first start succeeded
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd     // the current process, nil when none; guarded by mu
-	exited  chan struct{} // closed when cmd has been waited for; guarded by mu
+	exited  chan struct{} // closed when cmd has been waited for and its output copied; guarded by mu
 	logFile *os.File      // the current process's output; guarded by mu
 }
 
@@ -71,23 +123,29 @@ type Process struct {
 // when ctx has no deadline). When redis-server is not on PATH the error
 // wraps ErrNotFound and says how to install it.
 func Start(ctx context.Context, dir string, opts ...Option) (*Process, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	bin, err := exec.LookPath(Binary)
 	if err != nil {
 		return nil, fmt.Errorf("%w (install it, e.g. `apt-get install redis-server` or `brew install redis`): %v", ErrNotFound, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("redis: log dir: %w", err)
-	}
-	abs, err := filepath.Abs(dir)
+	s := newSettings(opts)
+	r, err := newProcess(KindServer, bin, dir, s)
 	if err != nil {
-		return nil, fmt.Errorf("redis: log dir: %w", err)
+		return nil, err
 	}
-	r := &Process{bin: bin, starter: startInGroup, dir: abs, logPath: filepath.Join(abs, "redis.log")}
-	for _, o := range opts {
-		o(r)
+	r.command = func(port int) *exec.Cmd {
+		args := []string{
+			"--port", strconv.Itoa(port),
+			"--bind", "127.0.0.1",
+			"--save", "", // no RDB snapshots
+			"--appendonly", "no", // no AOF
+			"--dir", r.dir,
+			"--daemonize", "no",
+			"--logfile", "", // to stdout, i.e. the log file
+		}
+		if s.extra != nil {
+			args = append(args, s.extra(port)...)
+		}
+		return exec.Command(bin, args...)
 	}
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
@@ -97,12 +155,63 @@ func Start(ctx context.Context, dir string, opts ...Option) (*Process, error) {
 		if lastErr = r.start(ctx); lastErr == nil {
 			return r, nil
 		}
-		if ctx.Err() != nil {
+		if ctx != nil && ctx.Err() != nil {
 			break
 		}
 	}
 	return nil, fmt.Errorf("redis: %w", lastErr)
 }
+
+// StartEmbedded starts the embedded Redis-protocol server in its own child
+// process (see WithEmbeddedCommand) on a free loopback port the child picks,
+// logging to dir/redis.log, and waits for its ready line and PING (bounded
+// by ctx, or 10 s when ctx has no deadline).
+func StartEmbedded(ctx context.Context, dir string, opts ...Option) (*Process, error) {
+	s := newSettings(opts)
+	build := s.embedded
+	if build == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("redis: embedded: find this executable: %w", err)
+		}
+		build = LeveeCommand(exe)
+	}
+	probe := build("127.0.0.1:0")
+	r, err := newProcess(KindEmbedded, probe.Path, dir, s)
+	if err != nil {
+		return nil, err
+	}
+	r.command = func(port int) *exec.Cmd {
+		return build(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	}
+	if err := r.start(ctx); err != nil {
+		return nil, fmt.Errorf("redis: embedded: %w", err)
+	}
+	return r, nil
+}
+
+// StartAuto starts redis-server when it is on PATH (Start), else the
+// embedded server (StartEmbedded). Process.Kind says which.
+func StartAuto(ctx context.Context, dir string, opts ...Option) (*Process, error) {
+	if _, err := exec.LookPath(Binary); err == nil {
+		return Start(ctx, dir, opts...)
+	}
+	return StartEmbedded(ctx, dir, opts...)
+}
+
+func newProcess(kind Kind, bin, dir string, s settings) (*Process, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("redis: log dir: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("redis: log dir: %w", err)
+	}
+	return &Process{kind: kind, bin: bin, starter: s.starter, dir: abs, logPath: filepath.Join(abs, s.logName)}, nil
+}
+
+// Kind reports which server the Process runs.
+func (r *Process) Kind() Kind { return r.kind }
 
 // URL is the redis:// URL gateways connect to.
 func (r *Process) URL() string { return "redis://" + r.Addr() + "/0" }
@@ -183,11 +292,17 @@ func (r *Process) stop(sig syscall.Signal, grace time.Duration) error {
 	if cmd == nil {
 		return nil
 	}
-	defer logFile.Close()
 	pid := cmd.Process.Pid
 	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		// Leave it as it was: a later Kill can try again.
+		r.mu.Lock()
+		if r.cmd == nil {
+			r.cmd, r.logFile = cmd, logFile
+		}
+		r.mu.Unlock()
 		return fmt.Errorf("redis: signal %v to pid %d: %w", sig, pid, err)
 	}
+	defer logFile.Close()
 	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused Redis must run to act on SIGTERM
 	if grace > 0 {
 		select {
@@ -201,123 +316,19 @@ func (r *Process) stop(sig syscall.Signal, grace time.Duration) error {
 	return nil
 }
 
-// start runs one redis-server on r.port and waits for PING.
-func (r *Process) start(ctx context.Context) error {
-	logFile, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	cmd := exec.Command(r.bin,
-		"--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1",
-		"--save", "", // no RDB snapshots
-		"--appendonly", "no", // no AOF
-		"--dir", r.dir,
-		"--daemonize", "no",
-		"--logfile", "", // to stdout, i.e. the log file
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := r.starter(cmd); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start %s: %w", r.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
-		defer cancel()
-	}
-	if err := waitPing(ctx, r.Addr(), exited); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		logFile.Close()
-		return fmt.Errorf("redis-server on port %d: %w%s", r.port, err, redisLogTail(r.logPath))
-	}
-	r.mu.Lock()
-	r.cmd, r.exited, r.logFile = cmd, exited, logFile
-	r.mu.Unlock()
-	return nil
-}
-
-// waitPing polls addr with PING until PONG, the process exits or ctx
-// ends.
-func waitPing(ctx context.Context, addr string, exited <-chan struct{}) error {
-	var err error
-	for {
-		select {
-		case <-exited:
-			return errors.New("exited before answering PING")
-		case <-ctx.Done():
-			return fmt.Errorf("no PONG: %w (last: %v)", ctx.Err(), err)
-		default:
-		}
-		if err = Ping(addr, 200*time.Millisecond); err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-		case <-ctx.Done():
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// Ping sends PING to addr and reports whether PONG came back within
-// timeout.
-func Ping(addr string, timeout time.Duration) error {
-	c, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
+// Pause sends SIGSTOP and returns once the child has stopped (bounded by a
+// second): Redis keeps its connections but answers nothing — what a hung
+// or swapping Redis looks like to a gateway. Resume undoes it; Kill and
+// Stop work on a paused child.
+func (r *Process) Pause() error {
+	if err := r.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
-	defer c.Close()
-	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return err
-	}
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if got := strings.TrimSpace(line); got != "+PONG" {
-		return fmt.Errorf("PING answered %q", got)
+	if pid := r.PID(); pid != 0 && !waitStopped(pid, time.Second) {
+		return fmt.Errorf("redis: SIGSTOP: pid %d not stopped after 1s", pid)
 	}
 	return nil
 }
-
-// redisLogTail is the last lines of the log, for error messages.
-func redisLogTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
-		return ""
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 5 {
-		lines = lines[len(lines)-5:]
-	}
-	return "; its log ends: " + strings.Join(lines, " | ")
-}
-
-// freeLoopbackPort asks the kernel for a free loopback port. Another process
-// may take it before the child binds it; callers retry.
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// Pause sends SIGSTOP: Redis keeps its connections but answers nothing —
-// what a hung or swapping Redis looks like to a gateway. Resume undoes it;
-// Kill and Stop work on a paused child.
-func (r *Process) Pause() error { return r.signal(syscall.SIGSTOP) }
 
 // Resume sends SIGCONT to a paused child.
 func (r *Process) Resume() error { return r.signal(syscall.SIGCONT) }

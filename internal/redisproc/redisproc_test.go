@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // needRedisServer skips when redis-server is missing, except under CI
@@ -23,16 +26,44 @@ func needRedisServer(t *testing.T) {
 	}
 }
 
+func TestMain(m *testing.M) {
+	RunChildIfAsked() // the embedded children of these tests are this binary
+	os.Exit(m.Run())
+}
+
+// starters are the two kinds behind the one Process API.
+var starters = []struct {
+	kind  Kind
+	start func(t *testing.T, ctx context.Context, dir string) (*Process, error)
+}{
+	{KindServer, func(t *testing.T, ctx context.Context, dir string) (*Process, error) {
+		needRedisServer(t)
+		return Start(ctx, dir)
+	}},
+	{KindEmbedded, func(t *testing.T, ctx context.Context, dir string) (*Process, error) {
+		return StartEmbedded(ctx, dir, WithEmbeddedCommand(SelfCommand))
+	}},
+}
+
 func TestProcessLifecycle(t *testing.T) {
-	needRedisServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	dir := filepath.Join(t.TempDir(), "logs")
-	r, err := Start(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
+	for _, st := range starters {
+		t.Run(string(st.kind), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := st.start(t, ctx, filepath.Join(t.TempDir(), "logs"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Kill() })
+			if r.Kind() != st.kind {
+				t.Errorf("Kind() = %q, want %q", r.Kind(), st.kind)
+			}
+			testLifecycle(t, ctx, r)
+		})
 	}
-	t.Cleanup(func() { _ = r.Kill() })
+}
+
+func testLifecycle(t *testing.T, ctx context.Context, r *Process) {
 
 	if !r.Running() || r.PID() == 0 {
 		t.Fatalf("after start: running %v pid %d", r.Running(), r.PID())
@@ -128,5 +159,85 @@ func TestStartBadDir(t *testing.T) {
 	_, err := Start(context.Background(), filepath.Join(f, "sub")) // a path under a file
 	if err == nil || !strings.Contains(err.Error(), "log dir") {
 		t.Fatalf("err %v, want a log dir error", err)
+	}
+}
+
+// Without redis-server on PATH, StartAuto gives the embedded server: a
+// real Redis-protocol server in its own process that runs Lua and TIME.
+func TestStartAutoWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()) // an empty directory: no redis-server
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := StartAuto(ctx, t.TempDir(), WithEmbeddedCommand(SelfCommand))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Kill() })
+	if r.Kind() != KindEmbedded {
+		t.Fatalf("Kind() = %q without redis-server, want %q", r.Kind(), KindEmbedded)
+	}
+	if r.PID() == os.Getpid() || r.PID() == 0 {
+		t.Fatalf("PID %d: the embedded server must be its own process", r.PID())
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer c.Close()
+	got, err := c.Eval(ctx, "local t = redis.call('TIME'); redis.call('SET', KEYS[1], t[1]); return redis.call('GET', KEYS[1])", []string{"k"}).Text()
+	if err != nil {
+		t.Fatalf("EVAL: %v", err)
+	}
+	if sec, err := strconv.ParseInt(got, 10, 64); err != nil || time.Since(time.Unix(sec, 0)).Abs() > time.Hour {
+		t.Fatalf("EVAL of TIME gave %q, want this machine's unix time", got)
+	}
+}
+
+func TestStartAutoPrefersRedisServer(t *testing.T) {
+	needRedisServer(t)
+	r, err := StartAuto(context.Background(), t.TempDir(), WithEmbeddedCommand(SelfCommand))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Kill() })
+	if r.Kind() != KindServer {
+		t.Fatalf("Kind() = %q with redis-server on PATH, want %q", r.Kind(), KindServer)
+	}
+}
+
+// A command that never prints the ready line fails the start with a message
+// that says so and shows the child's log, instead of hanging.
+func TestStartEmbeddedBadCommand(t *testing.T) {
+	tests := []struct {
+		name    string
+		command func(listen string) *exec.Cmd
+		want    string
+	}{
+		{"exits at once", func(string) *exec.Cmd { return exec.Command("sh", "-c", "echo broken >&2; exit 3") }, "exited before printing its ready line; its log ends: broken"},
+		{"not loopback", func(string) *exec.Cmd {
+			return exec.Command("sh", "-c", `echo '{"levee_ready":{"kind":"redis","listen":"10.1.2.3:6379","pid":1}}'; sleep 5`)
+		}, "not loopback"},
+		{"missing binary", func(string) *exec.Cmd { return exec.Command(filepath.Join(t.TempDir(), "nope")) }, "start"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := StartEmbedded(ctx, t.TempDir(), WithEmbeddedCommand(tt.command))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadyLineRoundTrip(t *testing.T) {
+	addr, ok := ParseReadyLine(append(ReadyLine("127.0.0.1:41234"), '\n'))
+	if !ok || addr != "127.0.0.1:41234" {
+		t.Fatalf("ParseReadyLine(ReadyLine) = %q %v", addr, ok)
+	}
+	for _, line := range []string{
+		"", "PONG", `{"levee_ready":{"kind":"gateway","listen":"127.0.0.1:1"}}`, `{"levee_ready":{"kind":"redis"}}`, `{"levee_ready":`,
+	} {
+		if addr, ok := ParseReadyLine([]byte(line)); ok {
+			t.Errorf("ParseReadyLine(%q) = %q, true; want false", line, addr)
+		}
 	}
 }

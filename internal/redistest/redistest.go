@@ -1,4 +1,4 @@
-// Package redistest starts real redis-server child processes for tests.
+// Package redistest starts Redis child processes for tests.
 //
 // Tests that need Redis call Start, which runs redis-server (through package
 // redisproc) on a free loopback port with persistence off and stops it when
@@ -6,6 +6,13 @@
 // message saying how to install it — unless the environment variable CI is
 // set, where a missing redis-server fails the test instead, so CI never
 // passes by skipping.
+//
+// StartEmbedded runs the embedded Redis-protocol server instead, which needs
+// nothing installed: its child process is `levee redis`, built once per test
+// binary without the race detector (a race-instrumented server is several
+// times slower, and it is not the code under test), so the package's
+// TestMain must call Main, which removes the build afterwards.
+// StartCluster runs a Redis Cluster of redis-server processes.
 package redistest
 
 import (
@@ -13,6 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,25 +46,128 @@ type Server struct {
 	*redisproc.Process
 }
 
+// levee is the levee binary StartEmbedded runs, built on first use.
+var levee struct {
+	sync.Mutex
+	main bool   // Main was called
+	dir  string // holds the binary; removed by Main
+	bin  string
+	err  error
+}
+
+// Main runs the tests of a package that uses StartEmbedded: call it as the
+// whole of TestMain, or call Run from it.
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs the tests (m.Run) and removes the levee binary StartEmbedded
+// built, and returns m.Run's code. It also serves as the embedded child
+// when redisproc.SelfCommand started this binary.
+func Run(m *testing.M) int {
+	redisproc.RunChildIfAsked()
+	levee.Lock()
+	levee.main = true
+	levee.Unlock()
+	code := m.Run()
+	levee.Lock()
+	if levee.dir != "" {
+		os.RemoveAll(levee.dir)
+	}
+	levee.Unlock()
+	return code
+}
+
+// LeveeBinary builds cmd/levee without -race (once per test binary; see
+// Main) and returns its path. Build it before hiding PATH: without a C
+// compiler on PATH the build would redo every package without cgo.
+func LeveeBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := leveeBinary()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return bin
+}
+
+// leveeBinary builds cmd/levee (without -race) on first use and returns its
+// path.
+func leveeBinary() (string, error) {
+	levee.Lock()
+	defer levee.Unlock()
+	if !levee.main {
+		return "", errors.New("StartEmbedded needs TestMain to call redistest.Main (or Run): it builds the levee binary and removes it after the tests")
+	}
+	if levee.bin == "" && levee.err == nil {
+		levee.dir, levee.err = os.MkdirTemp("", "levee-redistest-")
+		if levee.err == nil {
+			bin := filepath.Join(levee.dir, "levee")
+			cmd := exec.Command("go", "build", "-o", bin, "github.com/levee-lab/levee/cmd/levee")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				levee.err = fmt.Errorf("build levee for the embedded server: %w\n%s", err, out)
+			} else {
+				levee.bin = bin
+			}
+		}
+	}
+	return levee.bin, levee.err
+}
+
 // Start runs redis-server on a free loopback port and waits until it answers
 // PING. The server is killed when the test ends. See the package comment for
 // what happens when redis-server is missing.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	p, err := redisproc.Start(context.Background(), t.TempDir())
-	if errors.Is(err, redisproc.ErrNotFound) {
-		msg := fmt.Sprintf("redistest: %v", err)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + " — CI is set, so a missing redis-server is a failure, not a skip")
+	return StartKind(t, redisproc.KindServer)
+}
+
+// StartEmbedded runs the embedded Redis-protocol server in its own process
+// (`levee redis`; see Main) on a free loopback port. It needs nothing
+// installed. The server is killed when the test ends.
+func StartEmbedded(t testing.TB) *Server {
+	t.Helper()
+	return StartKind(t, redisproc.KindEmbedded)
+}
+
+// StartKind starts a server of kind: Start or StartEmbedded.
+func StartKind(t testing.TB, kind redisproc.Kind) *Server {
+	t.Helper()
+	var (
+		p   *redisproc.Process
+		err error
+	)
+	switch kind {
+	case redisproc.KindServer:
+		p, err = redisproc.Start(context.Background(), t.TempDir())
+	case redisproc.KindEmbedded:
+		bin, berr := leveeBinary()
+		if berr != nil {
+			t.Fatalf("redistest: %v", berr)
 		}
-		t.Skip(msg)
+		p, err = redisproc.StartEmbedded(context.Background(), t.TempDir(), redisproc.WithEmbeddedCommand(redisproc.LeveeCommand(bin)))
+	default:
+		t.Fatalf("redistest: unknown kind %q", kind)
 	}
 	if err != nil {
+		MissingServer(t, err)
 		t.Fatalf("redistest: %v", err)
 	}
 	s := &Server{t: t, Process: p}
 	t.Cleanup(s.Kill)
 	return s
+}
+
+// MissingServer ends the test when err says redis-server is not on PATH:
+// a skip saying how to install it, or a failure when CI is set. Otherwise
+// it returns.
+func MissingServer(t testing.TB, err error) {
+	t.Helper()
+	if !errors.Is(err, redisproc.ErrNotFound) {
+		return
+	}
+	msg := fmt.Sprintf("redistest: %v", err)
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg + " — CI is set, so a missing redis-server is a failure, not a skip")
+	}
+	t.Skip(msg)
 }
 
 // Kill SIGKILLs the server (paused or not) and waits for it to exit; killing
@@ -92,4 +205,77 @@ func (s *Server) Resume() {
 	if err := s.Process.Resume(); err != nil {
 		s.t.Fatalf("redistest: %v", err)
 	}
+}
+
+// clusterTimeout bounds StartCluster and the waits of Cluster's helpers.
+const clusterTimeout = 60 * time.Second
+
+// Cluster is a Redis Cluster of redis-server children whose failures fail
+// the test.
+type Cluster struct {
+	t testing.TB
+	*redisproc.Cluster
+}
+
+// StartCluster starts a Redis Cluster (see redisproc.StartCluster), killed
+// when the test ends. A missing redis-server skips the test, or fails it
+// when CI is set.
+func StartCluster(t testing.TB, spec redisproc.ClusterSpec) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	c, err := redisproc.StartCluster(ctx, t.TempDir(), spec)
+	if err != nil {
+		MissingServer(t, err)
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(c.Kill)
+	return &Cluster{t: t, Cluster: c}
+}
+
+// KillNode SIGKILLs node i.
+func (c *Cluster) KillNode(i int) {
+	c.t.Helper()
+	if err := c.Node(i).Kill(); err != nil {
+		c.t.Fatalf("redistest: kill node %d: %v", i, err)
+	}
+}
+
+// RestartNode starts node i again on its port and waits until the cluster
+// is healthy again.
+func (c *Cluster) RestartNode(i int) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	if err := c.Node(i).Restart(ctx); err != nil {
+		c.t.Fatalf("redistest: restart node %d: %v", i, err)
+	}
+	if err := c.WaitHealthy(ctx); err != nil {
+		c.t.Fatalf("redistest: after restarting node %d: %v", i, err)
+	}
+}
+
+// MasterOf is the index of the node serving key's slot now.
+func (c *Cluster) MasterOf(key string) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	m, err := c.Cluster.MasterOf(ctx, key)
+	if err != nil {
+		c.t.Fatalf("redistest: %v", err)
+	}
+	return m
+}
+
+// WaitFailover waits until a replica serves the slots of the killed node
+// and returns its index.
+func (c *Cluster) WaitFailover(killed int) int {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	by, err := c.Cluster.WaitFailover(ctx, killed)
+	if err != nil {
+		c.t.Fatalf("redistest: %v", err)
+	}
+	return by
 }

@@ -5,10 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/redisproc"
 )
 
 func TestServerLifecycle(t *testing.T) {
-	s := Start(t)
+	for _, kind := range []redisproc.Kind{redisproc.KindServer, redisproc.KindEmbedded} {
+		t.Run(string(kind), func(t *testing.T) { testLifecycle(t, StartKind(t, kind)) })
+	}
+}
+
+func testLifecycle(t *testing.T, s *Server) {
 	if err := Ping(s.Addr(), time.Second); err != nil {
 		t.Fatalf("fresh server: %v", err)
 	}
@@ -48,9 +55,21 @@ func TestServerLifecycle(t *testing.T) {
 }
 
 func TestTwoServersGetDistinctPorts(t *testing.T) {
-	a, b := Start(t), Start(t)
+	a, b := Start(t), StartEmbedded(t)
 	if a.Port() == b.Port() {
 		t.Fatalf("both servers on port %d", a.Port())
+	}
+}
+
+// The embedded server needs nothing on PATH.
+func TestEmbeddedWithoutRedisServer(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	s := StartEmbedded(t)
+	if s.Kind() != redisproc.KindEmbedded {
+		t.Fatalf("kind %q", s.Kind())
+	}
+	if err := Ping(s.Addr(), time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -74,7 +93,7 @@ func (f *fakeTB) Fatal(args ...any) {
 }
 func (f *fakeTB) Fatalf(format string, args ...any) { f.Fatal(fmt.Sprintf(format, args...)) }
 
-func startWithoutRedis(t *testing.T, ci string) *fakeTB {
+func startWithoutRedis(t *testing.T, ci string, start func(testing.TB)) *fakeTB {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CI", ci)
 	f := &fakeTB{TB: t}
@@ -86,16 +105,23 @@ func startWithoutRedis(t *testing.T, ci string) *fakeTB {
 				}
 			}
 		}()
-		Start(f)
+		start(f)
 	}()
 	return f
 }
 
+// Start and StartCluster need redis-server: a skip outside CI, a failure
+// under CI.
 func TestMissingRedisServer(t *testing.T) {
-	if f := startWithoutRedis(t, ""); f.ended != "skip" || !strings.Contains(f.msg, "apt-get install") {
-		t.Errorf("outside CI: ended %q with %q, want a skip saying how to install", f.ended, f.msg)
-	}
-	if f := startWithoutRedis(t, "true"); f.ended != "fatal" || !strings.Contains(f.msg, "CI") {
-		t.Errorf("in CI: ended %q with %q, want a failure", f.ended, f.msg)
+	for name, start := range map[string]func(testing.TB){
+		"Start":        func(t testing.TB) { Start(t) },
+		"StartCluster": func(t testing.TB) { StartCluster(t, redisproc.ClusterSpec{Masters: 3}) },
+	} {
+		if f := startWithoutRedis(t, "", start); f.ended != "skip" || !strings.Contains(f.msg, "apt-get install") {
+			t.Errorf("%s outside CI: ended %q with %q, want a skip saying how to install", name, f.ended, f.msg)
+		}
+		if f := startWithoutRedis(t, "true", start); f.ended != "fatal" || !strings.Contains(f.msg, "CI") {
+			t.Errorf("%s in CI: ended %q with %q, want a failure", name, f.ended, f.msg)
+		}
 	}
 }

@@ -33,7 +33,7 @@ func TestAchievedRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	const target = 2000.0
-	runFor(t, g, target, 2*time.Second)
+	runFor(t, g, nil, target, 2*time.Second)
 	tot := g.Totals()
 	t.Logf("target %.0f req/s, achieved %.1f req/s, error %.3f %%, offered %d in %v, outcomes %v, p99 %.2f ms",
 		target, tot.AchievedRPS, 100*math.Abs(tot.AchievedRPS-target)/target, tot.Offered, tot.Elapsed,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 func TestClassify(t *testing.T) {
@@ -23,29 +25,29 @@ func TestClassify(t *testing.T) {
 		status   int
 		header   http.Header
 		fallback bool
-		want     outcome
+		want     wire.Outcome
 	}{
-		{"200 plain", 200, h(), false, oOK},
-		{"204", 204, h(), false, oOK},
-		{"200 fallback header", 200, h(HeaderFallback, "true"), false, oFallback},
-		{"200 fallback body", 200, h(), true, oFallback},
-		{"header ok wins over body marker", 200, h(HeaderOutcome, "ok"), true, oOK},
-		{"429 bare", 429, h(), false, oShedRateLimit},
-		{"429 overload header", 429, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
-		{"503 bare", 503, h(), false, oError},
-		{"503 queue full", 503, h(HeaderOutcome, "shed_queue_full"), false, oShedQueueFull},
-		{"503 queue timeout", 503, h(HeaderOutcome, "shed_queue_timeout"), false, oShedQueueTimeout},
-		{"503 budget", 503, h(HeaderOutcome, "shed_budget"), false, oShedBudget},
-		{"503 overload", 503, h(HeaderOutcome, "shed_overload"), false, oShedOverload},
-		{"504 bare", 504, h(), false, oTimeout},
-		{"504 header timeout", 504, h(HeaderOutcome, "timeout"), false, oTimeout},
-		{"500", 500, h(), false, oError},
-		{"502", 502, h(), false, oError},
-		{"400", 400, h(), false, oError},
-		{"302 not followed", 302, h(), false, oError},
-		{"200 header fallback", 200, h(HeaderOutcome, "fallback"), false, oFallback},
-		{"unknown header value", 200, h(HeaderOutcome, "great"), false, oError},
-		{"server may not claim generator_dropped", 200, h(HeaderOutcome, "generator_dropped"), false, oError},
+		{"200 plain", 200, h(), false, wire.OutcomeOK},
+		{"204", 204, h(), false, wire.OutcomeOK},
+		{"200 fallback header", 200, h(wire.HeaderFallback, "true"), false, wire.OutcomeFallback},
+		{"200 fallback body", 200, h(), true, wire.OutcomeFallback},
+		{"header ok wins over body marker", 200, h(wire.HeaderOutcome, "ok"), true, wire.OutcomeOK},
+		{"429 bare", 429, h(), false, wire.OutcomeShedRateLimit},
+		{"429 overload header", 429, h(wire.HeaderOutcome, "shed_overload"), false, wire.OutcomeShedOverload},
+		{"503 bare", 503, h(), false, wire.OutcomeError},
+		{"503 queue full", 503, h(wire.HeaderOutcome, "shed_queue_full"), false, wire.OutcomeShedQueueFull},
+		{"503 queue timeout", 503, h(wire.HeaderOutcome, "shed_queue_timeout"), false, wire.OutcomeShedQueueTimeout},
+		{"503 budget", 503, h(wire.HeaderOutcome, "shed_budget"), false, wire.OutcomeShedBudget},
+		{"503 overload", 503, h(wire.HeaderOutcome, "shed_overload"), false, wire.OutcomeShedOverload},
+		{"504 bare", 504, h(), false, wire.OutcomeTimeout},
+		{"504 header timeout", 504, h(wire.HeaderOutcome, "timeout"), false, wire.OutcomeTimeout},
+		{"500", 500, h(), false, wire.OutcomeError},
+		{"502", 502, h(), false, wire.OutcomeError},
+		{"400", 400, h(), false, wire.OutcomeError},
+		{"302 not followed", 302, h(), false, wire.OutcomeError},
+		{"200 header fallback", 200, h(wire.HeaderOutcome, "fallback"), false, wire.OutcomeFallback},
+		{"unknown header value", 200, h(wire.HeaderOutcome, "great"), false, wire.OutcomeError},
+		{"server may not claim generator_dropped", 200, h(wire.HeaderOutcome, "generator_dropped"), false, wire.OutcomeError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := classify(tc.status, tc.header, tc.fallback); got != tc.want {
@@ -60,13 +62,13 @@ func TestErrorOutcome(t *testing.T) {
 	dead, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-dead.Done()
-	if o := errorOutcome(live, errors.New("connection refused")); o != oError {
+	if o := errorOutcome(live, errors.New("connection refused")); o != wire.OutcomeError {
 		t.Errorf("refused: %s", o)
 	}
-	if o := errorOutcome(dead, errors.New("read: connection reset")); o != oTimeout {
+	if o := errorOutcome(dead, errors.New("read: connection reset")); o != wire.OutcomeTimeout {
 		t.Errorf("error after deadline: %s", o)
 	}
-	if o := errorOutcome(live, context.DeadlineExceeded); o != oTimeout {
+	if o := errorOutcome(live, context.DeadlineExceeded); o != wire.OutcomeTimeout {
 		t.Errorf("deadline exceeded: %s", o)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Route is a kind of request the generator sends.
@@ -14,12 +16,12 @@ type Route string
 
 // Routes the generator knows.
 const (
-	RoutePredict    Route = "predict"     // POST /v1/predict
-	RouteChat       Route = "chat"        // POST /v1/chat/completions
-	RouteChatStream Route = "chat-stream" // POST /v1/chat/completions, "stream":true, SSE read to [DONE]
-	RouteAgent      Route = "agent"       // POST /v1/agent {"prompt":…,"max_tokens":N}
-	RouteExport     Route = "export"      // GET /v1/export?rows=N (N: the prompt-token draw, ≥ 1), read to the end
-	RouteStandard   Route = "standard"    // GET /v1/standard/ping
+	RoutePredict    Route = wire.RoutePredict    // POST /v1/predict
+	RouteChat       Route = wire.RouteChat       // POST /v1/chat/completions
+	RouteChatStream Route = wire.RouteChatStream // POST /v1/chat/completions, "stream":true, SSE read to [DONE]
+	RouteAgent      Route = wire.RouteAgent      // POST /v1/agent {"prompt":…,"max_tokens":N}
+	RouteExport     Route = wire.RouteExport     // GET /v1/export?rows=N (N: the prompt-token draw, ≥ 1), read to the end
+	RouteStandard   Route = wire.RouteStandard   // GET /v1/standard/ping
 )
 
 // AllRoutes lists the routes in a fixed order.
@@ -43,7 +45,7 @@ const (
 // Mix is the traffic mix: who sends what. Shares are relative weights (they
 // need not sum to 1) and must be finite and ≥ 0 with a positive sum.
 type Mix struct {
-	// Priorities maps "P0", "P1", "P2" to their share of arrivals.
+	// Priorities maps priority names (P0, P1, P2) to their share of arrivals.
 	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
 	// Keys maps a priority to the API key sent as "Authorization: Bearer KEY".
 	// Every priority with a positive share needs an entry; an entry with an

@@ -7,13 +7,12 @@
 // so queueing anywhere — in the gateway, the client transport or the
 // generator itself — shows in the numbers (no coordinated omission).
 //
-// Every offered request ends in exactly one outcome (Outcomes, the names of
-// docs/CONTRACTS.md): by the gateway's X-Levee-Outcome header (or the
+// Every offered request ends in exactly one outcome (a wire.Outcome; Outcomes
+// lists their names): by the gateway's X-Levee-Outcome header (or the
 // X-Levee-Outcome-Final trailer of a stream) when present, else by status;
 // a timeout when the client deadline passes; an error for anything else.
 // Arrivals that find Config.MaxOutstanding requests in flight are never sent
-// and count as generator_dropped. Package lab imports load; load must not
-// import lab, so the outcome names live here.
+// and count as generator_dropped.
 //
 // The lab's sampler calls Generator.Tick once per tick for a Window (counts
 // since the previous tick and since the start, latency quantiles from

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // MaxRate is the highest rate SetRate accepts, in requests per second.
@@ -24,6 +28,10 @@ const MaxRate = 1e6
 type Generator struct {
 	cfg    Config
 	client *http.Client
+	// clock schedules arrivals and measures latency and windows. Request
+	// deadlines and slow readers' pacing stay on real time: the transport
+	// and the server live there.
+	clock clockwork.Clock
 
 	rate    atomic.Uint64 // math.Float64bits of the target rate
 	wake    chan struct{} // buffered(1): the rate changed
@@ -52,6 +60,11 @@ type Option func(*Generator)
 // WithHTTPClient makes the generator send with c. c.Timeout should be zero:
 // the generator bounds each request by Config.ClientTimeout itself.
 func WithHTTPClient(c *http.Client) Option { return func(g *Generator) { g.client = c } }
+
+// WithClock makes the generator schedule arrivals, measure latency and
+// time its windows by c (default: the real clock). Tests pass a
+// clockwork.FakeClock to step the schedule deterministically.
+func WithClock(c clockwork.Clock) Option { return func(g *Generator) { g.clock = c } }
 
 // WithTransport makes the generator send through rt.
 func WithTransport(rt http.RoundTripper) Option {
@@ -92,6 +105,9 @@ func New(cfg Config, opts ...Option) (*Generator, error) {
 	}
 	if g.client == nil {
 		g.client = &http.Client{Transport: NewTransport()}
+	}
+	if g.clock == nil {
+		g.clock = clockwork.NewRealClock()
 	}
 	// Redirects are answers too: never follow them silently.
 	if g.client.CheckRedirect == nil {
@@ -200,7 +216,7 @@ func (g *Generator) times() (started, end time.Time) {
 	if !g.stopped.IsZero() {
 		return g.started, g.stopped
 	}
-	return g.started, time.Now()
+	return g.started, g.clock.Now()
 }
 
 // Run schedules arrivals until ctx ends, then stops scheduling, waits for the
@@ -211,7 +227,7 @@ func (g *Generator) Run(ctx context.Context) error {
 	if !g.running.CompareAndSwap(false, true) {
 		return errors.New("load: Run called twice")
 	}
-	start := time.Now()
+	start := g.clock.Now()
 	g.timeMu.Lock()
 	g.started = start
 	g.timeMu.Unlock()
@@ -238,13 +254,16 @@ func (g *Generator) Run(ctx context.Context) error {
 func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 	arr := newArrivals(g.cfg.Arrival, g.cfg.Seed)
 	mix := newMixer(g.cfg.Mix, g.cfg.Seed)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	var timer clockwork.Timer // made at the first wait: a fake clock counts it as a waiter
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 
 	// finish offers the arrivals intended before the end, from next on at rate.
 	finish := func(next time.Time, rate float64) time.Time {
-		end := endOf(ctx)
+		end := g.endOf(ctx)
 		for !next.IsZero() && next.Before(end) {
 			g.arrive(next, mix)
 			next = next.Add(arr.gap(rate))
@@ -264,20 +283,24 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 		if rate <= 0 {
 			select {
 			case <-ctx.Done():
-				return endOf(ctx)
+				return g.endOf(ctx)
 			case <-g.wake:
-				last = time.Now()
+				last = g.clock.Now()
 				continue
 			}
 		}
 		next := last.Add(arr.gap(rate))
 	wait:
 		for {
-			d := time.Until(next)
+			d := g.clock.Until(next)
 			if d <= 0 {
 				break
 			}
-			timer.Reset(d)
+			if timer == nil {
+				timer = g.clock.NewTimer(d)
+			} else {
+				timer.Reset(d)
+			}
 			select {
 			case <-ctx.Done():
 				return finish(next, rate)
@@ -285,7 +308,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 				timer.Stop()
 				r := g.Rate()
 				if r <= 0 {
-					last = time.Now()
+					last = g.clock.Now()
 					// Paused: go back to the top, which waits for a rate.
 					next = time.Time{}
 					break wait
@@ -293,12 +316,13 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 				// The new rate takes effect now: redraw the gap from the
 				// previous arrival, but never schedule into the past.
 				rate = r
-				if n := last.Add(arr.gap(r)); n.After(time.Now()) {
+				n, now := last.Add(arr.gap(r)), g.clock.Now()
+				if n.After(now) {
 					next = n
 				} else {
-					next = time.Now()
+					next = now
 				}
-			case <-timer.C:
+			case <-timer.Chan():
 			}
 		}
 		if next.IsZero() {
@@ -315,8 +339,8 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 }
 
 // endOf is when ctx ended: its deadline if that has passed, else now.
-func endOf(ctx context.Context) time.Time {
-	now := time.Now()
+func (g *Generator) endOf(ctx context.Context) time.Time {
+	now := g.clock.Now()
 	if dl, ok := ctx.Deadline(); ok && dl.Before(now) {
 		return dl
 	}
@@ -335,14 +359,14 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, oDropped, 0)
+		g.stats.finish(spec.priority, wire.OutcomeGeneratorDropped, 0)
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		o := g.send(spec)
-		lat := time.Since(t)
+		lat := g.clock.Since(t)
 		g.stats.finish(spec.priority, o, lat)
 		g.outstanding.Add(-1)
 	}()

@@ -12,6 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // writeOK writes a well-formed answer for the route of r.
@@ -64,19 +68,19 @@ func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behavi
 		case "ok":
 			writeOK(w, r, body)
 		case "fallback":
-			w.Header().Set(HeaderOutcome, OutcomeFallback)
-			w.Header().Set(HeaderFallback, "true")
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeFallback.String())
+			w.Header().Set(wire.HeaderFallback, "true")
 			writeOK(w, r, body)
 		case "trailer_fallback": // the stream's final word overrides its header
-			w.Header().Set("Trailer", HeaderFinalOutcome)
-			w.Header().Set(HeaderOutcome, OutcomeOK)
+			w.Header().Set("Trailer", wire.HeaderOutcomeFinal)
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 			writeOK(w, r, body)
-			w.Header().Set(HeaderFinalOutcome, OutcomeFallback)
+			w.Header().Set(wire.HeaderOutcomeFinal, wire.OutcomeFallback.String())
 		case "ratelimit":
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(http.StatusTooManyRequests)
 		case "queue_full":
-			w.Header().Set(HeaderOutcome, OutcomeShedQueueFull)
+			w.Header().Set(wire.HeaderOutcome, wire.OutcomeShedQueueFull.String())
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case "500":
 			w.WriteHeader(http.StatusInternalServerError)
@@ -98,7 +102,7 @@ func newBehaviourServer(t *testing.T, timeoutMs string, kinds ...string) *behavi
 
 // check reports what is wrong with the request, "" when nothing.
 func (s *behaviourServer) check(r *http.Request, timeoutMs string, body *map[string]any) string {
-	if got := r.Header.Get(HeaderDeadlineMs); got != timeoutMs {
+	if got := r.Header.Get(wire.HeaderDeadlineMs); got != timeoutMs {
 		return fmt.Sprintf("%s %s: deadline header %q, want %q", r.Method, r.URL, got, timeoutMs)
 	}
 	switch r.URL.Path {
@@ -163,23 +167,94 @@ func allRoutesConfig(url string) Config {
 	}
 }
 
-// runFor runs g at rate for d, then cancels and waits for Run to return.
-func runFor(t *testing.T, g *Generator, rate float64, d time.Duration) {
+// runFor runs g at rate for d of its clock, then cancels and waits for Run
+// to return. With a fake clock (fc not nil) the schedule is stepped in
+// ticks of 10 ms, each once the scheduler waits for its next arrival, so the
+// arrivals are exactly those the seeded schedule intends within d; with the
+// real clock (fc nil) it runs for d of wall time.
+func runFor(t *testing.T, g *Generator, fc *clockwork.FakeClock, rate float64, d time.Duration) {
 	t.Helper()
 	if err := g.SetRate(rate); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if fc == nil {
+		ctx, cancel = context.WithTimeout(context.Background(), d)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
+	}
 	defer cancel()
+	stop := startRun(t, g, ctx)
+	if fc != nil {
+		advance(t, fc, d)
+		cancel()
+	}
+	stop()
+}
+
+// startRun runs g until ctx ends; the returned stop waits for Run to return
+// (call it once ctx has ended or will end).
+func startRun(t *testing.T, g *Generator, ctx context.Context) (stop func()) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
+	return func() {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after its context ended")
 		}
-	case <-time.After(d + 10*time.Second):
-		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// advance moves fc forward by d in steps of 10 ms, each once the scheduler
+// waits on its timer (it has sent every arrival due so far), and returns
+// once it waits again. The rate must be above 0, or the scheduler waits on
+// no timer.
+func advance(t *testing.T, fc *clockwork.FakeClock, d time.Duration) {
+	t.Helper()
+	const step = 10 * time.Millisecond
+	for left := d; ; left -= step {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := fc.BlockUntilContext(ctx, 1)
+		cancel()
+		if err != nil {
+			t.Fatal("the scheduler never waited for its next arrival")
+		}
+		if left <= 0 {
+			return
+		}
+		fc.Advance(min(step, left))
+	}
+}
+
+// waitOffered waits until g has offered n requests in all.
+func waitOffered(t *testing.T, g *Generator, n uint64) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for g.Totals().Offered < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("offered %d, waited for %d", g.Totals().Offered, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// waitWoken waits until the scheduler has taken the wake-up of the last
+// SetRate: from then on it runs at the new rate.
+func waitWoken(t *testing.T, g *Generator) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(g.wake) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the scheduler never took the rate change")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -191,11 +266,11 @@ func TestExactAccounting(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok", "fallback", "ratelimit", "queue_full", "500", "truncated", "hang", "trailer_fallback")
 	cfg := allRoutesConfig(srv.URL)
 	cfg.MaxOutstanding = 15
-	g, err := New(cfg)
+	g, err := New(cfg) // the real clock: timeouts must take their real time
 	if err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, g, 200, time.Second)
+	runFor(t, g, nil, 200, time.Second)
 	tot := g.Totals()
 
 	srv.mu.Lock()
@@ -210,26 +285,26 @@ func TestExactAccounting(t *testing.T) {
 		t.Errorf("%d outstanding after Run returned", tot.Outstanding)
 	}
 	want := map[string]uint64{
-		OutcomeOK:               uint64(srv.did["ok"]),
-		OutcomeFallback:         uint64(srv.did["fallback"] + srv.did["trailer_fallback"]),
-		OutcomeShedRateLimit:    uint64(srv.did["ratelimit"]),
-		OutcomeShedQueueFull:    uint64(srv.did["queue_full"]),
-		OutcomeError:            uint64(srv.did["500"] + srv.did["truncated"]),
-		OutcomeTimeout:          uint64(srv.did["hang"]),
-		OutcomeShedOverload:     0,
-		OutcomeShedQueueTimeout: 0,
-		OutcomeShedBudget:       0,
+		wire.OutcomeOK.String():               uint64(srv.did["ok"]),
+		wire.OutcomeFallback.String():         uint64(srv.did["fallback"] + srv.did["trailer_fallback"]),
+		wire.OutcomeShedRateLimit.String():    uint64(srv.did["ratelimit"]),
+		wire.OutcomeShedQueueFull.String():    uint64(srv.did["queue_full"]),
+		wire.OutcomeError.String():            uint64(srv.did["500"] + srv.did["truncated"]),
+		wire.OutcomeTimeout.String():          uint64(srv.did["hang"]),
+		wire.OutcomeShedOverload.String():     0,
+		wire.OutcomeShedQueueTimeout.String(): 0,
+		wire.OutcomeShedBudget.String():       0,
 	}
 	for name, n := range want {
 		if tot.Outcomes[name] != n {
-			t.Errorf("outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
+			t.Errorf("wire.Outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
 		}
 	}
 	received := uint64(srv.next.Load())
-	if dropped := tot.Outcomes[OutcomeGeneratorDropped]; tot.Offered-dropped != received {
+	if dropped := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]; tot.Offered-dropped != received {
 		t.Errorf("offered %d − dropped %d ≠ %d received by the server", tot.Offered, dropped, received)
 	}
-	if tot.Outcomes[OutcomeGeneratorDropped] == 0 {
+	if tot.Outcomes[wire.OutcomeGeneratorDropped.String()] == 0 {
 		t.Error("no generator_dropped: the cap of 15 should overflow with hanging requests")
 	}
 	if srv.did["hang"] == 0 || srv.did["ok"] == 0 {
@@ -248,18 +323,18 @@ func TestExactAccounting(t *testing.T) {
 			t.Errorf("%s: offered %d, outcomes sum %d", p, pt.Offered, s)
 		}
 		key := []string{"Bearer key0", "Bearer key1", ""}[i]
-		if sent := pt.Offered - pt.Outcomes[OutcomeGeneratorDropped]; uint64(srv.byKey[key]) != sent {
+		if sent := pt.Offered - pt.Outcomes[wire.OutcomeGeneratorDropped.String()]; uint64(srv.byKey[key]) != sent {
 			t.Errorf("%s: server got %d requests with %q, client sent %d", p, srv.byKey[key], key, sent)
 		}
-		if pt.Latency.TotalCount() != int64(pt.Offered-pt.Outcomes[OutcomeGeneratorDropped]) {
-			t.Errorf("%s: %d latencies for %d sent", p, pt.Latency.TotalCount(), pt.Offered-pt.Outcomes[OutcomeGeneratorDropped])
+		if pt.Latency.TotalCount() != int64(pt.Offered-pt.Outcomes[wire.OutcomeGeneratorDropped.String()]) {
+			t.Errorf("%s: %d latencies for %d sent", p, pt.Latency.TotalCount(), pt.Offered-pt.Outcomes[wire.OutcomeGeneratorDropped.String()])
 		}
 	}
 	if sumOffered != tot.Offered {
 		t.Errorf("priorities offered %d, total %d", sumOffered, tot.Offered)
 	}
 	// Admitted = sent and not shed.
-	admitted := tot.Outcomes[OutcomeOK] + tot.Outcomes[OutcomeFallback] + tot.Outcomes[OutcomeError] + tot.Outcomes[OutcomeTimeout]
+	admitted := tot.Outcomes[wire.OutcomeOK.String()] + tot.Outcomes[wire.OutcomeFallback.String()] + tot.Outcomes[wire.OutcomeError.String()] + tot.Outcomes[wire.OutcomeTimeout.String()]
 	if uint64(tot.Admitted.TotalCount()) != admitted {
 		t.Errorf("admitted histogram has %d values, want %d", tot.Admitted.TotalCount(), admitted)
 	}
@@ -275,13 +350,14 @@ func TestConnectionRefused(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	cfg := allRoutesConfig(url)
-	g, err := New(cfg)
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, g, 100, 300*time.Millisecond)
+	runFor(t, g, fc, 100, 300*time.Millisecond)
 	tot := g.Totals()
-	if tot.Offered == 0 || tot.Outcomes[OutcomeError] != tot.Offered-tot.Outcomes[OutcomeGeneratorDropped] {
+	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered-tot.Outcomes[wire.OutcomeGeneratorDropped.String()] {
 		t.Errorf("refused: offered %d, outcomes %v", tot.Offered, tot.Outcomes)
 	}
 }
@@ -300,28 +376,30 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 	g.arrive(time.Now().Add(-700*time.Millisecond), mix)
 	g.wg.Wait()
 	tot := g.Totals()
-	if tot.Outcomes[OutcomeOK] != 1 {
+	if tot.Outcomes[wire.OutcomeOK.String()] != 1 {
 		t.Fatalf("outcomes %v", tot.Outcomes)
 	}
-	if min := tot.Admitted.Min(); min < 700*1000 {
+	// 699 ms: HdrHistogram keeps 3 significant digits (700.1 ms reads 699.9).
+	if min := tot.Admitted.Min(); min < 699*1000 {
 		t.Errorf("latency %dµs: the 700 ms of lateness was not counted", min)
 	}
 }
 
 // A server that stalls makes the arrivals queued behind the stall show it:
 // the generator keeps sending on schedule (open loop) and each queued
-// request's latency runs from its intended time.
+// request's latency runs from its intended time. The stall lasts from the
+// first arrival (10 ms) until 600 ms on the generator's clock, when the run
+// ends: the arrival at t waited 600 ms − t.
 func TestStallShowsInLatency(t *testing.T) {
 	var mu sync.Mutex // the server serves one request at a time
 	var first atomic.Bool
-	var served atomic.Int64
+	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if first.CompareAndSwap(false, true) {
-			time.Sleep(600 * time.Millisecond)
+			<-release
 		}
-		served.Add(1)
 		fmt.Fprint(w, "pong")
 	}))
 	defer srv.Close()
@@ -329,44 +407,61 @@ func TestStallShowsInLatency(t *testing.T) {
 	cfg.Mix.Routes = map[string]float64{"standard": 1}
 	cfg.Arrival = ArrivalConstant
 	cfg.MaxOutstanding = 1000
-	cfg.ClientTimeout = 5 * time.Second
-	g, err := New(cfg)
+	cfg.ClientTimeout = 20 * time.Second
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, g, 100, time.Second)
+	_ = g.SetRate(100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := startRun(t, g, ctx)
+	advance(t, fc, 600*time.Millisecond)
+	close(release) // the stall ends at 600 ms: every queued request is answered now
+	for deadline := time.Now().Add(20 * time.Second); g.Outstanding() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests still outstanding after the stall", g.Outstanding())
+		}
+	}
+	cancel() // at 600 ms, with every answer in
+	stop()
 	tot := g.Totals()
-	if tot.Unaccounted() != 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+	if tot.Unaccounted() != 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
 		t.Fatalf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
 	}
-	// Open loop: the stall did not slow the arrivals (about 100 in 1 s; a
-	// closed loop would have sent a handful).
-	if tot.Offered < 50 {
-		t.Errorf("only %d arrivals in 1 s at 100/s: the stall throttled the rate", tot.Offered)
+	// Open loop: the stall did not slow the arrivals (60 in 600 ms; a
+	// closed loop would have sent one).
+	if tot.Offered != 60 {
+		t.Errorf("%d arrivals in 600 ms at 100/s, want exactly 60", tot.Offered)
 	}
-	// Arrivals during the first ~600 ms waited for the stall: at 100/s that
-	// is dozens of requests with latencies spread up to ~600 ms.
+	// The arrivals at 10…400 ms waited ≥ 200 ms for the stall (40 of them);
+	// the first waited 590 ms.
 	h := tot.Admitted
 	slow := int64(0)
 	for _, b := range h.Distribution() {
-		if b.From >= 200*1000 {
+		if b.From >= 199*1000 {
 			slow += b.Count
 		}
 	}
-	if slow < 20 {
-		t.Errorf("%d requests ≥ 200 ms; want the ~40 queued behind the 600 ms stall", slow)
+
+	if slow != 40 {
+		t.Errorf("%d requests ≥ 200 ms, want the 40 intended 200 ms or more before the stall ended", slow)
 	}
-	if h.Max() < 500*1000 {
-		t.Errorf("max latency %dµs, want ≥ 500 ms (the stall)", h.Max())
+	if m := h.Max(); m < 589*1000 || m > 592*1000 {
+		t.Errorf("max latency %dµs, want 590 ms (the first arrival, at 10 ms, waited until 600 ms)", m)
 	}
 }
 
-// Rate 0 pauses the arrivals; Tick windows count them.
+// Rate 0 pauses the arrivals; Tick windows count them. On a fake clock the
+// counts are exact: 200/s for 300 ms is 60 arrivals, then none.
 func TestPauseAndTick(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok")
 	cfg := allRoutesConfig(srv.URL)
 	cfg.Mix.Routes = map[string]float64{"standard": 1}
-	g, err := New(cfg)
+	cfg.Arrival = ArrivalConstant
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,26 +469,25 @@ func TestPauseAndTick(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	time.Sleep(300 * time.Millisecond)
+	defer cancel()
+	stop := startRun(t, g, ctx)
+	advance(t, fc, 300*time.Millisecond)
 	if err := g.SetRate(0); err != nil {
 		t.Fatal(err)
 	}
+	waitWoken(t, g)
 	w1 := g.Tick()
-	time.Sleep(300 * time.Millisecond)
+	fc.Advance(300 * time.Millisecond)
 	w2 := g.Tick()
 	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	stop()
+	if w1.Offered != 60 || w1.OfferedTotal != w1.Offered {
+		t.Errorf("first window: offered %d, total %d; want 60", w1.Offered, w1.OfferedTotal)
 	}
-	if w1.Offered == 0 || w1.OfferedTotal != w1.Offered {
-		t.Errorf("first window: offered %d, total %d", w1.Offered, w1.OfferedTotal)
-	}
-	if w2.Offered > 1 { // one arrival may have been on its way when the rate changed
+	if w2.Offered != 0 {
 		t.Errorf("paused window offered %d", w2.Offered)
 	}
-	if w2.TargetRPS != 0 || w1.Duration <= 0 || w2.Duration < 250*time.Millisecond {
+	if w2.TargetRPS != 0 || w1.Duration != 300*time.Millisecond || w2.Duration != 300*time.Millisecond {
 		t.Errorf("windows: %+v / %+v", w1, w2)
 	}
 	if err := g.Run(context.Background()); err == nil {
@@ -412,7 +506,7 @@ func TestPauseAndTick(t *testing.T) {
 	}
 	for _, name := range Outcomes {
 		if _, ok := w1.Outcomes[name]; !ok {
-			t.Errorf("window lacks outcome %s", name)
+			t.Errorf("window lacks wire.Outcome %s", name)
 		}
 	}
 }
@@ -434,9 +528,9 @@ func TestSlowClients(t *testing.T) {
 	if err := g.SetSlowClients(1, 40); err != nil {
 		t.Fatal(err)
 	}
-	runFor(t, g, 20, 400*time.Millisecond)
+	runFor(t, g, nil, 20, 400*time.Millisecond)
 	tot := g.Totals()
-	if tot.Outcomes[OutcomeOK] == 0 || tot.Outcomes[OutcomeOK] != tot.Offered {
+	if tot.Outcomes[wire.OutcomeOK.String()] == 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
 		t.Fatalf("outcomes %v", tot.Outcomes)
 	}
 	if min := tot.Admitted.Min(); min < 400*1000 {
@@ -445,8 +539,8 @@ func TestSlowClients(t *testing.T) {
 	// A slow reader past the client timeout is a timeout.
 	g2, _ := New(func() Config { c := cfg; c.ClientTimeout = 200 * time.Millisecond; return c }())
 	_ = g2.SetSlowClients(1, 10)
-	runFor(t, g2, 20, 300*time.Millisecond)
-	if tot := g2.Totals(); tot.Outcomes[OutcomeTimeout] != tot.Offered || tot.Offered == 0 {
+	runFor(t, g2, nil, 20, 300*time.Millisecond)
+	if tot := g2.Totals(); tot.Outcomes[wire.OutcomeTimeout.String()] != tot.Offered || tot.Offered == 0 {
 		t.Errorf("slow reader past deadline: %v", tot.Outcomes)
 	}
 }
@@ -470,31 +564,36 @@ func TestRunEndedContext(t *testing.T) {
 }
 
 // A rate change takes effect at once, not after the gap the old rate had
-// scheduled: from 1/s (next arrival due in ~1 s) to 500/s.
+// scheduled: from 1/s (next arrival due at 1 s) to 500/s at 100 ms gives an
+// arrival at once and then one every 2 ms.
 func TestSetRateLive(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok")
 	cfg := allRoutesConfig(srv.URL)
 	cfg.Mix.Routes = map[string]float64{"standard": 1}
 	cfg.Arrival = ArrivalConstant
 	cfg.MaxOutstanding = 10000
-	g, err := New(cfg)
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = g.SetRate(1)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Run(ctx) }()
-	time.Sleep(100 * time.Millisecond)
-	g.Tick()
+	defer cancel()
+	stop := startRun(t, g, ctx)
+	advance(t, fc, 100*time.Millisecond)
+	if w := g.Tick(); w.Offered != 0 {
+		t.Errorf("%d arrivals in the first 100 ms at 1/s", w.Offered)
+	}
 	_ = g.SetRate(500)
-	time.Sleep(300 * time.Millisecond)
+	waitOffered(t, g, 1) // the arrival at 100 ms: the old rate's timer is gone
+	advance(t, fc, 300*time.Millisecond)
 	w := g.Tick()
 	cancel()
-	<-done
-	// 300 ms at 500/s is 150 arrivals; a rate stuck at 1/s would give 0.
-	if w.Offered < 50 {
-		t.Errorf("%d arrivals in the 300 ms after SetRate(500)", w.Offered)
+	stop()
+	// 100 ms, 102 ms, …, 400 ms; a rate stuck at 1/s would give 0.
+	if w.Offered != 151 {
+		t.Errorf("%d arrivals in the 300 ms after SetRate(500), want 151", w.Offered)
 	}
 	if w.TargetRPS != 500 || g.Rate() != 500 {
 		t.Errorf("target %v", w.TargetRPS)

@@ -12,17 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// Header names shared with the gateway (docs/CONTRACTS.md).
-const (
-	HeaderOutcome    = "X-Levee-Outcome"
-	HeaderFallback   = "X-Levee-Fallback"
-	HeaderDeadlineMs = "X-Levee-Deadline-Ms"
-	// HeaderFinalOutcome is a trailer of streamed answers: the outcome once
-	// the stream has ended. When present it overrides HeaderOutcome, which
-	// was sent before the stream began.
-	HeaderFinalOutcome = "X-Levee-Outcome-Final"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // maxSmallBody bounds how much of a JSON answer is kept to look for the
@@ -30,14 +21,14 @@ const (
 const maxSmallBody = 1 << 20
 
 // send performs one request and returns its outcome. It never returns
-// oDropped. The request is bounded by the client timeout from now, body
+// generator_dropped. The request is bounded by the client timeout from now, body
 // included, and is not tied to the Run context.
-func (g *Generator) send(s spec) outcome {
+func (g *Generator) send(s spec) wire.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
 	defer cancel()
 	req, err := newRequest(ctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return oError
+		return wire.OutcomeError
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
@@ -59,14 +50,14 @@ func (g *Generator) send(s spec) outcome {
 		return errorOutcome(ctx, err)
 	}
 	h := resp.Header
-	if final := resp.Trailer.Get(HeaderFinalOutcome); final != "" {
+	if final := resp.Trailer.Get(wire.HeaderOutcomeFinal); final != "" {
 		h = h.Clone()
-		h.Set(HeaderOutcome, final)
+		h.Set(wire.HeaderOutcome, final)
 	}
 	o := classify(resp.StatusCode, h, r.fallback)
 	// A stream that ends without [DONE] is a malformed answer.
-	if s.route == RouteChatStream && (o == oOK || o == oFallback) && !r.done {
-		return oError
+	if s.route == RouteChatStream && (o == wire.OutcomeOK || o == wire.OutcomeFallback) && !r.done {
+		return wire.OutcomeError
 	}
 	return o
 }
@@ -77,11 +68,11 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 	var body []byte
 	switch s.route {
 	case RoutePredict:
-		method, path = http.MethodPost, "/v1/predict"
+		method, path = http.MethodPost, wire.PathPredict
 		body = fmt.Appendf(nil, `{"features":{"amount":%.2f,"account_age_days":%d,"txn_count_24h":%d,"prompt_tokens":%d}}`,
 			s.amount, s.ageDays, s.txn24h, s.tokens)
 	case RouteChat, RouteChatStream:
-		method, path = http.MethodPost, "/v1/chat/completions"
+		method, path = http.MethodPost, wire.PathChat
 		stream := ""
 		if s.route == RouteChatStream {
 			stream = `,"stream":true`
@@ -89,12 +80,12 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 		body = fmt.Appendf(nil, `{"model":"fake","messages":[{"role":"user","content":%q}],"max_tokens":%d%s}`,
 			prompt(s.tokens), s.maxTokens, stream)
 	case RouteAgent:
-		method, path = http.MethodPost, "/v1/agent"
+		method, path = http.MethodPost, wire.PathAgent
 		body = fmt.Appendf(nil, `{"prompt":%q,"max_tokens":%d}`, prompt(max(s.tokens, 1)), s.maxTokens)
 	case RouteExport:
-		method, path = http.MethodGet, "/v1/export?rows="+strconv.Itoa(max(s.tokens, 1))
+		method, path = http.MethodGet, wire.PathExport+"?"+wire.QueryExportRows+"="+strconv.Itoa(max(s.tokens, 1))
 	case RouteStandard:
-		method, path = http.MethodGet, "/v1/standard/ping"
+		method, path = http.MethodGet, wire.PathStandard+"ping"
 	default:
 		return nil, fmt.Errorf("load: unknown route %q", s.route)
 	}
@@ -115,46 +106,46 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
-	req.Header.Set(HeaderDeadlineMs, strconv.FormatInt(timeout.Milliseconds(), 10))
+	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(timeout.Milliseconds(), 10))
 	return req, nil
 }
 
 // classify maps a complete answer to its outcome: by X-Levee-Outcome when
 // present (an unknown value is an error), else by status. bodyFallback
 // reports a "fallback":true marker in the body.
-func classify(status int, h http.Header, bodyFallback bool) outcome {
-	if v := h.Get(HeaderOutcome); v != "" {
-		if o, ok := outcomeByName[v]; ok {
+func classify(status int, h http.Header, bodyFallback bool) wire.Outcome {
+	if v := h.Get(wire.HeaderOutcome); v != "" {
+		if o, ok := serverOutcome(v); ok {
 			return o
 		}
-		return oError
+		return wire.OutcomeError
 	}
 	switch {
 	case status >= 200 && status < 300:
-		if strings.EqualFold(h.Get(HeaderFallback), "true") || bodyFallback {
-			return oFallback
+		if strings.EqualFold(h.Get(wire.HeaderFallback), "true") || bodyFallback {
+			return wire.OutcomeFallback
 		}
-		return oOK
+		return wire.OutcomeOK
 	case status == http.StatusTooManyRequests:
-		return oShedRateLimit
+		return wire.OutcomeShedRateLimit
 	case status == http.StatusGatewayTimeout:
-		return oTimeout
+		return wire.OutcomeTimeout
 	default:
-		return oError
+		return wire.OutcomeError
 	}
 }
 
 // errorOutcome maps a transport or body error: the client deadline passing
 // is a timeout, anything else (refused, reset, malformed) an error.
-func errorOutcome(ctx context.Context, err error) outcome {
+func errorOutcome(ctx context.Context, err error) wire.Outcome {
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
-		return oTimeout
+		return wire.OutcomeTimeout
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return oTimeout
+		return wire.OutcomeTimeout
 	}
-	return oError
+	return wire.OutcomeError
 }
 
 type bodyResult struct {
@@ -162,7 +153,7 @@ type bodyResult struct {
 	done     bool // an SSE stream ended with data: [DONE]
 }
 
-var fallbackMarkers = [][]byte{[]byte(`"fallback":true`), []byte(`"fallback": true`)}
+var fallbackMarkers = [][]byte{[]byte(`"` + wire.FieldFallback + `":true`), []byte(`"` + wire.FieldFallback + `": true`)}
 
 func hasFallback(b []byte) bool {
 	for _, m := range fallbackMarkers {

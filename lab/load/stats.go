@@ -5,6 +5,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Latencies are recorded in microseconds, from 1 µs to maxLatency; longer
@@ -21,6 +23,17 @@ func newHist() *hdrhistogram.Histogram {
 
 func copyHist(h *hdrhistogram.Histogram) *hdrhistogram.Histogram {
 	return hdrhistogram.Import(h.Export())
+}
+
+// packHist returns a sparse copy of h (same geometry), or nil when h is
+// empty. It scans h's counts once.
+func packHist(h *hdrhistogram.Histogram) *hdrhistogram.PackedHistogram {
+	if h.TotalCount() == 0 {
+		return nil
+	}
+	p := hdrhistogram.NewPacked(minLatencyUs, maxLatencyUs, sigFigs)
+	p.MergeFrom(h)
+	return p
 }
 
 func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
@@ -46,10 +59,10 @@ func quantileMs(h *hdrhistogram.Histogram, q float64) float64 {
 // counters are the plain counts; a Window is the difference of two.
 type counters struct {
 	offered  uint64
-	outcomes [numOutcomes]uint64
+	outcomes [wire.NumOutcomes]uint64
 	prio     [3]struct {
 		offered  uint64
-		outcomes [numOutcomes]uint64
+		outcomes [wire.NumOutcomes]uint64
 	}
 }
 
@@ -91,17 +104,17 @@ func (s *stats) offer(p priority) {
 
 // finish records the one outcome of an offered request and, unless it was
 // never sent, its latency from the intended arrival time.
-func (s *stats) finish(p priority, o outcome, latency time.Duration) {
+func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
-	if o == oDropped {
+	if o == wire.OutcomeGeneratorDropped {
 		return
 	}
 	recordLatency(s.prio[p], latency)
 	recordLatency(s.winPrio[p], latency)
-	if o.admitted() {
+	if o.Admitted() {
 		recordLatency(s.admitted, latency)
 		recordLatency(s.winAdmitted, latency)
 	}

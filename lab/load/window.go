@@ -4,6 +4,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Window is the generator's client-side view at one tick: counts since the
@@ -28,8 +30,12 @@ type Window struct {
 	// that ended in the window; 0 when none did.
 	AdmittedP50Ms float64
 	AdmittedP99Ms float64
+	// AdmittedHist holds the same latencies (microseconds) as a sparse
+	// copy of the window's histogram, so that windows can be merged into any
+	// interval and give true percentiles; nil when none ended.
+	AdmittedHist *hdrhistogram.PackedHistogram
 
-	ByPriority map[string]PriorityWindow // keyed "P0", "P1", "P2"
+	ByPriority map[string]PriorityWindow // keyed by priority name
 }
 
 // PriorityWindow is one priority class in a Window.
@@ -45,6 +51,9 @@ type PriorityWindow struct {
 	// (dropped arrivals excluded); 0 when none did.
 	P50Ms float64
 	P99Ms float64
+	// Latency holds the same latencies (microseconds) as a sparse copy of
+	// the window's histogram; nil when none ended.
+	Latency *hdrhistogram.PackedHistogram
 }
 
 // Totals is the cumulative view since the start. Maps and histograms are
@@ -84,15 +93,15 @@ func (t Totals) Unaccounted() int64 {
 	return int64(t.Offered) - int64(sum)
 }
 
-func outcomeMap(c *[numOutcomes]uint64) map[string]uint64 {
-	m := make(map[string]uint64, numOutcomes)
-	for i := range numOutcomes {
+func outcomeMap(c *[wire.NumOutcomes]uint64) map[string]uint64 {
+	m := make(map[string]uint64, wire.NumOutcomes)
+	for i := range wire.NumOutcomes {
 		m[Outcomes[i]] = c[i]
 	}
 	return m
 }
 
-func sumOutcomes(c *[numOutcomes]uint64) uint64 {
+func sumOutcomes(c *[wire.NumOutcomes]uint64) uint64 {
 	var s uint64
 	for _, n := range c {
 		s += n
@@ -114,7 +123,7 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 		w.Duration = now.Sub(from)
 	}
 	cur, prev := &s.total, &s.lastTick
-	var delta [numOutcomes]uint64
+	var delta [wire.NumOutcomes]uint64
 	for i := range delta {
 		delta[i] = cur.outcomes[i] - prev.outcomes[i]
 	}
@@ -127,18 +136,20 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 	}
 	w.AdmittedP50Ms = quantileMs(s.winAdmitted, 50)
 	w.AdmittedP99Ms = quantileMs(s.winAdmitted, 99)
+	w.AdmittedHist = packHist(s.winAdmitted)
 	w.ByPriority = make(map[string]PriorityWindow, len(Priorities))
 	for i, name := range Priorities {
 		c, p := &cur.prio[i], &prev.prio[i]
 		w.ByPriority[name] = PriorityWindow{
 			Offered:       c.offered - p.offered,
-			OK:            c.outcomes[oOK] - p.outcomes[oOK],
+			OK:            c.outcomes[wire.OutcomeOK] - p.outcomes[wire.OutcomeOK],
 			Finished:      sumOutcomes(&c.outcomes) - sumOutcomes(&p.outcomes),
 			OfferedTotal:  c.offered,
-			OKTotal:       c.outcomes[oOK],
+			OKTotal:       c.outcomes[wire.OutcomeOK],
 			FinishedTotal: sumOutcomes(&c.outcomes),
 			P50Ms:         quantileMs(s.winPrio[i], 50),
 			P99Ms:         quantileMs(s.winPrio[i], 99),
+			Latency:       packHist(s.winPrio[i]),
 		}
 	}
 	s.lastTick = s.total

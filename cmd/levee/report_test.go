@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// writeTinyRun writes a run folder of a few samples and a summary.
+func writeTinyRun(t *testing.T, dir string) string {
+	t.Helper()
+	rd := filepath.Join(dir, "tiny")
+	if err := os.MkdirAll(rd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b bytes.Buffer
+	for i := 1; i <= 8; i++ {
+		s := runfiles.Sample{Time: start.Add(time.Duration(i) * 250 * time.Millisecond), Elapsed: float64(i) / 4,
+			OfferedTotal: uint64(25 * i), OutcomeTotal: map[string]uint64{wire.OutcomeOK.String(): uint64(20 * i)},
+			ByPriority:  map[string]runfiles.PrioritySample{"P0": {OfferedTotal: uint64(i), OKTotal: uint64(i), FinishedTotal: uint64(i)}},
+			CapacityRPS: 100, Inflight: 5, Nodes: []runfiles.NodeSample{{Up: true, Slots: 4}}}
+		line, _ := json.Marshal(s)
+		b.Write(append(line, '\n'))
+	}
+	if err := os.WriteFile(filepath.Join(rd, runfiles.SamplesFile), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, _ := json.Marshal(runfiles.Summary{Name: "tiny", Started: start, DurationS: 2, Offered: 200,
+		Outcomes: map[string]uint64{wire.OutcomeOK.String(): 160}, ByPriority: map[string]runfiles.PrioritySummary{"P0": {Offered: 8, OK: 8, SuccessRate: 1}}})
+	if err := os.WriteFile(filepath.Join(rd, runfiles.SummaryFile), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+func TestReportHTML(t *testing.T) {
+	dir := t.TempDir()
+	run := writeTinyRun(t, dir)
+	out := filepath.Join(dir, "r.html")
+	var stdout, stderr bytes.Buffer
+	if code := runReport([]string{"--html", out, run}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!doctype html>", `<svg class="chart"`, `id="levee-data"`, "tiny"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("the page has no %q", want)
+		}
+	}
+	if bytes.Contains(page, []byte("http://")) || bytes.Contains(page, []byte("https://")) {
+		t.Error("the page refers to the network")
+	}
+	if !strings.Contains(stdout.String(), "P0 success") {
+		t.Errorf("the text table is missing from stdout:\n%s", stdout.String())
+	}
+
+	// "-": the page on stdout instead of the table.
+	stdout.Reset()
+	if code := runReport([]string{run, "--html", "-"}, &stdout, &stderr); code != 0 || !strings.HasPrefix(stdout.String(), "<!doctype html>") {
+		t.Fatalf("--html -: exit %d, stdout starts %.40q", code, stdout.String())
+	}
+}
+
+func TestReportHTMLBadInput(t *testing.T) {
+	dir := t.TempDir()
+	run := writeTinyRun(t, dir)
+	summaryOnly := filepath.Join(dir, "summary-only")
+	if err := os.MkdirAll(summaryOnly, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--html", filepath.Join(dir, "no", "such", "r.html"), run}, 2, "no such file"},
+		{[]string{"--html", dir, run}, 2, "is a folder"},
+		{[]string{"--html", filepath.Join(dir, "r.html"), run, run, run, run, run}, 2, "at most 4"},
+		{[]string{"--html", filepath.Join(dir, "r.html"), summaryOnly}, 1, "nothing to draw"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runReport(c.args, &stdout, &stderr)
+		if code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("report %q: exit %d, stderr %q; want exit %d with %q", c.args, code, stderr.String(), c.code, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r.html")); err == nil {
+		t.Error("a failed report left a file")
+	}
+	// levee run checks --html before starting anything.
+	var stdout, stderr bytes.Buffer
+	if code := runRun([]string{"--html", filepath.Join(dir, "no", "r.html"), filepath.Join("..", "..", "experiments", "01-no-defenses.yaml")}, &stdout, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "--html") {
+		t.Errorf("run with a bad --html: exit %d, %q; want 2 before the run", code, stderr.String())
+	}
+}

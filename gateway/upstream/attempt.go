@@ -1,0 +1,248 @@
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// failureKind is why an attempt failed.
+type failureKind int
+
+const (
+	failNone    failureKind = iota
+	failConnect             // dial refused, reset, EOF before the first byte
+	failStatus              // a 5xx answer
+	failTimeout             // abandoned by the attempt timeout
+	numFailureKinds
+)
+
+var failureNames = [numFailureKinds]string{"", wire.AttemptFailConnect, wire.AttemptFailStatus, wire.AttemptFailTimeout}
+
+// Attempt states. An attempt leaves pending exactly once: its own
+// goroutine got an answer or an error (done), its timeout fired (timedOut),
+// or its call stopped wanting it (abandoned). Whoever moves it out of
+// pending decides how it ends.
+const (
+	attemptPending int32 = iota
+	attemptDone
+	attemptTimedOut
+	attemptAbandoned
+)
+
+// attempt is one request to one node on behalf of a call.
+type attempt struct {
+	p          *Pool
+	call       *callState
+	pk         picked
+	kind       attemptKind
+	class      string
+	req        *http.Request
+	parent     context.Context // the call's
+	cancel     context.CancelFunc
+	timeout    time.Duration // 0: only the call's deadline
+	hedgeDelay time.Duration // 0: no hedge after this attempt
+	stopTimer  func() bool   // nil without a timeout
+	state      atomic.Int32
+}
+
+// attemptResult is what an attempt reports to its call.
+type attemptResult struct {
+	a *attempt
+	// resp is the node's answer (any status) with its first byte read, or
+	// nil when err says why there is none.
+	resp *http.Response
+	err  error
+	fail failureKind // failNone for a usable answer or an attempt given up
+}
+
+// good reports whether the result ends the call: an answer that is not a
+// 5xx or a 429 (a 4xx is the caller's problem and final).
+func (r attemptResult) good() bool {
+	return r.resp != nil && r.resp.StatusCode < 500 && r.resp.StatusCode != http.StatusTooManyRequests
+}
+
+// start arms the timeout and runs the attempt; the result goes to results.
+func (a *attempt) start(results chan<- attemptResult) {
+	if a.timeout > 0 {
+		a.stopTimer = a.p.after(a.timeout, a.expire)
+	}
+	go func() { results <- a.run() }()
+}
+
+// expire is the attempt timeout firing. The attempt is abandoned only
+// when something can take its place: another attempt of the call in
+// flight, or a retry (see callState.replaceable). Otherwise it runs on
+// until the caller's deadline: a slow answer beats none.
+func (a *attempt) expire() {
+	if !a.call.replaceable() {
+		return
+	}
+	if a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
+		a.cancel()
+	}
+}
+
+// stop disarms the attempt timeout.
+func (a *attempt) stop() {
+	if a.stopTimer != nil {
+		a.stopTimer()
+	}
+}
+
+// abandon gives the attempt up (another attempt won, or the caller left):
+// its request is cancelled, so the node sees the disconnect. An attempt
+// that already has its answer is left to its result's reader.
+func (a *attempt) abandon() {
+	if a.state.CompareAndSwap(attemptPending, attemptAbandoned) {
+		a.cancel()
+	}
+}
+
+func (a *attempt) run() attemptResult {
+	p, n := a.p, a.pk.n
+	n.requests.Add(1)
+	start := time.Now()
+	resp, err := p.rt.RoundTrip(a.req)
+	var first byte
+	var held bool
+	if err == nil {
+		if first, held, err = readFirstByte(resp.Body); err != nil {
+			resp = nil
+		}
+	}
+	elapsed := time.Since(start)
+	if err == nil && !a.state.CompareAndSwap(attemptPending, attemptDone) {
+		// Timed out or abandoned just as the answer came: not used.
+		resp.Body.Close()
+		resp, err = nil, context.Canceled
+	}
+	if resp == nil {
+		a.state.CompareAndSwap(attemptPending, attemptDone)
+		a.stop()
+		defer a.cancel()
+		switch {
+		case a.state.Load() == attemptTimedOut:
+			p.settle(a, failTimeout, 0)
+			return attemptResult{a: a, err: fmt.Errorf("%w: %s: no answer within %v", ErrAttemptTimeout, n.addr, a.timeout), fail: failTimeout}
+		case a.state.Load() == attemptAbandoned || a.parent.Err() != nil:
+			// Given up by the call or the caller: says nothing about the node.
+			p.release(a.pk)
+			cause := a.parent.Err()
+			if cause == nil {
+				cause = context.Canceled
+			}
+			return attemptResult{a: a, err: fmt.Errorf("upstream %s: %w", n.addr, cause)}
+		default:
+			p.settle(a, failConnect, 0)
+			return attemptResult{a: a, err: fmt.Errorf("%w: %s: %w", ErrConn, n.addr, err), fail: failConnect}
+		}
+	}
+	a.stop()
+	p.latency.Observe(elapsed.Seconds())
+	fail, sample := failNone, elapsed
+	switch {
+	case resp.StatusCode >= 500:
+		fail, sample = failStatus, 0
+	case resp.StatusCode == http.StatusTooManyRequests:
+		sample = 0 // a refusal's speed says nothing about service time
+	}
+	p.settle(a, fail, sample)
+	resp.Body = &answerBody{rc: resp.Body, first: first, held: held, n: n, cancel: a.cancel}
+	return attemptResult{a: a, resp: resp, fail: fail}
+}
+
+// settle records an attempt's verdict: breaker, outlier stats, latency
+// (sample > 0). A failed attempt no longer holds its node; an answered
+// one does until its body is closed.
+func (p *Pool) settle(a *attempt, fail failureKind, sample time.Duration) {
+	n := a.pk.n
+	failed := fail != failNone
+	if failed {
+		n.failures.Add(1)
+		n.fails[fail].Add(1)
+		if fail != failStatus {
+			n.inflight.Add(-1)
+		}
+	}
+	if p.breakerOn.Load() {
+		n.breaker.Record(a.pk.gen, failed)
+	}
+	consecutive := n.stats.record(p.clock.Now(), a.class, failed, sample)
+	p.outliers.observe(n, a.pk.probe, failed, consecutive)
+}
+
+// release undoes a pick that got no verdict: the outstanding count, the
+// breaker admission and the probe slot.
+func (p *Pool) release(pk picked) {
+	pk.n.inflight.Add(-1)
+	if p.breakerOn.Load() {
+		// No outcome is recorded; a half-open probe slot is freed.
+		pk.n.breaker.unadmit(pk.gen)
+	}
+	if pk.probe {
+		p.outliers.releaseProbe(pk.n)
+	}
+}
+
+// readFirstByte waits for an answer's first byte (held false: the body
+// was empty), so that an attempt counts as answered only when the node
+// produced something: a stream's first token, not just its headers. On
+// error the body is closed.
+func readFirstByte(body io.ReadCloser) (first byte, held bool, err error) {
+	var b [1]byte
+	for {
+		k, err := body.Read(b[:])
+		if k > 0 {
+			return b[0], true, nil
+		}
+		if err == io.EOF {
+			return 0, false, nil
+		}
+		if err != nil {
+			body.Close()
+			return 0, false, err
+		}
+	}
+}
+
+// answerBody is an answered attempt's body: the byte read ahead first,
+// then the rest. Close releases the node's outstanding count and the
+// attempt's context once.
+type answerBody struct {
+	rc     io.ReadCloser
+	first  byte
+	held   bool // first not yet returned
+	n      *node
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+// Read returns the byte read ahead on its own, so a stream's first event
+// is never held back waiting for more.
+func (b *answerBody) Read(p []byte) (int, error) {
+	if b.held {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		p[0] = b.first
+		b.held = false
+		return 1, nil
+	}
+	return b.rc.Read(p)
+}
+
+func (b *answerBody) Close() error {
+	err := b.rc.Close()
+	b.once.Do(func() {
+		b.n.inflight.Add(-1)
+		b.cancel()
+	})
+	return err
+}

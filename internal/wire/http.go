@@ -1,0 +1,79 @@
+package wire
+
+// Headers of traffic requests and answers.
+const (
+	// HeaderOutcome is the gateway's Outcome of a traffic answer. A stream
+	// sends "ok" here before it begins and its final outcome in
+	// HeaderOutcomeFinal.
+	HeaderOutcome = "X-Levee-Outcome"
+	// HeaderOutcomeFinal is the trailer of a streamed answer: its outcome
+	// once the stream has ended; it overrides HeaderOutcome.
+	HeaderOutcomeFinal = "X-Levee-Outcome-Final"
+	// HeaderFallback is "true" on a fallback answer.
+	HeaderFallback = "X-Levee-Fallback"
+	// HeaderDeadlineMs is the client's remaining deadline in whole
+	// milliseconds; the gateway passes what remains of it upstream.
+	HeaderDeadlineMs = "X-Levee-Deadline-Ms"
+	// HeaderRequestTimeoutMs is an alias of HeaderDeadlineMs the gateway
+	// also honours (grpc-timeout style).
+	HeaderRequestTimeoutMs = "X-Request-Timeout-Ms"
+	// HeaderNode names the fake model node that answered (its address).
+	HeaderNode = "X-Levee-Node"
+)
+
+// FieldFallback is the JSON field a fallback answer's body sets to true
+// ({"fallback":true}).
+const FieldFallback = "fallback"
+
+// Traffic paths of the gateway (G) and the fake model nodes (F).
+const (
+	PathChat     = "/v1/chat/completions" // G, F: POST, OpenAI chat body
+	PathPredict  = "/v1/predict"          // G, F: POST {"features":{…}}
+	PathAgent    = "/v1/agent"            // G: POST {"prompt":…,"max_tokens":N}
+	PathExport   = "/v1/export"           // G: GET ?rows=N, NDJSON
+	PathStandard = "/v1/standard/"        // G: GET /v1/standard/…, served locally
+	PathV1       = "/v1/"                 // G: any other /v1/ path (route "other")
+	PathMetrics  = "/metrics"             // G, F: Prometheus text format
+	PathHealthz  = "/healthz"             // G, F: 200 while the process lives
+	PathReadyz   = "/readyz"              // G, F: 200 when it can serve, 503 while draining
+)
+
+// QueryExportRows is the query parameter of PathExport naming the rows.
+const QueryExportRows = "rows"
+
+// Admin paths of the gateway's admin listener (G) and of every fake model
+// node (F, on its traffic port).
+const (
+	PathAdmin         = "/admin/"         // G, F: prefix of every admin route
+	PathAdminState    = "/admin/state"    // G: GET → state
+	PathAdminDefenses = "/admin/defenses" // G: PUT partial Defenses
+	PathAdminLimits   = "/admin/limits"   // G: PUT partial limits
+	PathAdminPressure = "/admin/pressure" // G: PUT PressurePatch
+	PathAdminLevel    = "/admin/level"    // G: PUT {"level":"black"} pins the level, "" unpins
+	PathAdminKnobs    = "/admin/knobs"    // F: GET knobs, PUT KnobPatch
+)
+
+// Admin token: every admin request carries "Authorization: Bearer TOKEN".
+const (
+	// EnvAdminToken is the environment variable a server takes its admin
+	// token from when --admin-token is not given.
+	EnvAdminToken = "LEVEE_ADMIN_TOKEN"
+	// AdminTokenLine prefixes the stderr line of a server that generated
+	// its own token ("admin token: TOKEN").
+	AdminTokenLine = "admin token: "
+)
+
+// ErrorBody is the JSON error every server answers with:
+// {"error":{"message":"…","field":"…","outcome":"…"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the inside of ErrorBody.
+type ErrorDetail struct {
+	Message string `json:"message"`
+	// Field names the JSON field or knob to blame, when there is one.
+	Field string `json:"field,omitempty"`
+	// Outcome is the traffic answer's outcome (gateway traffic routes only).
+	Outcome string `json:"outcome,omitempty"`
+}

@@ -1,0 +1,120 @@
+package wire
+
+import "strings"
+
+// Priority names, most important first; a priority's index is its rank
+// (P0 = 0). They are the LabelPriority values and the key table's
+// priorities.
+const (
+	PriorityP0 = "P0" // critical (trade, settle)
+	PriorityP1 = "P1" // logged-in users
+	PriorityP2 = "P2" // anonymous and background
+
+	NumPriorities = 3
+)
+
+// Priorities returns the priority names, most important first.
+func Priorities() [NumPriorities]string {
+	return [NumPriorities]string{PriorityP0, PriorityP1, PriorityP2}
+}
+
+// PriorityIndex returns the rank of the priority named s (exact spelling)
+// and whether there is one.
+func PriorityIndex(s string) (int, bool) {
+	names := Priorities()
+	return indexOf(names[:], s)
+}
+
+// Overload level names, in increasing severity; a level's index is its
+// MetricOverloadLevel value.
+const (
+	LevelGreen  = "green"  // admits everything
+	LevelYellow = "yellow" // sheds P2
+	LevelRed    = "red"    // admits only P0
+	LevelBlack  = "black"  // admits nothing: fallbacks
+
+	NumLevels = 4
+)
+
+// Levels returns the level names in increasing severity.
+func Levels() [NumLevels]string {
+	return [NumLevels]string{LevelGreen, LevelYellow, LevelRed, LevelBlack}
+}
+
+// LevelIndex returns the MetricOverloadLevel value of the level named s
+// (any case) and whether there is one.
+func LevelIndex(s string) (int, bool) {
+	names := Levels()
+	return indexOf(names[:], strings.ToLower(s))
+}
+
+// LevelName returns the name of level value v, or "" when v is no level.
+func LevelName(v int) string {
+	if v < 0 || v >= NumLevels {
+		return ""
+	}
+	return Levels()[v]
+}
+
+// Gateway route names: the LabelRoute values, the keys of the gateway's
+// routes config and the routes of rate-limit rules.
+const (
+	RouteChat     = "chat"     // PathChat
+	RoutePredict  = "predict"  // PathPredict
+	RouteAgent    = "agent"    // PathAgent
+	RouteExport   = "export"   // PathExport
+	RouteStandard = "standard" // PathStandard
+	RouteOther    = "other"    // any other /v1/ path: counted, never limited
+
+	NumRoutes = 6
+)
+
+// Routes returns the gateway's route names, RouteOther last.
+func Routes() [NumRoutes]string {
+	return [NumRoutes]string{RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard, RouteOther}
+}
+
+// RouteChatStream is the load generator's name for a chat request with
+// "stream":true (read as SSE to its end); the gateway counts it as
+// RouteChat.
+const RouteChatStream = "chat-stream"
+
+// NumLoadRoutes is the number of routes the load generator can send.
+const NumLoadRoutes = 6
+
+// LoadRoutes returns the routes a traffic mix may name.
+func LoadRoutes() [NumLoadRoutes]string {
+	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
+}
+
+// Route class names: the LabelClass values and the keys of the gateway's
+// classes config (one bulkhead each).
+const (
+	ClassAI       = "ai"       // chat and predict
+	ClassAgent    = "agent"    // agent
+	ClassStream   = "stream"   // export
+	ClassStandard = "standard" // standard and other
+
+	NumClasses = 4
+)
+
+// Classes returns the route class names.
+func Classes() [NumClasses]string {
+	return [NumClasses]string{ClassAI, ClassAgent, ClassStream, ClassStandard}
+}
+
+// Rate-limit store kinds: the gateway's ratelimit.store.kind values and the
+// LabelStore values of MetricRateLimitStoreFallback.
+const (
+	StoreLocal = "local"
+	StoreRedis = "redis"
+)
+
+func indexOf(names []string, s string) (int, bool) {
+	for i, n := range names {
+		if n == s {
+			return i, true
+		}
+	}
+	return 0, false
+}

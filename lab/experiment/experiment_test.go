@@ -1,0 +1,262 @@
+package experiment
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodExperiment = `
+name: t1
+title: A test
+duration: 40s
+seed: 7
+stages:
+  - {duration: 10s, target: 100}
+  - {duration: 30s, target: 1000}
+arrival: poisson
+mix:
+  priorities: {P0: 1, P1: 1, P2: 2}
+  routes: {predict: 3, chat: 1}
+  prompt_tokens: {min: 10, max: 20}
+  max_tokens: 32
+client_timeout: 1500ms
+nodes:
+  count: 2
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 100}}
+gateway:
+  defenses: {guard: false}
+  limits: {classes: {ai: {algorithm: static, limit: 16, min: 1, max: 64, queue_size: 8, queue_timeout_ms: 300}}}
+  memory_limit_mb: 256
+faults:
+  - {at: 20s, fault: node_kill, params: {node: 1}, for: 10s}
+  - {at: 5s, fault: traffic_spike, params: {factor: 2, for: 8s}}
+narration:
+  - {at: 0s, kind: predict, text: "What happens?"}
+  - {at: 20s, kind: watch, text: "Watch."}
+thresholds:
+  p0_success_rate: ">= 0.99"
+  unaccounted: "== 0"
+`
+
+func TestParseExperimentHappy(t *testing.T) {
+	e, err := ParseExperiment([]byte(goodExperiment))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Duration.D() != 40*time.Second || e.ClientTimeout.D() != 1500*time.Millisecond {
+		t.Errorf("durations: %v %v", e.Duration, e.ClientTimeout)
+	}
+	if e.Tick.D() != DefaultTick || e.MaxOutstanding != DefaultMaxOutstanding || e.Gateway.Count != 1 {
+		t.Errorf("defaults not filled: tick %v max_outstanding %d gateways %d", e.Tick, e.MaxOutstanding, e.Gateway.Count)
+	}
+	if e.Redis != "off" || e.Gateway.RestartDelay.D() != DefaultRestartDelay {
+		t.Errorf("redis %q restart_delay %v", e.Redis, e.Gateway.RestartDelay)
+	}
+	th := e.ParsedThresholds()
+	if len(th) != 2 || th[0].Name != "p0_success_rate" || th[0].Op != ">=" || th[0].Value != 0.99 {
+		t.Errorf("thresholds: %+v", th)
+	}
+	// Normalize is idempotent.
+	c := e.Clone()
+	if err := c.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(e)
+	b, _ := json.Marshal(c)
+	if string(a) != string(b) {
+		t.Errorf("Normalize not idempotent:\n%s\n%s", a, b)
+	}
+}
+
+func TestParseExperimentErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "name: x\nduration: 1s\nbogus: 1\n", "line 3: field bogus not found"},
+		{"nested unknown field", "name: x\nduration: 1s\nnodes:\n  count: 2\n  slotz: 3\n", "line 5: field slotz not found"},
+		{"bad duration", "name: x\nduration: 10 seconds\n", "line 2: bad duration"},
+		{"no name", "duration: 1s\n", "name: required"},
+		{"no stages or duration", "name: x\n", "needs stages or a duration"},
+		{"negative target", "name: x\nstages:\n  - {duration: 1s, target: -5}\n", "line 3: stages.0.target"},
+		{"bad arrival", "name: x\nduration: 1s\narrival: bursty\n", "line 3: arrival"},
+		{"bad priority", "name: x\nduration: 1s\nmix:\n  priorities: {P9: 1}\n", "line 4: mix.priorities.P9"},
+		{"bad route", "name: x\nduration: 1s\nmix:\n  routes: {teleport: 1}\n", "line 4: mix.routes.teleport"},
+		{"unknown fault", "name: x\nduration: 10s\nfaults:\n  - {at: 1s, fault: meteor}\n", "line 4: faults.0.fault"},
+		{"bad fault param", "name: x\nduration: 10s\nfaults:\n  - {at: 1s, fault: model_latency, params: {multiplier: -1}}\n", "faults.0.params"},
+		{"fault after end", "name: x\nduration: 10s\nfaults:\n  - {at: 11s, fault: node_kill}\n", "after the end"},
+		{"bad narration kind", "name: x\nduration: 1s\nnarration:\n  - {at: 0s, kind: sing, text: la}\n", "line 4: narration.0.kind"},
+		{"narration out of order", "name: x\nduration: 9s\nnarration:\n  - {at: 5s, kind: watch, text: a}\n  - {at: 1s, kind: watch, text: b}\n", "keep steps in order"},
+		{"unknown threshold", "name: x\nduration: 1s\nthresholds:\n  happiness: \">= 1\"\n", "line 4: thresholds.happiness"},
+		{"bad threshold expr", "name: x\nduration: 1s\nthresholds:\n  unaccounted: \"about 0\"\n", "want one of"},
+		{"bad knob", "name: x\nduration: 1s\nnodes:\n  knobs: {slots: -3}\n", "nodes.knobs"},
+		{"unknown knob", "name: x\nduration: 1s\nnodes:\n  knobs: {turbo: true}\n", "turbo"},
+		{"bad limit", "name: x\nduration: 1s\ngateway:\n  limits: {classes: {ai: {limit: 0}}}\n", "gateway.limits"},
+		{"unknown defense", "name: x\nduration: 1s\ngateway:\n  defenses: {moat: true}\n", "gateway.defenses.moat"},
+		{"bad redis", "name: x\nduration: 1s\nredis: maybe\n", "line 3: redis"},
+		{"tick too slow", "name: x\nduration: 1s\ntick: 1s\n", "tick"},
+		{"empty", "", "empty file"},
+		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExperiment([]byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTargetAtRamps(t *testing.T) {
+	e := &Experiment{StartRate: 10, Stages: []Stage{
+		{Duration: Duration(10 * time.Second), Target: 110},
+		{Duration: 0, Target: 500}, // a step
+		{Duration: Duration(10 * time.Second), Target: 500},
+	}}
+	for _, tt := range []struct {
+		at   time.Duration
+		want float64
+		idx  int
+	}{
+		{0, 10, 0}, {5 * time.Second, 60, 0}, {10 * time.Second, 500, 2},
+		{15 * time.Second, 500, 2}, {time.Hour, 500, 3},
+	} {
+		if got := e.TargetAt(tt.at); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("TargetAt(%v) = %v, want %v", tt.at, got, tt.want)
+		}
+		if got := e.StageAt(tt.at); got != tt.idx {
+			t.Errorf("StageAt(%v) = %v, want %v", tt.at, got, tt.idx)
+		}
+	}
+}
+
+func TestQuickScalesEverything(t *testing.T) {
+	e, err := ParseExperiment([]byte(goodExperiment))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.Quick()
+	if q.Duration.D() != QuickDuration {
+		t.Fatalf("quick duration %v", q.Duration)
+	}
+	f := float64(QuickDuration) / float64(40*time.Second)
+	var sum time.Duration
+	for _, s := range q.Stages {
+		sum += s.Duration.D()
+	}
+	if sum != QuickDuration {
+		t.Errorf("stages sum to %v", sum)
+	}
+	kill := q.Faults[0]
+	if kill.At.D() != time.Duration(20*float64(time.Second)*f) || kill.For.D() != 5*time.Second {
+		t.Errorf("fault scaled to at %v for %v", kill.At, kill.For)
+	}
+	if p := q.Faults[1].Params["for"]; p != "4s" {
+		t.Errorf("fault param for scaled to %v, want 4s", p)
+	}
+	if q.Narration[1].At.D() != 10*time.Second {
+		t.Errorf("narration at %v", q.Narration[1].At)
+	}
+	// The original is untouched.
+	if e.Duration.D() != 40*time.Second || e.Faults[1].Params["for"] != "8s" {
+		t.Errorf("Quick modified the original")
+	}
+	// Short and endless experiments are not stretched.
+	d := DefaultExperiment()
+	if d.Quick().Duration != Forever {
+		t.Errorf("forever experiment changed by Quick")
+	}
+}
+
+func TestDefaultExperimentValid(t *testing.T) {
+	e := DefaultExperiment()
+	if e.Duration != Forever || e.Nodes.Count != 3 {
+		t.Fatalf("default: duration %v nodes %d", e.Duration, e.Nodes.Count)
+	}
+	for _, d := range Defenses {
+		if d != "ratelimit" && !e.Gateway.Defenses[d] {
+			t.Errorf("defense %s off in the default lab", d)
+		}
+	}
+}
+
+// Every lesson in experiments/ parses, has narration of each kind and at
+// least one threshold.
+func TestLessonsParse(t *testing.T) {
+	files, err := filepath.Glob("../../experiments/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 5 {
+		t.Fatalf("want at least 5 lessons, found %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			e, err := LoadExperiment(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]bool{}
+			for _, s := range e.Narration {
+				kinds[s.Kind] = true
+			}
+			for _, k := range []string{"predict", "watch", "explain"} {
+				if !kinds[k] {
+					t.Errorf("no %s step", k)
+				}
+			}
+			if len(e.Thresholds) == 0 {
+				t.Errorf("no thresholds")
+			}
+			if base := strings.TrimSuffix(filepath.Base(f), ".yaml"); base != e.Name {
+				t.Errorf("name %q differs from the file name %q", e.Name, base)
+			}
+		})
+	}
+}
+
+func TestLoadExperimentMissingFile(t *testing.T) {
+	_, err := LoadExperiment(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+func TestExperimentRoutesByPriority(t *testing.T) {
+	good := "name: x\nduration: 5s\nstages: [{duration: 5s, target: 10}]\nmix:\n  routes: {chat: 1}\n  routes_by_priority:\n    P0: {predict: 1}\n"
+	e, err := ParseExperiment([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.Mix.RoutesByPriority["P0"]["predict"]; got != 1 {
+		t.Fatalf("routes_by_priority.P0.predict = %v", got)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"    P7: {predict: 1}\n", "mix.routes_by_priority.P7"},
+		{"    P0: {teleport: 1}\n", "mix.routes_by_priority.P0.teleport"},
+		{"    P0: {predict: 0}\n", "mix.routes_by_priority.P0"},
+	} {
+		bad := strings.Replace(good, "    P0: {predict: 1}\n", tt.yaml, 1)
+		if _, err := ParseExperiment([]byte(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err %v, want one naming %s", tt.yaml, err, tt.want)
+		}
+	}
+}

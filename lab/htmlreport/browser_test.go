@@ -1,0 +1,285 @@
+package htmlreport
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"html"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	//go:embed testdata/catch.js
+	catchJS string
+	//go:embed testdata/check.js
+	checkJS string
+)
+
+// chromiumPath finds headless Chromium. Without it the browser tests skip,
+// except in CI (CI set), where they fail: scripts/test.sh installs it.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is not installed; scripts/test.sh installs it with apt-get install chromium")
+	}
+	t.Skip("chromium is not installed (scripts/test.sh installs it)")
+	return ""
+}
+
+// verdict is what testdata/check.js writes into the page.
+type verdict struct {
+	Errors []string `json:"errors"`
+	SVGs   int      `json:"svgs"`
+	Charts []struct {
+		ID    string `json:"id"`
+		Drawn []struct {
+			Key     string  `json:"key"`
+			Run     int     `json:"run"`
+			Length  float64 `json:"length"`
+			Width   float64 `json:"width"`
+			Height  float64 `json:"height"`
+			Visible bool    `json:"visible"`
+		} `json:"drawn"`
+		Bands int `json:"bands"`
+		Lines int `json:"lines"`
+		Marks int `json:"marks"`
+		OOM   int `json:"oom"`
+	} `json:"charts"`
+	Hover struct {
+		Shown      bool   `json:"shown"`
+		Text       string `json:"text"`
+		Crosshairs int    `json:"crosshairs"`
+	} `json:"hover"`
+	Overflow float64 `json:"overflow"`
+}
+
+var verdictRE = regexp.MustCompile(`(?s)<pre id="levee-verdict">(.*?)</pre>`)
+
+// openInChromium loads page (with the checker injected) in headless
+// Chromium at the given window size and returns the checker's verdict and
+// what Chromium logged.
+func openInChromium(t *testing.T, page []byte, width, height int) (verdict, string) {
+	t.Helper()
+	bin := chromiumPath(t)
+	dir := t.TempDir()
+	s := string(page)
+	s = strings.Replace(s, "<head>", "<head><script>"+catchJS+"</script>", 1)
+	s = strings.Replace(s, "</body>", "<script>"+checkJS+"</script></body>", 1)
+	file := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--enable-logging=stderr", "--v=0",
+		"--window-size="+itoa(width)+","+itoa(height), "--virtual-time-budget=5000",
+		"--dump-dom", "file://"+file)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, tail(errb.String(), 2000))
+	}
+	m := verdictRE.FindSubmatch(out.Bytes())
+	if m == nil {
+		t.Fatalf("no verdict in the page Chromium dumped (did the page's scripts run?)\nstderr: %s", tail(errb.String(), 2000))
+	}
+	var v verdict
+	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &v); err != nil {
+		t.Fatalf("verdict: %v\n%s", err, m[1])
+	}
+	return v, errb.String()
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// consoleErrors are the lines Chromium logged for uncaught exceptions and
+// console.error calls.
+func consoleErrors(log string) []string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, ":CONSOLE") && (strings.Contains(l, "Uncaught") || strings.Contains(l, "Error")) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// checkDrawn asserts what every page must show: a drawn line for every
+// series with data, the fault bands, the threshold lines, working hover and
+// no script error.
+func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
+	t.Helper()
+	if len(v.Errors) > 0 {
+		t.Errorf("script errors: %q", v.Errors)
+	}
+	if ce := consoleErrors(log); len(ce) > 0 {
+		t.Errorf("Chromium logged errors:\n%s", strings.Join(ce, "\n"))
+	}
+	if v.SVGs != len(pg.Charts) || len(v.Charts) != len(pg.Charts) {
+		t.Fatalf("the browser found %d charts, the page has %d", v.SVGs, len(pg.Charts))
+	}
+	bands := len(drawnBands(pg))
+	for i, c := range pg.Charts {
+		got := v.Charts[i]
+		if got.ID != c.ID {
+			t.Fatalf("chart %d is %q in the browser, %q in the page", i, got.ID, c.ID)
+		}
+		if len(got.Drawn) != len(c.Series) {
+			t.Errorf("%s: %d series drawn, %d in the data", c.ID, len(got.Drawn), len(c.Series))
+			continue
+		}
+		drew := 0
+		for j, s := range c.Series {
+			d := got.Drawn[j]
+			if s.Values.points() < 2 {
+				continue
+			}
+			if d.Length <= 0 || d.Width <= 0 || !d.Visible {
+				t.Errorf("%s: series %s of run %d has %d points but the browser drew length %.1f, width %.1f, visible %v",
+					c.ID, s.Key, s.Run, s.Values.points(), d.Length, d.Width, d.Visible)
+				continue
+			}
+			drew++
+		}
+		if drew == 0 {
+			t.Errorf("%s: the browser drew no data", c.ID)
+		}
+		if got.Bands != bands {
+			t.Errorf("%s: %d fault bands drawn, want %d", c.ID, got.Bands, bands)
+		}
+		lines := 0
+		for _, l := range c.Lines {
+			if !l.OffScale {
+				lines++
+			}
+		}
+		if got.Lines != lines {
+			t.Errorf("%s: %d threshold/limit lines drawn, want %d", c.ID, got.Lines, lines)
+		}
+		marks := 0
+		for _, r := range pg.Runs {
+			marks += len(r.Narration)
+		}
+		if got.Marks != marks {
+			t.Errorf("%s: %d narration marks, want %d", c.ID, got.Marks, marks)
+		}
+	}
+	if !v.Hover.Shown || !strings.Contains(v.Hover.Text, "t =") {
+		t.Errorf("hovering the first chart showed no values: %+v", v.Hover)
+	}
+	if v.Hover.Crosshairs != len(pg.Charts) {
+		t.Errorf("hover: %d charts show the crosshair, want all %d", v.Hover.Crosshairs, len(pg.Charts))
+	}
+}
+
+func TestBrowserAB(t *testing.T) {
+	dir := t.TempDir()
+	a := synth{name: "collapse", samples: 240, seed: 1}.write(t, dir)
+	b := synth{name: "protected", samples: 240, seed: 2, protected: true}.write(t, dir)
+	runs := loadAll(t, a, b)
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
+	checkDrawn(t, pg, v, log)
+
+	// What the synthetic runs hold, counted independently of the page
+	// model: the same two faults in each run (drawn once) plus run A's OOM
+	// outage, four narration steps each, and these lines.
+	want := map[string]struct{ bands, lines, marks int }{
+		"success": {3, 2, 8}, // P0 ≥ 99.9 %: A fails, B passes
+		"memory":  {3, 3, 8}, // heap ≤ 100 MB for A (fails) and B, and one shared 256 MB pod limit
+		"latency": {3, 0, 8},
+	}
+	for _, c := range v.Charts {
+		if w, ok := want[c.ID]; ok && (c.Bands != w.bands || c.Lines != w.lines || c.Marks != w.marks) {
+			t.Errorf("%s: bands %d, lines %d, marks %d; want %d, %d, %d", c.ID, c.Bands, c.Lines, c.Marks, w.bands, w.lines, w.marks)
+		}
+		if c.ID == "memory" && c.OOM != 1 {
+			t.Errorf("memory: %d OOM kill marks, want 1", c.OOM)
+		}
+	}
+}
+
+// TestBrowserNarrow opens a single run at a phone's width: nothing may
+// stick out sideways (tables scroll inside their panels).
+func TestBrowserNarrow(t *testing.T) {
+	dir := t.TempDir()
+	runs := loadAll(t, synth{name: "protected", samples: 120, seed: 3, protected: true}.write(t, dir))
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 375, 800)
+	checkDrawn(t, pg, v, log)
+	if v.Overflow > 0 {
+		t.Errorf("at 375 px the page is %.0f px wider than the screen", v.Overflow)
+	}
+}
+
+// TestBrowserReference draws the recorded reference runs of lessons 01 and
+// 03 (the README's screenshot), real data from the lab.
+func TestBrowserReference(t *testing.T) {
+	ref := filepath.Join("..", "..", "experiments", "reference")
+	a, b := filepath.Join(ref, "01-no-defenses"), filepath.Join(ref, "03-priority-shedding")
+	for _, d := range []string{a, b} {
+		if _, err := os.Stat(filepath.Join(d, "samples.jsonl")); err != nil {
+			t.Skipf("%s has no samples.jsonl", d)
+		}
+	}
+	runs := loadAll(t, a, b)
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 1400, 1000)
+	checkDrawn(t, pg, v, log)
+}
+
+func loadAll(t *testing.T, dirs ...string) []*Run {
+	t.Helper()
+	var runs []*Run
+	for _, d := range dirs {
+		r, err := Load(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}

@@ -1,0 +1,61 @@
+// Injected by browser_test.go at the end of the report's <body>: checks
+// what the browser actually drew and writes a verdict into the DOM, which
+// the test reads back with --dump-dom.
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var v = { errors: window.__leveeErrors || [], charts: [], hover: {} };
+    try {
+      var data = JSON.parse(document.getElementById("levee-data").textContent);
+      // Tall charts are drawn twice (wide, and narrow for phones and
+      // print); only the displayed drawing counts.
+      var svgs = Array.prototype.filter.call(document.querySelectorAll("svg.chart"), function (s) {
+        return s.getBoundingClientRect().width > 0;
+      });
+      v.svgs = svgs.length;
+      svgs.forEach(function (svg) {
+        var c = data.charts[+svg.getAttribute("data-chart")];
+        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0 };
+        svg.querySelectorAll("path.series, path.area").forEach(function (p) {
+          var b = p.getBBox();
+          var s = c.series[+p.getAttribute("data-series")];
+          var style = getComputedStyle(p);
+          r.drawn.push({
+            key: s.key, run: s.run,
+            length: p.getTotalLength(), width: b.width, height: b.height,
+            visible: style.visibility !== "hidden" && style.display !== "none" &&
+              (p.classList.contains("area") ? style.fill !== "none" : style.stroke !== "none")
+          });
+        });
+        svg.querySelectorAll("rect.band").forEach(function (b) {
+          var bb = b.getBBox();
+          if (bb.width > 0 && bb.height > 0 && getComputedStyle(b).fillOpacity > 0) r.bands++;
+        });
+        svg.querySelectorAll("line.hline").forEach(function (l) {
+          if (l.getBBox().width > 0) r.lines++;
+        });
+        r.marks = svg.querySelectorAll("g.narration circle").length;
+        r.oom = svg.querySelectorAll("g.oom").length;
+        v.charts.push(r);
+      });
+      // Hover the middle of the first chart: its tip shows values, every
+      // chart shows the crosshair.
+      var first = svgs[0], box = first.getBoundingClientRect();
+      first.dispatchEvent(new PointerEvent("pointermove", {
+        bubbles: true, clientX: box.left + box.width * 0.6, clientY: box.top + box.height * 0.5
+      }));
+      var tip = first.parentNode.querySelector(".tip");
+      v.hover = {
+        shown: !tip.hidden,
+        text: tip.textContent,
+        crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
+      };
+      v.overflow = document.documentElement.scrollWidth - window.innerWidth;
+    } catch (e) {
+      v.errors.push("check: " + e);
+    }
+    var pre = document.createElement("pre");
+    pre.id = "levee-verdict";
+    pre.textContent = JSON.stringify(v);
+    document.body.appendChild(pre);
+  }, 50);
+});

@@ -1,0 +1,270 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+var errNotRecording = errors.New("lab: not recording")
+
+// recording is one recording in progress.
+type recording struct {
+	rec *runfiles.Recorder
+	agg *runfiles.Aggregator // nil until load starts (a recording from Open)
+	// baseline is the generator's totals when recording started (nil: it
+	// started with the generator).
+	baseline *load.Totals
+	shedBase float64 // the gateways' accumulated sheds when recording started
+	oomBase  int
+	restBase int
+}
+
+// recordings holds the lab's current recording and the summary of the
+// last one finished. Safe for concurrent use.
+type recordings struct {
+	mu      sync.Mutex
+	cur     *recording        // guarded by mu; nil when not recording
+	summary *runfiles.Summary // guarded by mu
+}
+
+// open starts recording into dir; it fails when a recording is on.
+func (r *recordings) open(dir string, info runfiles.RunInfo, agg *runfiles.Aggregator, opts ...runfiles.RecorderOption) error {
+	rec, err := runfiles.OpenRecorder(dir, info, opts...)
+	if err != nil {
+		return err
+	}
+	return r.set(&recording{rec: rec, agg: agg})
+}
+
+// set makes c the current recording unless one is on already.
+func (r *recordings) set(c *recording) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil {
+		c.rec.Close()
+		return errors.New("lab: already recording")
+	}
+	r.cur = c
+	return nil
+}
+
+func (r *recordings) current() *recording {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// take ends the current recording (nil when none) for its owner to finish.
+func (r *recordings) take() *recording {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.cur
+	r.cur = nil
+	return c
+}
+
+func (r *recordings) dir() string {
+	if c := r.current(); c != nil {
+		return c.rec.Dir()
+	}
+	return ""
+}
+
+func (r *recordings) lastSummary() *runfiles.Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.summary
+}
+
+// abort records why the lab failed to open and closes the files.
+func (r *recordings) abort(err error) {
+	if c := r.take(); c != nil {
+		_ = c.rec.WriteEvent(runfiles.Event{Time: time.Now().UTC(), Kind: runfiles.EventError, Detail: err.Error()})
+		_ = c.rec.Close()
+	}
+}
+
+// rewriteRunInfo rewrites run.json of a recording from the start, once
+// the children's addresses are known.
+func (r *recordings) rewriteRunInfo(info runfiles.RunInfo) error {
+	if c := r.current(); c != nil {
+		return c.rec.WriteRunInfo(info)
+	}
+	return nil
+}
+
+// loadStarted starts the aggregation of a recording from the start.
+func (r *recordings) loadStarted(now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cur != nil && r.cur.agg == nil {
+		r.cur.agg = runfiles.NewAggregator(now, 0)
+	}
+}
+
+// rate records a change of the generator's target.
+func (r *recordings) rate(now time.Time, rate float64) {
+	if c := r.current(); c != nil && c.agg != nil {
+		c.agg.Rate(now, rate)
+	}
+}
+
+// fault records an apply (applied) or revert of a fault.
+func (r *recordings) fault(name string, applied bool, t time.Time) {
+	c := r.current()
+	if c == nil || c.agg == nil {
+		return
+	}
+	if applied {
+		c.agg.FaultApplied(name, t)
+	} else {
+		c.agg.FaultReverted(name, t)
+	}
+}
+
+// event appends an event to the recording (if any).
+func (l *Lab) event(kind, detail string, fields map[string]any) {
+	c := l.recs.current()
+	if c == nil {
+		return
+	}
+	now := l.clock.Now()
+	l.mu.Lock()
+	start := l.start
+	l.mu.Unlock()
+	ev := runfiles.Event{Time: now.UTC(), Elapsed: round(now.Sub(start).Seconds(), 3), Kind: kind, Detail: detail, Fields: fields}
+	_ = c.rec.WriteEvent(ev)
+}
+
+func (l *Lab) recorderOptions() []runfiles.RecorderOption {
+	return []runfiles.RecorderOption{runfiles.WithReports(l.opts.Reports...), runfiles.WithErrorLog(l.opts.Progress)}
+}
+
+// StartRecording starts a new run folder (RunsDir/<time>-<name>) with the
+// same files as `levee run`, covering from now until StopRecording. It
+// writes run.json and creates the files before it returns.
+func (l *Lab) StartRecording() (string, error) {
+	if l.isFinishing() {
+		return "", errors.New("lab: stopping")
+	}
+	if dir := l.recs.dir(); dir != "" {
+		return dir, fmt.Errorf("lab: already recording into %s", dir)
+	}
+	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now())
+	if err != nil {
+		return "", err
+	}
+	now := l.clock.Now()
+	rec, err := runfiles.OpenRecorder(dir, l.runInfo(), l.recorderOptions()...)
+	if err != nil {
+		return "", fmt.Errorf("lab: %w", err)
+	}
+	base := l.gen.Totals()
+	counters := l.sup.Counters()
+	c := &recording{
+		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()),
+		baseline: &base, shedBase: l.sampling.shedTotal(),
+		oomBase: counters.OOMKills, restBase: counters.Restarts,
+	}
+	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
+		return "", err
+	}
+	for _, fs := range l.ctl.Active() {
+		c.agg.FaultApplied(fs.Name, now)
+	}
+	l.event(runfiles.EventRecordStart, dir, nil)
+	return dir, nil
+}
+
+// StopRecording finishes the recording: summary.json, the logs, the
+// reports. It returns when they are written.
+func (l *Lab) StopRecording() error { return l.stopRecording() }
+
+func (l *Lab) stopRecording() error {
+	c := l.recs.current()
+	if c == nil {
+		return errNotRecording
+	}
+	l.event(runfiles.EventRecordStop, c.rec.Dir(), nil)
+	if l.recs.take() != c {
+		return errNotRecording // another StopRecording took it
+	}
+	counters := l.sup.Counters()
+	l.mu.Lock()
+	ended := l.endReason
+	l.mu.Unlock()
+	if ended == "" {
+		ended = "recording stopped"
+	}
+	totals := l.gen.Totals()
+	if c.baseline != nil {
+		totals = runfiles.SubTotals(totals, *c.baseline)
+	}
+	rest := counters.Restarts - c.restBase
+	agg := c.agg
+	if agg == nil { // load never started
+		agg = runfiles.NewAggregator(l.clock.Now(), 0)
+	}
+	sum := agg.Summarize(runfiles.SummaryInput{
+		Exp: l.exp, Quick: l.opts.Quick, Totals: totals,
+		GatewayShed: uint64(l.sampling.shedTotal() - c.shedBase + 0.5), ShedExact: rest == 0,
+		OOMKills: counters.OOMKills - c.oomBase, Restarts: rest, End: l.clock.Now(), Ended: ended,
+	})
+	err := c.rec.Finish(sum, l.logsDir)
+	l.recs.mu.Lock()
+	l.recs.summary = &sum
+	l.recs.mu.Unlock()
+	return err
+}
+
+// Recording reports whether a recording is on.
+func (l *Lab) Recording() bool { return l.recs.current() != nil }
+
+// runInfo is run.json for a recording starting now.
+func (l *Lab) runInfo() runfiles.RunInfo {
+	r := runfiles.Resolved{
+		Executable: l.exe,
+		Tick:       l.exp.Tick,
+		Keys:       l.keys,
+		LogsDir:    l.logsDir,
+		NodeKnobs:  l.exp.Clone().Nodes.Knobs,
+	}
+	if l.sup != nil {
+		r.Redis = l.sup.RedisURL()
+		for _, n := range l.sup.Nodes() {
+			r.Nodes = append(r.Nodes, runfiles.ResolvedChild{Name: n.Name(), Listen: n.Listen(), PID: n.PID(), Log: n.LogPath()})
+		}
+		for _, g := range l.sup.Gateways() {
+			r.Gateways = append(r.Gateways, runfiles.ResolvedChild{Name: g.Name(), Listen: g.Listen(), Admin: g.Admin(), PID: g.PID(), Log: g.LogPath()})
+		}
+		if gws := l.sup.Gateways(); len(gws) > 0 {
+			r.GatewayConfig = l.resolvedGatewayConfig(gws[0].Listen(), gws[0].Admin())
+		}
+	}
+	return runfiles.RunInfo{
+		Name: l.exp.Name, Started: time.Now().UTC(), Quick: l.opts.Quick, Args: l.opts.Args,
+		Experiment: l.exp, Resolved: r, Versions: runfiles.CurrentVersions(), Machine: runfiles.CurrentMachine(),
+	}
+}
+
+// resolvedGatewayConfig is a gateway's config as an object, without its
+// admin token (nil when it does not build).
+func (l *Lab) resolvedGatewayConfig(listen, admin string) map[string]any {
+	b, err := l.gatewayConfig(listen, admin, l.sup.NodeAddrs(), l.sup.RedisURL())
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if yaml.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	delete(m, "admin_token")
+	return m
+}

@@ -1,0 +1,33 @@
+package runfiles
+
+// Files of a run folder.
+const (
+	RunFile     = "run.json"
+	SamplesFile = "samples.jsonl"
+	EventsFile  = "events.jsonl"
+	SummaryFile = "summary.json"
+	ReportFile  = "report.txt" // the run alone, as `levee report DIR` prints it
+	LogsDir     = "logs"
+)
+
+// Event kinds in events.jsonl.
+const (
+	EventRunStart     = "run_start"
+	EventRunEnd       = "run_end"
+	EventStage        = "stage"
+	EventRate         = "rate"
+	EventSpike        = "spike"
+	EventRamp         = "ramp"
+	EventFaultApply   = "fault_apply"
+	EventFaultRevert  = "fault_revert"
+	EventFaultError   = "fault_error"
+	EventDefense      = "defense"
+	EventOOMKill      = "oom_kill"
+	EventChildStart   = "child_start"
+	EventChildExit    = "child_exit"
+	EventNarration    = "narration"
+	EventRecordStart  = "record_start"
+	EventRecordStop   = "record_stop"
+	EventError        = "error"
+	EventLoadFinished = "load_finished"
+)

@@ -1,0 +1,111 @@
+package runfiles
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+)
+
+// Run is one run folder read back.
+type Run struct {
+	Dir     string
+	Info    *RunInfo // nil when run.json is missing or unreadable
+	Summary *Summary
+	// Partial is true when summary.json is missing (the run was killed):
+	// Summary is then rebuilt from the last sample and has no latencies.
+	Partial bool
+}
+
+// ReadRun reads a run folder. A folder without summary.json (a killed run)
+// is summarized from its last sample.
+func ReadRun(dir string) (*Run, error) {
+	r := &Run{Dir: dir}
+	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
+		var info RunInfo
+		if json.Unmarshal(b, &info) == nil {
+			r.Info = &info
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	switch {
+	case err == nil:
+		var s Summary
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
+		}
+		r.Summary = &s
+		return r, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
+	samples, err := ReadSamples(dir)
+	if err != nil && len(samples) == 0 {
+		return nil, fmt.Errorf("%s: no summary.json and no samples: %w", dir, err)
+	}
+	if len(samples) == 0 {
+		return nil, fmt.Errorf("%s: no summary.json and no samples", dir)
+	}
+	r.Summary = partialSummary(samples)
+	if r.Info != nil {
+		r.Summary.Name = r.Info.Name
+		r.Summary.Quick = r.Info.Quick
+		if r.Info.Experiment != nil {
+			r.Summary.Title = r.Info.Experiment.Title
+		}
+	}
+	r.Partial = true
+	return r, nil
+}
+
+// partialSummary rebuilds the counters of a Summary from samples (no
+// latency histograms, no thresholds).
+func partialSummary(samples []Sample) *Summary {
+	last := samples[len(samples)-1]
+	s := &Summary{
+		Started:    samples[0].Time,
+		DurationS:  last.Elapsed,
+		Offered:    last.OfferedTotal,
+		ByPriority: map[string]PrioritySummary{},
+	}
+	s.setOutcomes(last.OutcomeTotal)
+	for _, p := range load.Priorities {
+		ps := last.ByPriority[p]
+		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
+		if ps.OfferedTotal > 0 {
+			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
+		}
+		s.ByPriority[p] = v
+	}
+	var capSum, capT, target float64
+	prev := 0.0
+	for _, x := range samples {
+		dt := x.Elapsed - prev
+		prev = x.Elapsed
+		capSum += x.CapacityRPS * dt
+		target += x.TargetRPS * dt
+		capT += dt
+		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
+		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
+		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
+		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
+		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
+	}
+	s.Gateway.OOMKills = last.OOMKills
+	if capT > 0 {
+		s.CapacityRPS = round(capSum/capT, 3)
+		s.TargetRPS = round(target/capT, 3)
+	}
+	if last.Elapsed > 0 {
+		s.GoodputRPS = round(float64(s.Outcomes[wire.OutcomeOK.String()])/last.Elapsed, 3)
+		s.AchievedRPS = round(float64(s.Offered)/last.Elapsed, 3)
+	}
+	if s.CapacityRPS > 0 {
+		s.GoodputRatio = round(s.GoodputRPS/s.CapacityRPS, 6)
+	}
+	return s
+}

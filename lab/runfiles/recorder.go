@@ -1,0 +1,159 @@
+package runfiles
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ReportWriter writes a report of the run folder dir from its files (the
+// text report, an HTML report). The Recorder calls its report writers
+// once the run's files are complete.
+type ReportWriter func(dir string) error
+
+// Recorder writes one run folder: run.json, samples.jsonl and events.jsonl
+// appended line by line (each line whole, so a killed run reads back), then
+// summary.json (atomically), the children's logs and the reports. All
+// methods are safe for concurrent use.
+type Recorder struct {
+	dir     string
+	samples *jsonlWriter
+	events  *jsonlWriter
+	reports []ReportWriter
+	errs    io.Writer // where the first write error is reported (nil: nowhere)
+
+	mu      sync.Mutex
+	errOnce bool // guarded by mu: one write error reported
+}
+
+// RecorderOption configures a Recorder.
+type RecorderOption func(*Recorder)
+
+// WithReports adds report writers run by Finish after the text report
+// (report.txt, always written).
+func WithReports(w ...ReportWriter) RecorderOption {
+	return func(r *Recorder) { r.reports = append(r.reports, w...) }
+}
+
+// WithErrorLog reports the recorder's first write error on w.
+func WithErrorLog(w io.Writer) RecorderOption { return func(r *Recorder) { r.errs = w } }
+
+// OpenRecorder creates dir and its files and writes run.json.
+func OpenRecorder(dir string, info RunInfo, opts ...RecorderOption) (*Recorder, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run folder: %w", err)
+	}
+	if err := writeJSONAtomic(filepath.Join(dir, RunFile), info); err != nil {
+		return nil, fmt.Errorf("run.json: %w", err)
+	}
+	s, err := createJSONL(filepath.Join(dir, SamplesFile))
+	if err != nil {
+		return nil, fmt.Errorf("samples: %w", err)
+	}
+	e, err := createJSONL(filepath.Join(dir, EventsFile))
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	r := &Recorder{dir: dir, samples: s, events: e, reports: []ReportWriter{WriteTextReport}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r, nil
+}
+
+// Dir is the run folder.
+func (r *Recorder) Dir() string { return r.dir }
+
+// WriteRunInfo rewrites run.json (the lab writes it again once every child
+// has started and its addresses are known).
+func (r *Recorder) WriteRunInfo(info RunInfo) error {
+	return writeJSONAtomic(filepath.Join(r.dir, RunFile), info)
+}
+
+// WriteSample appends s to samples.jsonl.
+func (r *Recorder) WriteSample(s Sample) error { return r.reported(r.samples.Write(s)) }
+
+// WriteEvent appends e to events.jsonl.
+func (r *Recorder) WriteEvent(e Event) error { return r.reported(r.events.Write(e)) }
+
+// reported reports the first write error on the error log and returns err.
+func (r *Recorder) reported(err error) error {
+	if err == nil || r.errs == nil {
+		return err
+	}
+	r.mu.Lock()
+	first := !r.errOnce
+	r.errOnce = true
+	r.mu.Unlock()
+	if first {
+		fmt.Fprintf(r.errs, "levee: recording to %s: %v\n", r.dir, err)
+	}
+	return err
+}
+
+// Close closes samples.jsonl and events.jsonl (a recording that ends
+// without a summary, such as one whose lab failed to start).
+func (r *Recorder) Close() error {
+	err1 := r.samples.Close()
+	err2 := r.events.Close()
+	if err1 != nil {
+		return err1
+	}
+	return err2
+}
+
+// Finish completes the run folder: summary.json (atomically), a copy of the
+// children's logs from logsDir (when they are elsewhere), then closes the
+// files and writes the reports. It tries every step and returns their
+// errors joined.
+func (r *Recorder) Finish(sum Summary, logsDir string) error {
+	var errs []error
+	if err := writeJSONAtomic(filepath.Join(r.dir, SummaryFile), sum); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", SummaryFile, err))
+	}
+	if err := copyLogs(logsDir, filepath.Join(r.dir, LogsDir)); err != nil {
+		errs = append(errs, fmt.Errorf("copy logs: %w", err))
+	}
+	if err := r.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, w := range r.reports {
+		if err := w(r.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// copyLogs copies the children's logs from src into the run folder (for
+// recordings whose children were started before recording began).
+func copyLogs(src, dst string) error {
+	if src == "" || filepath.Clean(src) == filepath.Clean(dst) {
+		return nil
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package runfiles
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// reportRow is one line of the side-by-side table.
+type reportRow struct {
+	label string
+	value func(r *Run) string
+}
+
+func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
+
+// prioPct is a priority's success rate, or "-" when it was not offered.
+func prioPct(r *Run, p string) string {
+	ps := r.Summary.ByPriority[p]
+	if ps.Offered == 0 {
+		return "-"
+	}
+	return pct(ps.SuccessRate)
+}
+
+func count(v uint64) string { return groupDigits(fmt.Sprintf("%d", v)) }
+
+// groupDigits puts thin separators in long integers: 1234567 → 1,234,567.
+func groupDigits(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+var reportRows = []reportRow{
+	{"experiment", func(r *Run) string {
+		if r.Partial {
+			return r.Summary.Name + " (killed)"
+		}
+		return r.Summary.Name
+	}},
+	{"duration", func(r *Run) string {
+		q := ""
+		if r.Summary.Quick {
+			q = " quick"
+		}
+		if e := r.Summary.Ended; e != "" && e != "done" {
+			q += " (" + e + ")"
+		}
+		return fmt.Sprintf("%.1fs%s", r.Summary.DurationS, q)
+	}},
+	{"offered", func(r *Run) string { return count(r.Summary.Offered) }},
+	{"target / achieved req/s", func(r *Run) string {
+		return fmt.Sprintf("%.0f / %.0f", r.Summary.TargetRPS, r.Summary.AchievedRPS)
+	}},
+	{"P0 success", func(r *Run) string { return prioPct(r, wire.PriorityP0) }},
+	{"P1 success", func(r *Run) string { return prioPct(r, wire.PriorityP1) }},
+	{"P2 success", func(r *Run) string { return prioPct(r, wire.PriorityP2) }},
+	{"P0 p99", func(r *Run) string {
+		if r.Summary.ByPriority[wire.PriorityP0].Offered == 0 {
+			return "-"
+		}
+		return partialMs(r, r.Summary.ByPriority[wire.PriorityP0].P99Ms)
+	}},
+	{"admitted p99", func(r *Run) string { return partialMs(r, r.Summary.AdmittedP99Ms) }},
+	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
+	{"capacity req/s", func(r *Run) string {
+		s := fmt.Sprintf("%.1f", r.Summary.CapacityRPS)
+		if r.Summary.CapacityMeasuredRPS > 0 {
+			s += fmt.Sprintf(" (measured %.1f)", r.Summary.CapacityMeasuredRPS)
+		}
+		return s
+	}},
+	{"goodput ratio", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	{"limit settle after kill", func(r *Run) string {
+		out := "-"
+		for _, f := range r.Summary.Faults {
+			if chaos.Default.Effect(f.Fault) != chaos.EffectNodeLoss || f.LiveSlots == 0 {
+				continue
+			}
+			if f.Settled {
+				out = fmt.Sprintf("%.1fs (%g slots)", f.LimitSettleS, f.LiveSlots)
+			} else {
+				out = fmt.Sprintf("never (%g slots)", f.LiveSlots)
+			}
+		}
+		return out
+	}},
+	{"P0 success during faults", func(r *Run) string {
+		if len(r.Summary.Faults) == 0 {
+			return "-"
+		}
+		v, _ := r.Summary.Metric("p0_success_during_faults")
+		return pct(v)
+	}},
+	{"attempts / admitted", func(r *Run) string {
+		if r.Summary.UpstreamAttempts == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", r.Summary.AttemptsPerAdmitted)
+	}},
+	{"gateway lag p99", func(r *Run) string { return ms(r.Summary.Gateway.LagP99Ms) }},
+	{"gateway sched p99", func(r *Run) string { return ms(r.Summary.Gateway.SchedLatencyP99Ms) }},
+	{"gateway max heap", func(r *Run) string { return mb(r.Summary.Gateway.MaxHeapBytes) }},
+	{"gateway max RSS", func(r *Run) string { return mb(r.Summary.Gateway.MaxRSSBytes) }},
+	{"OOM kills", func(r *Run) string { return fmt.Sprintf("%d", r.Summary.Gateway.OOMKills) }},
+	{"shed ratelimit", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedRateLimit.String()]) }},
+	{"shed overload", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedOverload.String()]) }},
+	{"shed queue_full", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedQueueFull.String()]) }},
+	{"shed queue_timeout", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedQueueTimeout.String()]) }},
+	{"shed budget", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeShedBudget.String()]) }},
+	{"fallback", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeFallback.String()]) }},
+	{"timeout", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeTimeout.String()]) }},
+	{"error", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeError.String()]) }},
+	{"generator dropped", func(r *Run) string { return count(r.Summary.Outcomes[wire.OutcomeGeneratorDropped.String()]) }},
+	{"unaccounted", func(r *Run) string { return groupDigits(fmt.Sprintf("%d", r.Summary.Unaccounted)) }},
+	{"shed check (gw/client)", func(r *Run) string {
+		if r.Partial {
+			return "-"
+		}
+		c := r.Summary.ShedCheck
+		s := fmt.Sprintf("%s / %s", count(c.Gateway), count(c.Client))
+		if c.InDoubt > 0 { // the client's timeouts: the gateway may have shed them
+			s += fmt.Sprintf(" (%s in doubt)", count(c.InDoubt))
+		}
+		if !c.Exact {
+			s += " ~"
+		}
+		return s
+	}},
+	{"thresholds", func(r *Run) string {
+		if r.Partial {
+			return "-"
+		}
+		n, fail := len(r.Summary.Thresholds), len(r.Summary.FailedThresholds())
+		if n == 0 {
+			return "none"
+		}
+		if fail == 0 {
+			return fmt.Sprintf("pass (%d)", n)
+		}
+		return fmt.Sprintf("FAIL %d of %d", fail, n)
+	}},
+}
+
+func ms(v float64) string {
+	if v >= 10000 {
+		return groupDigits(fmt.Sprintf("%.0f", v)) + " ms"
+	}
+	if v >= 100 {
+		return fmt.Sprintf("%.0f ms", v)
+	}
+	return fmt.Sprintf("%.1f ms", v)
+}
+
+// partialMs is ms, or "-" for a killed run (its latencies were never
+// summarized).
+func partialMs(r *Run, v float64) string {
+	if r.Partial {
+		return "-"
+	}
+	return ms(v)
+}
+
+func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
+
+// WriteReport prints the runs side by side: one column per run, one row per
+// figure, then the failed thresholds of each run.
+func WriteReport(w io.Writer, runs []*Run) error {
+	if len(runs) == 0 {
+		return errors.New("report: no runs")
+	}
+	cells := make([][]string, len(reportRows))
+	width := make([]int, len(runs)+1)
+	for i, row := range reportRows {
+		cells[i] = make([]string, len(runs)+1)
+		cells[i][0] = row.label
+		for j, r := range runs {
+			cells[i][j+1] = row.value(r)
+		}
+		for j, c := range cells[i] {
+			width[j] = max(width[j], utf8.RuneCountInString(c))
+		}
+	}
+	var b strings.Builder
+	for i, row := range cells {
+		for j, c := range row {
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			pad := width[j] - utf8.RuneCountInString(c)
+			if j == 0 {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			} else {
+				b.WriteString(strings.Repeat(" ", pad) + c)
+			}
+		}
+		b.WriteString("\n")
+		if i == 0 {
+			total := 0
+			for _, wd := range width {
+				total += wd
+			}
+			b.WriteString(strings.Repeat("─", total+2*(len(width)-1)) + "\n")
+		}
+	}
+	for _, r := range runs {
+		fails := r.Summary.FailedThresholds()
+		if len(fails) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: failed thresholds\n", r.Summary.Name)
+		for _, f := range fails {
+			fmt.Fprintf(&b, "  ✗ %s\n", f)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteTextReport writes dir's report.txt (the table `levee report dir`
+// prints), through a temporary file and a rename like summary.json. It is
+// the ReportWriter every Recorder runs.
+func WriteTextReport(dir string) error {
+	run, err := ReadRun(dir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ReportFile, err)
+	}
+	var b bytes.Buffer
+	if err := WriteReport(&b, []*Run{run}); err != nil {
+		return fmt.Errorf("%s: %w", ReportFile, err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, ReportFile), b.Bytes()); err != nil {
+		return fmt.Errorf("%s: %w", ReportFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package runfiles
+
+import "time"
+
+// Sample is everything the lab knows at one tick. The TUI and the recorder
+// read only Samples; one Sample is one line of samples.jsonl. Rates (…RPS)
+// are measured over the last tick; counters (…Total) are cumulative since the
+// start of the run. Values the lab could not measure this tick are zero and
+// the matching Stale flag says so — nothing is invented.
+type Sample struct {
+	Time    time.Time `json:"t"`
+	Elapsed float64   `json:"elapsed_s"` // seconds since the run started
+
+	// Load generator, client side.
+	TargetRPS   float64 `json:"target_rps"`   // what the schedule asks for now
+	OfferedRPS  float64 `json:"offered_rps"`  // arrivals scheduled in the last tick
+	AdmittedRPS float64 `json:"admitted_rps"` // let through by the gateway, counted when finished: ok + fallback + timeout + error
+	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
+	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
+	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
+
+	// OutcomeRPS and OutcomeTotal are keyed by the outcome names above.
+	OutcomeRPS   map[string]float64 `json:"outcome_rps"`
+	OutcomeTotal map[string]uint64  `json:"outcome_total"`
+	OfferedTotal uint64             `json:"offered_total"`
+
+	// ByPriority is keyed by priority name (P0, P1, P2).
+	ByPriority map[string]PrioritySample `json:"by_priority"`
+
+	AdmittedP50Ms float64 `json:"admitted_p50_ms"` // latency of admitted requests, last tick
+	AdmittedP99Ms float64 `json:"admitted_p99_ms"`
+	// AdmittedHist is the histogram behind AdmittedP50Ms/P99Ms: the
+	// latencies (µs) of the admitted requests that ended in the last tick, in
+	// HdrHistogram's standard V2 compressed base64 encoding ("HISTFAAA…",
+	// 1 µs..10 min, 3 significant digits). Ticks merge into any interval
+	// with true percentiles. Empty when none ended.
+	AdmittedHist string `json:"admitted_hist,omitempty"`
+
+	// Gateways, scraped from /metrics and summed (gauges) or maxed (lag, level)
+	// over all gateway processes.
+	Level             string             `json:"level"` // green, yellow, red, black
+	LagProbeP99Ms     float64            `json:"lag_probe_p99_ms"`
+	SchedLatencyP99Ms float64            `json:"sched_latency_p99_ms"`
+	GCPauseP99Ms      float64            `json:"gc_pause_p99_ms"`
+	HeapBytes         float64            `json:"heap_bytes"`
+	RSSBytes          float64            `json:"rss_bytes"`
+	Goroutines        float64            `json:"goroutines"`
+	Inflight          float64            `json:"inflight"`          // gateway in-flight, all classes
+	QueueDepth        float64            `json:"queue_depth"`       // gateway wait queues, all classes
+	ConcurrencyLimit  float64            `json:"concurrency_limit"` // ai class limit (sum over gateways)
+	TokensInflight    float64            `json:"tokens_inflight"`
+	ShedRPSByReason   map[string]float64 `json:"shed_rps_by_reason"`   // reason: ratelimit, overload, …
+	ShedRPSByPriority map[string]float64 `json:"shed_rps_by_priority"` // P0, P1, P2
+	// RetryRPS and HedgeRPS are the upstream retries and hedged attempts
+	// the gateways sent per second (levee_retries_total and
+	// levee_upstream_hedges_total, result "sent"), summed over gateways.
+	RetryRPS float64 `json:"retry_rps"`
+	HedgeRPS float64 `json:"hedge_rps"`
+	// RedisFallbackRPS is the rate limit decisions per second made without
+	// the shared store (levee_ratelimit_store_fallback_total), summed over
+	// gateways; 0 when Redis is not in play.
+	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
+	OOMKills         int     `json:"oom_kills"` // cumulative
+	GatewayStale     bool    `json:"gateway_stale,omitempty"`
+
+	Nodes    []NodeSample    `json:"nodes"`
+	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback
+	Faults   []ActiveFault   `json:"faults,omitempty"`
+
+	// UpstreamAttemptsTotal is the gateways' levee_upstream_attempts_total
+	// summed as scraped (first tries, retries and hedges sent to nodes).
+	UpstreamAttemptsTotal float64 `json:"upstream_attempts_total"`
+
+	Recording bool   `json:"recording"`
+	Lesson    string `json:"lesson,omitempty"` // narration showing now, if an experiment plays
+}
+
+// PrioritySample is the client-side view of one priority class.
+type PrioritySample struct {
+	OfferedTotal  uint64  `json:"offered_total"`
+	OKTotal       uint64  `json:"ok_total"`
+	FinishedTotal uint64  `json:"finished_total"` // any outcome, generator_dropped included
+	SuccessRate   float64 `json:"success_rate"`   // ok / finished, over the last few seconds; 1 when nothing finished
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	// Hist is the histogram behind P50Ms/P99Ms (every sent request of the
+	// class that ended in the last tick), encoded like Sample.AdmittedHist.
+	Hist string `json:"hist,omitempty"`
+}
+
+// NodeSample is one fake model node.
+type NodeSample struct {
+	Index     int     `json:"index"`
+	Addr      string  `json:"addr"`
+	Up        bool    `json:"up"`
+	Busy      float64 `json:"busy"`  // in service
+	Slots     float64 `json:"slots"` // configured slots
+	Queued    float64 `json:"queued"`
+	RestartIn float64 `json:"restart_in_s,omitempty"` // seconds until a killed node returns
+	// Ejection is the gateways' outlier state of the node (in_rotation,
+	// probing, ejected): the most severe any gateway with a current scrape
+	// reports; "" when none does.
+	Ejection string `json:"ejection,omitempty"`
+}
+
+// ActiveFault is a fault that is applied right now.
+type ActiveFault struct {
+	Name   string `json:"name"`
+	Detail string `json:"detail"` // short human text, e.g. "×3", "#2 for 10s"
+}

@@ -1,0 +1,175 @@
+package sampler
+
+import (
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
+	"github.com/levee-lab/levee/lab/scrape"
+)
+
+// SuccessWindow is how far back Sample.ByPriority[…].SuccessRate looks.
+const SuccessWindow = 3 * time.Second
+
+// Child is what one tick knows of one child process.
+type Child struct {
+	// Scrape is the child's newest /metrics scrape; nil when there is no
+	// current one (the child is down, restarted since, or was not scraped
+	// for a few ticks).
+	Scrape scrape.Families
+	At     time.Time // when Scrape was taken
+	// Starts counts the child's processes: a new value means a new process,
+	// whose counters start from zero.
+	Starts int
+	Up     bool
+	// Addr and RestartIn are shown for nodes: the traffic address, and the
+	// time until a scheduled restart of a node that is down.
+	Addr      string
+	RestartIn time.Duration
+}
+
+// Input is everything one tick knows besides the State.
+type Input struct {
+	Now   time.Time
+	Start time.Time     // when load started: Sample.Elapsed counts from here
+	Tick  time.Duration // the sampling period
+	// Window is the load generator's tick (its counts since the last one).
+	Window   load.Window
+	Gateways []Child
+	Nodes    []Child
+	// RSSBytes and OOMKills are the supervisor's: the gateways' summed
+	// VmRSS and the OOM kills so far.
+	RSSBytes float64
+	OOMKills int
+	// Defenses are the switches as the lab last set them; the Sample shows
+	// what a gateway reports instead when one does.
+	Defenses  map[string]bool
+	Faults    []runfiles.ActiveFault
+	Lesson    string // the narration showing now ("" for none)
+	Recording bool
+}
+
+// Output is one tick's Sample and what the run's summary needs beside it.
+type Output struct {
+	Sample      runfiles.Sample
+	Completions float64 // the nodes' completion rate (req/s)
+	Saturated   bool    // every live node had every slot busy
+	P0Finished  uint64  // P0 requests finished so far (any outcome)
+}
+
+// State is what the sampler carries from one tick to the next: the previous
+// scrape of each child (rates are deltas between scrapes), recent success
+// counts, each node's service-time window and the gateways' shed counters
+// accumulated across restarts. Make it with NewState.
+type State struct {
+	gateways []gatewayState
+	nodes    []nodeState
+	recent   map[string][]prioCount // per priority, newest last
+	shed     float64                // levee_shed_total over every gateway process
+}
+
+// NewState returns the state before the first tick of a lab with the given
+// number of gateways and nodes.
+func NewState(gateways, nodes int) State {
+	return State{
+		gateways: make([]gatewayState, gateways),
+		nodes:    make([]nodeState, nodes),
+		recent:   map[string][]prioCount{},
+	}
+}
+
+// ShedTotal is the gateways' levee_shed_total summed and accumulated across
+// gateway restarts, as of the last tick.
+func (s State) ShedTotal() float64 { return s.shed }
+
+// clone copies s so that Next never changes its argument.
+func (s State) clone() State {
+	c := State{
+		gateways: append([]gatewayState(nil), s.gateways...),
+		nodes:    append([]nodeState(nil), s.nodes...),
+		recent:   make(map[string][]prioCount, len(s.recent)),
+		shed:     s.shed,
+	}
+	for k, v := range s.recent {
+		c.recent[k] = append([]prioCount(nil), v...)
+	}
+	return c
+}
+
+// Next merges one tick's scrapes and generator window into a Sample. It is
+// a pure function: it does no I/O, reads no clock and takes no lock; the
+// same State and Input always give the same Output and next State, and prev
+// is left as it was.
+func Next(prev State, in Input) (Output, State) {
+	st := prev.clone()
+	smp := runfiles.Sample{
+		Time:      in.Now.UTC(),
+		Elapsed:   round(in.Now.Sub(in.Start).Seconds(), 3),
+		RSSBytes:  in.RSSBytes,
+		OOMKills:  in.OOMKills,
+		Faults:    in.Faults,
+		Lesson:    in.Lesson,
+		Recording: in.Recording,
+	}
+	st.addClient(&smp, in)
+	st.addGateways(&smp, in)
+	completions, saturated := st.addNodes(&smp, in)
+	markEjections(&smp, in.Gateways)
+	return Output{
+		Sample:      smp,
+		Completions: completions,
+		Saturated:   saturated,
+		P0Finished:  in.Window.ByPriority[wire.PriorityP0].FinishedTotal,
+	}, st
+}
+
+// prioCount is one tick of one priority: ok and finished.
+type prioCount struct{ ok, finished uint64 }
+
+// addClient fills the generator's (client-side) view.
+func (st *State) addClient(smp *runfiles.Sample, in Input) {
+	w := in.Window
+	// Rates are over at least one tick: the last sample of a run closes a
+	// window of a few milliseconds, and n/dt over it would be noise.
+	rateDT := max(w.Duration.Seconds(), in.Tick.Seconds())
+	per := func(n uint64) float64 { return float64(n) / rateDT }
+	smp.TargetRPS = w.TargetRPS
+	smp.OfferedRPS = per(w.Offered)
+	smp.Outstanding = w.Outstanding
+	smp.OfferedTotal = w.OfferedTotal
+	smp.AdmittedP50Ms, smp.AdmittedP99Ms = w.AdmittedP50Ms, w.AdmittedP99Ms
+	smp.AdmittedHist = encodeHist(w.AdmittedHist)
+	smp.OutcomeRPS = map[string]float64{}
+	smp.OutcomeTotal = map[string]uint64{}
+	for _, o := range load.Outcomes {
+		smp.OutcomeRPS[o] = per(w.Outcomes[o])
+		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
+	}
+	smp.GoodputRPS = per(w.Outcomes[wire.OutcomeOK.String()])
+	// Admitted requests are counted when they finish, like goodput, so that
+	// goodput ≤ admitted holds tick by tick: a shed decided late (a queue
+	// timeout) can never make this tick's admissions negative or inflated.
+	smp.AdmittedRPS = per(w.Outcomes[wire.OutcomeOK.String()] + w.Outcomes[wire.OutcomeFallback.String()] + w.Outcomes[wire.OutcomeTimeout.String()] + w.Outcomes[wire.OutcomeError.String()])
+	keep := max(int(SuccessWindow/in.Tick), 1)
+	smp.ByPriority = map[string]runfiles.PrioritySample{}
+	for _, p := range load.Priorities {
+		pw := w.ByPriority[p]
+		r := append(st.recent[p], prioCount{ok: pw.OK, finished: pw.Finished})
+		if len(r) > keep {
+			r = r[len(r)-keep:]
+		}
+		st.recent[p] = r
+		var ok, fin uint64
+		for _, c := range r {
+			ok += c.ok
+			fin += c.finished
+		}
+		rate := 1.0
+		if fin > 0 {
+			rate = float64(ok) / float64(fin)
+		}
+		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
+			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
+	}
+}

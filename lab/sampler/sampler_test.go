@@ -1,0 +1,197 @@
+package sampler
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/scrape"
+)
+
+func TestServiceWindow(t *testing.T) {
+	var w serviceWindow
+	if _, ok := w.mean(); ok {
+		t.Fatal("an empty window has a mean")
+	}
+	w.add(4.9, 49) // 0.1 s each, but too few to trust
+	if _, ok := w.mean(); ok {
+		t.Fatal("49 observations gave a mean")
+	}
+	w.add(15.1, 1) // one long stream
+	m, ok := w.mean()
+	if !ok || math.Abs(m-0.4) > 1e-9 {
+		t.Fatalf("mean = %v, %v; want 0.4 (20 s over 50 requests)", m, ok)
+	}
+	// The ring forgets the oldest scrapes: after a full turn of quiet
+	// scrapes nothing is left.
+	for range len(w.sum) {
+		w.add(0, 0)
+	}
+	if _, ok := w.mean(); ok {
+		t.Fatal("a window of empty scrapes has a mean")
+	}
+	// A full turn of steady scrapes gives their mean.
+	for range len(w.sum) {
+		w.add(2.2, 10)
+	}
+	if m, ok := w.mean(); !ok || math.Abs(m-0.22) > 1e-9 {
+		t.Fatalf("steady mean = %v, %v; want 0.22", m, ok)
+	}
+}
+
+func families(t *testing.T, text string) scrape.Families {
+	t.Helper()
+	f, err := scrape.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+const gatewayText = `# TYPE levee_shed_total counter
+levee_shed_total{reason="overload",priority="P2"} %d
+# TYPE levee_overload_level gauge
+levee_overload_level %d
+# TYPE levee_inflight gauge
+levee_inflight{class="ai"} 7
+# TYPE levee_concurrency_limit gauge
+levee_concurrency_limit{class="ai"} 12
+`
+
+const nodeText = `# TYPE levee_fakemodel_in_service gauge
+levee_fakemodel_in_service 4
+# TYPE levee_fakemodel_slots gauge
+levee_fakemodel_slots 4
+# TYPE levee_fakemodel_mean_service_seconds gauge
+levee_fakemodel_mean_service_seconds 0.2
+# TYPE levee_fakemodel_requests_total counter
+levee_fakemodel_requests_total{outcome="ok"} %d
+`
+
+// Next is a pure function of (State, Input): shed rates and completions are
+// deltas between two scrapes, a restarted gateway counts from zero, and the
+// previous State is left as it was.
+func TestNextIsPure(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	in := func(at time.Time, gwStarts int, shed, level, done int) Input {
+		return Input{
+			Now: at, Start: t0, Tick: tick,
+			Window:   load.Window{Duration: tick, Offered: 10, OfferedTotal: 10},
+			Gateways: []Child{{Scrape: families(t, fmt.Sprintf(gatewayText, shed, level)), At: at, Starts: gwStarts, Up: true}},
+			Nodes:    []Child{{Scrape: families(t, fmt.Sprintf(nodeText, done)), At: at, Starts: 1, Up: true, Addr: "n0"}},
+			Defenses: map[string]bool{"guard": true},
+		}
+	}
+	s0 := NewState(1, 1)
+	_, s1 := Next(s0, in(t0, 1, 100, 1, 50))
+	out, s2 := Next(s1, in(t0.Add(time.Second), 1, 140, 2, 70))
+	smp := out.Sample
+	if smp.ShedRPSByReason["overload"] != 40 || smp.ShedRPSByPriority["P2"] != 40 {
+		t.Errorf("shed rates %v %v, want 40/s", smp.ShedRPSByReason, smp.ShedRPSByPriority)
+	}
+	if out.Completions != 20 || !out.Saturated || smp.CapacityRPS != 20 {
+		t.Errorf("completions %v saturated %v capacity %v", out.Completions, out.Saturated, smp.CapacityRPS)
+	}
+	if smp.Level != "red" || smp.Inflight != 7 || smp.ConcurrencyLimit != 12 || smp.Elapsed != 1 {
+		t.Errorf("sample %+v", smp)
+	}
+	if s2.ShedTotal() != 140 || s1.ShedTotal() != 100 || s0.ShedTotal() != 0 {
+		t.Errorf("shed totals %v %v %v", s0.ShedTotal(), s1.ShedTotal(), s2.ShedTotal())
+	}
+	// The same inputs give the same outputs: s1 was not changed by Next.
+	again, _ := Next(s1, in(t0.Add(time.Second), 1, 140, 2, 70))
+	if !reflect.DeepEqual(again, out) {
+		t.Errorf("Next(s1, …) changed between calls:\n%+v\n%+v", again, out)
+	}
+	// A restarted gateway (a new Starts) counts from zero: its 5 sheds are
+	// new, and the total keeps the 140 of the old process.
+	out3, s3 := Next(s2, in(t0.Add(2*time.Second), 2, 5, 0, 90))
+	if s3.ShedTotal() != 145 || out3.Sample.ShedRPSByReason["overload"] != 20 {
+		t.Errorf("after a restart: total %v, rate %v", s3.ShedTotal(), out3.Sample.ShedRPSByReason)
+	}
+	// No current scrape: stale, and the lab's defenses stand in.
+	stale := in(t0.Add(3*time.Second), 2, 5, 0, 90)
+	stale.Gateways[0].Scrape = nil
+	out4, _ := Next(s3, stale)
+	if !out4.Sample.GatewayStale || !out4.Sample.Defenses["guard"] {
+		t.Errorf("stale sample %+v", out4.Sample)
+	}
+}
+
+// BenchmarkEncodeHist is the sampler's cost of one tick's histogram in
+// samples.jsonl (HdrHistogram V2 compressed): 500 latencies between 0.1
+// and 2 s. It encodes four per tick (admitted, P0, P1, P2).
+func BenchmarkEncodeHist(b *testing.B) {
+	h := hdrhistogram.New(1, 600e6, 3)
+	for i := range 500 {
+		_ = h.RecordValue(int64(100e3 * math.Pow(20, float64(i)/500)))
+	}
+	p := hdrhistogram.NewPacked(1, 600e6, 3)
+	p.MergeFrom(h)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		n = len(encodeHist(p))
+	}
+	b.ReportMetric(float64(n), "bytes/hist")
+}
+
+const upstreamText = `# TYPE levee_retries_total counter
+levee_retries_total{priority="P0",result="sent"} %d
+levee_retries_total{priority="P2",result="sent"} %d
+levee_retries_total{priority="P2",result="denied"} 50
+# TYPE levee_upstream_hedges_total counter
+levee_upstream_hedges_total{result="sent"} %d
+levee_upstream_hedges_total{result="won"} 1
+# TYPE levee_upstream_ejection_state gauge
+levee_upstream_ejection_state{node="http://127.0.0.1:9001"} 0
+levee_upstream_ejection_state{node="http://127.0.0.1:9002"} %d
+`
+
+// The gateways' retries and hedges become per-second rates of what was
+// sent (denied retries and won hedges are not sends), summed over
+// gateways; a node's ejection state is the most severe any gateway with a
+// current scrape reports, matched by address, and unknown without one.
+func TestNextUpstream(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	gw := func(at time.Time, p0, p2, hedges, ejected int) Child {
+		return Child{Scrape: families(t, fmt.Sprintf(upstreamText, p0, p2, hedges, ejected)), At: at, Starts: 1, Up: true}
+	}
+	node := func(addr string) Child {
+		return Child{Scrape: families(t, fmt.Sprintf(nodeText, 0)), At: t0, Starts: 1, Up: true, Addr: addr}
+	}
+	in := func(at time.Time, gws ...Child) Input {
+		return Input{Now: at, Start: t0, Tick: tick, Window: load.Window{Duration: tick},
+			Gateways: gws, Nodes: []Child{node("127.0.0.1:9001"), node("127.0.0.1:9002"), node("127.0.0.1:9003")}}
+	}
+	_, s1 := Next(NewState(2, 3), in(t0, gw(t0, 10, 20, 4, 0), gw(t0, 0, 0, 0, 0)))
+	t1 := t0.Add(2 * time.Second)
+	out, _ := Next(s1, in(t1, gw(t1, 14, 30, 6, 1), gw(t1, 2, 0, 1, 2)))
+	smp := out.Sample
+	if smp.RetryRPS != 8 || smp.HedgeRPS != 1.5 {
+		t.Errorf("retries %v/s hedges %v/s, want 8 and 1.5", smp.RetryRPS, smp.HedgeRPS)
+	}
+	want := []string{wire.EjectionInRotation, wire.EjectionEjected, ""}
+	for i, n := range smp.Nodes {
+		if n.Ejection != want[i] {
+			t.Errorf("node %s: ejection %q, want %q", n.Addr, n.Ejection, want[i])
+		}
+	}
+	// Without a current scrape no gateway says anything about the nodes.
+	stale := in(t1.Add(time.Second), Child{Starts: 1, Up: true}, Child{Starts: 1, Up: true})
+	out, _ = Next(s1, stale)
+	for _, n := range out.Sample.Nodes {
+		if n.Ejection != "" {
+			t.Errorf("node %s: ejection %q from no scrape", n.Addr, n.Ejection)
+		}
+	}
+}

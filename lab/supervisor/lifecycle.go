@@ -1,0 +1,92 @@
+package supervisor
+
+import (
+	"context"
+	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// childExited handles a process that ended without the supervisor asking:
+// a gateway is restarted after the restart delay (a pod), a node stays down.
+func (s *Supervisor) childExited(c *Child, err error) {
+	if !s.watching() {
+		return
+	}
+	s.event(runfiles.EventChildExit, c.name, map[string]any{"pid": c.PID(), "status": exitText(err)})
+	s.progress("%s exited: %s", c.name, exitText(err))
+	if c.kind == "gateway" {
+		s.restartGatewayLater(c, "crash")
+	}
+}
+
+// restartGatewayLater restarts c after the restart delay.
+func (s *Supervisor) restartGatewayLater(c *Child, why string) {
+	d := s.cfg.RestartDelay
+	c.setRestart(time.Now().Add(d))
+	go func() {
+		select {
+		case <-time.After(d):
+		case <-s.quiet:
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ReadyTimeout)
+		defer cancel()
+		if err := c.Start(ctx); err != nil {
+			s.event(runfiles.EventError, c.name+": restart failed", map[string]any{"error": err.Error()})
+			s.progress("%s: restart failed: %v", c.name, err)
+			return
+		}
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+		s.event(runfiles.EventChildStart, c.name, map[string]any{"pid": c.PID(), "listen": c.Listen(), "restart": why})
+	}()
+}
+
+// memoryPoll is how often gateway RSS is read.
+const memoryPoll = 100 * time.Millisecond
+
+// watchMemory reads the gateway's VmRSS several times a second; at the
+// pod limit it SIGKILLs it (an OOM kill), counts it and restarts it after
+// the restart delay.
+func (s *Supervisor) watchMemory(c *Child) {
+	t := time.NewTicker(memoryPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.quiet:
+			return
+		case <-t.C:
+		}
+		if !c.Up() {
+			continue
+		}
+		rss, err := readRSS(c.PID())
+		if err != nil {
+			continue
+		}
+		s.mu.Lock()
+		s.gwRSS[c.index] = rss
+		s.mu.Unlock()
+		if limit := s.cfg.MemoryLimit; limit > 0 && rss >= limit && s.watching() {
+			s.oomKill(c, rss, limit)
+		}
+	}
+}
+
+// oomKill kills gateway c at its memory limit and restarts it later.
+func (s *Supervisor) oomKill(c *Child, rss, limit uint64) {
+	// Counted and logged before the kill completes, so a kill racing the
+	// end of a recording is in both its summary and its events.
+	pid := c.PID()
+	s.mu.Lock()
+	s.oomKills++
+	n := s.oomKills
+	s.gwRSS[c.index] = 0
+	s.mu.Unlock()
+	s.event(runfiles.EventOOMKill, c.name, map[string]any{"pid": pid, "rss_bytes": rss, "limit_bytes": limit, "oom_kills": n})
+	c.Kill()
+	s.progress("%s OOM-killed at %.0f MB (limit %.0f MB)", c.name, float64(rss)/(1<<20), float64(limit)/(1<<20))
+	s.restartGatewayLater(c, "oom")
+}
