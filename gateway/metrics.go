@@ -124,14 +124,13 @@ var (
 	descShed       = prometheus.NewDesc(wire.MetricShedLevel, "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
 	descShedShare  = prometheus.NewDesc(wire.MetricShedShare, "Share of requests the overload guard refuses now, by priority.", []string{wire.LabelPriority}, nil)
 	descChanges    = prometheus.NewDesc(wire.MetricLevelChanges, "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
-	descLastChange = prometheus.NewDesc(wire.MetricLastLevelChange, "The latest overload level change: 1 for its level and causing signal (signal \"\" when every signal fell below its release mark).", []string{wire.LabelTo, wire.LabelSignal}, nil)
 )
 
 // gatewayCollector reads gauges at scrape time.
 type gatewayCollector struct{ g *Gateway }
 
 func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges, descLastChange} {
+	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges} {
 		ch <- d
 	}
 }
@@ -157,10 +156,6 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descShedShare, v, admit.Priority(p).String())
 	}
 	ch <- prometheus.MustNewConstMetric(descChanges, prometheus.CounterValue, float64(s.ChangeSeq))
-	if n := len(s.Changes); n > 0 {
-		last := s.Changes[n-1]
-		gauge(descLastChange, 1, last.To.String(), last.Signal)
-	}
 	gauge(descLagP50, s.LagP50Ms/1e3)
 	gauge(descLagP99, s.LagP99Ms/1e3)
 	gauge(descSchedP99, s.SchedP99Ms/1e3)

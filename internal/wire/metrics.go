@@ -14,7 +14,6 @@ const (
 	MetricShedLevel        = "levee_shed_level"         // gauge: the guard's proportional shed level
 	MetricShedShare        = "levee_shed_share"         // gauge: priority
 	MetricLevelChanges     = "levee_overload_level_changes_total"
-	MetricLastLevelChange  = "levee_overload_last_change" // gauge: to, signal
 	MetricLagProbeP50      = "levee_lag_probe_p50_seconds"
 	MetricLagProbeP99      = "levee_lag_probe_p99_seconds"
 	MetricSchedLatencyP99  = "levee_sched_latency_p99_seconds"
@@ -81,8 +80,6 @@ const (
 	LabelResult   = "result"   // retries: Retry…; hedges: Hedge…; agent sub-calls: Subcall…
 	LabelStore    = "store"    // StoreLocal, StoreRedis
 	LabelKind     = "kind"     // upstream attempts: Attempt…
-	LabelTo       = "to"       // the level a change went to: Levels()
-	LabelSignal   = "signal"   // the guard signal that caused a level change ("" when all released)
 	// LabelCallClass groups upstream calls of like latency: CallClasses().
 	LabelCallClass = "call_class"
 )
@@ -227,7 +224,6 @@ func GatewayMetrics() []Metric {
 		{MetricShedLevel, TypeGauge, nil, "the overload guard's shed level: 0 admits all, 0–1 sheds that share of P2, 1–2 all P2 and (level − 1) of P1, 2–3 all P2 and P1 and (level − 2) of P0"},
 		{MetricShedShare, TypeGauge, []string{LabelPriority}, "share of requests of the priority the overload guard refuses now"},
 		{MetricLevelChanges, TypeCounter, nil, "overload level changes (`GET /admin/state` lists the latest with their causes)"},
-		{MetricLastLevelChange, TypeGauge, []string{LabelTo, LabelSignal}, "1 for the latest overload level change: its level and the signal that caused it (`\"\"` when every signal fell below its release mark)"},
 		{MetricLagProbeP50, TypeGauge, nil, "lag probe oversleep, median over the recent window"},
 		{MetricLagProbeP99, TypeGauge, nil, "lag probe oversleep, 99th percentile over the recent window"},
 		{MetricSchedLatencyP99, TypeGauge, nil, "goroutine scheduling latency (runtime/metrics), 99th percentile over the recent window"},
