@@ -57,6 +57,17 @@ func gateway(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float
 	}
 }
 
+// liveSlots is the sum of the slots of the nodes that are up.
+func liveSlots(s *runfiles.Sample) float64 {
+	n := 0.0
+	for _, nd := range s.Nodes {
+		if nd.Up {
+			n += nd.Slots
+		}
+	}
+	return n
+}
+
 func mapVal(m map[string]float64, k string) float64 { return m[k] }
 
 // Colours of the series, chosen to read on dark and light terminals.
@@ -109,8 +120,10 @@ func buildPanels() []panelDef {
 			{name: "sched", color: cMagenta, get: gateway(func(s *runfiles.Sample) float64 { return s.SchedLatencyP99Ms })},
 			{name: "GC pause", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.GCPauseP99Ms })},
 		}},
-		{id: "queue", title: "queue · in-flight · limit", gateway: true, minTop: 1, series: []seriesDef{
+		{id: "queue", title: "queue · in-flight · limit · slots", gateway: true, minTop: 1, series: []seriesDef{
 			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
+			// The truth the limit looks for: the slots of the nodes up now.
+			{name: "slots", color: cMagenta, get: client(liveSlots)},
 			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
 			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
