@@ -36,6 +36,7 @@ type simCell struct {
 	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
 	Stream   bool   // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
 	RTTOnly  bool   // streams judged by their whole RTT instead of the TTFT
+	Guard    bool   // each gateway has an overload guard (simGuard) before its bulkhead
 	Seed     uint64
 	Algo     string // gradient, aimd, static (the static limit is the true capacity)
 }
@@ -54,6 +55,9 @@ func (c simCell) String() string {
 		if c.RTTOnly {
 			s += "(rtt)"
 		}
+	}
+	if c.Guard {
+		s += " guard"
 	}
 	if c.Mix != defaultMix && c.Mix != ([NumPriorities]float64{}) {
 		s += fmt.Sprintf(" mix=%.0f/%.0f/%.0f", 100*c.Mix[0], 100*c.Mix[1], 100*c.Mix[2])
@@ -147,6 +151,7 @@ const (
 	evGwDone // the gateway takes in a finished request
 	evAdmit  // the gateway takes in a request that arrived while it was frozen
 	evStall  // the gateways freeze
+	evGuard  // the guards evaluate
 )
 
 type simEvent struct {
@@ -213,6 +218,7 @@ type simGateway struct {
 	lor    upstream.LeastOutstanding
 	budget *upstream.RetryBudget
 	loads  []int64 // outstanding per node, this gateway's view
+	guard  *Guard  // nil without Cell.Guard
 }
 
 type sim struct {
@@ -290,6 +296,12 @@ func runSim(c simCell) (*simResult, error) {
 			budget: upstream.NewRetryBudget(upstream.RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1}, clock),
 			loads:  make([]int64, c.Nodes),
 		})
+		if c.Guard {
+			s.gws[g].guard = newSimGuard(&s.gws[g], float64(lc.Limit))
+		}
+	}
+	if c.Guard {
+		s.push(simEvent{at: 0, kind: evGuard})
 	}
 	// Phases: start, then the change and its reversal.
 	durations := []float64{simFirstPhase * s.mean}
@@ -355,6 +367,11 @@ func runSim(c simCell) (*simResult, error) {
 			s.phase(int(ev.id))
 		case evStall:
 			s.frozen = s.now + simStall*s.mean
+		case evGuard:
+			for i := range s.gws {
+				s.gws[i].guard.Evaluate(time.Unix(0, 0).Add(dur(s.now)))
+			}
+			s.push(simEvent{at: s.now + simGuardEvery, kind: evGuard})
 		default:
 			r := &s.reqs[ev.id]
 			if r.gen != ev.gen {
@@ -466,6 +483,10 @@ func (s *sim) admit(id int32) {
 	r := &s.reqs[id]
 	p := r.prio
 	g := &s.gws[r.gw]
+	if g.guard != nil && !g.guard.Admit(p) {
+		s.retire(id, "shed_overload")
+		return
+	}
 	w := &waiter{prio: p, notify: s.onDecide, id: int(id)}
 	pm, err, queued := g.bh.acquireAsync(w)
 	switch {

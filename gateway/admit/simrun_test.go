@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func median(xs []float64) float64 {
@@ -80,4 +81,39 @@ func TestSimOne(t *testing.T) {
 		}
 		fmt.Println()
 	}
+}
+
+// The guard of the simulation: the gateway's defaults (gateway.DefaultConfig:
+// evaluated every 100 ms, a 2 s hold, in-flight at the nodes over the
+// configured limit 1.25 / 2 / 6) with the lessons' queue fill watermark
+// (yellow at half the bulkhead queue). The machine's signals (lag, GC,
+// heap) are zero: the simulation has no machine; what it judges is
+// whether the traffic's own signals shed more than the excess.
+const (
+	simGuardEvery = 0.1 // seconds
+	simGuardHold  = 2 * time.Second
+)
+
+func newSimGuard(g *simGateway, configured float64) *Guard {
+	level := func(inflightRatio, fill float64) Signals {
+		return Signals{Inflight: int64(math.Ceil(inflightRatio * configured)), QueueFill: fill}
+	}
+	th := Thresholds{Yellow: level(1.25, 0.5), Red: level(2, 0), Black: level(6, 0)}
+	return NewGuard(th, WithHold(simGuardHold), WithEvalInterval(dur(simGuardEvery)),
+		WithSource(func() Signals { return Signals{} }),
+		WithExternal(func() Signals {
+			var infl int64
+			for _, l := range g.loads {
+				infl += l
+			}
+			if live := g.bh.Limiter().Limit(); live > 0 {
+				infl = int64(math.Round(float64(infl) * configured / float64(live)))
+			}
+			st := g.bh.Stats()
+			fill := 0.0
+			if st.QueueSize > 0 {
+				fill = float64(st.Queued()) / float64(st.QueueSize)
+			}
+			return Signals{Inflight: infl, QueueFill: fill}
+		}))
 }
