@@ -97,7 +97,7 @@ type simPhaseResult struct {
 	Truth    int     // live slots
 	Mean     float64 // mean service time in the phase, seconds
 	Settle   float64 // mean service times from the phase start until the limit settles; +Inf: never
-	Fill     float64 // goodput from the settle on ÷ capacity (Truth / Mean)
+	Fill     float64 // goodput from the settle on (at least the phase's second half) ÷ capacity (Truth / Mean)
 	CV       float64 // the limit's coefficient of variation from the settle on
 	MeanLim  float64 // the limit's mean from the settle on
 	Duration float64 // seconds
@@ -794,8 +794,11 @@ func (s *sim) finish(mults []float64) {
 		pr := simPhaseResult{Truth: truths[k], Mean: mean, Duration: end - start, Settle: math.Inf(1)}
 		from := start + (end-start)/2
 		if settled >= 0 {
+			// Fill and CV from the settle on, and over at least the
+			// phase's second half (a settle in the phase's last moments
+			// leaves too little to measure).
 			pr.Settle = (settled - start) / mean
-			from = settled
+			from = min(settled, from)
 		}
 		var sum, sq float64
 		n := 0
