@@ -47,11 +47,14 @@ func admitOnce(g *Gateway, req *http.Request, ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	t, s := g.admitRequest(ctx, id, routePredict, 100, time.Now())
+	now := time.Now()
+	t, s := g.admitRequest(ctx, id, routePredict, 100, now)
 	if s != nil {
 		return false
 	}
-	g.release(&t, admit.Sample{RTT: time.Millisecond})
+	// The gateway hands the limiter the clock reading it took for the
+	// call's RTT (callResult.end).
+	g.release(&t, admit.Sample{RTT: time.Millisecond, End: now.Add(time.Millisecond)})
 	return true
 }
 

@@ -113,13 +113,14 @@ func (x *exchange) shedOrFallback(s *shed, stream bool) {
 // first token (0: the rtt).
 type callResult struct {
 	rtt     time.Duration
+	end     time.Time // when rtt was taken
 	dropped bool
 	latency time.Duration
 }
 
 // sample is the limiter's view of the call.
 func (r callResult) sample() admit.Sample {
-	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped}
+	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped, End: r.end}
 }
 
 // callModel makes one upstream call of priority prio and call class (a
@@ -134,11 +135,12 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		Method: http.MethodPost, Path: path, Body: body, Header: jsonHeader,
 		Priority: int(prio), Class: class,
 	})
-	rtt := time.Since(start)
+	end := time.Now()
+	rtt := end.Sub(start)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
 			g.lat.observe(rtt)
-			return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeTimeout, err
+			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout, err
 		}
 		// No node answered (refused, reset, no healthy node, breaker
 		// open): that says nothing about queueing at the nodes, and an
@@ -150,9 +152,9 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
-	return resp, callResult{rtt: rtt}, wire.OutcomeOK, nil
+	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
@@ -187,7 +189,8 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callRe
 	}
 	status, ctype := resp.StatusCode, resp.Header.Get("Content-Type")
 	b, err := readAnswer(resp)
-	res.rtt = time.Since(callStart)
+	res.end = time.Now()
+	res.rtt = res.end.Sub(callStart)
 	if err != nil {
 		res = x.brokenCall(callStart)
 		if x.timedOut() {

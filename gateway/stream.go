@@ -82,7 +82,8 @@ func (x *exchange) streamFailure(err error) wire.Outcome {
 // queueing at the nodes, and the truncated round trip would read as fast.
 func (x *exchange) brokenCall(start time.Time) callResult {
 	if x.timedOut() {
-		return callResult{rtt: time.Since(start), dropped: true}
+		end := time.Now()
+		return callResult{rtt: end.Sub(start), end: end, dropped: true}
 	}
 	return callResult{}
 }
@@ -171,7 +172,8 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 				return res
 			}
 			cw.done()
-			res.rtt = time.Since(callStart)
+			res.end = time.Now()
+			res.rtt = res.end.Sub(callStart)
 			x.endStream(wire.OutcomeOK)
 			return res
 		default:

@@ -81,7 +81,10 @@ func (a *adaptive) judgeReady(now time.Time) {
 }
 
 func (a *adaptive) OnSample(s Sample) {
-	now := a.now()
+	now := s.End
+	if now.IsZero() {
+		now = a.now()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c := &a.cfg

@@ -25,6 +25,10 @@ type Sample struct {
 	// Dropped reports a failure that signals overload: the deadline
 	// passed, or the backend refused (429) or failed (5xx).
 	Dropped bool
+	// End is when the call ended, if the caller read the clock for its RTT
+	// anyway; zero means the limiter reads it (a clock read is a large
+	// part of a sample's cost).
+	End time.Time
 	// Ticket is the request's ticket from a Ticketer limiter (set by the
 	// Bulkhead).
 	Ticket uint64
