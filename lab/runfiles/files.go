@@ -30,4 +30,7 @@ const (
 	EventRecordStop   = "record_stop"
 	EventError        = "error"
 	EventLoadFinished = "load_finished"
+	// EventLevel is a gateway's overload level change, with the signal,
+	// value and threshold that caused it (from its GET /admin/state).
+	EventLevel = "level"
 )
