@@ -35,6 +35,7 @@ type schedule struct {
 	paused      bool
 	pausedAt    time.Time     // when the schedule clock stopped
 	pausedTotal time.Duration // schedule clock time lost to pauses
+	skipped     time.Duration // schedule clock time jumped over by NextStep
 	rateFactor  float64       // chaos traffic_spike
 	spikeFactor float64
 	spikeUntil  time.Time
@@ -56,7 +57,7 @@ func (s *schedule) begin(now time.Time) {
 // elapsedLocked is the schedule's time at now: time since load started
 // minus time spent paused.
 func (s *schedule) elapsedLocked(now time.Time) time.Duration {
-	c := now.Sub(s.start) - s.pausedTotal
+	c := now.Sub(s.start) - s.pausedTotal + s.skipped
 	if s.paused {
 		c -= now.Sub(s.pausedAt)
 	}
@@ -65,11 +66,13 @@ func (s *schedule) elapsedLocked(now time.Time) time.Duration {
 
 // plan is what the control loop does at one moment.
 type plan struct {
-	at        time.Duration // the schedule's clock
-	rate      float64       // the target rate, at most load.MaxRate
-	stage     int           // the stage now (len(Stages) once they are over)
-	newStage  bool          // the stage changed since the last plan
-	narration int           // a narration step (1-based) to show now; 0 none
+	at       time.Duration // the schedule's clock
+	rate     float64       // the target rate, at most load.MaxRate
+	stage    int           // the stage now (len(Stages) once they are over)
+	newStage bool          // the stage changed since the last plan
+	// Narration steps firstStep..lastStep (1-based) show now, in order;
+	// lastStep is 0 when none does.
+	firstStep, lastStep int
 }
 
 // next returns the plan at now and remembers its stage and narration step.
@@ -97,7 +100,8 @@ func (s *schedule) next(now time.Time) plan {
 		}
 	}
 	if shown > s.step {
-		s.step, p.narration = shown, shown
+		p.firstStep, p.lastStep = s.step+1, shown
+		s.step = shown
 	}
 	return p
 }
@@ -116,7 +120,7 @@ func (l *Lab) control() {
 	lastRate := -1.0
 	for {
 		now := l.clock.Now()
-		p := l.sched.next(now)
+		p, due := l.due(now, player)
 		if p.rate != lastRate && l.gen.SetRate(p.rate) == nil {
 			lastRate = p.rate
 			l.recs.rate(now, p.rate)
@@ -124,12 +128,7 @@ func (l *Lab) control() {
 		if p.newStage {
 			l.stageEvent(p.stage)
 		}
-		if p.narration > 0 {
-			s := e.Narration[p.narration-1]
-			l.event(runfiles.EventNarration, s.Text, map[string]any{"step": p.narration, "kind": s.Kind})
-			l.progress("[%s] %s", s.Kind, s.Text)
-		}
-		for _, a := range player.Due(p.at) {
+		for _, a := range due {
 			actions <- a
 		}
 		if e.Duration != experiment.Forever && p.at >= e.Duration.D() {
@@ -142,6 +141,19 @@ func (l *Lab) control() {
 		case <-t.Chan():
 		}
 	}
+}
+
+// due is one turn of the control loop at now: the schedule's plan, the
+// narration steps it shows (shown here, measuring predictions), and the
+// timeline's actions due by the schedule's clock, in order — all of them
+// when NextStep jumped the clock past several.
+func (l *Lab) due(now time.Time, player *chaos.Player) (plan, []chaos.Action) {
+	p := l.sched.next(now)
+	l.updateWindows(p.at)
+	for n := p.firstStep; n > 0 && n <= p.lastStep; n++ {
+		l.showStep(n, false, 0)
+	}
+	return p, player.Due(p.at)
 }
 
 // stageEvent records that stage (0-based) began, or that the stages are over.
@@ -258,36 +270,4 @@ func (l *Lab) RampPaused() bool {
 	l.sched.mu.Lock()
 	defer l.sched.mu.Unlock()
 	return l.sched.paused
-}
-
-// Lesson reports the narration state.
-func (l *Lab) Lesson() LessonState {
-	l.sched.mu.Lock()
-	step := l.sched.step
-	l.sched.mu.Unlock()
-	return lessonAt(l.exp, step)
-}
-
-func lessonAt(e *experiment.Experiment, step int) LessonState {
-	st := LessonState{Title: e.Title, Step: step, Steps: len(e.Narration)}
-	if step > 0 && step <= len(e.Narration) {
-		s := e.Narration[step-1]
-		st.Kind, st.Text = s.Kind, s.Text
-	}
-	return st
-}
-
-// NextStep shows the next narration step now (the schedule does not skip).
-func (l *Lab) NextStep() {
-	s := l.sched
-	s.mu.Lock()
-	if s.step >= len(l.exp.Narration) {
-		s.mu.Unlock()
-		return
-	}
-	s.step++
-	n := s.step
-	s.mu.Unlock()
-	st := l.exp.Narration[n-1]
-	l.event(runfiles.EventNarration, st.Text, map[string]any{"step": n, "kind": st.Kind, "manual": true})
 }

@@ -53,9 +53,14 @@ type Controls interface {
 	StopRecording() error
 	Recording() bool
 
-	// Lesson reports the narration state; NextStep shows the next step.
+	// Lesson reports the narration state; NextStep shows the next step
+	// and moves the lesson's schedule (stages, faults) to its time.
 	Lesson() LessonState
 	NextStep()
+	// Predict records the room's answer to the predict step that asks for
+	// a number (LessonState.Ask): events.jsonl, and beside the measured
+	// value at the explain step.
+	Predict(a PredictionAnswer) error
 
 	// Stop stops load, reverts faults, finishes the recording and stops
 	// every child process; it blocks until that is done or ctx ends.
@@ -69,15 +74,6 @@ type FaultStatus struct {
 	Description string `json:"description"`
 	Active      bool   `json:"active"`
 	Detail      string `json:"detail,omitempty"`
-}
-
-// LessonState is where a played experiment's narration stands.
-type LessonState struct {
-	Title string `json:"title"`
-	Step  int    `json:"step"`  // 1-based; 0 when no lesson
-	Steps int    `json:"steps"` // total steps
-	Kind  string `json:"kind"`  // predict, watch, explain
-	Text  string `json:"text"`
 }
 
 // Faults lists the fault catalogue with what is active now. Keys are "1"…"9",

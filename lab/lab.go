@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -79,6 +80,8 @@ type Lab struct {
 	loadDone  chan struct{}
 	ctl       *chaos.Controller
 	sched     *schedule
+	narr      narration
+	latest    atomic.Pointer[runfiles.Sample] // the newest Sample
 	sampling  *sampling
 	subs      subscribers
 	recs      recordings
@@ -159,6 +162,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 		defenses: map[string]bool{},
 	}
 	l.sched = newSchedule(e, l.clock)
+	l.narr.init()
 	l.subs.init()
 	l.keys = experiment.APIKeys(l.token)
 	for k, v := range e.Gateway.Defenses {
@@ -279,6 +283,7 @@ func (l *Lab) startLoad() error {
 		ClientTimeout:  e.ClientTimeout.D(),
 		MaxOutstanding: e.MaxOutstanding,
 		Seed:           e.Seed,
+		Retry:          e.ClientRetry.Policy(),
 	}, load.WithClock(l.clock))
 	if err != nil {
 		return fmt.Errorf("lab: load: %w", err)
@@ -364,6 +369,7 @@ func (l *Lab) finish(reason string) {
 		}
 		l.event(runfiles.EventLoadFinished, "", nil)
 		l.sampling.stop() // takes the last sample after load finished
+		l.measureRemaining()
 		close(l.finishing)
 		l.sup.StopWatching()
 		l.stopEnv()

@@ -287,7 +287,7 @@ nodes:
 faults:
   - {at: 1h, fault: model_latency, params: {node: -1, multiplier: 2}}
 narration:
-  - {at: 0s, kind: predict, text: "one"}
+  - {at: 0s, kind: predict, text: "one", predict: {metric: p0_success_rate}}
   - {at: 1h, kind: watch, text: "two"}
   - {at: 2h, kind: explain, text: "three"}
 `)
@@ -379,9 +379,14 @@ narration:
 	}
 	waitFor("fault reverted", func(s runfiles.Sample) bool { return len(s.Faults) == 0 })
 
-	// Lesson: the first step shows at 0 s; NextStep moves on by hand.
-	if ls := c.Lesson(); ls.Step != 1 || ls.Steps != 3 || ls.Kind != "predict" {
+	// Lesson: the first step shows at 0 s and asks for its number (answered
+	// before any recording: the recording below still carries it); NextStep
+	// moves on by hand.
+	if ls := c.Lesson(); ls.Step != 1 || ls.Steps != 3 || ls.Kind != "predict" || ls.Ask == nil || ls.Ask.Unit != "%" {
 		t.Errorf("lesson %+v", ls)
+	}
+	if err := c.Predict(PredictionAnswer{Step: 1, Value: 42}); err != nil {
+		t.Fatal(err)
 	}
 	c.NextStep()
 	if ls := c.Lesson(); ls.Step != 2 || ls.Text != "two" {
@@ -414,6 +419,9 @@ narration:
 	}
 	if run.Partial || run.Summary.Offered == 0 || run.Summary.Outcomes[wire.OutcomeOK.String()] == 0 || run.Summary.Ended != "recording stopped" {
 		t.Errorf("recording summary: %+v", run.Summary)
+	}
+	if ps := run.Predictions; len(ps) != 1 || ps[0].Predicted == nil || *ps[0].Predicted != 42 || ps[0].Metric != "p0_success_rate" {
+		t.Errorf("the prediction made before recording is not in the run: %+v", ps)
 	}
 	if !strings.HasPrefix(dir, runs) {
 		t.Errorf("recording in %s, not under %s", dir, runs)

@@ -48,6 +48,10 @@ func TestLessons(t *testing.T) {
 			}
 			s := l.Summary()
 			runs[name] = &runfiles.Run{Dir: dir, Summary: s}
+			if r, err := runfiles.ReadRun(dir); err == nil {
+				runs[name].Predictions = r.Predictions // for the report below
+			}
+			checkPredictionsRecorded(t, exp, dir)
 			var buf bytes.Buffer
 			runfiles.WriteReport(&buf, []*runfiles.Run{runs[name]})
 			t.Logf("\n%s", buf.String())
@@ -73,6 +77,28 @@ func TestLessons(t *testing.T) {
 				if !s.ShedCheck.Exact {
 					t.Errorf("shed check not exact: %+v", s.ShedCheck)
 				}
+			case "10-retry-storm": // the collapse outlives its trigger
+				if r := s.Recovery; r == nil || r.Recovered || r.GoodputRatio > 0.3 {
+					t.Errorf("no metastable collapse: %+v", r)
+				}
+				if s.ClientRetries < s.Offered/2 {
+					t.Errorf("retries %d for %d requests: no storm", s.ClientRetries, s.Offered)
+				}
+			case "10-retry-budget": // recovered within seconds of the trigger's end
+				if r := s.Recovery; r == nil || !r.Recovered || r.RecoveryS > 5 || r.GoodputRatio < 0.8 {
+					t.Errorf("no recovery: %+v", r)
+				}
+				if float64(s.ClientRetries) > 0.15*float64(s.Offered) {
+					t.Errorf("retries %d for %d requests: over the budget", s.ClientRetries, s.Offered)
+				}
+			case "11-big-queue":
+				if tr, _ := s.Metric("timeout_rate"); s.GoodputRatio > 0.6 || tr < 0.3 || s.AdmittedP99Ms < 1500 {
+					t.Errorf("the big queue did not hurt: goodput ratio %v, timeout rate %v, admitted p99 %v ms", s.GoodputRatio, tr, s.AdmittedP99Ms)
+				}
+			case "11-small-queue":
+				if s.GoodputRatio < 0.9 || s.AdmittedP99Ms > 1000 {
+					t.Errorf("goodput ratio %v, admitted p99 %v ms", s.GoodputRatio, s.AdmittedP99Ms)
+				}
 			case "04-node-loss":
 				v, note := s.Metric("limit_settle_s")
 				if !(v <= 5) {
@@ -84,9 +110,31 @@ func TestLessons(t *testing.T) {
 			}
 		})
 	}
+	if a, b := runs["11-big-queue"], runs["11-small-queue"]; a != nil && b != nil && b.Summary.GoodputRatio < 2*a.Summary.GoodputRatio {
+		t.Errorf("the small queue's goodput ratio %v is not twice the big one's %v", b.Summary.GoodputRatio, a.Summary.GoodputRatio)
+	}
 	if a, b := runs["01-no-defenses"], runs["03-priority-shedding"]; a != nil && b != nil {
 		var buf bytes.Buffer
 		runfiles.WriteReport(&buf, []*runfiles.Run{a, b})
 		t.Logf("01 beside 03:\n%s", buf.String())
+	}
+}
+
+// checkPredictionsRecorded: every predict step that names a number left a
+// measurement in events.jsonl (the run's files carry predictions).
+func checkPredictionsRecorded(t *testing.T, exp *experiment.Experiment, dir string) {
+	t.Helper()
+	evs, err := runfiles.ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int]bool{}
+	for _, p := range runfiles.ReadPredictions(evs) {
+		got[p.Step] = p.Measured != nil
+	}
+	for i, st := range exp.Narration {
+		if st.Predict != nil && !got[i+1] {
+			t.Errorf("step %d (%s): no measured value in events.jsonl", i+1, st.Predict.Metric)
+		}
 	}
 }

@@ -131,16 +131,18 @@ func (r *recordings) fault(name string, applied bool, t time.Time) {
 
 // event appends an event to the recording (if any).
 func (l *Lab) event(kind, detail string, fields map[string]any) {
-	c := l.recs.current()
-	if c == nil {
-		return
+	if c := l.recs.current(); c != nil {
+		_ = c.rec.WriteEvent(l.newEvent(kind, detail, fields))
 	}
+}
+
+// newEvent is an event at the lab's now.
+func (l *Lab) newEvent(kind, detail string, fields map[string]any) runfiles.Event {
 	now := l.clock.Now()
 	l.mu.Lock()
 	start := l.start
 	l.mu.Unlock()
-	ev := runfiles.Event{Time: now.UTC(), Elapsed: round(now.Sub(start).Seconds(), 3), Kind: kind, Detail: detail, Fields: fields}
-	_ = c.rec.WriteEvent(ev)
+	return runfiles.Event{Time: now.UTC(), Elapsed: round(now.Sub(start).Seconds(), 3), Kind: kind, Detail: detail, Fields: fields}
 }
 
 func (l *Lab) recorderOptions() []runfiles.RecorderOption {
@@ -180,6 +182,10 @@ func (l *Lab) StartRecording() (string, error) {
 		c.agg.FaultApplied(fs.Name, now)
 	}
 	l.event(runfiles.EventRecordStart, dir, nil)
+	// Predictions made before the recording began belong to it too.
+	for _, ev := range l.narr.history() {
+		_ = rec.WriteEvent(ev)
+	}
 	return dir, nil
 }
 

@@ -171,6 +171,7 @@ func (s *sampling) take() {
 	c := s.l.recs.current()
 	out := s.next(s.clock.Now(), c != nil)
 	smp := out.Sample
+	s.l.latest.Store(&smp)
 	if c != nil {
 		if c.agg != nil {
 			c.agg.Add(smp, out.Window.Seconds(), out.Completions, out.Saturated, out.P0Finished)
@@ -293,7 +294,11 @@ func progressLine(smp runfiles.Sample) string {
 	for _, v := range smp.ShedRPSByReason {
 		shed += v
 	}
-	return fmt.Sprintf("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
+	line := fmt.Sprintf("t=%5.1fs target %6.0f/s offered %6.0f/s ok %5.0f/s cap %4.0f/s  P0 %5.1f%%  level %-6s lag p99 %4.0fms  limit %3.0f  inflight %4.0f  shed %5.0f/s  OOM %d",
 		smp.Elapsed, smp.TargetRPS, smp.OfferedRPS, smp.GoodputRPS, smp.CapacityRPS, smp.ByPriority[wire.PriorityP0].SuccessRate*100, lvl,
 		smp.LagProbeP99Ms, smp.ConcurrencyLimit, smp.Inflight, shed, smp.OOMKills)
+	if smp.ClientRetriesTotal > 0 || smp.ClientRetriesDeniedTotal > 0 {
+		line += fmt.Sprintf("  retries %4.0f/s", smp.ClientRetryRPS)
+	}
+	return line
 }

@@ -1,11 +1,13 @@
 package lab
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/experiment"
 )
 
@@ -23,13 +25,11 @@ narration:
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc := clockwork.NewFakeClock()
-	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
-	l.sched.begin(fc.Now())
+	l, fc := fakeClockLab(e)
 	at := func(want time.Duration, rate float64, stage, narration int) {
 		t.Helper()
 		p := l.sched.next(fc.Now())
-		if p.at != want || p.rate != rate || p.stage != stage || p.narration != narration {
+		if p.at != want || p.rate != rate || p.stage != stage || p.lastStep != narration {
 			t.Fatalf("plan %+v, want at %v rate %v stage %d narration %d", p, want, rate, stage, narration)
 		}
 	}
@@ -57,4 +57,88 @@ narration:
 	if ls := l.Lesson(); ls.Step != 2 || ls.Text != "two" {
 		t.Errorf("lesson %+v", ls)
 	}
+}
+
+// n moves the lesson to the next step's time: the schedule's clock jumps
+// (stages' rate included), the faults due in between come out in order
+// (apply, revert, apply), the step shows at once and is not shown twice,
+// and the clock never goes back for a step already due.
+func TestNextStepJumpsTheSchedule(t *testing.T) {
+	e, err := experiment.ParseExperiment([]byte(`
+name: j
+start_rate: 100
+stages: [{duration: 10s, target: 100}, {duration: 10s, target: 1100}, {duration: 40s, target: 1100}]
+faults:
+  - {at: 4s, fault: model_latency, params: {multiplier: 3}, for: 3s}
+  - {at: 12s, fault: model_slots, params: {slots: 4}, for: 20s}
+  - {at: 40s, fault: node_kill, params: {node: 0}, for: 5s}
+narration:
+  - {at: 0s, kind: predict, text: one}
+  - {at: 15s, kind: watch, text: two}
+  - {at: 15s, kind: watch, text: two and a half}
+  - {at: 30s, kind: explain, text: three}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, fc := fakeClockLab(e)
+	player := e.Timeline().Play(chaos.Default)
+	names := func(as []chaos.Action) []string {
+		var out []string
+		for _, a := range as {
+			out = append(out, fmt.Sprintf("%s %s@%v", map[bool]string{false: "apply", true: "revert"}[a.Revert], a.Fault, a.At))
+		}
+		return out
+	}
+
+	p, due := l.due(fc.Now(), player)
+	if p.lastStep != 1 || len(due) != 0 {
+		t.Fatalf("start: plan %+v due %v", p, names(due))
+	}
+	fc.Advance(2 * time.Second)
+	l.NextStep() // to step 2 at 15 s: 13 s forward
+	if ls := l.Lesson(); ls.Step != 2 || ls.Text != "two" {
+		t.Fatalf("after n: %+v", ls)
+	}
+	p, due = l.due(fc.Now(), player)
+	if p.at != 15*time.Second || p.rate != 600 || p.stage != 1 {
+		t.Errorf("after the jump: at %v rate %v stage %d, want 15s 600 1", p.at, p.rate, p.stage)
+	}
+	// Step 3 shares step 2's time: the loop shows it; step 2 is not shown again.
+	if p.firstStep != 3 || p.lastStep != 3 {
+		t.Errorf("steps shown by the loop %d..%d, want 3..3", p.firstStep, p.lastStep)
+	}
+	want := []string{"apply model_latency@4s", "revert model_latency@7s", "apply model_slots@12s"}
+	if got := names(due); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("actions due after the jump %v, want %v", got, want)
+	}
+	// Paused, n still moves the lesson; the clock stays paused there.
+	l.PauseRamp(true)
+	fc.Advance(time.Minute)
+	l.NextStep() // step 4 at 30 s
+	p, due = l.due(fc.Now(), player)
+	if p.at != 30*time.Second || p.lastStep != 0 || fmt.Sprint(names(due)) != "[]" {
+		t.Errorf("paused jump: at %v steps %d..%d due %v", p.at, p.firstStep, p.lastStep, names(due))
+	}
+	l.PauseRamp(false)
+	fc.Advance(12 * time.Second)
+	p, due = l.due(fc.Now(), player)
+	if want := "[revert model_slots@32s apply node_kill@40s]"; fmt.Sprint(names(due)) != want || p.at != 42*time.Second {
+		t.Errorf("at %v due %v, want 42s %s", p.at, names(due), want)
+	}
+	l.NextStep() // past the last step: nothing moves
+	if p2, _ := l.due(fc.Now(), player); p2.at != p.at {
+		t.Errorf("n after the last step moved the clock to %v", p2.at)
+	}
+}
+
+// fakeClockLab is a Lab with only its schedule and narration, on a fake
+// clock, begun at the clock's now: enough to drive the lesson's timeline
+// (due, NextStep, Lesson) without processes.
+func fakeClockLab(e *experiment.Experiment) (*Lab, *clockwork.FakeClock) {
+	fc := clockwork.NewFakeClock()
+	l := &Lab{exp: e, clock: fc, sched: newSchedule(e, fc)}
+	l.narr.init()
+	l.sched.begin(fc.Now())
+	return l, fc
 }

@@ -146,7 +146,12 @@ func (f *fakeControls) Recording() bool { f.mu.Lock(); defer f.mu.Unlock(); retu
 func (f *fakeControls) Lesson() lab.LessonState {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.lesson
+	ls := f.lesson
+	if ls.Ask != nil {
+		a := *ls.Ask
+		ls.Ask = &a
+	}
+	return ls
 }
 func (f *fakeControls) NextStep() {
 	f.record("NextStep()")
@@ -157,6 +162,22 @@ func (f *fakeControls) NextStep() {
 		f.lesson.Kind = "watch"
 		f.lesson.Text = "Watch the P1 line on the success chart."
 	}
+}
+func (f *fakeControls) Predict(a lab.PredictionAnswer) error {
+	if a.Skipped {
+		f.record("Predict(step %d, skipped)", a.Step)
+	} else {
+		f.record("Predict(step %d, %g)", a.Step, a.Value)
+	}
+	if err := f.takeErr(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lesson.Ask != nil && f.lesson.Ask.Step == a.Step {
+		f.lesson.Ask.Answered, f.lesson.Ask.Skipped, f.lesson.Ask.Value = true, a.Skipped, a.Value
+	}
+	return nil
 }
 func (f *fakeControls) Stop(ctx context.Context) error {
 	_, hasDeadline := ctx.Deadline()

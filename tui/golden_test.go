@@ -24,7 +24,13 @@ func init() {
 // every Sample (the channel is closed after the last one).
 func runFixed(t *testing.T, f *fakeControls, w, h int, keys ...tea.KeyMsg) *Model {
 	t.Helper()
-	tm := teatest.NewTestModel(t, New(f), teatest.WithInitialTermSize(w, h))
+	return runFixedWith(t, New(f), w, h, keys...)
+}
+
+// runFixedWith is runFixed for a model built with options.
+func runFixedWith(t *testing.T, m *Model, w, h int, keys ...tea.KeyMsg) *Model {
+	t.Helper()
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(w, h))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
 		return bytes.Contains(b, []byte("no more samples"))
 	}, teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))

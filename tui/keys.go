@@ -13,6 +13,7 @@ type keyMap struct {
 	Defenses key.Binding
 	Record   key.Binding
 	Next     key.Binding
+	Lessons  key.Binding // the lesson picker
 	Page     key.Binding
 	PrevPage key.Binding
 	Help     key.Binding
@@ -22,6 +23,12 @@ type keyMap struct {
 	PanelDown   key.Binding
 	PanelToggle key.Binding
 	PanelClose  key.Binding
+	// Lesson picker (while it is open; ↑/↓ as in the defenses panel).
+	PickStart key.Binding
+	// Prediction prompt (while a predict step waits for a number; digits
+	// go to it, other keys work as usual).
+	PromptSave key.Binding
+	PromptSkip key.Binding
 }
 
 func defaultKeyMap() keyMap {
@@ -34,6 +41,7 @@ func defaultKeyMap() keyMap {
 		Defenses:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "defenses")),
 		Record:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "record")),
 		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		Lessons:     key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "lessons")),
 		Page:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next page")),
 		PrevPage:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev page")),
 		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -42,11 +50,15 @@ func defaultKeyMap() keyMap {
 		PanelDown:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "select")),
 		PanelToggle: key.NewBinding(key.WithKeys(" ", "enter"), key.WithHelp("space/enter", "toggle")),
 		PanelClose:  key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc", "close")),
+		PickStart:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start lesson")),
+		PromptSave:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save guess")),
+		PromptSkip:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "skip guess")),
 	}
 }
 
 // ShortHelp is the one-line help bar: terse labels, so it fits in 80
-// columns; FullHelp has the long descriptions.
+// columns (s, spike, is in the full help only); FullHelp has the long
+// descriptions.
 func (k keyMap) ShortHelp() []key.Binding {
 	short := func(b key.Binding, keyText, desc string) key.Binding {
 		b.SetHelp(keyText, desc)
@@ -54,12 +66,12 @@ func (k keyMap) ShortHelp() []key.Binding {
 	}
 	return []key.Binding{
 		short(k.RateUp, "↑↓", "rate"),
-		short(k.Spike, "s", "spike"),
 		short(k.Pause, "p", "pause"),
 		short(k.Fault, "0-9", "fault"),
 		short(k.Defenses, "d", "defense"),
 		short(k.Record, "r", "rec"),
 		short(k.Next, "n", "next"),
+		short(k.Lessons, "l", "lesson"),
 		short(k.Help, "?", "help"),
 		short(k.Quit, "q", "quit"),
 	}
@@ -70,8 +82,9 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.RateUp, k.RateDown, k.Spike, k.Pause},
 		{k.Fault, k.Defenses, k.Record, k.Next},
-		{k.Page, k.PrevPage, k.Help, k.Quit},
+		{k.Lessons, k.Page, k.PrevPage, k.Help, k.Quit},
 		{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose},
+		{k.PickStart, k.PromptSave, k.PromptSkip},
 	}
 }
 
@@ -83,3 +96,22 @@ func (k panelHelp) ShortHelp() []key.Binding {
 }
 
 func (k panelHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// pickerHelp is the help bar while the lesson picker is open.
+type pickerHelp keyMap
+
+func (k pickerHelp) ShortHelp() []key.Binding {
+	return []key.Binding{k.PanelUp, k.PanelDown, k.PickStart, k.PanelClose}
+}
+
+func (k pickerHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }
+
+// promptHelp is the help bar while a prediction is asked for.
+type promptHelp keyMap
+
+func (k promptHelp) ShortHelp() []key.Binding {
+	typing := key.NewBinding(key.WithKeys("0"), key.WithHelp("0-9 .", "type the number"))
+	return []key.Binding{typing, k.PromptSave, k.PromptSkip, k.Next, k.Quit}
+}
+
+func (k promptHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

@@ -83,6 +83,9 @@ func (m *Model) relayout() {
 	if m.page >= m.lay.pages {
 		m.page = 0
 	}
+	if m.pick.open {
+		m.scrollPicker()
+	}
 	m.renderPanels()
 }
 

@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/lesson"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
@@ -94,6 +94,13 @@ type Model struct {
 	stopErr   error // what it returned
 	recBusy   bool  // a StartRecording or StopRecording command is running
 
+	lessons       []lesson.Lesson // the picker's list (WithLessons)
+	startLesson   StartLesson
+	switchTimeout time.Duration
+	pick          picker
+	switching     string // the lesson a switch is starting; "" when none runs
+	prompt        prompt
+
 	// The current layout: which panels show (indexes into panels, in page
 	// order) and their rendered boxes for the current page, by slot.
 	lay      layout
@@ -105,18 +112,27 @@ type Model struct {
 // channel closes.
 func New(ctrl lab.Controls, opts ...Option) *Model {
 	m := &Model{
-		ctrl:        ctrl,
-		samples:     ctrl.Samples(),
-		keys:        defaultKeyMap(),
-		help:        newHelp(),
-		stopTimeout: DefaultStopTimeout,
-		history:     DefaultHistory,
-		width:       80,
-		height:      24,
+		ctrl:          ctrl,
+		samples:       ctrl.Samples(),
+		keys:          defaultKeyMap(),
+		help:          newHelp(),
+		stopTimeout:   DefaultStopTimeout,
+		switchTimeout: DefaultSwitchTimeout,
+		history:       DefaultHistory,
+		width:         80,
+		height:        24,
 	}
 	for _, o := range opts {
 		o(m)
 	}
+	m.resetSeries()
+	m.refreshControls()
+	m.relayout()
+	return m
+}
+
+// resetSeries empties every chart series.
+func (m *Model) resetSeries() {
 	m.series = make([][]*ring, len(panels))
 	for i, p := range panels {
 		m.series[i] = make([]*ring, len(p.series))
@@ -124,9 +140,19 @@ func New(ctrl lab.Controls, opts ...Option) *Model {
 			m.series[i][j] = newRing(m.history)
 		}
 	}
+}
+
+// attach shows a new lab (after a lesson switch): everything the old one
+// drew is forgotten, and samples come from the new one.
+func (m *Model) attach(ctrl lab.Controls) tea.Cmd {
+	m.ctrl, m.samples = ctrl, ctrl.Samples()
+	m.last, m.nSamples, m.lastFresh, m.everFresh = runfiles.Sample{}, 0, 0, false
+	m.recStart, m.recording, m.recDir, m.samplesEnd = 0, false, "", false
+	m.prompt, m.panelOpen, m.page = prompt{}, false, 0
+	m.resetSeries()
 	m.refreshControls()
-	m.relayout()
-	return m
+	m.renderPanels()
+	return waitSample(m.samples)
 }
 
 func newHelp() help.Model {
@@ -135,10 +161,15 @@ func newHelp() help.Model {
 	return h
 }
 
-// Messages.
+// Messages. A sample or the end of samples comes tagged with its channel:
+// after a lesson switch, what the old lab's channel still says is ignored.
 type (
-	sampleMsg      runfiles.Sample
-	samplesDoneMsg struct{}
+	sampleMsg     runfiles.Sample
+	chanSampleMsg struct {
+		ch <-chan runfiles.Sample
+		s  runfiles.Sample
+	}
+	samplesDoneMsg struct{ ch <-chan runfiles.Sample }
 	stoppedMsg     struct{ err error }
 	// recordingMsg is the result of StartRecording (start) or StopRecording.
 	recordingMsg struct {
@@ -154,9 +185,9 @@ func waitSample(ch <-chan runfiles.Sample) tea.Cmd {
 	return func() tea.Msg {
 		s, ok := <-ch
 		if !ok {
-			return samplesDoneMsg{}
+			return samplesDoneMsg{ch}
 		}
-		return sampleMsg(s)
+		return chanSampleMsg{ch, s}
 	}
 }
 
@@ -171,11 +202,18 @@ func (m *Model) Init() tea.Cmd {
 // Update handles Samples, keys and window sizes.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case chanSampleMsg:
+		if msg.ch != m.samples {
+			return m, nil // the lab before a switch
+		}
+		return m.Update(sampleMsg(msg.s))
 	case sampleMsg:
 		m.addSample(runfiles.Sample(msg))
 		m.refreshControls()
 		m.renderPanels()
 		return m, waitSample(m.samples)
+	case switchedMsg:
+		return m, m.switched(msg)
 	case logMsg:
 		line := string(msg)
 		low := strings.ToLower(line)
@@ -185,8 +223,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.setStatus(line, strings.Contains(low, "error") || strings.Contains(low, "fail"))
 		return m, waitLog(m.log)
 	case samplesDoneMsg:
+		if msg.ch != m.samples {
+			return m, nil
+		}
 		m.samplesEnd = true
-		if !m.stopping {
+		if !m.stopping && m.switching == "" {
 			m.setStatus("the lab stopped: no more samples (q quits)", false)
 		}
 		return m, nil
@@ -220,6 +261,7 @@ func (m *Model) refreshControls() {
 	m.defenses = m.ctrl.Defenses()
 	m.lesson = m.ctrl.Lesson()
 	m.paused = m.ctrl.RampPaused()
+	m.refreshPrompt()
 	rec := m.ctrl.Recording()
 	if rec && !m.recording {
 		m.recStart = m.last.Elapsed
@@ -253,32 +295,18 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, k.Quit) {
 		return m, m.quit()
 	}
-	if m.panelOpen {
-		names := m.defenseNames()
-		switch {
-		case key.Matches(msg, k.PanelUp):
-			if m.panelSel > 0 {
-				m.panelSel--
-			}
-		case key.Matches(msg, k.PanelDown):
-			if m.panelSel < len(names)-1 {
-				m.panelSel++
-			}
-		case key.Matches(msg, k.PanelToggle):
-			if m.panelSel < len(names) {
-				name := names[m.panelSel]
-				on := !m.defenses[name]
-				if err := m.ctrl.SetDefense(name, on); err != nil {
-					m.setStatus(fmt.Sprintf("defense %s: %v", name, err), true)
-				} else {
-					m.setStatus(fmt.Sprintf("defense %s %s", name, onOff(on)), false)
-				}
-				m.defenses = m.ctrl.Defenses()
-			}
-		case key.Matches(msg, k.PanelClose):
-			m.panelOpen = false
-		}
+	if m.switching != "" {
+		m.setStatus("starting "+m.switching+"… (q quits)", false)
 		return m, nil
+	}
+	if m.pick.open {
+		return m.pickerKey(msg)
+	}
+	if m.prompt.ask != nil && !m.panelOpen && m.promptKey(msg) {
+		return m, nil
+	}
+	if m.panelOpen {
+		return m.panelKey(msg)
 	}
 	switch {
 	case key.Matches(msg, k.RateUp):
@@ -314,9 +342,12 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Next):
 		m.ctrl.NextStep()
 		m.lesson = m.ctrl.Lesson()
+		m.refreshPrompt()
 		if m.lesson.Steps == 0 {
 			m.setStatus("no lesson: this run plays no experiment narration", false)
 		}
+	case key.Matches(msg, k.Lessons):
+		m.openPicker()
 	case key.Matches(msg, k.Page):
 		m.page = (m.page + 1) % m.lay.pages
 		m.renderPanels()
@@ -400,7 +431,7 @@ func (m *Model) recordingDone(r recordingMsg) {
 // goroutine, bounded by the stop timeout, then quits.
 func (m *Model) quit() tea.Cmd {
 	m.stopping = true
-	m.panelOpen = false
+	m.panelOpen, m.pick.open = false, false
 	m.setStatus("stopping… (stopping load, reverting faults, stopping children)", false)
 	ctrl, d := m.ctrl, m.stopTimeout
 	return func() tea.Msg {
@@ -408,24 +439,4 @@ func (m *Model) quit() tea.Cmd {
 		defer cancel()
 		return stoppedMsg{err: ctrl.Stop(ctx)}
 	}
-}
-
-// defenseNames lists the known defenses in display order.
-func (m *Model) defenseNames() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, n := range defenseOrder {
-		if _, ok := m.defenses[n]; ok {
-			out = append(out, n)
-			seen[n] = true
-		}
-	}
-	var rest []string
-	for n := range m.defenses {
-		if !seen[n] {
-			rest = append(rest, n)
-		}
-	}
-	sort.Strings(rest)
-	return append(out, rest...)
 }

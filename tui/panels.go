@@ -152,11 +152,17 @@ func buildPanels() []panelDef {
 
 // upstreamRates is the retries and hedges the gateways sent to the nodes
 // per second (the panel's unit), "—" while the gateway scrape is stale.
+// Offered counts requests; the clients' own retries (client_retry) come on
+// top of it and are shown first when a lesson has them.
 func upstreamRates(s *runfiles.Sample) []string {
-	if s.GatewayStale {
-		return []string{"retry — hedge —"}
+	var lines []string
+	if s.ClientRetriesTotal > 0 || s.ClientRetriesDeniedTotal > 0 {
+		lines = append(lines, "+ client retries "+fmtNum(s.ClientRetryRPS))
 	}
-	return []string{"retry " + fmtNum(s.RetryRPS) + " hedge " + fmtNum(s.HedgeRPS)}
+	if s.GatewayStale {
+		return append(lines, "retry — hedge —")
+	}
+	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge "+fmtNum(s.HedgeRPS))
 }
 
 // fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.

@@ -35,8 +35,9 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 	}
 	var stopErr error
 	if !fm.stopped {
+		// fm.ctrl: the lab shown last (a lesson switch replaces ctrl).
 		sctx, cancel := context.WithTimeout(context.Background(), fm.stopTimeout)
-		stopErr = ctrl.Stop(sctx)
+		stopErr = fm.ctrl.Stop(sctx)
 		cancel()
 	} else {
 		stopErr = fm.stopErr

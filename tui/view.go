@@ -154,19 +154,29 @@ func (m *Model) View() string {
 	lines := make([]string, 0, h)
 	lines = append(lines, fit(m.header(), w))
 	grid := m.grid()
-	if m.panelOpen {
+	switch {
+	case m.pick.open:
+		grid = overlay(grid, m.pickerBox(w-2), w)
+	case m.panelOpen:
 		grid = overlay(grid, m.defensesBox(), w)
-	} else if m.showHelp {
+	case m.showHelp:
 		grid = overlay(grid, m.fullHelpBox(), w)
+	case m.prompt.ask != nil:
+		grid = overlay(grid, m.promptBox(w-2), w)
 	}
 	lines = append(lines, grid...)
 	lines = append(lines, m.faultRows()...)
 	lines = append(lines, m.nodeRows()...)
 	lines = append(lines, m.lessonRows()...)
 	lines = append(lines, fit(m.statusLine(), w))
-	if m.panelOpen {
+	switch {
+	case m.pick.open:
+		lines = append(lines, fit(m.help.View(pickerHelp(m.keys)), w))
+	case m.panelOpen:
 		lines = append(lines, fit(m.help.View(panelHelp(m.keys)), w))
-	} else {
+	case m.prompt.ask != nil:
+		lines = append(lines, fit(m.help.View(promptHelp(m.keys)), w))
+	default:
 		lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), w))
 	}
 	return strings.Join(lines, "\n")
@@ -389,6 +399,12 @@ func (m *Model) lessonRows() []string {
 	if ls.Kind != "" {
 		head += " · " + stStale.Render(strings.ToUpper(ls.Kind))
 	}
+	if len(ls.Results) > 0 {
+		if n == 1 { // one line: the measured values first, the rest as fits
+			return []string{fit(label+stStale.Render(strings.ToUpper(ls.Kind))+" "+resultsText(ls.Results)+" — "+text, m.width)}
+		}
+		text = "Measured: " + resultsText(ls.Results) + ". " + text
+	}
 	if n == 1 {
 		return []string{fit(label+head+" — "+text, m.width)}
 	}
@@ -429,28 +445,6 @@ func (m *Model) statusLine() string {
 		return fit(left, m.width-ansi.StringWidth(right)-2) + "  " + right
 	}
 	return left + strings.Repeat(" ", gap) + right
-}
-
-func (m *Model) defensesBox() string {
-	names := m.defenseNames()
-	body := []string{""}
-	for i, n := range names {
-		mark := "[ ]"
-		if m.defenses[n] {
-			mark = "[x]"
-		}
-		l := fmt.Sprintf(" %s %-10s %-6s ", mark, n, defenseAbbrev[n])
-		if i == m.panelSel {
-			body = append(body, "▸"+stSelected.Render(l))
-		} else {
-			body = append(body, " "+l)
-		}
-	}
-	if len(names) == 0 {
-		body = append(body, "  the lab reports no defenses")
-	}
-	body = append(body, "", stDim.Render(" ↑/↓ select · space toggle · esc close"))
-	return box(" "+stTitle.Render("defenses")+" ", 42, len(body)+2, body)
 }
 
 func (m *Model) fullHelpBox() string {

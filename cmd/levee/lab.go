@@ -16,6 +16,7 @@ import (
 	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/htmlreport"
+	"github.com/levee-lab/levee/lab/lesson"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/tui"
 )
@@ -30,13 +31,14 @@ func init() {
 	})
 }
 
-// runLab is `levee lab [flags] [EXPERIMENT.yaml]`: it opens the lab (the
-// default experiment, or the file given) and shows the dashboard over it
-// until the user quits; quitting stops every child. stdin and stdout must be
-// a terminal; without one it explains, points at `levee run`, and returns 2
-// before starting anything.
+// runLab is `levee lab [flags] [EXPERIMENT.yaml | LESSON]`: it opens the
+// lab (the default experiment, a file, or a lesson built into the binary)
+// and shows the dashboard over it until the user quits; its lesson picker
+// (l) switches to any lesson, stopping the running lab first. Quitting
+// stops every child. stdin and stdout must be a terminal; without one it
+// explains, points at `levee run`, and returns 2 before starting anything.
 func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml]", stderr)
+	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml | LESSON]", stderr)
 	record := fs.Bool("record", false, "record from the start into a run folder, as levee run does (r toggles recording at any time)")
 	runsDir := fs.String("runs", "runs", "`folder` for run folders")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s")
@@ -45,7 +47,7 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "levee lab: at most one experiment file, got %d arguments\n", fs.NArg())
+		fmt.Fprintf(stderr, "levee lab: at most one experiment file or lesson, got %d arguments\n", fs.NArg())
 		fs.Usage()
 		return 2
 	}
@@ -54,12 +56,17 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	exp := experiment.DefaultExperiment()
-	if path := fs.Arg(0); path != "" {
+	if arg := fs.Arg(0); arg != "" {
 		var err error
-		if exp, err = experiment.LoadExperiment(path); err != nil {
+		if exp, err = resolveExperiment(arg); err != nil {
 			fmt.Fprintf(stderr, "levee lab: %v\n", err)
 			return 2
 		}
+	}
+	lessons, err := lesson.Embedded()
+	if err != nil { // a lesson built into the binary does not parse: a build defect
+		fmt.Fprintf(stderr, "levee lab: %v\n", err)
+		return 1
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -71,7 +78,7 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return strings.HasPrefix(line, "t=") || narrationLine.MatchString(line)
 	})
 	fmt.Fprintf(stderr, "levee lab: starting %s (ctrl+c aborts)…\n", exp.Name)
-	l, err := lab.Open(ctx, exp, lab.Options{
+	launcher := lab.NewLauncher(lab.Options{
 		Record:   *record,
 		RunsDir:  *runsDir,
 		Quick:    *quick,
@@ -79,21 +86,26 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Progress: log,
 		Reports:  []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
+	l, err := launcher.Launch(ctx, exp)
 	if err != nil {
 		fmt.Fprintf(stderr, "levee lab: %v\n", err)
 		return 1
 	}
-	runErr := tui.Run(ctx, l, stdin, stdout, tui.WithStopTimeout(*stopTimeout), tui.WithLog(log))
+	start := func(ctx context.Context, ls lesson.Lesson) (lab.Controls, error) {
+		return launcher.Launch(ctx, ls.Experiment)
+	}
+	runErr := tui.Run(ctx, l, stdin, stdout, tui.WithStopTimeout(*stopTimeout), tui.WithLog(log), tui.WithLessons(lessons, start))
+	// The dashboard stopped the lab it showed; Close also waits for a
+	// lesson switch still starting and stops what it started.
+	sctx, scancel := context.WithTimeout(context.Background(), *stopTimeout)
+	closeErr := launcher.Close(sctx)
+	scancel()
 	if runErr != nil {
-		// The dashboard already asked the lab to stop; make sure it did.
-		sctx, scancel := context.WithTimeout(context.Background(), *stopTimeout)
-		_ = l.Stop(sctx)
-		scancel()
 		fmt.Fprintf(stderr, "levee lab: %v\n", runErr)
 		return 1
 	}
-	if err := l.Wait(); err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(stderr, "levee lab: %v\n", err)
+	if closeErr != nil && !errors.Is(closeErr, context.Canceled) {
+		fmt.Fprintf(stderr, "levee lab: %v\n", closeErr)
 		return 1
 	}
 	fmt.Fprintln(stderr, "levee lab: stopped; every child process has exited")
@@ -105,7 +117,7 @@ var narrationLine = regexp.MustCompile(`^\[(predict|watch|explain)\] `)
 // noTerminal explains why the dashboard cannot start and what to run instead.
 func noTerminal(stderr io.Writer, exp string) {
 	if exp == "" {
-		exp = "EXPERIMENT.yaml"
+		exp = "EXPERIMENT.yaml|LESSON"
 	}
 	fmt.Fprintln(stderr, "levee lab: the live dashboard needs a terminal, and stdin or stdout is not one.")
 	fmt.Fprintf(stderr, "To run an experiment without a dashboard (scripts, CI, pipes): levee run %s\n", exp)
@@ -115,4 +127,25 @@ func noTerminal(stderr io.Writer, exp string) {
 func isTerminal(f any) bool {
 	fd, ok := f.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(fd.Fd())
+}
+
+// resolveExperiment reads arg as an experiment file when one is there,
+// else as the name or number of a lesson built into the binary
+// ("03-priority-shedding", "03", "3").
+func resolveExperiment(arg string) (*experiment.Experiment, error) {
+	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+		return experiment.LoadExperiment(arg)
+	}
+	lessons, err := lesson.Embedded()
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := lesson.Find(lessons, arg); ok {
+		return l.Experiment.Clone(), nil
+	}
+	names := make([]string, len(lessons))
+	for i, l := range lessons {
+		names[i] = l.Name
+	}
+	return nil, fmt.Errorf("%s: no such file, and no single lesson by that name (levee lessons lists them: %s)", arg, strings.Join(names, ", "))
 }

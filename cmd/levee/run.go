@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
-	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/htmlreport"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
@@ -26,7 +25,7 @@ func init() {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run EXPERIMENT.yaml [--out DIR] [--quick] [--html FILE]", stderr)
+	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR] [--quick] [--html FILE]", stderr)
 	out := fs.String("out", "", "run folder (default runs/<time>-<name>)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s (stages, faults, narration)")
@@ -36,11 +35,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "levee run: want exactly one experiment file")
+		fmt.Fprintln(stderr, "levee run: want exactly one experiment file or lesson name")
 		fs.Usage()
 		return 2
 	}
-	exp, err := experiment.LoadExperiment(fs.Arg(0))
+	exp, err := resolveExperiment(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 2

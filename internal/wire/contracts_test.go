@@ -156,6 +156,7 @@ func docHeaders() string {
 		{HeaderDeadlineMs, "request: the client's remaining deadline, whole milliseconds; the gateway passes what remains upstream"},
 		{HeaderRequestTimeoutMs, "request: alias of `" + HeaderDeadlineMs + "` the gateway honours"},
 		{HeaderNode, "fake model answer: the node's address"},
+		{HeaderAttempt, "request from the load generator: the attempt number, 1 for the first (a retry sends 2, 3, …)"},
 	}
 	var b strings.Builder
 	b.WriteString("| header | meaning |\n|---|---|\n")

@@ -19,6 +19,10 @@ const (
 	HeaderRequestTimeoutMs = "X-Request-Timeout-Ms"
 	// HeaderNode names the fake model node that answered (its address).
 	HeaderNode = "X-Levee-Node"
+	// HeaderAttempt is the load generator's attempt number of a request,
+	// 1 for the first; a retry sends 2, 3, … (Envoy's
+	// x-envoy-attempt-count). Servers may count retries by it.
+	HeaderAttempt = "X-Levee-Attempt"
 )
 
 // FieldFallback is the JSON field a fallback answer's body sets to true

@@ -3,7 +3,10 @@ package experiment
 // Clone returns a deep copy (maps and slices are copied).
 func (e *Experiment) Clone() *Experiment {
 	c := *e
+	c.Articles = append([]string(nil), e.Articles...)
 	c.Narration = append([]Step(nil), e.Narration...)
+	clonePredicts(c.Narration)
+	c.ClientRetry.On = append([]string(nil), e.ClientRetry.On...)
 	c.Stages = append([]Stage(nil), e.Stages...)
 	c.Faults = make([]FaultStep, len(e.Faults))
 	for i, f := range e.Faults {

@@ -16,6 +16,9 @@ type Experiment struct {
 	Name        string `yaml:"name" json:"name"`   // short id, used in run folder names; required
 	Title       string `yaml:"title" json:"title"` // one line for people
 	Description string `yaml:"description" json:"description,omitempty"`
+	// Articles names the seed articles (seeds/NNN, "000".."004") the lesson
+	// teaches, main one first. Not the RNG seed: that is Seed.
+	Articles []string `yaml:"articles" json:"articles,omitempty"`
 
 	// Narration steps show at their time (predict → watch → explain).
 	Narration []Step `yaml:"narration" json:"narration,omitempty"`
@@ -36,6 +39,8 @@ type Experiment struct {
 	Mix            MixSpec  `yaml:"mix" json:"mix"`
 	ClientTimeout  Duration `yaml:"client_timeout" json:"client_timeout"`   // default 2s
 	MaxOutstanding int      `yaml:"max_outstanding" json:"max_outstanding"` // default 4096
+	// ClientRetry is the clients' retry policy; omitted: no retries.
+	ClientRetry ClientRetrySpec `yaml:"client_retry" json:"client_retry,omitzero"`
 
 	Nodes   NodesSpec   `yaml:"nodes" json:"nodes"`
 	Gateway GatewaySpec `yaml:"gateway" json:"gateway"`
@@ -56,6 +61,9 @@ type Step struct {
 	At   Duration `yaml:"at" json:"at"`
 	Kind string   `yaml:"kind" json:"kind"` // predict, watch or explain
 	Text string   `yaml:"text" json:"text"`
+	// Predict, on a predict step, names the number the room is asked for
+	// (see Predict); nil: the step asks in words only.
+	Predict *Predict `yaml:"predict" json:"predict,omitempty"`
 }
 
 // Stage ramps the target rate linearly to Target over Duration.
@@ -201,6 +209,9 @@ func (e *Experiment) Quick() *Experiment {
 	c.Faults = scaleFaults(c.Faults, f)
 	for i := range c.Narration {
 		c.Narration[i].At = scale(c.Narration[i].At)
+		if p := c.Narration[i].Predict; p != nil {
+			p.From, p.To = scale(p.From), scale(p.To)
+		}
 	}
 	return c
 }

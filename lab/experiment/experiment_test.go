@@ -13,6 +13,7 @@ import (
 const goodExperiment = `
 name: t1
 title: A test
+articles: ["000", "003"]
 duration: 40s
 seed: 7
 stages:
@@ -57,6 +58,9 @@ func TestParseExperimentHappy(t *testing.T) {
 	if e.Redis != "off" || e.Gateway.RestartDelay.D() != DefaultRestartDelay {
 		t.Errorf("redis %q restart_delay %v", e.Redis, e.Gateway.RestartDelay)
 	}
+	if len(e.Articles) != 2 || e.Articles[0] != "000" || e.Articles[1] != "003" {
+		t.Errorf("articles %q", e.Articles)
+	}
 	th := e.ParsedThresholds()
 	if len(th) != 2 || th[0].Name != "p0_success_rate" || th[0].Op != ">=" || th[0].Value != 0.99 {
 		t.Errorf("thresholds: %+v", th)
@@ -100,6 +104,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"bad redis", "name: x\nduration: 1s\nredis: maybe\n", "line 3: redis"},
 		{"tick too slow", "name: x\nduration: 1s\ntick: 1s\n", "tick"},
 		{"empty", "", "empty file"},
+		{"bad article", "name: x\nduration: 1s\narticles: [\"003\", \"3\"]\n", "line 3: articles.1"},
+		{"unknown article", "name: x\nduration: 1s\narticles: [\"005\"]\n", "000..004"},
 		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},
 	}
 	for _, tt := range tests {
@@ -257,6 +263,90 @@ func TestExperimentRoutesByPriority(t *testing.T) {
 		bad := strings.Replace(good, "    P0: {predict: 1}\n", tt.yaml, 1)
 		if _, err := ParseExperiment([]byte(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: err %v, want one naming %s", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+func TestPredictBlock(t *testing.T) {
+	const base = "name: x\nduration: 40s\nnarration:\n"
+	good := base + `  - {at: 2s, kind: predict, text: "How many P0 succeed?", predict: {metric: p0_success_rate}}
+  - {at: 10s, kind: predict, text: "And goodput after the fault?", predict: {metric: goodput_rps, question: "goodput after?", from: 20s}}
+  - {at: 25s, kind: explain, text: "Here it is."}
+  - {at: 30s, kind: predict, text: "Timeouts in the end?", predict: {metric: timeout_rate}}
+`
+	e, err := ParseExperiment([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := e.Narration[0].Predict.AskedQuestion(); q != "P0 success %?" {
+		t.Errorf("default question %q", q)
+	}
+	if q := e.Narration[1].Predict.AskedQuestion(); q != "goodput after?" {
+		t.Errorf("question %q", q)
+	}
+	for _, tt := range []struct {
+		step, measuredAt int
+		from             time.Duration
+	}{{0, 2, 2 * time.Second}, {1, 2, 20 * time.Second}, {3, -1, 30 * time.Second}} {
+		if got := e.MeasuredAt(tt.step); got != tt.measuredAt {
+			t.Errorf("MeasuredAt(%d) = %d, want %d", tt.step, got, tt.measuredAt)
+		}
+		if got := e.MeasureFrom(tt.step).D(); got != tt.from {
+			t.Errorf("MeasureFrom(%d) = %v, want %v", tt.step, got, tt.from)
+		}
+	}
+	// Quick scales from with the rest; Clone copies the block.
+	q := e.Quick()
+	if got := q.Narration[1].Predict.From.D(); got != 10*time.Second {
+		t.Errorf("quick from %v, want 10s", got)
+	}
+	c := e.Clone()
+	c.Narration[0].Predict.Metric = "goodput_rps"
+	if e.Narration[0].Predict.Metric != "p0_success_rate" {
+		t.Error("Clone shares the predict block")
+	}
+
+	for _, tt := range []struct{ name, step, want string }{
+		{"unknown metric", `{at: 1s, kind: predict, text: a, predict: {metric: happiness}}`, "line 4: narration.0.predict.metric: \"happiness\": want one of"},
+		{"not a predict step", `{at: 1s, kind: watch, text: a, predict: {metric: goodput_rps}}`, "narration.0.predict: only a predict step"},
+		{"from after the explain", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 30s}}` + "\n  - {at: 20s, kind: explain, text: b}", "narration.0.predict.from: 30s is after the explain step"},
+		{"to before from", `{at: 5s, kind: predict, text: a, predict: {metric: goodput_rps, to: 3s}}`, "narration.0.predict.to: 3s: want a time after the measurement starts"},
+		{"to after the explain", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, to: 30s}}` + "\n  - {at: 20s, kind: explain, text: b}", "is after the explain step that shows"},
+		{"long question", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, question: "` + strings.Repeat("why ", 20) + `"}}`, "keep it under 60"},
+		{"unknown field", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, unit: "%"}}`, "field unit not found"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExperiment([]byte(base + "  - " + tt.step + "\n"))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestClientRetry(t *testing.T) {
+	e, err := ParseExperiment([]byte("name: x\nduration: 1s\nclient_retry: {attempts: 3, on: [timeout, 5xx, 429], backoff: 100ms, max_backoff: 1s, budget: 0.1, budget_min_per_second: 2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.ClientRetry.Policy()
+	if p.Attempts != 3 || len(p.On) != 3 || p.Backoff != 100*time.Millisecond || p.MaxBackoff != time.Second || p.Budget != 0.1 || p.BudgetMinPerSecond != 2 {
+		t.Errorf("policy %+v", p)
+	}
+	c := e.Clone()
+	c.ClientRetry.On[0] = "error"
+	if e.ClientRetry.On[0] != "timeout" {
+		t.Error("Clone shares client_retry.on")
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"client_retry: {attempts: 20}", "line 3: client_retry.attempts: want 0..10"},
+		{"client_retry: {attempts: 2, on: [404]}", "client_retry.on"},
+		{"client_retry: {budget: 2}", "client_retry.budget"},
+		{"client_retry: {backoff: forever}", "forever is not a backoff"},
+		{"client_retry: {tries: 2}", "field tries not found"},
+	} {
+		if _, err := ParseExperiment([]byte("name: x\nduration: 1s\n" + tt.yaml + "\n")); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.yaml, err, tt.want)
 		}
 	}
 }

@@ -51,6 +51,11 @@ func (e *Experiment) normalizeIdentity(p *problems) {
 	if e.Title == "" {
 		e.Title = e.Name
 	}
+	for i, a := range e.Articles {
+		if len(a) != 3 || a < "000" || a > "004" {
+			p.add(fmt.Sprintf("articles.%d", i), "%q: want a seed article number, 000..004", a)
+		}
+	}
 	if e.Tick == 0 {
 		e.Tick = Duration(DefaultTick)
 	}
@@ -106,6 +111,7 @@ func (e *Experiment) normalizeClient(p *problems) {
 	if e.MaxOutstanding < 1 || e.MaxOutstanding > 1<<20 {
 		p.add("max_outstanding", "%d: want 1..1048576", e.MaxOutstanding)
 	}
+	e.validateClientRetry(p)
 }
 
 // normalizeNodes: the model tier's size and knobs.
@@ -200,6 +206,7 @@ func (e *Experiment) validateNarration(p *problems) {
 		if i > 0 && s.At < e.Narration[i-1].At {
 			p.add(path+".at", "%s is before the previous step (%s): keep steps in order", s.At, e.Narration[i-1].At)
 		}
+		e.validatePredict(p, i)
 	}
 }
 

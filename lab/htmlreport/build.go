@@ -56,6 +56,7 @@ func build(runs []*Run) (*page, error) {
 	p.Figures = figuresTable(runs)
 	p.Tiles = tiles(p.Figures)
 	p.Checks = checksTable(runs)
+	p.Predictions = predictionsOf(runs, p.Runs)
 	return p, nil
 }
 

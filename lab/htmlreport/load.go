@@ -22,6 +22,14 @@ type (
 	event          = runfiles.Event
 	summary        = runfiles.Summary
 	runInfo        = runfiles.RunInfo
+	runPrediction  = runfiles.Prediction
+)
+
+var (
+	// readPredictions pairs a run's prediction events by step.
+	readPredictions = runfiles.ReadPredictions
+	// fmtPredictionValue prints a prediction's number in its unit.
+	fmtPredictionValue = runfiles.FormatPredictionValue
 )
 
 // Event kinds the report draws.

@@ -13,8 +13,11 @@ type page struct {
 	Tiles    []tile    `json:"tiles"` // the few figures that tell the story, on top
 	Figures  table     `json:"figures"`
 	Checks   checks    `json:"thresholds"`
-	Notes    []string  `json:"notes,omitempty"` // caveats about the data
-	Geom     geom      `json:"geom"`            // the charts' SVG geometry, for the hover script
+	// Predictions are the numbers typed at the lessons' predict steps
+	// beside what the runs measured (none: the panel is left out).
+	Predictions []prediction `json:"predictions,omitempty"`
+	Notes       []string     `json:"notes,omitempty"` // caveats about the data
+	Geom        geom         `json:"geom"`            // the charts' SVG geometry, for the hover script
 }
 
 // geom is the SVG geometry every chart shares: the plot starts L units from
@@ -59,6 +62,9 @@ type mark struct {
 	Step int     `json:"step"`
 	Kind string  `json:"kind"` // predict, watch, explain
 	Text string  `json:"text"`
+	// Prediction is a predict step's answer beside its measurement:
+	// "predicted 60 % · measured 99.9 %" ("" for other steps).
+	Prediction string `json:"prediction,omitempty"`
 }
 
 // chart is one panel over the shared time axis.

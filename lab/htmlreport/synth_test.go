@@ -68,6 +68,18 @@ func (sy synth) write(t testing.TB, dir string) string {
 		kind := []string{"predict", "watch", "watch", "explain"}[i]
 		ev(at(share)+0.001, runfiles.EventNarration, fmt.Sprintf("Step %d of %s: what happens next?", i+1, sy.name), map[string]any{"step": i + 1, "kind": kind})
 	}
+	// The room's answer at the predict step (skipped in the protected run)
+	// and the measurement the explain step wrote.
+	pred, measured := 60.0, 34.2
+	if sy.protected {
+		measured = 99.9
+	}
+	ev(at(0)+0.5, runfiles.EventPrediction, "P0 success %?", runfiles.PredictionFields(1, "p0_success_rate", "P0 success %?", pred, sy.protected))
+	mp := runfiles.Prediction{Step: 1, ExplainStep: 4, Metric: "p0_success_rate", Unit: "%", Question: "P0 success %?", Measured: &measured, FromS: 0, ToS: at(0.75)}
+	if !sy.protected {
+		mp.Predicted = &pred
+	}
+	ev(at(0.75)+0.002, runfiles.EventPredictionMeasured, "P0 success", runfiles.MeasuredFields(mp))
 	ev(killFrom, runfiles.EventFaultApply, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
 	ev(killTo, runfiles.EventFaultRevert, "node_kill #2", map[string]any{"fault": "node_kill", "detail": "#2"})
 	ev(latFrom, runfiles.EventFaultApply, "model_latency ×3", map[string]any{"fault": "model_latency", "detail": "×3"})

@@ -83,6 +83,8 @@ type Config struct {
 	// Seed seeds the arrival gaps and the mix draws, so a run's schedule is
 	// reproducible.
 	Seed int64
+	// Retry is the clients' retry policy; the zero value never retries.
+	Retry RetryPolicy
 }
 
 // Validate reports the first thing wrong with c, naming the field.
@@ -103,6 +105,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxOutstanding <= 0 {
 		return fmt.Errorf("load: max_outstanding: must be > 0, got %d", c.MaxOutstanding)
+	}
+	if err := c.Retry.Validate(); err != nil {
+		return err
 	}
 	return c.Mix.Validate()
 }

@@ -49,6 +49,11 @@ type Generator struct {
 
 	stats *stats
 
+	budget   *retryBudget  // nil without a retry budget
+	jit      *jitter       // backoff jitter
+	stopping chan struct{} // closed when Run stops scheduling: no more retries
+	stopOnce sync.Once
+
 	timeMu  sync.Mutex // guards started, stopped
 	started time.Time  // Run began scheduling
 	stopped time.Time  // Run stopped scheduling (zero while scheduling)
@@ -95,9 +100,14 @@ func New(cfg Config, opts ...Option) (*Generator, error) {
 		return nil, err
 	}
 	g := &Generator{
-		cfg:   cfg,
-		wake:  make(chan struct{}, 1),
-		stats: newStats(),
+		cfg:      cfg,
+		wake:     make(chan struct{}, 1),
+		stats:    newStats(),
+		jit:      newJitter(cfg.Seed),
+		stopping: make(chan struct{}),
+	}
+	if cfg.Retry.Budget > 0 {
+		g.budget = newRetryBudget(cfg.Retry)
 	}
 	g.targets = normalizeTargets(cfg.Targets)
 	for _, o := range opts {
@@ -240,6 +250,7 @@ func (g *Generator) Run(ctx context.Context) error {
 	g.timeMu.Lock()
 	g.stopped = end
 	g.timeMu.Unlock()
+	g.stopOnce.Do(func() { close(g.stopping) })
 	g.wg.Wait()
 	g.client.CloseIdleConnections()
 	return nil
@@ -365,9 +376,56 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		o := g.send(spec)
+		o := g.request(spec)
 		lat := g.clock.Since(t)
 		g.stats.finish(spec.priority, o, lat)
 		g.outstanding.Add(-1)
 	}()
+}
+
+// request sends an arrival's attempts — one, or more under the retry
+// policy — and returns the last attempt's outcome. Once Run stops
+// scheduling, no further retry is sent.
+func (g *Generator) request(s spec) wire.Outcome {
+	p := g.cfg.Retry
+	for n := 1; ; n++ {
+		if n == 1 && g.budget != nil {
+			g.budget.request(g.clock.Now())
+		}
+		g.stats.attempt(s.priority, n > 1)
+		o, status := g.send(s, n)
+		if n >= p.Attempts || !p.retries(o, status) {
+			return o
+		}
+		if g.budget != nil && !g.budget.withdraw(g.clock.Now()) {
+			g.stats.retryDenied()
+			return o
+		}
+		if !g.waitToRetry(p.backoff(n, g.jit.float)) {
+			return o
+		}
+		if _, shed := o.ShedReason(); shed {
+			g.stats.shedRetried() // a shed the gateway counted, not this request's outcome
+		}
+	}
+}
+
+// waitToRetry waits d on the generator's clock; false when Run stopped
+// scheduling first (no retry is sent after the end).
+func (g *Generator) waitToRetry(d time.Duration) bool {
+	if d > 0 {
+		t := g.clock.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.Chan():
+		case <-g.stopping:
+			return false
+		}
+	}
+	select {
+	case <-g.stopping:
+		return false
+	default:
+		return true
+	}
 }

@@ -20,27 +20,37 @@ import (
 // fallback marker; the rest is read and discarded.
 const maxSmallBody = 1 << 20
 
-// send performs one request and returns its outcome. It never returns
-// generator_dropped. The request is bounded by the client timeout from now, body
-// included, and is not tied to the Run context.
-func (g *Generator) send(s spec) wire.Outcome {
+// send performs attempt number attempt (1 for the first) and returns its outcome and HTTP status (0
+// when no answer came). It never returns generator_dropped. The attempt is
+// bounded by the client timeout from now, body included, and is not tied
+// to the Run context.
+func (g *Generator) send(s spec, attempt int) (wire.Outcome, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
 	defer cancel()
 	req, err := newRequest(ctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return wire.OutcomeError
+		return wire.OutcomeError, 0
 	}
+	req.Header.Set(wire.HeaderAttempt, strconv.Itoa(attempt))
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return errorOutcome(ctx, err)
+		return errorOutcome(ctx, err), 0
 	}
 	defer resp.Body.Close()
+	return g.readAnswer(ctx, s, resp), resp.StatusCode
+}
 
+// readAnswer reads resp to its end (slowly for a slow client) and
+// classifies it.
+func (g *Generator) readAnswer(ctx context.Context, s spec, resp *http.Response) wire.Outcome {
 	var body io.Reader = resp.Body
 	if s.slowBps > 0 {
 		body = &slowReader{ctx: ctx, r: body, bps: s.slowBps, start: time.Now()}
 	}
-	var r bodyResult
+	var (
+		r   bodyResult
+		err error
+	)
 	if s.route == RouteChatStream && resp.StatusCode == http.StatusOK {
 		r, err = readSSE(body)
 	} else {

@@ -58,9 +58,13 @@ func quantileMs(h *hdrhistogram.Histogram, q float64) float64 {
 
 // counters are the plain counts; a Window is the difference of two.
 type counters struct {
-	offered  uint64
-	outcomes [wire.NumOutcomes]uint64
-	prio     [3]struct {
+	offered     uint64
+	attempts    uint64 // attempts sent, first ones and retries
+	retries     uint64 // attempts after the first
+	denied      uint64 // retries the retry budget refused
+	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
+	outcomes    [wire.NumOutcomes]uint64
+	prio        [3]struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
@@ -99,6 +103,31 @@ func (s *stats) offer(p priority) {
 	s.mu.Lock()
 	s.total.offered++
 	s.total.prio[p].offered++
+	s.mu.Unlock()
+}
+
+// attempt counts one attempt sent (a retry when retry is set).
+func (s *stats) attempt(_ priority, retry bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.attempts++
+	if retry {
+		s.total.retries++
+	}
+}
+
+// shedRetried counts an attempt the gateway shed that is being retried:
+// the gateway counted the shed, the request goes on.
+func (s *stats) shedRetried() {
+	s.mu.Lock()
+	s.total.shedRetried++
+	s.mu.Unlock()
+}
+
+// retryDenied counts a retry the budget refused.
+func (s *stats) retryDenied() {
+	s.mu.Lock()
+	s.total.denied++
 	s.mu.Unlock()
 }
 

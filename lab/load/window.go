@@ -20,10 +20,16 @@ type Window struct {
 	AchievedRPS float64 // Offered / Duration: arrivals actually scheduled in the window per second
 	Outstanding int     // requests in flight now
 
-	Offered      uint64            // arrivals in the window
-	OfferedTotal uint64            // arrivals since the start
-	Outcomes     map[string]uint64 // outcomes that ended in the window, by name
-	OutcomeTotal map[string]uint64 // outcomes since the start, by name
+	Offered      uint64 // arrivals in the window
+	OfferedTotal uint64 // arrivals since the start
+	// Attempts counts the attempts sent in the window, first ones and
+	// retries (RetryPolicy); Retries the retries among them; the …Total
+	// fields count since the start, RetriesDeniedTotal the retries the
+	// retry budget refused.
+	Attempts, Retries                               uint64
+	AttemptsTotal, RetriesTotal, RetriesDeniedTotal uint64
+	Outcomes                                        map[string]uint64 // outcomes that ended in the window, by name
+	OutcomeTotal                                    map[string]uint64 // outcomes since the start, by name
 
 	// AdmittedP50Ms and AdmittedP99Ms are the latency, from the intended
 	// arrival time, of requests admitted by the gateway (sent and not shed)
@@ -66,6 +72,10 @@ type Totals struct {
 
 	Offered  uint64
 	Outcomes map[string]uint64 // all outcomes, generator_dropped included
+	// Attempts, Retries and RetriesDenied: see Window. ShedRetried counts
+	// attempts the gateway shed that were retried: sheds the gateway
+	// counted that are no request's outcome.
+	Attempts, Retries, RetriesDenied, ShedRetried uint64
 
 	ByPriority map[string]PriorityTotals
 
@@ -129,6 +139,8 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 	}
 	w.Offered = cur.offered - prev.offered
 	w.OfferedTotal = cur.offered
+	w.Attempts, w.Retries = cur.attempts-prev.attempts, cur.retries-prev.retries
+	w.AttemptsTotal, w.RetriesTotal, w.RetriesDeniedTotal = cur.attempts, cur.retries, cur.denied
 	w.Outcomes = outcomeMap(&delta)
 	w.OutcomeTotal = outcomeMap(&cur.outcomes)
 	if w.Duration > 0 {
@@ -164,7 +176,8 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 func (s *stats) totals(now, started time.Time, target float64, outstanding int) Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered}
+	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered,
+		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried}
 	if !started.IsZero() {
 		t.Elapsed = now.Sub(started)
 		if t.Elapsed > 0 {

@@ -17,6 +17,7 @@ type digest struct {
 	elapsed   float64
 	dt        float64
 	offered   float64 // arrivals in the tick
+	ok        float64 // outcome ok in the tick
 	capacity  float64 // req/s
 	limit     float64
 	liveSlots float64
@@ -109,6 +110,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 		elapsed:  a.elapsed(s.Time),
 		dt:       dt,
 		offered:  s.OfferedRPS * dt,
+		ok:       s.GoodputRPS * dt,
 		capacity: s.CapacityRPS,
 		limit:    s.ConcurrencyLimit,
 		rss:      s.RSSBytes,
@@ -177,6 +179,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		OOMKills:          in.OOMKills,
 		Restarts:          in.Restarts,
 	}
+	// The gateway counts every shed attempt; the clients retried some.
+	s.ShedCheck.Client += t.ShedRetried
 	s.ShedCheck.Gateway = in.GatewayShed
 	s.ShedCheck.Exact = in.ShedExact
 	s.ShedCheck.InDoubt = t.Outcomes[wire.OutcomeTimeout.String()]
@@ -185,6 +189,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	for _, f := range a.faults {
 		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.Exp.ClientTimeout.D().Seconds()))
 	}
+	s.Recovery = a.recovery(endS)
+	s.ClientAttempts, s.ClientRetries, s.ClientRetriesDenied = t.Attempts, t.Retries, t.RetriesDenied
 	s.evaluate(in.Exp.ParsedThresholds())
 	return s
 }

@@ -30,6 +30,11 @@ const (
 	EventRecordStop   = "record_stop"
 	EventError        = "error"
 	EventLoadFinished = "load_finished"
+	// EventPrediction is the room's answer at a predict step;
+	// EventPredictionMeasured the lab's measurement of the same quantity
+	// (see Prediction for their fields).
+	EventPrediction         = "prediction"
+	EventPredictionMeasured = "prediction_measured"
 	// EventLevel is a gateway's overload level change, with the signal,
 	// value and threshold that caused it (from its GET /admin/state).
 	EventLevel = "level"

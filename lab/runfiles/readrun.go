@@ -19,6 +19,9 @@ type Run struct {
 	// Partial is true when summary.json is missing (the run was killed):
 	// Summary is then rebuilt from the last sample and has no latencies.
 	Partial bool
+	// Predictions are the run's predict steps from events.jsonl (nil when
+	// it has none, or no events file).
+	Predictions []Prediction
 }
 
 // ReadRun reads a run folder. A folder without summary.json (a killed run)
@@ -30,6 +33,10 @@ func ReadRun(dir string) (*Run, error) {
 		if json.Unmarshal(b, &info) == nil {
 			r.Info = &info
 		}
+	}
+	// A torn or missing events file leaves what could be read.
+	if evs, _ := ReadEvents(dir); len(evs) > 0 {
+		r.Predictions = ReadPredictions(evs)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
 	switch {

@@ -110,6 +110,23 @@ var reportRows = []reportRow{
 		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
 	}},
+	{"recovery after faults", func(r *Run) string {
+		rc := r.Summary.Recovery
+		switch {
+		case rc == nil:
+			return "-"
+		case rc.Recovered:
+			return fmt.Sprintf("%.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+		}
+		return fmt.Sprintf("never in %.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+	}},
+	{"client retries (denied)", func(r *Run) string {
+		s := r.Summary
+		if s.ClientRetries == 0 && s.ClientRetriesDenied == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s (%s)", count(s.ClientRetries), count(s.ClientRetriesDenied))
+	}},
 	{"attempts / admitted", func(r *Run) string {
 		if r.Summary.UpstreamAttempts == 0 {
 			return "-"
@@ -219,6 +236,15 @@ func WriteReport(w io.Writer, runs []*Run) error {
 				total += wd
 			}
 			b.WriteString(strings.Repeat("─", total+2*(len(width)-1)) + "\n")
+		}
+	}
+	for _, r := range runs {
+		if len(r.Predictions) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s: predictions\n", r.Summary.Name)
+		for _, p := range r.Predictions {
+			fmt.Fprintf(&b, "  %s\n", p.PredictionLine())
 		}
 	}
 	for _, r := range runs {

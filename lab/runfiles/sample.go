@@ -18,6 +18,13 @@ type Sample struct {
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
 	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
 	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
+	// ClientRetryRPS is the clients' retries sent per second (attempts
+	// after a request's first; see the experiment's client_retry). Offered
+	// counts original requests only: the gateway sees offered + retries.
+	// The gateways' own upstream retries are RetryRPS.
+	ClientRetryRPS           float64 `json:"client_retry_rps,omitempty"`
+	ClientRetriesTotal       uint64  `json:"client_retries_total,omitempty"`
+	ClientRetriesDeniedTotal uint64  `json:"client_retries_denied_total,omitempty"` // refused by the clients' retry budget
 
 	// OutcomeRPS and OutcomeTotal are keyed by the outcome names above.
 	OutcomeRPS   map[string]float64 `json:"outcome_rps"`

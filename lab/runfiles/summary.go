@@ -63,6 +63,15 @@ type Summary struct {
 	ShedCheck    ShedCheck         `json:"shed_check"`
 	// Faults has one entry per fault application, in time order.
 	Faults []FaultSummary `json:"faults,omitempty"`
+	// Recovery is how goodput came back after the faults ended (nil
+	// without faults, or with one active at the end).
+	Recovery *RecoverySummary `json:"recovery,omitempty"`
+	// ClientAttempts counts the attempts the clients sent: Offered requests
+	// plus ClientRetries (their retry policy); ClientRetriesDenied are the
+	// retries their retry budget refused.
+	ClientAttempts      uint64 `json:"client_attempts,omitempty"`
+	ClientRetries       uint64 `json:"client_retries,omitempty"`
+	ClientRetriesDenied uint64 `json:"client_retries_denied,omitempty"`
 
 	// UpstreamAttempts is how many attempts the gateways sent to nodes from
 	// the first sample on (first tries, retries, hedges; a gateway restart
@@ -105,7 +114,7 @@ type GatewaySummary struct {
 }
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
-// client saw. Exact is false when a gateway restarted during the run (its
+// client saw on every attempt (a shed attempt that was retried counts). Exact is false when a gateway restarted during the run (its
 // counters since the last scrape before the kill are lost).
 //
 // The two counts cover the same requests except those the client gave up
@@ -229,6 +238,13 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return rate(wire.OutcomeTimeout.String()), ""
 	case "generator_dropped":
 		return float64(s.Outcomes[wire.OutcomeGeneratorDropped.String()]), ""
+	case "recovery_s", "goodput_ratio_after_faults":
+		return s.recoveryMetric(name)
+	case "client_retry_ratio":
+		if s.Offered == 0 {
+			return 0, ""
+		}
+		return round(float64(s.ClientRetries)/float64(s.Offered), 6), ""
 	}
 	return math.NaN(), "unknown metric"
 }

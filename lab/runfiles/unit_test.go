@@ -45,6 +45,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
+		Recovery:   &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
 		v, note := s.Metric(name)

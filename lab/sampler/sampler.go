@@ -138,6 +138,8 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	smp.OfferedRPS = per(w.Offered)
 	smp.Outstanding = w.Outstanding
 	smp.OfferedTotal = w.OfferedTotal
+	smp.ClientRetryRPS = per(w.Retries)
+	smp.ClientRetriesTotal, smp.ClientRetriesDeniedTotal = w.RetriesTotal, w.RetriesDeniedTotal
 	smp.AdmittedP50Ms, smp.AdmittedP99Ms = w.AdmittedP50Ms, w.AdmittedP99Ms
 	smp.AdmittedHist = encodeHist(w.AdmittedHist)
 	smp.OutcomeRPS = map[string]float64{}

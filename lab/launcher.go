@@ -1,0 +1,91 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/levee-lab/levee/lab/experiment"
+)
+
+// ErrLauncherClosed is returned by Launch after Close.
+var ErrLauncherClosed = errors.New("lab: launcher closed")
+
+// Launcher runs one lab at a time, for a dashboard whose lesson picker
+// switches lessons: Launch stops the current lab — load, faults, the
+// recording, every child process, its temporary folder — and only then
+// opens the next one with the same Options. Safe for concurrent use; a
+// switch holds the launcher until it is done, so a Close during a switch
+// waits for it and stops the lab it opened.
+type Launcher struct {
+	opts Options
+
+	mu     sync.Mutex // held for a whole Launch or Close
+	cur    *Lab       // guarded by mu
+	closed bool       // guarded by mu
+}
+
+// NewLauncher returns a Launcher that opens labs with opts.
+func NewLauncher(opts Options) *Launcher { return &Launcher{opts: opts} }
+
+// Launch stops the current lab, if any, and opens exp. It returns when
+// every child of the new lab is ready. When the current lab does not stop
+// within ctx the new one is not started (its children could not be said to
+// be gone); when the new one fails to open, no lab runs and Current is nil.
+func (s *Launcher) Launch(ctx context.Context, exp *experiment.Experiment) (*Lab, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrLauncherClosed
+	}
+	if err := s.stopLocked(ctx); err != nil {
+		return nil, err
+	}
+	l, err := Open(ctx, exp, s.opts)
+	if err != nil {
+		return nil, err
+	}
+	s.cur = l
+	return l, nil
+}
+
+// stopLocked stops the current lab and waits until it is torn down. A
+// recording it could not finish is reported by its Wait, not here: the
+// switch goes on.
+func (s *Launcher) stopLocked(ctx context.Context) error {
+	if s.cur == nil {
+		return nil
+	}
+	old := s.cur
+	err := old.Stop(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("lab: %s did not stop in time: %w", old.exp.Name, err)
+	}
+	s.cur = nil
+	return nil
+}
+
+// Current is the lab running now (nil before the first Launch, after a
+// failed one and after Close).
+func (s *Launcher) Current() *Lab {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// Close stops the current lab and refuses further launches. It returns
+// the stopped lab's Wait error (its recording), or ctx's error.
+func (s *Launcher) Close(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.cur == nil {
+		return nil
+	}
+	old := s.cur
+	if err := s.stopLocked(ctx); err != nil {
+		return err
+	}
+	return old.Wait()
+}

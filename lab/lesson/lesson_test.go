@@ -1,0 +1,180 @@
+package lesson
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/charmbracelet/x/exp/golden"
+)
+
+func lessonYAML(name, title, articles, desc string) string {
+	s := "name: " + name + "\ntitle: \"" + title + "\"\n"
+	if articles != "" {
+		s += "articles: " + articles + "\n"
+	}
+	return s + "description: |\n  " + desc + "\nduration: 10s\n"
+}
+
+var testFS = fstest.MapFS{
+	"10-queues.yaml":     {Data: []byte(lessonYAML("10-queues", "10 · Queues do not fix overload", `["000"]`, "A big queue. Only adds latency."))},
+	"02-semaphore.yaml":  {Data: []byte(lessonYAML("02-semaphore", "02 · The semaphore", `["000"]`, "One node, 50 slots,\n  1.2 s each, offered three times what it can serve, with a bounded queue. Then more."))},
+	"02b-compare.yaml":   {Data: []byte(lessonYAML("02b-compare", "02b · The same, compared", "", "No article named."))},
+	"free.yaml":          {Data: []byte(lessonYAML("free-play", "Free play", `["001", "002"]`, "No number at all"))},
+	"notes.txt":          {Data: []byte("not a lesson")},
+	"sub/ignored.yaml":   {Data: []byte("not at the root")},
+	"04-node-loss.yaml":  {Data: []byte(lessonYAML("04-node-loss", "04 · Node loss", `["000"]`, "Kill one. Watch."))},
+	"04b-node-loss.yaml": {Data: []byte(lessonYAML("04-node-loss-static", "04b · Node loss, static", `["000"]`, "Static. Compare."))},
+}
+
+func TestLoadOrderAndFields(t *testing.T) {
+	ls, err := Load(testFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ls {
+		got = append(got, l.Number+" "+l.Name)
+	}
+	want := "02 02-semaphore|02b 02b-compare|04 04-node-loss|04b 04-node-loss-static|10 10-queues|- free-play"
+	if strings.Join(got, "|") != want {
+		t.Errorf("order:\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+	sem := ls[0]
+	if sem.Title != "The semaphore" || sem.Line != "One node, 50 slots, 1.2 s each, offered three times what it can serve, with a bounded queue." || sem.File != "02-semaphore.yaml" {
+		t.Errorf("fields: %+v", sem)
+	}
+	if len(sem.Articles) != 1 || sem.Articles[0] != "000" || sem.Experiment == nil || len(sem.Source) == 0 {
+		t.Errorf("articles %q, experiment %v, source %d bytes", sem.Articles, sem.Experiment, len(sem.Source))
+	}
+	if free := ls[5]; free.Title != "Free play" || free.Line != "No number at all" {
+		t.Errorf("unnumbered lesson: %+v", free)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		fsys fstest.MapFS
+		want string
+	}{
+		{"empty", fstest.MapFS{"README.md": {Data: []byte("# hi")}}, "no *.yaml files"},
+		{"broken yaml", fstest.MapFS{"01-a.yaml": {Data: []byte("name: [\n")}}, "lesson 01-a.yaml"},
+		{"invalid lesson", fstest.MapFS{"01-a.yaml": {Data: []byte("name: a\nduration: 1s\nbogus: 1\n")}}, "line 3: field bogus"},
+		{"bad article", fstest.MapFS{"01-a.yaml": {Data: []byte("name: a\nduration: 1s\narticles: [\"9\"]\n")}}, "articles.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.fsys)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestFind(t *testing.T) {
+	ls, err := Load(testFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key, want string // want "" = not found
+	}{
+		{"02-semaphore", "02-semaphore"},
+		{"02", "02-semaphore"},
+		{"2", "02-semaphore"},
+		{"04b", "04-node-loss-static"},
+		{"04", "04-node-loss"},
+		{"04b-node-loss", "04-node-loss-static"}, // the file name
+		{"experiments/10-queues.yaml", "10-queues"},
+		{"free", "free-play"}, // a unique prefix
+		{"04-node", ""},       // two lessons start so
+		{"99", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		l, ok := Find(ls, tt.key)
+		if (tt.want == "") == ok || (ok && l.Name != tt.want) {
+			t.Errorf("Find(%q) = %q, %v; want %q", tt.key, l.Name, ok, tt.want)
+		}
+	}
+}
+
+func TestFirstSentence(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"One. Two.", "One."},
+		{"Mean 1.2 s per call, so 42 req/s.\nMore.", "Mean 1.2 s per call, so 42 req/s."},
+		{"  spread\n  over   lines ", "spread over lines"},
+		{"", ""},
+	} {
+		if got := FirstSentence(tt.in); got != tt.want {
+			t.Errorf("FirstSentence(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestEmbeddedLessons: every lesson of experiments/ is in the binary, parses,
+// has a number and names the seed articles it teaches.
+func TestEmbeddedLessons(t *testing.T) {
+	ls, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../../experiments/*.yaml")
+	if len(ls) != len(files) || len(ls) == 0 {
+		t.Fatalf("%d embedded lessons, %d files in experiments/", len(ls), len(files))
+	}
+	for _, l := range ls {
+		if l.Number == "-" || len(l.Articles) == 0 || l.Line == "" {
+			t.Errorf("%s: number %q, articles %q, line %q", l.File, l.Number, l.Articles, l.Line)
+		}
+	}
+	if n := MaxOutstanding(ls); n < 1000 {
+		t.Errorf("MaxOutstanding = %d", n)
+	}
+}
+
+func TestWriteListGolden(t *testing.T) {
+	ls, err := Load(testFS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		width int
+	}{{"whole", 0}, {"80", 80}, {"60", 60}, {"40", 40}} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteList(&b, ls, tt.width); err != nil {
+				t.Fatal(err)
+			}
+			if tt.width > 0 {
+				for i, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+					if n := runes(line); n > tt.width && i > 0 { // the header may overflow a tiny width
+						t.Errorf("line %d is %d columns, wider than %d: %q", i+1, n, tt.width, line)
+					}
+				}
+			}
+			golden.RequireEqual(t, b.Bytes())
+		})
+	}
+}
+
+func TestWriteDetailGolden(t *testing.T) {
+	ls, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := Find(ls, "03")
+	if !ok {
+		t.Fatal("lesson 03 not found")
+	}
+	var b bytes.Buffer
+	if err := WriteDetail(&b, l, 100); err != nil {
+		t.Fatal(err)
+	}
+	golden.RequireEqual(t, b.Bytes())
+}
