@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/openai"
 )
 
@@ -21,6 +22,8 @@ type job struct {
 	predict                   bool
 	model                     string
 	promptTokens, complTokens int
+	finish                    string // finish_reason of a chat answer
+	includeUsage              bool   // a stream ends with a usage chunk
 }
 
 func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -37,7 +40,9 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = "levee-fake"
 	}
-	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: req.CompletionTokens()})
+	compl, finish := req.Completion(n.Knobs().AnswerTokens)
+	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: compl,
+		finish: finish, includeUsage: req.IncludeUsage})
 }
 
 func (n *Node) handlePredict(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +68,9 @@ func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		return nil, false
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err == nil {
+		httpbody.Done(w) // the answer may take long: no read deadline while it is made
+	}
 	if err != nil {
 		n.count(OutcomeBadRequest)
 		var mbe *http.MaxBytesError
@@ -91,7 +99,9 @@ func (n *Node) badRequest(w http.ResponseWriter, err error) {
 func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	ctx := r.Context()
 	k := n.Knobs()
-	switch err := n.slots.acquire(ctx, k.Overflow, k.QueueSize, k.AbortOnDisconnect, n.closed); {
+	err := n.slots.acquire(ctx, k.Overflow, k.QueueSize, k.AbortOnDisconnect, n.closed)
+	n.markBackpressure(w)
+	switch {
 	case errors.Is(err, errNoSlot):
 		n.count(OutcomeRejected)
 		w.Header().Set("Retry-After", "1")
@@ -131,6 +141,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
 		return // hard close
 	}
+	n.markBackpressure(w)
 	el := time.Since(start)
 	n.metrics.service.Observe(el.Seconds())
 	if ctx.Err() != nil {
@@ -204,6 +215,7 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 			continue
 		}
 		if i == 0 {
+			n.markBackpressure(w)
 			h := w.Header()
 			h.Set("Content-Type", "text/event-stream")
 			h.Set("Cache-Control", "no-cache")
@@ -233,8 +245,17 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 		n.count(OutcomeAborted)
 		return
 	}
-	stop := "stop"
-	buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &stop)
+	if j.complTokens == 0 { // nothing streamed yet: the headers go now
+		n.markBackpressure(w)
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+	}
+	buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &j.finish)
+	if j.includeUsage {
+		buf = appendUsageChunk(buf, id, created, j.model, usage(j))
+	}
 	buf = append(buf, "data: [DONE]\n\n"...)
 	_, _ = w.Write(buf)
 	if flusher != nil {
@@ -255,6 +276,21 @@ type chunk struct {
 	Created int64         `json:"created"`
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage,omitempty"`
+}
+
+// appendUsageChunk appends the final chunk of stream_options.include_usage:
+// no choices, the usage of the whole answer.
+func appendUsageChunk(buf []byte, id string, created int64, model string, u Usage) []byte {
+	b, _ := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+		Choices: []chunkChoice{}, Usage: &u})
+	buf = append(buf, "data: "...)
+	buf = append(buf, b...)
+	return append(buf, "\n\n"...)
+}
+
+func usage(j job) Usage {
+	return Usage{PromptTokens: j.promptTokens, CompletionTokens: j.complTokens, TotalTokens: j.promptTokens + j.complTokens}
 }
 
 func appendChunk(buf []byte, id string, created int64, model string, delta map[string]string, finish *string) []byte {
@@ -302,8 +338,8 @@ func (n *Node) completion(j job) Completion {
 	}
 	return Completion{
 		ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
-		Choices: []CompletionChoice{{Message: Message{Role: "assistant", Content: sb.String()}, FinishReason: "stop"}},
-		Usage:   Usage{PromptTokens: j.promptTokens, CompletionTokens: j.complTokens, TotalTokens: j.promptTokens + j.complTokens},
+		Choices: []CompletionChoice{{Message: Message{Role: "assistant", Content: sb.String()}, FinishReason: j.finish}},
+		Usage:   usage(j),
 	}
 }
 

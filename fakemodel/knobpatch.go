@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -23,19 +23,24 @@ func (k Knobs) AsPatch() wire.KnobPatch {
 			Dist: wire.Ptr(l.Dist), P50Ms: wire.Ptr(l.P50Ms), P99Ms: wire.Ptr(l.P99Ms),
 			FixedMs: wire.Ptr(l.FixedMs), MinMs: wire.Ptr(l.MinMs), MaxMs: wire.Ptr(l.MaxMs),
 		},
-		LatencyMultiplier: wire.Ptr(k.LatencyMultiplier),
-		LatencyAddMs:      wire.Ptr(k.LatencyAddMs),
-		TTFTMs:            wire.Ptr(k.TTFTMs),
-		TokensPerS:        wire.Ptr(k.TokensPerS),
-		MsPer1kTokens:     wire.Ptr(k.MsPer1kTokens),
-		Slots:             wire.Ptr(k.Slots),
-		Overflow:          wire.Ptr(k.Overflow),
-		QueueSize:         wire.Ptr(k.QueueSize),
-		Slowdown:          wire.Ptr(k.Slowdown),
-		ErrorRate:         wire.Ptr(k.ErrorRate),
-		HangRate:          wire.Ptr(k.HangRate),
-		AbortOnDisconnect: wire.Ptr(k.AbortOnDisconnect),
-		PressurePatch:     k.Config.Patch(),
+		LatencyMultiplier:  wire.Ptr(k.LatencyMultiplier),
+		LatencyAddMs:       wire.Ptr(k.LatencyAddMs),
+		TTFTMs:             wire.Ptr(k.TTFTMs),
+		TokensPerS:         wire.Ptr(k.TokensPerS),
+		MsPer1kTokens:      wire.Ptr(k.MsPer1kTokens),
+		Slots:              wire.Ptr(k.Slots),
+		Overflow:           wire.Ptr(k.Overflow),
+		QueueSize:          wire.Ptr(k.QueueSize),
+		Slowdown:           wire.Ptr(k.Slowdown),
+		ErrorRate:          wire.Ptr(k.ErrorRate),
+		HangRate:           wire.Ptr(k.HangRate),
+		AbortOnDisconnect:  wire.Ptr(k.AbortOnDisconnect),
+		AnswerTokens:       wire.Ptr(k.AnswerTokens),
+		BackpressureQueue:  wire.Ptr(k.Backpressure.Queue),
+		BackpressureHeapMB: wire.Ptr(k.Backpressure.HeapMB),
+		BackpressureCPU:    wire.Ptr(k.Backpressure.CPU),
+		BackpressureForce:  wire.Ptr(k.Backpressure.Force),
+		PressurePatch:      k.Config.Patch(),
 	}
 }
 
@@ -61,6 +66,11 @@ func (k Knobs) Apply(p wire.KnobPatch) Knobs {
 	set(&k.ErrorRate, p.ErrorRate)
 	set(&k.HangRate, p.HangRate)
 	set(&k.AbortOnDisconnect, p.AbortOnDisconnect)
+	set(&k.AnswerTokens, p.AnswerTokens)
+	set(&k.Backpressure.Queue, p.BackpressureQueue)
+	set(&k.Backpressure.HeapMB, p.BackpressureHeapMB)
+	set(&k.Backpressure.CPU, p.BackpressureCPU)
+	set(&k.Backpressure.Force, p.BackpressureForce)
 	k.Config = k.Config.Apply(p.PressurePatch)
 	return k
 }
@@ -107,7 +117,8 @@ func decodeKnobPatch(b []byte) (wire.KnobPatch, error) {
 func jsonKnobError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return &KnobError{Field: te.Field, Msg: fmt.Sprintf("wrong type: got JSON %s, want %s", te.Value, te.Type)}
+		re := openai.TypeError(te)
+		return &KnobError{Field: re.Field, Msg: re.Msg}
 	}
 	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
 		f := strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`)

@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -87,9 +88,34 @@ type Knobs struct {
 	// client leaves. Off, the node does the work anyway and counts it in
 	// levee_fakemodel_wasted_seconds_total.
 	AbortOnDisconnect bool
+	// AnswerTokens is the natural length of an answer: a request whose
+	// max_tokens (DefaultCompletionTokens when unset) is smaller gets
+	// max_tokens tokens and finish_reason "length", else AnswerTokens and
+	// "stop". 0 means the model would never stop on its own: every answer
+	// runs to max_tokens. 0..openai.MaxTokens.
+	AnswerTokens int
+
+	// Backpressure holds the watermarks past which the node sends
+	// wire.HeaderBackpressure on its answers (seed 004).
+	Backpressure Backpressure
 
 	// Config is in-node GC and CPU pressure (flat in JSON and YAML).
 	pressure.Config
+}
+
+// Backpressure are a node's backpressure watermarks; a zero watermark is
+// off. While any is met (or Force is on) every answer carries
+// wire.HeaderBackpressure naming the reasons.
+type Backpressure struct {
+	// Queue: requests waiting for a slot. 0..1000000.
+	Queue int
+	// HeapMB: the process's live heap. 0..1000000.
+	HeapMB float64
+	// CPU: the process's CPU time over the last quarter second as a share
+	// of its CPUs (GOMAXPROCS). 0..1.
+	CPU float64
+	// Force sends the signal on every answer (chaos, tests).
+	Force bool
 }
 
 // DefaultKnobs are the lab defaults, chosen to run well on a 2-core laptop:
@@ -108,6 +134,11 @@ type Knobs struct {
 //     experiment turns these on.
 //   - abort_on_disconnect off: work for clients that left is still done (and
 //     counted as wasted), as in a naive server.
+//   - answers are 256 tokens long when max_tokens allows it: the lab's
+//     usual max_tokens (64) cuts them ("length"), a generous one does not
+//     ("stop"), and the gateway's token budget refunds what was reserved
+//     but not used.
+//   - no backpressure watermark: a node signals only when told to.
 func DefaultKnobs() Knobs {
 	return Knobs{
 		Latency:           Latency{Dist: DistLognormal, P50Ms: 200, P99Ms: 600, FixedMs: 200, MinMs: 100, MaxMs: 300},
@@ -117,6 +148,7 @@ func DefaultKnobs() Knobs {
 		Slots:             16,
 		Overflow:          OverflowQueue,
 		QueueSize:         64,
+		AnswerTokens:      256,
 	}
 }
 
@@ -155,6 +187,10 @@ func (k Knobs) Validate() error {
 		{wire.KnobSlowdown, k.Slowdown, 0, 100},
 		{wire.KnobErrorRate, k.ErrorRate, 0, 1},
 		{wire.KnobHangRate, k.HangRate, 0, 1},
+		{wire.KnobAnswerTokens, float64(k.AnswerTokens), 0, openai.MaxTokens},
+		{wire.KnobBackpressureQueue, float64(k.Backpressure.Queue), 0, 1_000_000},
+		{wire.KnobBackpressureHeapMB, k.Backpressure.HeapMB, 0, 1_000_000},
+		{wire.KnobBackpressureCPU, k.Backpressure.CPU, 0, 1},
 	}
 	for _, c := range checks {
 		if err := rangeErr(c.field, c.v, c.lo, c.hi); err != nil {

@@ -12,6 +12,7 @@ import (
 func TestServiceTimeGrowsWithTokensAndLoad(t *testing.T) {
 	k := fixedKnobs(100, 2, OverflowQueue)
 	k.MsPer1kTokens = 100
+	k.AnswerTokens = 0 // every answer runs to max_tokens
 	_, url := startNode(t, k)
 	// 1000 completion tokens + 1 prompt token: 100 + 100.1 ms.
 	start := time.Now()

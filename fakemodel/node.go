@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -76,8 +77,11 @@ func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.token == "" {
-		return nil, errors.New("fakemodel: an admin token is required")
+	if len(o.token) < wire.MinAdminTokenLen {
+		return nil, fmt.Errorf("fakemodel: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(o.token))
+	}
+	if o.adminAny {
+		o.log.Warn("fakemodel: the admin API accepts non-loopback peers (admin-any); only the bearer token guards it")
 	}
 	if err := o.knobs.Validate(); err != nil {
 		return nil, fmt.Errorf("fakemodel: starting knobs: %w", err)
@@ -98,14 +102,20 @@ func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
 	}
 	n.metrics = newNodeMetrics(n)
 	n.srv = &http.Server{
-		Handler:           n.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
+		// A body must arrive within the header timeout (the gateway sends
+		// it whole); one the handler does not read cannot hold the
+		// connection longer (internal/httpbody).
+		Handler:           httpbody.Deadline(n.Handler(), readHeaderTimeout),
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(o.log.Handler(), slog.LevelDebug),
 	}
 	return n, nil
 }
+
+// readHeaderTimeout bounds reading a request's headers, and its body.
+const readHeaderTimeout = 5 * time.Second
 
 // Addr is the node's listen address, host:port.
 func (n *Node) Addr() string { return n.addr }

@@ -21,7 +21,7 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-const testToken = "test-token"
+const testToken = "test-token-0123456789"
 
 // startNode serves a node with knobs k on a loopback port until the test ends.
 func startNode(t testing.TB, k Knobs) (*Node, string) {
@@ -666,7 +666,7 @@ func TestListenConsecutive(t *testing.T) {
 	if lns == nil {
 		t.Skipf("no 3 consecutive free ports: %v", err)
 	}
-	s, err := NewServer(lns, WithAdminToken("x"))
+	s, err := NewServer(lns, WithAdminToken(testToken))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,8 +692,10 @@ func TestListenConsecutive(t *testing.T) {
 	if _, err := NewServer(nil, WithAdminToken("")); err != nil {
 		t.Fatal("NewServer with no listeners should be empty, not fail")
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	if _, err := NewServer([]net.Listener{ln}); err == nil {
-		t.Fatal("NewServer without a token succeeded")
+	for _, tok := range []string{"", "short-token"} {
+		ln, _ := net.Listen("tcp", "127.0.0.1:0")
+		if _, err := NewServer([]net.Listener{ln}, WithAdminToken(tok)); err == nil {
+			t.Fatalf("NewServer with the token %q succeeded", tok)
+		}
 	}
 }

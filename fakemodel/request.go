@@ -15,9 +15,9 @@ const (
 	// DefaultCompletionTokens is the completion length when the request
 	// names no max_tokens.
 	DefaultCompletionTokens = openai.DefaultMaxTokens
-	// MaxCompletionTokens bounds max_tokens, so one request cannot hold a
-	// slot (or a stream) for ever.
-	MaxCompletionTokens = 4096
+	// MaxCompletionTokens bounds max_tokens: the one limit the gateway
+	// applies too (openai.MaxTokens).
+	MaxCompletionTokens = openai.MaxTokens
 )
 
 // ChatRequest is the part of an OpenAI chat completion request the fake
@@ -26,8 +26,11 @@ type ChatRequest struct {
 	Model    string        `json:"model"`
 	Messages []ChatMessage `json:"messages"`
 	Stream   bool          `json:"stream"`
-	// MaxTokens is max_tokens, or max_completion_tokens when that is set.
+	// MaxTokens is max_tokens, or max_completion_tokens when that is set,
+	// or DefaultCompletionTokens when neither is: the answer's cap.
 	MaxTokens int `json:"max_tokens"`
+	// IncludeUsage is stream_options.include_usage.
+	IncludeUsage bool `json:"-"`
 }
 
 // ChatMessage is one message. Content is a string or an array of parts
@@ -38,14 +41,15 @@ type ChatMessage struct {
 }
 
 // ParseChatRequest parses and checks a chat completion body
-// (openai.ParseChat with max_tokens ≤ MaxCompletionTokens). Errors are
+// (openai.ParseChat: max_tokens ≤ MaxCompletionTokens). Errors are
 // *openai.RequestError.
 func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body, MaxCompletionTokens)
+	c, err := openai.ParseChat(body)
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.MaxTokens, Messages: make([]ChatMessage, len(c.Messages))}
+	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), IncludeUsage: c.IncludeUsage,
+		Messages: make([]ChatMessage, len(c.Messages))}
 	for i, m := range c.Messages {
 		req.Messages[i] = ChatMessage(m)
 	}
@@ -62,13 +66,21 @@ func (r ChatRequest) PromptTokens() int {
 	return max(1, (n+3)/4)
 }
 
-// CompletionTokens is MaxTokens, or DefaultCompletionTokens when unset.
-func (r ChatRequest) CompletionTokens() int {
-	if r.MaxTokens > 0 {
-		return r.MaxTokens
+// Completion is the answer to r from a model whose answers are
+// answerTokens long (0: endless): its length and finish_reason, "length"
+// when max_tokens cut it.
+func (r ChatRequest) Completion(answerTokens int) (tokens int, finish string) {
+	if answerTokens > 0 && answerTokens <= r.MaxTokens {
+		return answerTokens, FinishStop
 	}
-	return DefaultCompletionTokens
+	return r.MaxTokens, FinishLength
 }
+
+// OpenAI finish reasons.
+const (
+	FinishStop   = "stop"   // the answer ended on its own
+	FinishLength = "length" // max_tokens cut the answer
+)
 
 // PredictRequest is a /v1/predict body: any JSON object (its features are
 // not inspected) or an empty body.

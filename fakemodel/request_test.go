@@ -15,12 +15,12 @@ func TestParseChatRequest(t *testing.T) {
 		check      func(t *testing.T, r ChatRequest)
 	}{
 		{"minimal", `{"messages":[{"role":"user","content":"hello world!"}]}`, "", func(t *testing.T, r ChatRequest) {
-			if r.Stream || r.PromptTokens() != 3 || r.CompletionTokens() != DefaultCompletionTokens {
+			if r.Stream || r.PromptTokens() != 3 || r.MaxTokens != DefaultCompletionTokens {
 				t.Fatalf("%+v prompt %d", r, r.PromptTokens())
 			}
 		}},
 		{"stream max tokens", `{"model":"m","stream":true,"max_tokens":7,"messages":[{"role":"user","content":"x"}],"temperature":0.2}`, "", func(t *testing.T, r ChatRequest) {
-			if !r.Stream || r.Model != "m" || r.CompletionTokens() != 7 {
+			if !r.Stream || r.Model != "m" || r.MaxTokens != 7 {
 				t.Fatalf("%+v", r)
 			}
 		}},

@@ -19,5 +19,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg, field string) {
-	writeJSON(w, status, wire.ErrorBody{Error: wire.ErrorDetail{Message: msg, Field: field}})
+	writeJSON(w, status, wire.ErrorBody{Error: wire.NewErrorDetail(status, field, msg)})
 }

@@ -34,6 +34,7 @@ type State struct {
 type LimitsState struct {
 	Classes             map[string]ClassState `json:"classes"`
 	TokenBudget         int64                 `json:"token_budget"`
+	TokenRequestCap     int64                 `json:"token_request_cap"` // the per-request cap in force
 	TokensInflight      int64                 `json:"tokens_inflight"`
 	MaxSubcallsInflight int64                 `json:"max_subcalls_inflight"`
 	RateLimit           RateLimitState        `json:"ratelimit"`
@@ -76,8 +77,9 @@ func (g *Gateway) stateLocked() State {
 		Limits: LimitsState{
 			Classes:             make(map[string]ClassState, numClasses),
 			TokenBudget:         g.budget.Capacity(),
+			TokenRequestCap:     g.budget.RequestCap(),
 			TokensInflight:      g.budget.Inflight(),
-			MaxSubcallsInflight: g.subCap.Load(),
+			MaxSubcallsInflight: g.subcalls.capacity(),
 			RateLimit:           RateLimitState{Store: g.cfg.RateLimit.Store.Kind, Rules: []ruleJSON{}},
 		},
 	}
@@ -202,7 +204,10 @@ type classPatch struct {
 	QueueTimeoutMs *int64  `json:"queue_timeout_ms"`
 }
 
-func (p classPatch) apply(cc admit.BulkheadConfig) admit.BulkheadConfig {
+// apply returns cc with p's fields set, or an error naming a field whose
+// value cannot even be converted (a millisecond count beyond what a
+// duration holds would wrap around into a small one).
+func (p classPatch) apply(cc admit.BulkheadConfig) (admit.BulkheadConfig, error) {
 	if p.Algorithm != nil {
 		cc.Limiter.Algorithm = *p.Algorithm
 	}
@@ -219,9 +224,13 @@ func (p classPatch) apply(cc admit.BulkheadConfig) admit.BulkheadConfig {
 		cc.QueueSize = *p.QueueSize
 	}
 	if p.QueueTimeoutMs != nil {
-		cc.QueueTimeout = time.Duration(*p.QueueTimeoutMs) * time.Millisecond
+		d, ok := msDuration(*p.QueueTimeoutMs, time.Millisecond, maxQueueTimeout)
+		if !ok {
+			return cc, fmt.Errorf("must be in [1, %d] milliseconds (got %d)", maxQueueTimeout.Milliseconds(), *p.QueueTimeoutMs)
+		}
+		cc.QueueTimeout = d
 	}
-	return cc
+	return cc, nil
 }
 
 // putLimits is PUT /admin/limits. The whole patch is validated before any
@@ -249,18 +258,23 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
 			return
 		}
-		*cc = patch.Classes[name].apply(*cc)
+		next, err := patch.Classes[name].apply(*cc)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, 0, false, "classes."+name+".queue_timeout_ms", err.Error())
+			return
+		}
+		*cc = next
 		if err := validateClass("classes."+name, *cc); err != nil {
 			bad(err)
 			return
 		}
 	}
-	if patch.TokenBudget != nil && *patch.TokenBudget < 1 {
-		writeError(w, http.StatusBadRequest, 0, false, "token_budget", fmt.Sprintf("must be ≥ 1 (got %d)", *patch.TokenBudget))
+	if patch.TokenBudget != nil && (*patch.TokenBudget < 1 || *patch.TokenBudget > maxTokenBudget) {
+		writeError(w, http.StatusBadRequest, 0, false, "token_budget", fmt.Sprintf("must be in [1, %d] (got %d)", int64(maxTokenBudget), *patch.TokenBudget))
 		return
 	}
-	if patch.MaxSubcallsInflight != nil && *patch.MaxSubcallsInflight < 1 {
-		writeError(w, http.StatusBadRequest, 0, false, "max_subcalls_inflight", fmt.Sprintf("must be ≥ 1 (got %d)", *patch.MaxSubcallsInflight))
+	if patch.MaxSubcallsInflight != nil && (*patch.MaxSubcallsInflight < 1 || *patch.MaxSubcallsInflight > maxSubcalls) {
+		writeError(w, http.StatusBadRequest, 0, false, "max_subcalls_inflight", fmt.Sprintf("must be in [1, %d] (got %d)", maxSubcalls, *patch.MaxSubcallsInflight))
 		return
 	}
 	var newRules *ruleTable
@@ -294,11 +308,12 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 		_ = g.guard.SetThresholds(th) // valid: same watermarks, new reference
 	}
 	if patch.TokenBudget != nil {
-		g.budget.SetCapacity(*patch.TokenBudget)
+		_ = g.budget.SetCapacity(*patch.TokenBudget) // in range: checked above
 		g.cfg.TokenBudget = *patch.TokenBudget
+		g.cfg.Budget.MaxRequestTokens = g.budget.Config().MaxRequestTokens
 	}
 	if patch.MaxSubcallsInflight != nil {
-		g.subCap.Store(*patch.MaxSubcallsInflight)
+		g.subcalls.setCap(*patch.MaxSubcallsInflight)
 	}
 	if newRules != nil {
 		g.rules.Store(newRules)

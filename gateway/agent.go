@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -9,154 +12,372 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// agentPlan is how deep one agent request may go.
+// agentPlan is what one agent task may do at the current level.
 type agentPlan struct {
-	depth int  // sub-calls wanted
-	rules bool // answer by rules (fallback), no model
+	level   admit.Level
+	steps   int  // tool-call steps to run, one after the other
+	width   int  // parallel sub-calls per step (the core ones first)
+	complex bool // the full plan is estimated at ≥ agent.complex_tokens
+	drop    bool // red: this complex task is in the share dropped
+	rules   bool // black: answer by the rules, no model
 }
 
-// planAgent degrades the fan-out by overload level (seed 004): green the
-// full K, yellow agent.yellow_fan_out, red agent.red_fan_out with
-// agent.red_rules_share of complex requests answered by rules only. Black
-// never gets here (admission answers it with the fallback). Without the
-// guard the depth is always K.
-func (g *Gateway) planAgent(complex bool) agentPlan {
-	a := g.cfg.Agent
+// agentLevel is the level agent tasks are planned at now: the overload
+// level, raised to black when agent.black_nodes_down of the model nodes
+// are down (health check failed or breaker open). Without the guard
+// agents never degrade: green.
+func (g *Gateway) agentLevel() admit.Level {
 	if !g.on(defGuard) {
-		return agentPlan{depth: a.FanOut}
+		return admit.Green
 	}
-	switch g.guard.Level() {
+	lvl := g.guard.Level()
+	if share := g.cfg.Agent.BlackNodesDown; share > 0 && lvl < admit.Black {
+		down, all := 0, 0
+		for _, n := range g.pool.Stats() {
+			all++
+			if !n.Up || n.Breaker == wire.BreakerOpen {
+				down++
+			}
+		}
+		if all > 0 && float64(down) >= share*float64(all) {
+			lvl = admit.Black
+		}
+	}
+	return lvl
+}
+
+// planAgent degrades a task as seed 004's table says: green runs every
+// step asked for at full fan-out; yellow caps the steps at
+// agent.yellow_depth and keeps the core sub-calls only (non-core
+// retrieval off); red narrows to agent.red_fan_out and drops
+// agent.red_drop_share of complex tasks (P0's are never dropped); black
+// answers by rules. Agents are degraded, not shed by priority: yellow
+// and red do not turn P2 and P1 agent tasks away (the budget's ceilings
+// and the amplification cap bound what they may take).
+func (g *Gateway) planAgent(ar AgentRequest, prio admit.Priority, lvl admit.Level) agentPlan {
+	a := g.cfg.Agent
+	p := agentPlan{level: lvl, steps: ar.Steps, width: a.FanOut}
+	p.complex = ar.SubTokens()*int64(ar.Steps)*int64(a.FanOut) >= a.ComplexTokens
+	switch lvl {
 	case admit.Green:
-		return agentPlan{depth: a.FanOut}
 	case admit.Yellow:
-		return agentPlan{depth: a.YellowFanOut}
-	}
-	p := agentPlan{depth: a.RedFanOut}
-	if complex && a.RedRulesShare > 0 {
-		// Deterministic share: of every 1000 complex requests at red, the
-		// first share×1000 of each block are answered by rules.
-		n := g.agentSeq.Add(1) - 1
-		p.rules = float64(n%1000) < a.RedRulesShare*1000
+		p.steps, p.width = min(ar.Steps, a.YellowDepth), a.YellowFanOut
+	case admit.Red:
+		p.steps, p.width = min(ar.Steps, a.YellowDepth), a.RedFanOut
+		if p.complex && prio != admit.P0 && a.RedDropShare > 0 {
+			// An even, deterministic share: the n-th complex task at red
+			// is dropped when ⌊(n+1)·share⌋ > ⌊n·share⌋.
+			n := float64(g.agentSeq.Add(1) - 1)
+			p.drop = math.Floor((n+1)*a.RedDropShare) > math.Floor(n*a.RedDropShare)
+		}
+	default:
+		p.rules = true
 	}
 	return p
 }
 
-// reserveSubcalls takes up to want sub-call places under the
-// amplification cap (when the budget defense is on) and returns how many
-// it got.
-func (g *Gateway) reserveSubcalls(want int) int {
-	if !g.on(defBudget) {
-		g.subInflight.Add(int64(want))
-		return want
-	}
-	for {
-		cur, lim := g.subInflight.Load(), g.subCap.Load()
-		n := min(int64(want), lim-cur)
-		if n <= 0 {
-			return 0
-		}
-		if g.subInflight.CompareAndSwap(cur, cur+n) {
-			return int(n)
-		}
-	}
+// countTask counts one agent task's result at the level it was planned at.
+func (g *Gateway) countTask(result string, lvl admit.Level) {
+	g.m.tasks.WithLabelValues(result, lvl.String()).Inc()
 }
 
-// subResult is one agent sub-call's result.
-type subResult struct {
-	ok      bool
-	timeout bool
-	content string
-}
-
-// serveAgent is POST /v1/agent: one request fans out into parallel model
-// sub-calls (seed 004), bounded by the amplification cap and degraded by
-// the overload level.
+// serveAgent is POST /v1/agent: one task runs its steps one after the
+// other, each a fan-out of parallel model sub-calls (seed 004), through
+// the bounded sub-call pool (amplification cap, bounded queue, refusal at
+// the entry) and degraded by the agent level.
 func (g *Gateway) serveAgent(x *exchange) {
 	body, ok := x.readBody()
 	if !ok {
 		return
 	}
-	ar, err := ParseAgentRequest(body)
+	ar, err := ParseAgentRequest(body, g.cfg.Agent.MaxPromptChars, g.cfg.Agent.MaxDepth)
 	if err != nil {
 		x.badRequest(err)
 		return
 	}
-	k := g.cfg.Agent.FanOut
+	plan := g.planAgent(ar, x.id.Priority, g.agentLevel())
+	switch {
+	case plan.rules:
+		g.agentRules(x, plan.level)
+		return
+	case plan.drop:
+		g.countTask(wire.AgentTaskDropped, plan.level)
+		x.shed(&shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable,
+			retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))),
+			msg:        fmt.Sprintf("overload level red: complex agent task dropped (agent.red_drop_share %g)", g.cfg.Agent.RedDropShare)})
+		return
+	}
 	per := ar.SubTokens()
-	plan := g.planAgent(per*int64(k) >= g.cfg.Agent.ComplexTokens)
-	t, s := g.admitRequest(x.ctx, x.id, routeAgent, per*int64(plan.depth), time.Now())
+	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
+		return
+	}
+	plan = g.fitPlan(plan, per, g.budget.RequestCap())
+	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
+		if s.black && g.on(defFallback) {
+			g.countTask(wire.AgentTaskFallback, plan.level)
+		} else {
+			g.countTask(wire.AgentTaskShed, plan.level)
+		}
 		x.shedOrFallback(s, false)
 		return
 	}
-	if plan.rules && g.on(defFallback) {
+	if !g.reserveAgent(&t, &plan, per) {
 		g.release(&t, admit.Sample{})
-		g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(k))
-		x.fallback(wire.FallbackRules)
+		g.countTask(wire.AgentTaskShed, plan.level)
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+			msg: fmt.Sprintf("token budget exhausted for %s: not even one sub-call of %d tokens fits", x.id.Priority, per)})
 		return
 	}
-	n := g.reserveSubcalls(plan.depth)
-	if skipped := k - plan.depth; skipped > 0 {
-		g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(skipped))
+	g.runAgent(x, &t, ar, plan, per)
+}
+
+// tokens is the plan's estimate: steps × width sub-calls of per tokens.
+func (p agentPlan) tokens(per int64) int64 { return per * int64(p.steps) * int64(p.width) }
+
+// shallower returns the next smaller plan (seed 004: from full depth to
+// the core sub-calls of a couple of steps, to a single-step answer), and
+// false when p is already one sub-call.
+func (g *Gateway) shallower(p agentPlan) (agentPlan, bool) {
+	a := g.cfg.Agent
+	switch {
+	case p.steps > a.YellowDepth || p.width > a.YellowFanOut:
+		p.steps, p.width = min(p.steps, a.YellowDepth), min(p.width, a.YellowFanOut)
+	case p.steps > 1 || p.width > a.RedFanOut:
+		p.steps, p.width = 1, min(p.width, a.RedFanOut)
+	case p.width > 1:
+		p.width = 1
+	default:
+		return p, false
 	}
-	if capped := plan.depth - n; capped > 0 {
-		g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64(capped))
+	return p, true
+}
+
+// fitPlan makes p shallower until its estimate is within the per-request
+// cap (the budget defense on); one sub-call fits (checked before).
+func (g *Gateway) fitPlan(p agentPlan, per, capTokens int64) agentPlan {
+	for g.on(defBudget) && p.tokens(per) > capTokens {
+		next, ok := g.shallower(p)
+		if !ok {
+			break
+		}
+		p = next
 	}
+	return p
+}
+
+// reserveAgent reserves the plan's tokens in the budget, making the plan
+// shallower while it does not fit (seed 004: when the budget runs low,
+// complex tasks get a single-step answer rather than none); false when
+// not even one sub-call fits.
+func (g *Gateway) reserveAgent(t *ticket, p *agentPlan, per int64) bool {
+	if !g.on(defBudget) {
+		g.m.tokensReserved[t.prio].Add(float64(p.tokens(per)))
+		return true
+	}
+	for {
+		est := p.tokens(per)
+		if g.budget.Reserve(t.prio, est) == nil {
+			t.tokens = est
+			g.m.tokensReserved[t.prio].Add(float64(est))
+			return true
+		}
+		next, ok := g.shallower(*p)
+		if !ok {
+			return false
+		}
+		*p = next
+	}
+}
+
+// agentRules answers a task at black: the rules, no model call (with the
+// fallback defense on), else a shed.
+func (g *Gateway) agentRules(x *exchange, lvl admit.Level) {
+	if !g.on(defFallback) {
+		g.countTask(wire.AgentTaskShed, lvl)
+		x.shed(&shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true,
+			msg: "agent level black: no model calls, and the fallback defense is off"})
+		return
+	}
+	g.countTask(wire.AgentTaskFallback, lvl)
+	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(g.cfg.Agent.FanOut))
+	x.fallback(wire.FallbackRules)
+}
+
+// agentRun is what a task's steps produced.
+type agentRun struct {
+	steps, okN, failed, timeouts int
+	used                         int64
+	parts                        []string // the last completed step's answers
+}
+
+// runAgent runs an admitted task's steps and answers it.
+func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPlan, per int64) {
+	k := g.cfg.Agent.FanOut
+	n := g.subcalls.reserve(plan.width, g.on(defBudget))
+	defer g.subcalls.unreserve(n)
+	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64((k - plan.width) * plan.steps))
+	g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
+	g.giveBudget(t, int64(plan.width-n)*int64(plan.steps)*per)
 	if n == 0 {
-		g.release(&t, admit.Sample{})
-		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "agent amplification cap reached"})
+		g.release(t, admit.Sample{})
+		g.countTask(wire.AgentTaskShed, plan.level)
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+			msg: "agent amplification cap and sub-call queue full (agent.max_subcalls_inflight, agent.queue_size)"})
 		return
 	}
 	start := time.Now()
+	prompt := jsonString(ar.Prompt)
+	var run agentRun
+	for step := 1; step <= plan.steps; step++ {
+		r := g.runStep(x, prompt, ar.MaxTokens, step, plan.steps, n, per)
+		g.giveBudget(t, int64(n)*per)
+		run.okN += r.okN
+		run.failed += r.failed
+		run.timeouts += r.timeouts
+		run.used += r.used
+		if r.okN == 0 || x.timedOut() {
+			break
+		}
+		run.steps, run.parts = step, r.parts
+	}
+	g.releaseCall(t, callResult{rtt: time.Since(start), dropped: run.steps == 0, used: run.used, hasUsage: true})
+	g.answerAgent(x, ar, plan, n, run)
+}
+
+// answerAgent answers a task from what its steps produced.
+func (g *Gateway) answerAgent(x *exchange, ar AgentRequest, plan agentPlan, n int, run agentRun) {
+	if run.steps > 0 && !x.timedOut() {
+		degraded := run.steps < ar.Steps || n < g.cfg.Agent.FanOut || run.failed+run.timeouts > 0
+		result := wire.AgentTaskOK
+		if degraded {
+			result = wire.AgentTaskDegraded
+		}
+		g.countTask(result, plan.level)
+		x.reply(wire.OutcomeOK, map[string]any{
+			"answer": strings.Join(run.parts, "\n"), "steps": run.steps, "steps_asked": ar.Steps,
+			"fan_out": n, "subcalls_ok": run.okN, "level": plan.level.String(), "degraded": degraded,
+			"usage": map[string]int64{"total_tokens": run.used}, wire.FieldFallback: false,
+		})
+		return
+	}
+	if x.timedOut() || run.failed == 0 {
+		g.countTask(wire.AgentTaskTimeout, plan.level)
+		x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "no step of the agent task completed within the deadline")
+		return
+	}
+	if g.on(defFallback) {
+		g.countTask(wire.AgentTaskFallback, plan.level)
+	} else {
+		g.countTask(wire.AgentTaskError, plan.level)
+	}
+	x.upstreamFailed(http.StatusBadGateway, "every agent sub-call of the first step failed", false)
+}
+
+// stepResult is one step's sub-calls.
+type stepResult struct {
+	okN, failed, timeouts int
+	used                  int64
+	parts                 []string
+}
+
+// runStep runs one step's n sub-calls in parallel, each taking a run slot
+// of the sub-call pool first.
+func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n int, per int64) stepResult {
 	results := make([]subResult, n)
+	bounded := g.on(defBudget)
 	var wg sync.WaitGroup
 	for i := range n {
-		sub, _ := json.Marshal(map[string]any{
-			"messages":   []any{map[string]any{"role": "user", "content": "step " + strconv.Itoa(i+1) + "/" + strconv.Itoa(n) + ": " + ar.Prompt}},
-			"max_tokens": ar.MaxTokens,
-		})
+		body := subcallBody(prompt, maxTokens, step, steps, i+1, n)
 		wg.Go(func() {
-			defer g.subInflight.Add(-1)
 			defer func() {
 				if v := recover(); v != nil { // a bug must not take the process down
 					g.log.Error("gateway: panic in agent sub-call", "panic", v)
 					results[i] = subResult{}
 				}
 			}()
-			results[i] = g.subcall(x, sub)
+			if !g.subcalls.acquire(x.ctx, bounded) {
+				results[i] = subResult{timeout: true}
+				return
+			}
+			defer g.subcalls.done()
+			results[i] = g.subcall(x, body)
 		})
 	}
 	wg.Wait()
-	var okN, timeouts int
-	var parts []string
-	for _, r := range results {
+	var r stepResult
+	for _, s := range results {
 		switch {
-		case r.ok:
-			okN++
-			parts = append(parts, r.content)
+		case s.ok:
+			r.okN++
+			r.parts = append(r.parts, s.content)
 			g.m.subcalls.WithLabelValues(wire.SubcallOK).Inc()
-		case r.timeout:
-			timeouts++
+		case s.timeout:
+			r.timeouts++
 			g.m.subcalls.WithLabelValues(wire.SubcallTimeout).Inc()
 		default:
+			r.failed++
 			g.m.subcalls.WithLabelValues(wire.SubcallError).Inc()
 		}
+		if s.hasUsage {
+			r.used += s.used
+		} else {
+			r.used += per // sent but not reported: the estimate stands
+		}
 	}
-	g.release(&t, admit.Sample{RTT: time.Since(start), Dropped: okN == 0})
-	switch {
-	case okN > 0:
-		x.reply(wire.OutcomeOK, map[string]any{
-			"answer": strings.Join(parts, "\n"), "depth": n, "fan_out": k,
-			"subcalls_ok": okN, "degraded": n < k, wire.FieldFallback: false,
-		})
-	case x.timedOut() || timeouts == n:
-		x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "no sub-call answered within the deadline")
-	default:
-		x.upstreamFailed(http.StatusBadGateway, "every agent sub-call failed", false)
+	return r
+}
+
+// giveBudget returns n of t's budget tokens early (an agent task's share
+// of a step that has ended, or of sub-calls it could not place).
+func (g *Gateway) giveBudget(t *ticket, n int64) {
+	n = min(n, t.tokens)
+	if n > 0 {
+		g.budget.Release(n)
+		t.tokens -= n
 	}
+}
+
+// subcallBody is one sub-call's chat body. The prompt is JSON-encoded once
+// per task, without HTML escaping (json.Marshal would turn every < into
+// six bytes), and shared by every sub-call.
+func subcallBody(prompt []byte, maxTokens, step, steps, i, n int) []byte {
+	b := make([]byte, 0, len(prompt)+128)
+	b = append(b, `{"messages":[{"role":"system","content":"tool call: step `...)
+	b = strconv.AppendInt(b, int64(step), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(steps), 10)
+	b = append(b, ", sub-call "...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(n), 10)
+	b = append(b, `"},{"role":"user","content":`...)
+	b = append(b, prompt...)
+	b = append(b, `}],"max_tokens":`...)
+	b = strconv.AppendInt(b, int64(maxTokens), 10)
+	return append(b, '}')
+}
+
+// jsonString encodes s as a JSON string without HTML escaping.
+func jsonString(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// subResult is one agent sub-call's result.
+type subResult struct {
+	ok       bool
+	timeout  bool
+	content  string
+	used     int64 // tokens the answer's usage reported, when hasUsage
+	hasUsage bool
 }
 
 // subcall makes one agent sub-call and extracts the answer's text.
@@ -183,5 +404,9 @@ func (g *Gateway) subcall(x *exchange, body []byte) subResult {
 	if json.Unmarshal(b, &ans) != nil || len(ans.Choices) == 0 {
 		return subResult{}
 	}
-	return subResult{ok: true, content: ans.Choices[0].Message.Content}
+	r := subResult{ok: true, content: ans.Choices[0].Message.Content}
+	if u, ok := openai.AnswerUsage(b); ok {
+		r.used, r.hasUsage = u.Total(), true
+	}
+	return r
 }

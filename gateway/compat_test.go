@@ -104,10 +104,34 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 	case "upstream.retry_budget.ttl":
 		return upstream.DefaultRetryTTL.String(), true
 	}
+	// Issue 12 (seed 004) added these; what they default to keeps the old
+	// behaviour for anything the old schema could express (one agent step
+	// when the body names none; no node ever signals backpressure unless
+	// told to).
+	if v, ok := issue12Added[key]; ok {
+		return v, true
+	}
 	if v, ok := poolDefenseDefaults(t)[key]; ok {
 		return v, true
 	}
 	return "0", strings.HasPrefix(key, "classes.") || strings.HasPrefix(key, "upstream.")
+}
+
+var issue12Added = map[string]string{
+	"admin_allow_remote":              "false",
+	"budget.max_request_tokens":       "0",
+	"budget.reserve_p0":               "0.25",
+	"budget.reserve_p1":               "0.1",
+	"agent.max_depth":                 "5",
+	"agent.yellow_depth":              "2",
+	"agent.black_nodes_down":          "0.3",
+	"agent.queue_size":                "64",
+	"agent.max_prompt_chars":          "262144",
+	"guard.backpressure_share.yellow": "0.25",
+	"guard.backpressure_share.red":    "0.5",
+	"guard.backpressure_share.black":  "0",
+	"guard.backpressure_ttl":          "2s",
+	"stream.request_usage":            "true",
 }
 
 // poolDefenseDefaults maps the flattened keys of issue 10's pool settings

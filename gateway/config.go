@@ -27,10 +27,15 @@ import (
 type Config struct {
 	// Listen is the traffic address ("127.0.0.1:0" picks a free port).
 	Listen string `yaml:"listen" json:"listen"`
-	// Admin is the admin API address; loopback unless told otherwise.
+	// Admin is the admin API address. It must be a loopback address
+	// unless AdminAllowRemote is set.
 	Admin string `yaml:"admin" json:"admin"`
-	// AdminToken is the bearer token of the admin API. Empty: the command
-	// takes LEVEE_ADMIN_TOKEN or generates one.
+	// AdminAllowRemote lets Admin be a non-loopback address (the bearer
+	// token is then all that guards the admin API; the gateway warns).
+	AdminAllowRemote bool `yaml:"admin_allow_remote" json:"admin_allow_remote"`
+	// AdminToken is the bearer token of the admin API, at least
+	// wire.MinAdminTokenLen characters. Empty: the command takes
+	// LEVEE_ADMIN_TOKEN or generates one.
 	AdminToken string `yaml:"admin_token" json:"-"`
 
 	// BodyLimitBytes caps request bodies (413 above it). ≥ 1.
@@ -62,6 +67,10 @@ type Config struct {
 	Classes ClassesConfig `yaml:"classes" json:"classes"`
 	// TokenBudget caps estimated LLM tokens in flight (cost budget). ≥ 1.
 	TokenBudget int64 `yaml:"token_budget" json:"token_budget"`
+	// Budget shapes the token budget by priority: the per-request cap and
+	// the headroom held for P0 and P1 (admit.BudgetConfig; its tokens are
+	// TokenBudget).
+	Budget admit.BudgetConfig `yaml:"budget" json:"budget"`
 	// Agent shapes POST /v1/agent's fan-out.
 	Agent AgentConfig `yaml:"agent" json:"agent"`
 	// Upstream is the pool of model nodes.
@@ -179,6 +188,13 @@ type GuardConfig struct {
 	QueueFill Watermarks `yaml:"queue_fill" json:"queue_fill"`
 	// UpstreamLatencyRatio is recent upstream latency over its baseline.
 	UpstreamLatencyRatio Watermarks `yaml:"upstream_latency_ratio" json:"upstream_latency_ratio"`
+	// BackpressureShare is the share (0..1) of model nodes whose last
+	// answer within BackpressureTTL carried wire.HeaderBackpressure: the
+	// nodes' own signal that their heap, CPU or queue is past a watermark.
+	BackpressureShare Watermarks `yaml:"backpressure_share" json:"backpressure_share"`
+	// BackpressureTTL is how long a node's signal counts after its last
+	// answer said so (a later answer without it ends it at once). > 0.
+	BackpressureTTL time.Duration `yaml:"backpressure_ttl" json:"backpressure_ttl"`
 }
 
 // Watermarks are a signal's thresholds, non-decreasing where non-zero.
@@ -200,22 +216,47 @@ type ClassesConfig struct {
 	Standard admit.BulkheadConfig `yaml:"standard" json:"standard"`
 }
 
-// AgentConfig shapes POST /v1/agent (seed 004).
+// AgentConfig shapes POST /v1/agent (seed 004): a task runs up to
+// MaxDepth tool-call steps one after the other, each a fan-out of FanOut
+// parallel model sub-calls (the first YellowFanOut of them core, the rest
+// non-core retrieval). The overload level degrades it as the seed's table
+// says: green — every step the task asks for, full fan-out; yellow —
+// at most YellowDepth steps, core sub-calls only; red — RedFanOut
+// sub-calls per step and RedDropShare of complex tasks dropped (503);
+// black — when the guard is black or BlackNodesDown of the model nodes
+// are down, the rules answer with no model call.
 type AgentConfig struct {
-	// FanOut is K, the parallel sub-calls of one request at green. ≥ 1.
+	// FanOut is K, the parallel sub-calls of one step at green. 1..64.
 	FanOut int `yaml:"fan_out" json:"fan_out"`
-	// YellowFanOut is the depth at yellow (seed 004: 2). 1..FanOut.
+	// YellowFanOut is the core sub-calls of a step: the fan-out from
+	// yellow on (non-core retrieval off; seed 004: 2). 1..FanOut.
 	YellowFanOut int `yaml:"yellow_fan_out" json:"yellow_fan_out"`
-	// RedFanOut is the depth at red for requests not answered by rules. 1..FanOut.
+	// RedFanOut is the fan-out at red. 1..YellowFanOut.
 	RedFanOut int `yaml:"red_fan_out" json:"red_fan_out"`
-	// RedRulesShare is the share (0..1) of complex requests answered by
-	// rules only (fallback, no model) at red (seed 004: 0.2).
-	RedRulesShare float64 `yaml:"red_rules_share" json:"red_rules_share"`
-	// ComplexTokens: a request estimated at ≥ this many tokens is complex.
+	// MaxDepth is the most tool-call steps a task may run (at green;
+	// seed 004: 5). A request asks for 1..MaxDepth steps. 1..16.
+	MaxDepth int `yaml:"max_depth" json:"max_depth"`
+	// YellowDepth caps the steps from yellow on (seed 004: 2). 1..MaxDepth.
+	YellowDepth int `yaml:"yellow_depth" json:"yellow_depth"`
+	// RedDropShare is the share (0..1) of complex tasks refused at red
+	// (seed 004: 0.2).
+	RedDropShare float64 `yaml:"red_drop_share" json:"red_drop_share"`
+	// ComplexTokens: a task whose full plan is estimated at ≥ this many
+	// tokens is complex. ≥ 0.
 	ComplexTokens int64 `yaml:"complex_tokens" json:"complex_tokens"`
+	// BlackNodesDown is the share (0..1] of model nodes down (health check
+	// failed or breaker open) at which agents answer by rules (seed 004:
+	// 0.3). 0 turns it off.
+	BlackNodesDown float64 `yaml:"black_nodes_down" json:"black_nodes_down"`
 	// MaxSubcallsInflight is the amplification cap: sub-calls in flight
-	// across the gateway. A sub-call over the cap is not sent. ≥ 1.
+	// across the gateway (budget defense). 1..100000.
 	MaxSubcallsInflight int `yaml:"max_subcalls_inflight" json:"max_subcalls_inflight"`
+	// QueueSize bounds the sub-calls that may wait for a place under the
+	// cap. A task takes its places at the entry; when the cap and the
+	// queue are full it is refused there, never buffered. 0..1000000.
+	QueueSize int `yaml:"queue_size" json:"queue_size"`
+	// MaxPromptChars bounds an agent prompt (characters). 1..body_limit_bytes.
+	MaxPromptChars int `yaml:"max_prompt_chars" json:"max_prompt_chars"`
 }
 
 // StreamConfig shapes the streaming routes.
@@ -230,6 +271,11 @@ type StreamConfig struct {
 	ExportMaxRows int `yaml:"export_max_rows" json:"export_max_rows"`
 	// ExportRowBytes is the approximate size of one NDJSON row. ≥ 16.
 	ExportRowBytes int `yaml:"export_row_bytes" json:"export_row_bytes"`
+	// RequestUsage asks the model for a final usage chunk
+	// (stream_options.include_usage) on streams whose client did not ask,
+	// so the token budget settles with exact counts; that chunk is not
+	// relayed to such clients. Off: tokens are counted on the stream.
+	RequestUsage bool `yaml:"request_usage" json:"request_usage"`
 }
 
 // DefaultConfig returns the defaults every field falls back to. Upstream
@@ -266,6 +312,8 @@ func DefaultConfig() Config {
 			InflightRatio:        Watermarks{Yellow: 1.25, Red: 2, Black: 6},
 			QueueFill:            Watermarks{Yellow: 0.8, Red: 0, Black: 0},
 			UpstreamLatencyRatio: Watermarks{}, // off: the adaptive limit follows upstream latency
+			BackpressureShare:    Watermarks{Yellow: 0.25, Red: 0.5, Black: 0},
+			BackpressureTTL:      2 * time.Second,
 		},
 		Classes: ClassesConfig{
 			AI:       staticClass(48, 4, 256, 64, 500*time.Millisecond),
@@ -274,9 +322,10 @@ func DefaultConfig() Config {
 			Standard: staticClass(64, 4, 512, 64, 100*time.Millisecond),
 		},
 		TokenBudget: 200000,
+		Budget:      admit.BudgetConfig{ReserveP0: 0.25, ReserveP1: 0.10},
 		Agent: AgentConfig{
-			FanOut: 4, YellowFanOut: 2, RedFanOut: 1, RedRulesShare: 0.2,
-			ComplexTokens: 1000, MaxSubcallsInflight: 64,
+			FanOut: 4, YellowFanOut: 2, RedFanOut: 1, MaxDepth: 5, YellowDepth: 2, RedDropShare: 0.2,
+			ComplexTokens: 1000, BlackNodesDown: 0.3, MaxSubcallsInflight: 64, QueueSize: 64, MaxPromptChars: 256 << 10,
 		},
 		Upstream: upstream.Config{
 			HealthInterval:     time.Second,
@@ -301,7 +350,7 @@ func DefaultConfig() Config {
 		},
 		Stream: StreamConfig{
 			BufferBytes: 32 << 10, WriteTimeout: 5 * time.Second,
-			ExportRows: 10000, ExportMaxRows: 10_000_000, ExportRowBytes: 200,
+			ExportRows: 10000, ExportMaxRows: 10_000_000, ExportRowBytes: 200, RequestUsage: true,
 		},
 		Defenses: wire.AllDefenses(true),
 	}

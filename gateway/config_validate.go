@@ -23,23 +23,8 @@ func (c *Config) Validate() error {
 	if c.Listen == "" {
 		return fieldErr("listen", "must not be empty")
 	}
-	if c.Admin == "" {
-		return fieldErr("admin", "must not be empty")
-	}
-	if c.BodyLimitBytes < 1 {
-		return fieldErr("body_limit_bytes", "must be ≥ 1 (got %d)", c.BodyLimitBytes)
-	}
-	if c.ReadHeaderTimeout <= 0 {
-		return fieldErr("read_header_timeout", "must be > 0 (got %s)", c.ReadHeaderTimeout)
-	}
-	if c.MaxHeaderBytes < 1024 {
-		return fieldErr("max_header_bytes", "must be ≥ 1024 (got %d)", c.MaxHeaderBytes)
-	}
-	if c.IdleTimeout <= 0 {
-		return fieldErr("idle_timeout", "must be > 0 (got %s)", c.IdleTimeout)
-	}
-	if c.DrainTimeout <= 0 {
-		return fieldErr("drain_timeout", "must be > 0 (got %s)", c.DrainTimeout)
+	if err := c.validateServer(); err != nil {
+		return err
 	}
 	seen := make(map[string]int, len(c.Keys))
 	for i, k := range c.Keys {
@@ -70,8 +55,8 @@ func (c *Config) Validate() error {
 		name string
 		rc   RouteConfig
 	}{{wire.RouteChat, c.Routes.Chat}, {wire.RoutePredict, c.Routes.Predict}, {wire.RouteAgent, c.Routes.Agent}, {wire.RouteExport, c.Routes.Export}, {wire.RouteStandard, c.Routes.Standard}} {
-		if r.rc.Timeout <= 0 {
-			return fieldErr("routes."+r.name+".timeout", "must be > 0 (got %s)", r.rc.Timeout)
+		if r.rc.Timeout <= 0 || r.rc.Timeout > maxRouteTimeout {
+			return fieldErr("routes."+r.name+".timeout", "must be in (0, %s] (got %s)", maxRouteTimeout, r.rc.Timeout)
 		}
 	}
 	if err := c.RateLimit.validate(); err != nil {
@@ -88,8 +73,8 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	if c.TokenBudget < 1 {
-		return fieldErr("token_budget", "must be ≥ 1 (got %d)", c.TokenBudget)
+	if err := c.validateBudget(); err != nil {
+		return err
 	}
 	if err := c.Agent.validate(); err != nil {
 		return err
@@ -111,8 +96,8 @@ func (r *RateLimitConfig) validate() error {
 	default:
 		return fieldErr("ratelimit.store.kind", "must be local or redis (got %q)", s.Kind)
 	}
-	if s.Timeout <= 0 {
-		return fieldErr("ratelimit.store.timeout", "must be > 0 (got %s)", s.Timeout)
+	if s.Timeout <= 0 || s.Timeout > maxStoreTimeout {
+		return fieldErr("ratelimit.store.timeout", "must be in (0, %s] (got %s)", maxStoreTimeout, s.Timeout)
 	}
 	if !(s.Share > 0 && s.Share <= 1) {
 		return fieldErr("ratelimit.store.share", "must be in (0, 1] (got %g)", s.Share)
@@ -140,24 +125,24 @@ func (r *RateLimitConfig) validate() error {
 		}
 		switch rule.Algorithm {
 		case ratelimit.SlidingWindow:
-			if rule.Limit < 1 {
-				return fieldErr(p+".limit", "must be ≥ 1 (got %d)", rule.Limit)
+			if rule.Limit < 1 || rule.Limit > maxRuleUnits {
+				return fieldErr(p+".limit", "must be ≥ 1 and ≤ %d (got %d)", int64(maxRuleUnits), rule.Limit)
 			}
 			if rule.Window != 0 && rule.WindowMs != 0 {
 				return fieldErr(p+".window_ms", "set window or window_ms, not both")
 			}
-			if rule.WindowMs < 0 {
-				return fieldErr(p+".window_ms", "must be > 0 (got %d)", rule.WindowMs)
+			if rule.WindowMs < 0 || rule.WindowMs > maxWindow.Milliseconds() {
+				return fieldErr(p+".window_ms", "must be in (0, %d] (got %d)", maxWindow.Milliseconds(), rule.WindowMs)
 			}
-			if rule.window() <= 0 {
-				return fieldErr(p+".window", "must be > 0 (got %s)", rule.Window)
+			if w := rule.window(); w <= 0 || w > maxWindow {
+				return fieldErr(p+".window", "must be in (0, %s] (got %s)", maxWindow, rule.Window)
 			}
 		case ratelimit.TokenBucket:
-			if !(rule.ReplenishRate > 0) || math.IsInf(rule.ReplenishRate, 0) {
-				return fieldErr(p+".replenish_rate", "must be > 0 (got %g)", rule.ReplenishRate)
+			if !(rule.ReplenishRate > 0) || rule.ReplenishRate > maxRuleUnits {
+				return fieldErr(p+".replenish_rate", "must be in (0, %g] (got %g)", float64(maxRuleUnits), rule.ReplenishRate)
 			}
-			if rule.Burst < 1 {
-				return fieldErr(p+".burst", "must be ≥ 1 (got %d)", rule.Burst)
+			if rule.Burst < 1 || rule.Burst > maxRuleUnits {
+				return fieldErr(p+".burst", "must be ≥ 1 and ≤ %d (got %d)", int64(maxRuleUnits), rule.Burst)
 			}
 		default:
 			return fieldErr(p+".algorithm", "must be sliding_window or token_bucket (got %q)", rule.Algorithm)
@@ -167,14 +152,25 @@ func (r *RateLimitConfig) validate() error {
 }
 
 func (g *GuardConfig) validate() error {
-	if g.Interval <= 0 {
-		return fieldErr("guard.interval", "must be > 0 (got %s)", g.Interval)
+	if g.Interval <= 0 || g.Interval > maxServerTimeout {
+		return fieldErr("guard.interval", "must be in (0, %s] (got %s)", maxServerTimeout, g.Interval)
 	}
-	if g.ProbeTick <= 0 {
-		return fieldErr("guard.probe_tick", "must be > 0 (got %s)", g.ProbeTick)
+	if g.ProbeTick <= 0 || g.ProbeTick > maxServerTimeout {
+		return fieldErr("guard.probe_tick", "must be in (0, %s] (got %s)", maxServerTimeout, g.ProbeTick)
 	}
-	if g.Cooldown < 0 {
-		return fieldErr("guard.cooldown", "must be ≥ 0 (got %s)", g.Cooldown)
+	if g.Cooldown < 0 || g.Cooldown > maxServerTimeout {
+		return fieldErr("guard.cooldown", "must be in [0, %s] (got %s)", maxServerTimeout, g.Cooldown)
+	}
+	if g.BackpressureTTL <= 0 || g.BackpressureTTL > maxServerTimeout {
+		return fieldErr("guard.backpressure_ttl", "must be in (0, %s] (got %s)", maxServerTimeout, g.BackpressureTTL)
+	}
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"yellow", g.BackpressureShare.Yellow}, {"red", g.BackpressureShare.Red}, {"black", g.BackpressureShare.Black}} {
+		if x.v > 1 {
+			return fieldErr("guard.backpressure_share."+x.name, "must be a share in [0, 1] (got %g)", x.v)
+		}
 	}
 	for _, w := range []struct {
 		name string
@@ -183,7 +179,7 @@ func (g *GuardConfig) validate() error {
 		{"lag_probe_p99_ms", g.LagProbeP99Ms}, {"sched_latency_p99_ms", g.SchedLatencyP99Ms},
 		{"gc_pause_p99_ms", g.GCPauseP99Ms}, {"heap_mb", g.HeapMB},
 		{"inflight_ratio", g.InflightRatio}, {"queue_fill", g.QueueFill},
-		{"upstream_latency_ratio", g.UpstreamLatencyRatio},
+		{"upstream_latency_ratio", g.UpstreamLatencyRatio}, {"backpressure_share", g.BackpressureShare},
 	} {
 		if err := w.w.validate("guard." + w.name); err != nil {
 			return err
@@ -227,17 +223,20 @@ func validateClass(path string, cc admit.BulkheadConfig) error {
 	if l.Min < 1 {
 		return fieldErr(path+".min", "must be ≥ 1 (got %d)", l.Min)
 	}
-	if l.Max < l.Min {
-		return fieldErr(path+".max", "must be ≥ min %d (got %d)", l.Min, l.Max)
+	if l.Max < l.Min || l.Max > maxClassLimit {
+		return fieldErr(path+".max", "must be in [min=%d, %d] (got %d)", l.Min, maxClassLimit, l.Max)
 	}
 	if l.Limit < l.Min || l.Limit > l.Max {
 		return fieldErr(path+".limit", "must be in [min, max] = [%d, %d] (got %d)", l.Min, l.Max, l.Limit)
 	}
-	if cc.QueueSize < 0 {
-		return fieldErr(path+".queue_size", "must be ≥ 0 (got %d)", cc.QueueSize)
+	if cc.QueueSize < 0 || cc.QueueSize > maxQueueSize {
+		return fieldErr(path+".queue_size", "must be in [0, %d] (got %d)", maxQueueSize, cc.QueueSize)
 	}
-	if cc.QueueTimeout <= 0 {
-		return fieldErr(path+".queue_timeout", "must be > 0 (got %s)", cc.QueueTimeout)
+	if cc.QueueTimeout <= 0 || cc.QueueTimeout > maxQueueTimeout {
+		return fieldErr(path+".queue_timeout", "must be in (0, %s] (got %s)", maxQueueTimeout, cc.QueueTimeout)
+	}
+	if l.TimeoutMs < 0 || l.TimeoutMs > int(maxQueueTimeout.Milliseconds()) {
+		return fieldErr(path+".timeout_ms", "must be in [0, %d] (got %d)", maxQueueTimeout.Milliseconds(), l.TimeoutMs)
 	}
 	if err := cc.Validate(); err != nil {
 		return fieldErr(path, "%v", err)
@@ -246,23 +245,29 @@ func validateClass(path string, cc admit.BulkheadConfig) error {
 }
 
 func (a *AgentConfig) validate() error {
-	if a.FanOut < 1 {
-		return fieldErr("agent.fan_out", "must be ≥ 1 (got %d)", a.FanOut)
-	}
-	if a.YellowFanOut < 1 || a.YellowFanOut > a.FanOut {
+	switch {
+	case a.FanOut < 1 || a.FanOut > maxFanOut:
+		return fieldErr("agent.fan_out", "must be in [1, %d] (got %d)", maxFanOut, a.FanOut)
+	case a.YellowFanOut < 1 || a.YellowFanOut > a.FanOut:
 		return fieldErr("agent.yellow_fan_out", "must be in [1, fan_out=%d] (got %d)", a.FanOut, a.YellowFanOut)
-	}
-	if a.RedFanOut < 1 || a.RedFanOut > a.FanOut {
-		return fieldErr("agent.red_fan_out", "must be in [1, fan_out=%d] (got %d)", a.FanOut, a.RedFanOut)
-	}
-	if !(a.RedRulesShare >= 0 && a.RedRulesShare <= 1) {
-		return fieldErr("agent.red_rules_share", "must be in [0, 1] (got %g)", a.RedRulesShare)
-	}
-	if a.ComplexTokens < 0 {
-		return fieldErr("agent.complex_tokens", "must be ≥ 0 (got %d)", a.ComplexTokens)
-	}
-	if a.MaxSubcallsInflight < 1 {
-		return fieldErr("agent.max_subcalls_inflight", "must be ≥ 1 (got %d)", a.MaxSubcallsInflight)
+	case a.RedFanOut < 1 || a.RedFanOut > a.YellowFanOut:
+		return fieldErr("agent.red_fan_out", "must be in [1, yellow_fan_out=%d] (got %d)", a.YellowFanOut, a.RedFanOut)
+	case a.MaxDepth < 1 || a.MaxDepth > maxAgentDepth:
+		return fieldErr("agent.max_depth", "must be in [1, %d] (got %d)", maxAgentDepth, a.MaxDepth)
+	case a.YellowDepth < 1 || a.YellowDepth > a.MaxDepth:
+		return fieldErr("agent.yellow_depth", "must be in [1, max_depth=%d] (got %d)", a.MaxDepth, a.YellowDepth)
+	case !(a.RedDropShare >= 0 && a.RedDropShare <= 1):
+		return fieldErr("agent.red_drop_share", "must be in [0, 1] (got %g)", a.RedDropShare)
+	case a.ComplexTokens < 0 || a.ComplexTokens > maxTokenBudget:
+		return fieldErr("agent.complex_tokens", "must be in [0, %d] (got %d)", int64(maxTokenBudget), a.ComplexTokens)
+	case !(a.BlackNodesDown >= 0 && a.BlackNodesDown <= 1):
+		return fieldErr("agent.black_nodes_down", "must be in [0, 1] (got %g)", a.BlackNodesDown)
+	case a.MaxSubcallsInflight < 1 || a.MaxSubcallsInflight > maxSubcalls:
+		return fieldErr("agent.max_subcalls_inflight", "must be in [1, %d] (got %d)", maxSubcalls, a.MaxSubcallsInflight)
+	case a.QueueSize < 0 || a.QueueSize > maxQueueSize:
+		return fieldErr("agent.queue_size", "must be in [0, %d] (got %d)", maxQueueSize, a.QueueSize)
+	case a.MaxPromptChars < 1 || a.MaxPromptChars > maxBodyLimit:
+		return fieldErr("agent.max_prompt_chars", "must be in [1, %d] (got %d)", maxBodyLimit, a.MaxPromptChars)
 	}
 	return nil
 }
@@ -363,20 +368,20 @@ func normalizedUpstream(u upstream.Config) upstream.Config {
 }
 
 func (s *StreamConfig) validate() error {
-	if s.BufferBytes < 512 {
-		return fieldErr("stream.buffer_bytes", "must be ≥ 512 (got %d)", s.BufferBytes)
+	if s.BufferBytes < 512 || s.BufferBytes > maxStreamBuffer {
+		return fieldErr("stream.buffer_bytes", "must be in [512, %d] (got %d)", maxStreamBuffer, s.BufferBytes)
 	}
-	if s.WriteTimeout <= 0 {
-		return fieldErr("stream.write_timeout", "must be > 0 (got %s)", s.WriteTimeout)
+	if s.WriteTimeout <= 0 || s.WriteTimeout > maxServerTimeout {
+		return fieldErr("stream.write_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, s.WriteTimeout)
 	}
 	if s.ExportRows < 1 {
 		return fieldErr("stream.export_rows", "must be ≥ 1 (got %d)", s.ExportRows)
 	}
-	if s.ExportMaxRows < s.ExportRows {
-		return fieldErr("stream.export_max_rows", "must be ≥ export_rows %d (got %d)", s.ExportRows, s.ExportMaxRows)
+	if s.ExportMaxRows < s.ExportRows || s.ExportMaxRows > maxExportRows {
+		return fieldErr("stream.export_max_rows", "must be in [export_rows=%d, %d] (got %d)", s.ExportRows, maxExportRows, s.ExportMaxRows)
 	}
-	if s.ExportRowBytes < 16 {
-		return fieldErr("stream.export_row_bytes", "must be ≥ 16 (got %d)", s.ExportRowBytes)
+	if s.ExportRowBytes < 16 || s.ExportRowBytes > maxExportRowBytes {
+		return fieldErr("stream.export_row_bytes", "must be in [16, %d] (got %d)", maxExportRowBytes, s.ExportRowBytes)
 	}
 	return nil
 }

@@ -56,13 +56,15 @@ func (x *exchange) fail(status int, o wire.Outcome, field, msg string) {
 	x.finish(o)
 }
 
-// shed answers a refused request and counts it.
+// shed counts a refused request, then answers it: a client that has read
+// a shed knows levee_shed_total counted it (the lab's recordings check the
+// counter against the sheds clients saw, across scrapes).
 func (x *exchange) shed(s *shed) {
+	x.finish(s.outcome)
 	if !x.started {
 		x.started = true
 		writeShed(x.w, s.outcome, s.status, s.retryAfter, s.msg)
 	}
-	x.finish(s.outcome)
 }
 
 // reply answers 200 with v as JSON and counts o (ok or fallback).
@@ -105,11 +107,13 @@ func (x *exchange) readBody() ([]byte, bool) {
 	return body, true
 }
 
-// badRequest answers a *openai.RequestError as 400 naming its field.
+// badRequest answers a *openai.RequestError as 400 naming its field, in
+// the message too (as the fake model does), since clients often show
+// only the message.
 func (x *exchange) badRequest(err error) {
 	var re *openai.RequestError
 	if errors.As(err, &re) {
-		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Msg)
+		x.fail(http.StatusBadRequest, wire.OutcomeError, re.Field, re.Error())
 		return
 	}
 	x.fail(http.StatusBadRequest, wire.OutcomeError, "", err.Error())
@@ -221,6 +225,11 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux.Handle(wire.PathV1, g.serveRoute(routeOther, "", func(x *exchange) {
 		x.fail(http.StatusNotFound, wire.OutcomeError, "", "no route "+x.r.URL.Path)
 	}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// Outside /v1/ nothing is a traffic route: not counted, but the
+		// contract's JSON error all the same.
+		writeError(w, http.StatusNotFound, 0, false, "", "no route "+r.URL.Path)
+	})
 	mux.Handle(wire.PathMetrics, promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -17,16 +17,25 @@
 //
 //	POST /v1/chat/completions  OpenAI chat body: messages (non-empty), max_tokens, stream
 //	POST /v1/predict           {"features":{…}}  → {"decision":…,"score":…}
-//	POST /v1/agent             {"prompt":"…","max_tokens":64} → {"answer":…,"depth":k,…}
+//	POST /v1/agent             {"prompt":"…","max_tokens":64,"steps":3} → {"answer":…,"steps":k,"fan_out":n,"level":…,…}
 //	GET  /v1/export?rows=N     NDJSON rows, streamed
 //	GET  /v1/standard/…        small JSON, served locally
 //
 // Fallbacks (when the fallback defense is on) answer level black and
 // upstream failures (no node, breaker open, connection failure, 5xx) on
-// predict, chat and agent, and the red-level rules share of complex agent
-// requests. Rate limiting, yellow/red shedding, full or timed-out queues
-// and the budget stay sheds (429/503), so clients see backpressure; a
-// passed deadline stays a timeout (504). Streamed answers promise "ok" in
+// predict, chat and agent, and agent tasks at the agent level black (the
+// guard black, or agent.black_nodes_down of the nodes down). Rate
+// limiting, yellow/red shedding, full or timed-out queues and the budget
+// stay sheds (429/503), so clients see backpressure; a passed deadline
+// stays a timeout (504). Agents degrade instead of being shed by priority
+// (seed 004, agent.go): fewer steps and sub-calls by level and under
+// budget pressure, a share of complex tasks dropped at red.
+//
+// Model requests reserve their estimated tokens (prompt characters / 4 +
+// max_tokens) in a budget by priority — P0 keeps budget.reserve_p0 of it,
+// one request may take at most budget.max_request_tokens (over it: 400
+// naming the cap) — and settle with the usage the model reports
+// (tokens.go). Streamed answers promise "ok" in
 // X-Levee-Outcome, carry the final outcome in the X-Levee-Outcome-Final
 // trailer, and are cut (never cleanly ended) when they fail midway.
 package gateway
@@ -111,8 +120,8 @@ type Gateway struct {
 	lat        latencyTracker
 
 	defenses    atomic.Uint32
-	subInflight atomic.Int64 // agent sub-calls reserved
-	subCap      atomic.Int64
+	subcalls    *subcallPool  // agent sub-calls: amplification cap and bounded queue
+	nodeSignals *nodeSignals  // the model nodes' backpressure signal
 	agentSeq    atomic.Uint64 // complex agent requests seen at red
 	aiLimitRef  atomic.Int64  // configured ai limit: reference of inflight_ratio
 
@@ -171,6 +180,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 	}
 
 	g.aiLimitRef.Store(int64(cfg.Classes.AI.Limiter.Limit))
+	g.nodeSignals = newNodeSignals(len(cfg.Upstream.Nodes), cfg.Guard.BackpressureTTL)
 	th := g.thresholds(cfg.Guard)
 	if err := th.Validate(); err != nil {
 		g.Close()
@@ -194,8 +204,8 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		}
 		g.bulkheads[c] = b
 	}
-	g.budget = admit.NewBudget(cfg.TokenBudget)
-	g.subCap.Store(int64(cfg.Agent.MaxSubcallsInflight))
+	g.budget = admit.NewBudget(cfg.budgetConfig())
+	g.subcalls = newSubcallPool(cfg.Agent.MaxSubcallsInflight, cfg.Agent.QueueSize)
 
 	g.m = newMetrics(g)
 	g.m.reg.MustRegister(g.pool.Collectors()...)
@@ -325,6 +335,7 @@ func (g *Gateway) thresholds(gc GuardConfig) admit.Thresholds {
 			Inflight:             int64(math.Ceil(infl)),
 			QueueFill:            min(pick(gc.QueueFill), 1),
 			UpstreamLatencyRatio: pick(gc.UpstreamLatencyRatio),
+			Backpressure:         min(pick(gc.BackpressureShare), 1),
 		}
 	}
 	return admit.Thresholds{
@@ -337,7 +348,7 @@ func (g *Gateway) thresholds(gc GuardConfig) admit.Thresholds {
 // localThresholds keeps only the gateway-runtime signals of th.
 func localThresholds(th admit.Thresholds) admit.Thresholds {
 	strip := func(s admit.Signals) admit.Signals {
-		s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = 0, 0, 0
+		s.Inflight, s.QueueFill, s.UpstreamLatencyRatio, s.Backpressure = 0, 0, 0, 0
 		return s
 	}
 	return admit.Thresholds{Yellow: strip(th.Yellow), Red: strip(th.Red), Black: strip(th.Black)}
@@ -364,13 +375,14 @@ func (g *Gateway) signals() admit.Signals {
 			fill = max(fill, float64(st.Queued())/float64(st.QueueSize))
 		}
 	}
-	return admit.Signals{Inflight: infl, QueueFill: fill, UpstreamLatencyRatio: g.lat.ratio(infl)}
+	return admit.Signals{Inflight: infl, QueueFill: fill, UpstreamLatencyRatio: g.lat.ratio(infl),
+		Backpressure: g.nodeSignals.share(time.Now())}
 }
 
 // localSignals are the main guard's own runtime measurements.
 func (g *Gateway) localSignals() admit.Signals {
 	s := g.guard.LastSignals()
-	s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = 0, 0, 0
+	s.Inflight, s.QueueFill, s.UpstreamLatencyRatio, s.Backpressure = 0, 0, 0, 0
 	return s
 }
 
@@ -384,8 +396,12 @@ func (g *Gateway) guardFor(c classID) *admit.Guard {
 
 // ticket is an admitted request's hold on the chain: release it once.
 type ticket struct {
-	permit admit.Permit
-	tokens int64 // budget tokens held (0 when the budget was off)
+	permit   admit.Permit
+	tokens   int64          // budget tokens held (0 when the budget was off)
+	prio     admit.Priority // the request's priority
+	estimate int64          // the request's estimated tokens
+	rl       *ruleEntry     // the token-cost rule charged rlCost, for settlement (nil: none)
+	rlCost   int64
 }
 
 // shed describes why admission refused a request.
@@ -403,16 +419,37 @@ type shed struct {
 // returns a ticket to release; otherwise the shed. It does not allocate on
 // the success path with the local store.
 func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) (ticket, *shed) {
+	return g.admit(ctx, id, r, tokens, tokens, now)
+}
+
+// admit is admitRequest with the rate limit's cost and the budget's
+// reservation apart (an agent task reserves its budget itself, degrading
+// its plan until it fits: budget 0 here).
+func (g *Gateway) admit(ctx context.Context, id Identity, r routeID, tokens, budget int64, now time.Time) (ticket, *shed) {
 	class := routeClass[r]
+	t := ticket{prio: id.Priority, estimate: tokens}
 	if g.on(defRateLimit) {
-		if s := g.rateLimit(ctx, id, r, tokens, now); s != nil {
+		if s := g.rateLimit(ctx, &t, id, r, tokens, now); s != nil {
 			return ticket{}, s
 		}
 	}
+	tk, s := g.admitGuarded(ctx, t, id, class, budget, now)
+	if s != nil {
+		g.refundRateLimit(&t)
+	}
+	return tk, s
+}
+
+// admitGuarded runs guard → bulkhead → budget for admitRequest.
+func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class classID, tokens int64, now time.Time) (ticket, *shed) {
 	if g.on(defGuard) {
 		gd := g.guardFor(class)
-		if !gd.Admit(id.Priority) {
-			switch lvl := gd.Level(); {
+		lvl := gd.Level()
+		// Agents degrade by level instead (seed 004: planAgent) but for
+		// black; the priorities still order their queue and split the
+		// budget.
+		if (class != classAgent || lvl == admit.Black) && !gd.Admit(id.Priority) {
+			switch {
 			case lvl == admit.Black:
 				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
 			case id.Priority == admit.P2:
@@ -423,7 +460,6 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 			}
 		}
 	}
-	var t ticket
 	p, err := g.bulkheads[class].Acquire(ctx, id.Priority)
 	// The wait runs from the start of admission (now): the rate-limit
 	// and guard steps before the queue take microseconds.
@@ -438,50 +474,24 @@ func (g *Gateway) admitRequest(ctx context.Context, id Identity, r routeID, toke
 	default: // the request's deadline passed or the client left while queued
 		return t, &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
 	}
-	if g.on(defBudget) && tokens > 0 {
-		if !g.budget.Acquire(tokens) {
-			t.permit.Release(admit.Sample{})
-			return ticket{}, &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, msg: "token budget exhausted"}
-		}
-		t.tokens = tokens
+	if s := g.reserveBudget(&t, id.Priority, tokens); s != nil {
+		t.permit.Release(admit.Sample{})
+		return ticket{}, s
 	}
+	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
 }
 
 // release gives back what admitRequest took; s (RTT > 0) feeds the
-// limiter.
+// limiter. The token estimate stands (see releaseCall).
 func (g *Gateway) release(t *ticket, s admit.Sample) {
 	t.permit.Release(s)
-	if t.tokens > 0 {
-		g.budget.Release(t.tokens)
-		t.tokens = 0
-	}
+	g.settle(t, 0, false)
 }
 
-// rateLimit applies the rule matching id and r, if any.
-func (g *Gateway) rateLimit(ctx context.Context, id Identity, r routeID, tokens int64, now time.Time) *shed {
-	e := g.rules.Load().lookup(id.tid, r)
-	if e == nil {
-		return nil
-	}
-	cost := int64(1)
-	if e.tokens {
-		cost = max(tokens, 1)
-	}
-	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
-	if err != nil {
-		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
-			return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
-				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
-		}
-		if g.cfg.RateLimit.Store.FailOpen {
-			return nil
-		}
-		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
-	}
-	if !d.Allowed {
-		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
-			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit exceeded"}
-	}
-	return nil
+// releaseCall releases t after a model call, settling the token estimate
+// with the usage the call reported.
+func (g *Gateway) releaseCall(t *ticket, res callResult) {
+	t.permit.Release(res.sample())
+	g.settle(t, res.used, res.hasUsage)
 }

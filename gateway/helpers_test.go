@@ -120,7 +120,7 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-const testToken = "admin-secret"
+const testToken = "admin-secret-0123456789"
 
 // testConfig is a config with fast guard loops in front of nodes.
 func testConfig(nodes ...string) Config {

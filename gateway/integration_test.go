@@ -161,6 +161,13 @@ func TestOverloadAccounting(t *testing.T) {
 			t.Errorf("levee_shed_total{reason=%s} = %v, client saw %d", r, got, want)
 		}
 	}
+	// Every request the chain let through is counted once when admitted:
+	// all but the sheds and the black level's fallbacks (no timer fires in
+	// this run, so no request left the queue by its deadline).
+	black := int(counterSum(fams, "levee_fallbacks_total", map[string]string{"reason": wire.FallbackBlack}))
+	if got, want := int(counterSum(fams, wire.MetricAdmitted, map[string]string{"class": "ai"})), total-sheds-black; got != want {
+		t.Errorf("levee_admitted_total{class=ai} = %d, want %d (offered %d − shed %d − black fallbacks %d)", got, want, total, sheds, black)
+	}
 
 	// Everything stops: back to the baseline of goroutines.
 	tr.CloseIdleConnections()

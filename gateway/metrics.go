@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"time"
+
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,9 +49,14 @@ type metrics struct {
 
 	requests  [numRoutes][admit.NumPriorities][wire.NumServerOutcomes]prometheus.Counter
 	shed      [wire.NumShedReasons][admit.NumPriorities]prometheus.Counter
+	admitted  [numClasses][admit.NumPriorities]prometheus.Counter
 	queueWait [numClasses]prometheus.Observer
 	fallbacks *prometheus.CounterVec // route, reason
 	subcalls  *prometheus.CounterVec // result
+	tasks     *prometheus.CounterVec // result, level
+
+	tokensReserved [admit.NumPriorities]prometheus.Counter
+	tokensUsed     [admit.NumPriorities]prometheus.Counter
 }
 
 func newMetrics(g *Gateway) *metrics {
@@ -62,6 +69,10 @@ func newMetrics(g *Gateway) *metrics {
 		Name: wire.MetricShed,
 		Help: "Requests shed by the defense chain, by reason and priority.",
 	}, []string{wire.LabelReason, wire.LabelPriority})
+	adm := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: wire.MetricAdmitted,
+		Help: "Requests admitted by the defense chain (a slot and its token budget granted), by class and priority; counted when admitted.",
+	}, []string{wire.LabelClass, wire.LabelPriority})
 	wait := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    wire.MetricQueueWait,
 		Help:    "Time spent waiting in a bulkhead queue (granted or not).",
@@ -89,9 +100,33 @@ func newMetrics(g *Gateway) *metrics {
 	}
 	for c := range numClasses {
 		m.queueWait[c] = wait.WithLabelValues(classID(c).String())
+		for p := range admit.NumPriorities {
+			m.admitted[c][p] = adm.WithLabelValues(classID(c).String(), admit.Priority(p).String())
+		}
 	}
 	for _, res := range wire.SubcallResults() {
 		m.subcalls.WithLabelValues(res)
+	}
+	m.tasks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: wire.MetricAgentTasks,
+		Help: "Agent tasks by result (ok, degraded, fallback: answered in time; dropped, shed, timeout, error) and the agent level they were planned at.",
+	}, []string{wire.LabelResult, wire.LabelLevel})
+	for _, res := range wire.AgentTaskResults() {
+		for _, l := range wire.Levels() {
+			m.tasks.WithLabelValues(res, l)
+		}
+	}
+	reserved := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: wire.MetricTokensReserved,
+		Help: "Estimated tokens reserved by admitted model requests, by priority.",
+	}, []string{wire.LabelPriority})
+	used := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: wire.MetricTokensUsed,
+		Help: "Tokens the model reported using (usage, a stream's usage chunk or counted chunks; the estimate when it reported nothing), by priority.",
+	}, []string{wire.LabelPriority})
+	for p := range admit.NumPriorities {
+		m.tokensReserved[p] = reserved.WithLabelValues(admit.Priority(p).String())
+		m.tokensUsed[p] = used.WithLabelValues(admit.Priority(p).String())
 	}
 	// Every fallback series exists from the start, so a scrape before the
 	// first fallback reads 0 rather than nothing.
@@ -101,7 +136,7 @@ func newMetrics(g *Gateway) *metrics {
 		}
 	}
 	m.fallbacks.WithLabelValues(routeAgent.String(), wire.FallbackRules)
-	m.reg.MustRegister(req, shed, wait, m.fallbacks, m.subcalls,
+	m.reg.MustRegister(req, shed, adm, wait, m.fallbacks, m.subcalls, m.tasks, reserved, used,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gatewayCollector{g})
 	return m
@@ -124,13 +159,16 @@ var (
 	descShed       = prometheus.NewDesc(wire.MetricShedLevel, "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
 	descShedShare  = prometheus.NewDesc(wire.MetricShedShare, "Share of requests the overload guard refuses now, by priority.", []string{wire.LabelPriority}, nil)
 	descChanges    = prometheus.NewDesc(wire.MetricLevelChanges, "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
+	descSubQueued  = prometheus.NewDesc(wire.MetricSubcallsQueued, "Agent sub-calls waiting for a place under the amplification cap.", nil, nil)
+	descAgentLevel = prometheus.NewDesc(wire.MetricAgentLevel, "The level agent tasks are planned at: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)
+	descBackpress  = prometheus.NewDesc(wire.MetricUpstreamBackpressure, "1 while the node's backpressure signal counts.", []string{wire.LabelNode}, nil)
 )
 
 // gatewayCollector reads gauges at scrape time.
 type gatewayCollector struct{ g *Gateway }
 
 func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descShed, descShedShare, descChanges} {
+	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descSubQueued, descAgentLevel, descBackpress, descShed, descShedShare, descChanges} {
 		ch <- d
 	}
 }
@@ -172,5 +210,16 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descDefense, v, n)
 	}
-	gauge(descSubInfl, float64(g.subInflight.Load()))
+	running, queued := g.subcalls.stats()
+	gauge(descSubInfl, float64(running))
+	gauge(descSubQueued, float64(queued))
+	gauge(descAgentLevel, float64(g.agentLevel()))
+	now := time.Now()
+	for _, n := range g.pool.Stats() {
+		v := 0.0
+		if g.nodeSignals.signalling(hostOf(n.Addr), now) {
+			v = 1
+		}
+		gauge(descBackpress, v, n.Addr)
+	}
 }

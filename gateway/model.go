@@ -12,6 +12,7 @@ import (
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -116,6 +117,10 @@ type callResult struct {
 	end     time.Time // when rtt was taken
 	dropped bool
 	latency time.Duration
+	// used is the tokens the model reported (answer usage, a stream's
+	// usage chunk or its counted chunks) when hasUsage.
+	used     int64
+	hasUsage bool
 }
 
 // sample is the limiter's view of the call.
@@ -149,6 +154,7 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		return nil, callResult{}, wire.OutcomeError, err
 	}
 	g.lat.observe(rtt)
+	g.nodeSignals.observe(resp, time.Now())
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -211,6 +217,9 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callRe
 		x.finish(wire.OutcomeError)
 		return res
 	}
+	if u, ok := openai.AnswerUsage(b); ok {
+		res.used, res.hasUsage = u.Total(), true
+	}
 	x.started = true
 	h := x.w.Header()
 	if ctype == "" {
@@ -235,13 +244,16 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.badRequest(err)
 		return
 	}
+	if g.overRequestCap(x, pr.Tokens(), "features", "the body's bytes / 4 + the default completion") {
+		return
+	}
 	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, false)
 		return
 	}
 	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body)
-	g.release(&t, res.sample())
+	g.releaseCall(&t, res)
 }
 
 // serveChat is POST /v1/chat/completions, streamed (SSE relay) or not.
@@ -255,6 +267,9 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
+	if g.overRequestCap(x, cr.Tokens(), cr.costField(), fmt.Sprintf("prompt ≈ %d + max_tokens %d", cr.Tokens()-int64(cr.MaxTokens), cr.MaxTokens)) {
+		return
+	}
 	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())
 	if s != nil {
 		x.shedOrFallback(s, cr.Stream)
@@ -262,11 +277,11 @@ func (g *Gateway) serveChat(x *exchange) {
 	}
 	if !cr.Stream {
 		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body)
-		g.release(&t, res.sample())
+		g.releaseCall(&t, res)
 		return
 	}
-	res := g.relaySSE(x, body, &t.permit)
-	g.release(&t, res.sample())
+	res := g.relaySSE(x, body, cr, &t.permit)
+	g.releaseCall(&t, res)
 }
 
 // serveStandard is GET /v1/standard/...: a light route served locally.

@@ -18,7 +18,7 @@ func writeError(w http.ResponseWriter, status int, o wire.Outcome, traffic bool,
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	d := wire.ErrorDetail{Message: msg, Field: field}
+	d := wire.NewErrorDetail(status, field, msg)
 	if traffic {
 		h.Set(wire.HeaderOutcome, o.String())
 		d.Outcome = o.String()

@@ -14,8 +14,9 @@ const (
 	// DefaultMaxTokens is the completion budget assumed when a request
 	// names no max_tokens.
 	DefaultMaxTokens = openai.DefaultMaxTokens
-	// MaxMaxTokens bounds max_tokens.
-	MaxMaxTokens = 32768
+	// MaxMaxTokens bounds max_tokens: the one limit the fake model
+	// applies too (openai.MaxTokens).
+	MaxMaxTokens = openai.MaxTokens
 	// DefaultAgentMaxTokens is one agent sub-call's completion budget.
 	DefaultAgentMaxTokens = 64
 )
@@ -27,23 +28,33 @@ type ChatRequest struct {
 	MaxTokens   int
 	PromptChars int // characters of all message text
 	Messages    int
+	// IncludeUsage is stream_options.include_usage; HasStreamOptions
+	// whether the body named stream_options at all.
+	IncludeUsage, HasStreamOptions bool
 }
 
 // Tokens is the request's estimated cost.
 func (c ChatRequest) Tokens() int64 { return estimateTokens(c.PromptChars, c.MaxTokens) }
 
+// costField is the field to blame for an estimate over the per-request
+// cap: the prompt when it is the larger part, else max_tokens.
+func (c ChatRequest) costField() string {
+	if estimateTokens(c.PromptChars, 0) > int64(c.MaxTokens) {
+		return "messages"
+	}
+	return "max_tokens"
+}
+
 // ParseChatRequest checks a chat completion body (openai.ParseChat with
 // max_tokens ≤ MaxMaxTokens, DefaultMaxTokens when unset) and measures its
 // prompt. Errors are *openai.RequestError.
 func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body, MaxMaxTokens)
+	c, err := openai.ParseChat(body)
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	req := ChatRequest{Stream: c.Stream, MaxTokens: c.MaxTokens, Messages: len(c.Messages)}
-	if !c.MaxTokensSet {
-		req.MaxTokens = DefaultMaxTokens
-	}
+	req := ChatRequest{Stream: c.Stream, MaxTokens: c.Completion(), Messages: len(c.Messages),
+		IncludeUsage: c.IncludeUsage, HasStreamOptions: c.HasStreamOptions}
 	for _, m := range c.Messages {
 		req.PromptChars += utf8.RuneCountInString(m.Content)
 	}
@@ -74,22 +85,38 @@ func ParsePredictRequest(body []byte) (PredictRequest, error) {
 	return PredictRequest{Bytes: len(body)}, nil
 }
 
-// AgentRequest is a /v1/agent body: {"prompt":"…","max_tokens":64}.
+// AgentRequest is a /v1/agent body:
+// {"prompt":"…","max_tokens":64,"steps":3}.
 type AgentRequest struct {
-	Prompt    string `json:"prompt"`
-	MaxTokens int    `json:"max_tokens"`
-	chars     int
+	Prompt string
+	// MaxTokens is each sub-call's completion budget.
+	MaxTokens int
+	// Steps is the tool-call steps the task asks for (1 when absent).
+	Steps int
+	chars int
 }
 
 // SubTokens is one sub-call's estimated cost.
 func (a AgentRequest) SubTokens() int64 { return estimateTokens(a.chars, a.MaxTokens) }
 
-// ParseAgentRequest checks an agent body: a non-empty string "prompt" and
-// optional 0 ≤ "max_tokens" ≤ MaxMaxTokens. Errors are *openai.RequestError.
-func ParseAgentRequest(body []byte) (AgentRequest, error) {
+// costField is the field to blame for a sub-call over the per-request
+// cap: the prompt when it is the larger part, else max_tokens.
+func (a AgentRequest) costField() string {
+	if estimateTokens(a.chars, 0) > int64(a.MaxTokens) {
+		return "prompt"
+	}
+	return "max_tokens"
+}
+
+// ParseAgentRequest checks an agent body: a non-empty string "prompt" of
+// at most maxPromptChars characters, optional 0 ≤ "max_tokens" ≤
+// MaxMaxTokens and optional 1 ≤ "steps" ≤ maxSteps. Errors are
+// *openai.RequestError.
+func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest, error) {
 	var raw struct {
 		Prompt    *string `json:"prompt"`
 		MaxTokens *int    `json:"max_tokens"`
+		Steps     *int    `json:"steps"`
 	}
 	if err := openai.DecodeObject(body, &raw); err != nil {
 		return AgentRequest{}, err
@@ -97,13 +124,22 @@ func ParseAgentRequest(body []byte) (AgentRequest, error) {
 	if raw.Prompt == nil || *raw.Prompt == "" {
 		return AgentRequest{}, &openai.RequestError{Field: "prompt", Msg: "must be a non-empty string"}
 	}
-	a := AgentRequest{Prompt: *raw.Prompt, MaxTokens: DefaultAgentMaxTokens}
+	a := AgentRequest{Prompt: *raw.Prompt, MaxTokens: DefaultAgentMaxTokens, Steps: 1}
+	a.chars = utf8.RuneCountInString(a.Prompt)
+	if a.chars > maxPromptChars {
+		return AgentRequest{}, &openai.RequestError{Field: "prompt", Msg: fmt.Sprintf("must be at most %d characters (agent.max_prompt_chars), got %d", maxPromptChars, a.chars)}
+	}
 	if raw.MaxTokens != nil {
 		a.MaxTokens = *raw.MaxTokens
 	}
 	if a.MaxTokens < 0 || a.MaxTokens > MaxMaxTokens {
-		return AgentRequest{}, &openai.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("must be in [0, %d], got %d", MaxMaxTokens, a.MaxTokens)}
+		return AgentRequest{}, &openai.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("must be an integer in [0, %d], got %d", MaxMaxTokens, a.MaxTokens)}
 	}
-	a.chars = utf8.RuneCountInString(a.Prompt)
+	if raw.Steps != nil {
+		a.Steps = *raw.Steps
+	}
+	if a.Steps < 1 || a.Steps > maxSteps {
+		return AgentRequest{}, &openai.RequestError{Field: "steps", Msg: fmt.Sprintf("must be an integer in [1, %d] (agent.max_depth), got %d", maxSteps, a.Steps)}
+	}
 	return a, nil
 }

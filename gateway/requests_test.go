@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -60,6 +61,57 @@ func FuzzChatRequest(f *testing.F) {
 		}
 		// Every model route's parser must hold too.
 		_, _ = ParsePredictRequest(body)
-		_, _ = ParseAgentRequest(body)
+		_, _ = ParseAgentRequest(body, 1000, 5)
+	})
+}
+
+func TestParseAgentRequest(t *testing.T) {
+	for _, tc := range []struct {
+		body  string
+		field string // "" = valid
+		steps int
+	}{
+		{`{"prompt":"refund order 42"}`, "", 1},
+		{`{"prompt":"x","max_tokens":8,"steps":5}`, "", 5},
+		{`{"prompt":""}`, "prompt", 0},
+		{`{"prompt":"` + strings.Repeat("é", 21) + `"}`, "prompt", 0}, // 21 characters > 20
+		{`{"prompt":"x","steps":0}`, "steps", 0},
+		{`{"prompt":"x","steps":6}`, "steps", 0},
+		{`{"prompt":"x","steps":"2"}`, "steps", 0},
+		{`{"prompt":"x","max_tokens":32769}`, "max_tokens", 0},
+		{`{"prompt":"x","max_tokens":1e30}`, "max_tokens", 0},
+	} {
+		a, err := ParseAgentRequest([]byte(tc.body), 20, 5)
+		if tc.field == "" {
+			if err != nil || a.Steps != tc.steps {
+				t.Errorf("%s: %+v, %v; want steps %d", tc.body, a, err, tc.steps)
+			}
+			continue
+		}
+		var re *openai.RequestError
+		if !errors.As(err, &re) || re.Field != tc.field {
+			t.Errorf("%s: error %v; want a RequestError naming %q", tc.body, err, tc.field)
+		}
+	}
+}
+
+// FuzzAgentRequest: any body parses into a request within its bounds or
+// fails with a *RequestError.
+func FuzzAgentRequest(f *testing.F) {
+	for _, s := range []string{`{"prompt":"x","max_tokens":8,"steps":2}`, `{"prompt":""}`, `{"steps":1e9}`, `[]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, err := ParseAgentRequest(body, 64, 5)
+		if err != nil {
+			var re *openai.RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("error %v is not a *RequestError", err)
+			}
+			return
+		}
+		if a.Prompt == "" || a.Steps < 1 || a.Steps > 5 || a.MaxTokens < 0 || a.MaxTokens > MaxMaxTokens || a.SubTokens() < 0 {
+			t.Fatalf("accepted an invalid request: %+v", a)
+		}
 	})
 }

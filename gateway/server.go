@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/levee-lab/levee/internal/httpbody"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Server runs a Gateway on its traffic and admin listeners.
@@ -24,10 +27,14 @@ type Server struct {
 
 // Start builds the gateway from cfg, binds cfg.Listen and cfg.Admin, starts
 // the gateway's loops and serves both listeners. The admin API requires
-// adminToken (which must not be empty). Stop it with Shutdown.
+// adminToken (at least wire.MinAdminTokenLen characters). A request body
+// must arrive within cfg.ReadHeaderTimeout unless its handler reads it
+// (then the request's deadline bounds it), so a slow body a handler never
+// reads cannot hold a connection (internal/httpbody). Stop it with
+// Shutdown.
 func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (*Server, error) {
-	if adminToken == "" {
-		return nil, errors.New("gateway: empty admin token")
+	if len(adminToken) < wire.MinAdminTokenLen {
+		return nil, fmt.Errorf("gateway: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(adminToken))
 	}
 	g, err := New(cfg, opts...)
 	if err != nil {
@@ -48,19 +55,22 @@ func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (
 	s := &Server{
 		G: g, tl: tl, al: al, errc: make(chan error, 2),
 		traffic: &http.Server{
-			Handler:           g.Handler(),
+			Handler:           httpbody.Deadline(g.Handler(), cfg.ReadHeaderTimeout),
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			MaxHeaderBytes:    cfg.MaxHeaderBytes,
 			IdleTimeout:       cfg.IdleTimeout,
 			ErrorLog:          errLog,
 		},
 		admin: &http.Server{
-			Handler:           g.AdminHandler(adminToken),
+			Handler:           httpbody.Deadline(g.AdminHandler(adminToken), cfg.ReadHeaderTimeout),
 			ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 			MaxHeaderBytes:    cfg.MaxHeaderBytes,
 			IdleTimeout:       cfg.IdleTimeout,
 			ErrorLog:          errLog,
 		},
+	}
+	if !loopbackAddr(al.Addr().String()) {
+		g.log.Warn("gateway: the admin API listens beyond loopback (admin_allow_remote); only its bearer token guards it", "admin", al.Addr().String())
 	}
 	g.Run(ctx)
 	for _, p := range []struct {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -91,12 +93,14 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // relaySSE forwards a streamed chat completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event. The model is
-// read only as fast as the client takes the events. The first bytes of
-// the answer are its time to first token: the limiter gets it at once
+// read only as fast as the client takes the events. The stream is metered
+// for the token budget (see meterStream). The first bytes of the answer
+// are its time to first token: the limiter gets it at once
 // (permit.Observe) and as the call's latency, since a long answer is not
 // congestion.
-func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callResult {
+func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *admit.Permit) callResult {
 	callStart := time.Now()
+	m := g.meterStream(&body, cr)
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
 	if err != nil {
 		if o == wire.OutcomeTimeout {
@@ -137,6 +141,9 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 			res.latency = time.Since(callStart)
 			permit.Observe(res.latency)
 		}
+		if m.line(line) {
+			line = nil // a usage chunk this client did not ask for
+		}
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
 				if err := flush(); err != nil {
@@ -174,6 +181,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 			cw.done()
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
+			res.used, res.hasUsage = m.used(cr), true
 			x.endStream(wire.OutcomeOK)
 			return res
 		default:
@@ -182,6 +190,44 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, permit *admit.Permit) callR
 			return res
 		}
 	}
+}
+
+// streamMeter measures a relayed stream for the token budget.
+type streamMeter struct {
+	openai.StreamMeter
+	strip bool // drop the usage chunk: the gateway asked for it, not the client
+}
+
+// meterStream prepares the metering of a stream: with stream.request_usage
+// and a client that named no stream_options, *body asks the model for a
+// final usage chunk, which the relay then keeps from the client.
+func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
+	m := &streamMeter{}
+	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions {
+		if i := bytes.IndexByte(*body, '{'); i >= 0 {
+			b := make([]byte, 0, len(*body)+len(usageOption))
+			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
+			*body, m.strip = b, true
+		}
+	}
+	return m
+}
+
+// usageOption is spliced into a stream request's object by meterStream.
+const usageOption = `"stream_options":{"include_usage":true},`
+
+// line meters one SSE line and reports whether to drop it.
+func (m *streamMeter) line(line []byte) bool {
+	return m.Line(line) && m.strip
+}
+
+// used is the stream's tokens: its usage chunk, or the prompt's estimate
+// plus the chunks that carried content.
+func (m *streamMeter) used(cr ChatRequest) int64 {
+	if u, ok := m.Usage(); ok {
+		return u.Total()
+	}
+	return estimateTokens(cr.PromptChars, 0) + int64(m.Chunks())
 }
 
 // serveExport is GET /v1/export?rows=N: a large NDJSON export generated

@@ -203,6 +203,13 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 		fields["error"] = ev.Err
 	}
 	l.event(kind, ev.Fault+" "+ev.Detail, fields)
+	l.mu.Lock()
+	if ev.Err != "" {
+		l.faultErrs[ev.Fault] = ev.Action + " failed: " + ev.Err
+	} else {
+		delete(l.faultErrs, ev.Fault)
+	}
+	l.mu.Unlock()
 	if ev.Err == "" {
 		l.progress("fault %s %s %s", ev.Action, ev.Fault, ev.Detail)
 		l.recs.fault(ev.Fault, kind == runfiles.EventFaultApply, ev.Time)

@@ -74,6 +74,13 @@ type FaultStatus struct {
 	Description string `json:"description"`
 	Active      bool   `json:"active"`
 	Detail      string `json:"detail,omitempty"`
+	// Unavailable says why the fault cannot apply in this lab (a
+	// redis_outage without a Redis child); "" when it can. Toggling an
+	// unavailable fault is an error at once.
+	Unavailable string `json:"unavailable,omitempty"`
+	// Error is why its last apply or revert failed (a model_latency patch
+	// that a node down refused, …); "" after a success.
+	Error string `json:"error,omitempty"`
 }
 
 // Faults lists the fault catalogue with what is active now. Keys are "1"…"9",
@@ -89,9 +96,27 @@ func (l *Lab) Faults() []FaultStatus {
 		case i == 9:
 			key = "0"
 		}
-		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail}
+		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail,
+			Unavailable: l.faultUnavailable(c.Name)}
 	}
+	l.mu.Lock()
+	for i := range out {
+		out[i].Error = l.faultErrs[out[i].Name]
+	}
+	l.mu.Unlock()
 	return out
+}
+
+// faultUnavailable says why the fault called name cannot apply in this lab,
+// or "" when it can.
+func (l *Lab) faultUnavailable(name string) string {
+	if name == (&chaos.RedisOutage{}).Name() && (l.sup == nil || !l.sup.HasRedisChild()) {
+		if l.sup != nil && l.sup.RedisURL() != "" {
+			return "the lab uses an external Redis it cannot stop"
+		}
+		return "no Redis in this lab (redis: auto starts one when redis-server is installed)"
+	}
+	return ""
 }
 
 // ToggleFault applies the named fault (experiment or default parameters),
@@ -104,6 +129,11 @@ func (l *Lab) ToggleFault(name string) error {
 	}
 	if l.isFinishing() {
 		return errors.New("lab: stopping")
+	}
+	if why := l.faultUnavailable(name); why != "" {
+		err := fmt.Errorf("lab: %s is unavailable: %s", name, why)
+		l.event(runfiles.EventFaultError, name+" unavailable", map[string]any{"fault": name, "action": chaos.ActionApply, "error": err.Error()})
+		return err
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)

@@ -32,7 +32,10 @@ type Options struct {
 	// RunsDir/<time>-<name>).
 	Record bool
 	// Out is the run folder when Record is set ("" = RunsDir/<time>-<name>).
+	// A folder that holds files is refused unless Force.
 	Out string
+	// Force replaces a previous run in Out (its files are removed first).
+	Force bool
 	// RunsDir is where run folders go. Default "runs".
 	RunsDir string
 	// WorkDir holds the children's logs and configs when not recording from
@@ -97,6 +100,9 @@ type Lab struct {
 	endReason string // why the run ended ("done", "stopped"); "" while it runs
 	timers    []clockwork.Timer
 	envDone   bool // the end sequence cancelled every pending After
+	// faultErrs holds, per fault, why its last apply or revert failed; a
+	// later success clears it.
+	faultErrs map[string]string
 }
 
 var _ Controls = (*Lab)(nil)
@@ -159,7 +165,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 	l := &Lab{
 		exp: e, opts: opts, clock: opts.Clock, exe: exe, token: randomToken(),
 		done: make(chan struct{}), finishing: make(chan struct{}),
-		defenses: map[string]bool{},
+		defenses: map[string]bool{}, faultErrs: map[string]string{},
 	}
 	l.sched = newSchedule(e, l.clock)
 	l.narr.init()
@@ -182,7 +188,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 func (l *Lab) makeFolders() (runDir string, err error) {
 	switch {
 	case l.opts.Record:
-		d, err := runfiles.ResolveRunDir(l.opts.Out, l.opts.RunsDir, l.exp.Name, time.Now())
+		d, err := runfiles.ResolveRunDir(l.opts.Out, l.opts.RunsDir, l.exp.Name, time.Now(), l.opts.Force)
 		if err != nil {
 			return "", err
 		}
@@ -278,6 +284,7 @@ func (l *Lab) startLoad() error {
 			RoutesByPriority: e.Mix.RoutesByPriority,
 			PromptTokens:     [2]int{e.Mix.PromptTokens.Min, e.Mix.PromptTokens.Max},
 			MaxTokens:        e.Mix.MaxTokens,
+			AgentSteps:       [2]int{e.Mix.AgentSteps.Min, e.Mix.AgentSteps.Max},
 		},
 		Arrival:        e.Arrival,
 		ClientTimeout:  e.ClientTimeout.D(),

@@ -107,16 +107,28 @@ func TestLessons(t *testing.T) {
 				if d, _ := s.Metric("p0_success_during_faults"); d < 0.99 || p0 < 0.99 {
 					t.Errorf("P0 success %v, during the kill %v", p0, d)
 				}
+			case "09-agents-tokens-off":
+				if a, _ := s.Metric("agent_task_success_rate"); p0 > 0.9 || a > 0.5 {
+					t.Errorf("the nodes did not drown: P0 success %v, agent task success %v", p0, a)
+				}
+			case "09-agents-tokens":
+				a, _ := s.Metric("agent_task_success_rate")
+				levels, _ := s.Metric("agent_levels_reached")
+				if p0 < 0.99 || a < 0.75 || levels < 3 || s.Gateway.OOMKills != 0 {
+					t.Errorf("P0 success %v, agent task success %v, agent levels reached %v, OOM kills %d", p0, a, levels, s.Gateway.OOMKills)
+				}
 			}
 		})
 	}
 	if a, b := runs["11-big-queue"], runs["11-small-queue"]; a != nil && b != nil && b.Summary.GoodputRatio < 2*a.Summary.GoodputRatio {
 		t.Errorf("the small queue's goodput ratio %v is not twice the big one's %v", b.Summary.GoodputRatio, a.Summary.GoodputRatio)
 	}
-	if a, b := runs["01-no-defenses"], runs["03-priority-shedding"]; a != nil && b != nil {
-		var buf bytes.Buffer
-		runfiles.WriteReport(&buf, []*runfiles.Run{a, b})
-		t.Logf("01 beside 03:\n%s", buf.String())
+	for _, pair := range [][2]string{{"01-no-defenses", "03-priority-shedding"}, {"09-agents-tokens-off", "09-agents-tokens"}} {
+		if a, b := runs[pair[0]], runs[pair[1]]; a != nil && b != nil {
+			var buf bytes.Buffer
+			runfiles.WriteReport(&buf, []*runfiles.Run{a, b})
+			t.Logf("%s beside %s:\n%s", pair[0], pair[1], buf.String())
+		}
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
@@ -18,10 +17,9 @@ var errNotRecording = errors.New("lab: not recording")
 type recording struct {
 	rec *runfiles.Recorder
 	agg *runfiles.Aggregator // nil until load starts (a recording from Open)
-	// baseline is the generator's totals when recording started (nil: it
-	// started with the generator).
-	baseline *load.Totals
-	shedBase float64 // the gateways' accumulated sheds when recording started
+	// live counts a recording started while load ran (nil: it started with
+	// the generator, whose totals are the recording's).
+	live     *liveWindow
 	oomBase  int
 	restBase int
 }
@@ -159,23 +157,22 @@ func (l *Lab) StartRecording() (string, error) {
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
 	}
-	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now())
+	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
 	if err != nil {
 		return "", err
 	}
-	now := l.clock.Now()
 	rec, err := runfiles.OpenRecorder(dir, l.runInfo(), l.recorderOptions()...)
 	if err != nil {
 		return "", fmt.Errorf("lab: %w", err)
 	}
-	base := l.gen.Totals()
+	win, now := l.openWindow()
 	counters := l.sup.Counters()
 	c := &recording{
-		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()),
-		baseline: &base, shedBase: l.sampling.shedTotal(),
+		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()), live: win,
 		oomBase: counters.OOMKills, restBase: counters.Restarts,
 	}
 	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
+		win.tr.Close()
 		return "", err
 	}
 	for _, fs := range l.ctl.Active() {
@@ -190,7 +187,9 @@ func (l *Lab) StartRecording() (string, error) {
 }
 
 // StopRecording finishes the recording: summary.json, the logs, the
-// reports. It returns when they are written.
+// reports. A recording started while load ran counts the requests offered
+// inside it: StopRecording first waits for those still in flight (each
+// ends within the client timeout). It returns when the files are written.
 func (l *Lab) StopRecording() error { return l.stopRecording() }
 
 func (l *Lab) stopRecording() error {
@@ -209,20 +208,24 @@ func (l *Lab) stopRecording() error {
 	if ended == "" {
 		ended = "recording stopped"
 	}
-	totals := l.gen.Totals()
-	if c.baseline != nil {
-		totals = runfiles.SubTotals(totals, *c.baseline)
+	in := runfiles.SummaryInput{Exp: l.exp, Quick: l.opts.Quick, End: l.clock.Now(), Ended: ended}
+	if c.live != nil {
+		tot, check, end := l.closeWindow(c.live)
+		in.Totals, in.LiveShed, in.End = tot, &check, end
+		counters = l.sup.Counters()
+	} else {
+		in.Totals, in.GatewayShed = l.gen.Totals(), uint64(l.sampling.shedTotal()+0.5)
 	}
-	rest := counters.Restarts - c.restBase
+	in.Restarts, in.OOMKills = counters.Restarts-c.restBase, counters.OOMKills-c.oomBase
+	in.ShedExact = in.Restarts == 0
+	if in.LiveShed != nil && in.Restarts > 0 {
+		in.LiveShed.Exact = false
+	}
 	agg := c.agg
 	if agg == nil { // load never started
 		agg = runfiles.NewAggregator(l.clock.Now(), 0)
 	}
-	sum := agg.Summarize(runfiles.SummaryInput{
-		Exp: l.exp, Quick: l.opts.Quick, Totals: totals,
-		GatewayShed: uint64(l.sampling.shedTotal() - c.shedBase + 0.5), ShedExact: rest == 0,
-		OOMKills: counters.OOMKills - c.oomBase, Restarts: rest, End: l.clock.Now(), Ended: ended,
-	})
+	sum := agg.Summarize(in)
 	err := c.rec.Finish(sum, l.logsDir)
 	l.recs.mu.Lock()
 	l.recs.summary = &sum

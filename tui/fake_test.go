@@ -36,6 +36,7 @@ func newFake() *fakeControls {
 			{Key: "1", Name: "node_kill", Description: "SIGKILL one model node"},
 			{Key: "2", Name: "model_latency", Description: "model latency ×3"},
 			{Key: "3", Name: "gc_pressure", Description: "allocation churn in the gateway"},
+			{Key: "4", Name: "redis_outage", Description: "stop Redis", Unavailable: "no Redis in this lab"},
 		},
 		defenses: map[string]bool{"ratelimit": true, "guard": true, "bulkhead": true, "budget": true,
 			"breaker": true, "retry": false, "fallback": true},

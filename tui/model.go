@@ -257,7 +257,7 @@ func (m *Model) setStatus(s string, isErr bool) {
 // refreshControls reads the lab's control state that Samples do not carry.
 // These readers return at once (Controls): they only read the lab's memory.
 func (m *Model) refreshControls() {
-	m.faults = m.ctrl.Faults()
+	m.noteFaultErrors(m.ctrl.Faults())
 	m.defenses = m.ctrl.Defenses()
 	m.lesson = m.ctrl.Lesson()
 	m.paused = m.ctrl.RampPaused()
@@ -368,10 +368,31 @@ func onOff(on bool) string {
 	return "off"
 }
 
+// noteFaultErrors takes the lab's fault list and puts a fault's new
+// failure (an apply or revert that failed on the lab's goroutine, after the
+// key press returned) on the status line: the row's ⚠ says which fault, the
+// status line says why.
+func (m *Model) noteFaultErrors(faults []lab.FaultStatus) {
+	prev := map[string]string{}
+	for _, f := range m.faults {
+		prev[f.Name] = f.Error
+	}
+	for _, f := range faults {
+		if f.Error != "" && f.Error != prev[f.Name] {
+			m.setStatus(fmt.Sprintf("fault %s: %s", f.Name, f.Error), true)
+		}
+	}
+	m.faults = faults
+}
+
 func (m *Model) toggleFault(k string) {
 	for _, f := range m.faults {
 		if f.Key != k {
 			continue
+		}
+		if f.Unavailable != "" {
+			m.setStatus(fmt.Sprintf("fault %s is unavailable here: %s", f.Name, f.Unavailable), true)
+			return
 		}
 		if err := m.ctrl.ToggleFault(f.Name); err != nil {
 			m.setStatus(fmt.Sprintf("fault %s: %v", f.Name, err), true)
@@ -380,7 +401,7 @@ func (m *Model) toggleFault(k string) {
 		} else {
 			m.setStatus("fault "+f.Name+": applying", false)
 		}
-		m.faults = m.ctrl.Faults()
+		m.noteFaultErrors(m.ctrl.Faults())
 		return
 	}
 	m.setStatus("no fault on key "+k, true)

@@ -57,17 +57,6 @@ func gateway(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float
 	}
 }
 
-// liveSlots is the sum of the slots of the nodes that are up.
-func liveSlots(s *runfiles.Sample) float64 {
-	n := 0.0
-	for _, nd := range s.Nodes {
-		if nd.Up {
-			n += nd.Slots
-		}
-	}
-	return n
-}
-
 func mapVal(m map[string]float64, k string) float64 { return m[k] }
 
 // Colours of the series, chosen to read on dark and light terminals.
@@ -122,14 +111,13 @@ func buildPanels() []panelDef {
 		}},
 		{id: "queue", title: "queue · in-flight · limit · slots", gateway: true, minTop: 1, series: []seriesDef{
 			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
-			// The truth the limit looks for: the slots of the nodes up now.
 			{name: "slots", color: cMagenta, get: client(liveSlots)},
 			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
 			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
 		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
 			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
-			{name: "admitted", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
+			{name: "admitted", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
 			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
 		}, extra: upstreamRates},
@@ -148,6 +136,19 @@ func buildPanels() []panelDef {
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
+}
+
+// liveSlots is the true slot count beside the limit: the slots the live
+// nodes report (levee_fakemodel_slots of each node whose scrape is
+// current), so a node lost or cut to fewer slots shows at once.
+func liveSlots(s *runfiles.Sample) float64 {
+	t := 0.0
+	for _, n := range s.Nodes {
+		if n.Up {
+			t += n.Slots
+		}
+	}
+	return t
 }
 
 // upstreamRates is the retries and hedges the gateways sent to the nodes

@@ -252,6 +252,16 @@ func (m *Model) header() string {
 		pct := m.last.ByPriority[wire.PriorityP0].SuccessRate * 100
 		parts = append(parts, "P0 "+successStyle(pct).Render(fmtPct(pct)+"%"))
 	}
+	if a := m.last.Agent; m.nSamples > 0 && a != nil {
+		// Seed 004: the level agent tasks are planned at, and the share
+		// answered in time (degraded or not) over the last seconds.
+		al := a.Level
+		if al == "" {
+			al = "—"
+		}
+		pct := a.SuccessRate * 100
+		parts = append(parts, "agents "+levelStyle(al).Render(strings.ToUpper(al))+" "+successStyle(pct).Render(fmtPct(pct)+"%"))
+	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))
 	}
@@ -335,11 +345,18 @@ func (m *Model) faultRows() []string {
 	var items []string
 	for _, f := range m.faults {
 		it := "[" + f.Key + "] " + f.Name
-		if f.Active {
+		switch {
+		case f.Unavailable != "":
+			// Not in this lab: dimmed and marked, the reason on the key.
+			it = stDim.Render(it + " n/a")
+		case f.Active:
 			it = stActive.Render(it + " ●")
 			if f.Detail != "" {
 				it += " " + f.Detail
 			}
+		}
+		if f.Error != "" {
+			it += stErr.Render(" ⚠ failed")
 		}
 		items = append(items, it)
 	}

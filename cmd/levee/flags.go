@@ -54,12 +54,22 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 
 // adminToken returns the first non-empty candidate (the --admin-token flag,
 // then whatever else the command accepts), else $LEVEE_ADMIN_TOKEN, else a
-// random token it announces on stderr ("admin token: TOKEN").
+// random token it announces on stderr ("admin token: TOKEN"). A token
+// shorter than wire.MinAdminTokenLen is an error naming where it came from.
 func adminToken(stderr io.Writer, flagValue string, fallbacks ...string) (string, error) {
-	for _, t := range append([]string{flagValue, os.Getenv(wire.EnvAdminToken)}, fallbacks...) {
-		if t != "" {
-			return t, nil
+	sources := append([]string{"--admin-token", "$" + wire.EnvAdminToken}, make([]string, len(fallbacks))...)
+	for i, t := range append([]string{flagValue, os.Getenv(wire.EnvAdminToken)}, fallbacks...) {
+		if t == "" {
+			continue
 		}
+		if len(t) < wire.MinAdminTokenLen {
+			src := sources[i]
+			if src == "" {
+				src = "the config's admin_token"
+			}
+			return "", fmt.Errorf("%s: the admin token must be at least %d characters (got %d)", src, wire.MinAdminTokenLen, len(t))
+		}
+		return t, nil
 	}
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {

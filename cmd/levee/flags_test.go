@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,24 @@ func TestParseFlagsInterleaved(t *testing.T) {
 				t.Errorf("Args() = %q, want %q", got, tt.wantArgs)
 			}
 		})
+	}
+}
+
+func TestAdminTokenMinimumLength(t *testing.T) {
+	t.Setenv("LEVEE_ADMIN_TOKEN", "")
+	var stderr strings.Builder
+	if _, err := adminToken(&stderr, "short"); err == nil || !strings.Contains(err.Error(), "--admin-token") {
+		t.Fatalf("a 5-character flag token: %v", err)
+	}
+	if _, err := adminToken(&stderr, "", "short-config"); err == nil || !strings.Contains(err.Error(), "admin_token") {
+		t.Fatalf("a short config token: %v", err)
+	}
+	t.Setenv("LEVEE_ADMIN_TOKEN", "tiny")
+	if _, err := adminToken(&stderr, ""); err == nil || !strings.Contains(err.Error(), "LEVEE_ADMIN_TOKEN") {
+		t.Fatalf("a short env token: %v", err)
+	}
+	t.Setenv("LEVEE_ADMIN_TOKEN", "")
+	if tok, err := adminToken(&stderr, ""); err != nil || len(tok) < 16 || !strings.Contains(stderr.String(), tok) {
+		t.Fatalf("generated token %q, %v", tok, err)
 	}
 }

@@ -25,8 +25,9 @@ func init() {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR] [--quick] [--html FILE]", stderr)
-	out := fs.String("out", "", "run folder (default runs/<time>-<name>)")
+	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR [--force]] [--quick] [--html FILE]", stderr)
+	out := fs.String("out", "", "run folder (default runs/<time>-<name>); refused when it holds files, unless --force")
+	force := fs.Bool("force", false, "with --out: replace the run already in the folder (its run files are removed first)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s (stages, faults, narration)")
 	quiet := fs.Bool("quiet", false, "no progress lines, only the result")
@@ -54,7 +55,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	l, err := lab.Open(ctx, exp, lab.Options{
-		Record: true, Out: *out, RunsDir: *runsDir, Quick: *quick,
+		Record: true, Out: *out, Force: *force, RunsDir: *runsDir, Quick: *quick,
 		Args: append([]string{"levee", "run"}, args...), Progress: progress,
 		Reports: []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})

@@ -34,7 +34,7 @@ func buildLevee(t *testing.T) string {
 func startServer(t *testing.T, bin string, args ...string) (*exec.Cmd, map[string]any) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token")
+	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token-0123456789")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -59,10 +59,10 @@ func BenchmarkGuardAdmit(b *testing.B) {
 }
 
 func BenchmarkBudget(b *testing.B) {
-	bu := NewBudget(1 << 40)
+	bu := NewBudget(DefaultBudgetConfig(1 << 40))
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if bu.Acquire(512) {
+		if bu.Reserve(Priority(i%NumPriorities), 512) == nil {
 			bu.Release(512)
 		}
 	}

@@ -54,8 +54,8 @@ type GuardStats struct {
 type GuardOption func(*Guard)
 
 // WithExternal supplies the signals the gateway measures: Inflight,
-// QueueFill and UpstreamLatencyRatio are taken from f (its other fields are
-// ignored). f is called on each evaluation and must not block.
+// QueueFill, UpstreamLatencyRatio and Backpressure are taken from f (its
+// other fields are ignored). f is called on each evaluation and must not block.
 func WithExternal(f func() Signals) GuardOption { return func(g *Guard) { g.external = f } }
 
 // WithSource replaces the Guard's own measurements (LagMs, SchedMs,
@@ -250,6 +250,7 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	if g.external != nil {
 		e := g.external()
 		s.Inflight, s.QueueFill, s.UpstreamLatencyRatio = e.Inflight, e.QueueFill, e.UpstreamLatencyRatio
+		s.Backpressure = e.Backpressure
 	}
 
 	g.mu.Lock()

@@ -25,6 +25,9 @@ type Signals struct {
 	QueueFill float64 `yaml:"queue_fill" json:"queue_fill"`
 	// UpstreamLatencyRatio is the recent upstream p99 / its baseline (gateway).
 	UpstreamLatencyRatio float64 `yaml:"upstream_latency_ratio" json:"upstream_latency_ratio"`
+	// Backpressure is the share (0..1) of model nodes whose answers
+	// recently carried their backpressure signal (gateway; seed 004).
+	Backpressure float64 `yaml:"backpressure" json:"backpressure"`
 }
 
 // Thresholds set, per level, the signal values that raise the Guard to
@@ -38,11 +41,11 @@ type Thresholds struct {
 }
 
 // signalNames lists the Signals fields in order, for messages.
-var signalNames = [...]string{"lag_ms", "sched_ms", "gc_pause_ms", "heap_bytes", "inflight", "queue_fill", "upstream_latency_ratio"}
+var signalNames = [...]string{"lag_ms", "sched_ms", "gc_pause_ms", "heap_bytes", "inflight", "queue_fill", "upstream_latency_ratio", "backpressure"}
 
 // values returns s's fields in signalNames order.
 func (s *Signals) values() [len(signalNames)]float64 {
-	return [...]float64{s.LagMs, s.SchedMs, s.GCPauseMs, float64(s.HeapBytes), float64(s.Inflight), s.QueueFill, s.UpstreamLatencyRatio}
+	return [...]float64{s.LagMs, s.SchedMs, s.GCPauseMs, float64(s.HeapBytes), float64(s.Inflight), s.QueueFill, s.UpstreamLatencyRatio, s.Backpressure}
 }
 
 // Validate reports the first invalid threshold, naming it: values must be
@@ -61,7 +64,7 @@ func (t Thresholds) Validate() error {
 			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 				return fmt.Errorf("admit: threshold %s.%s: %v, want a finite value ≥ 0", l.name, signalNames[i], x)
 			}
-			if signalNames[i] == "queue_fill" && x > 1 {
+			if (signalNames[i] == "queue_fill" || signalNames[i] == "backpressure") && x > 1 {
 				return fmt.Errorf("admit: threshold %s.%s: %v, want a fill in [0, 1]", l.name, signalNames[i], x)
 			}
 			if x == 0 {

@@ -274,8 +274,8 @@ func (e *entry) push(now, cost int64) {
 	e.sum += cost
 }
 
-// bucket decides under a token bucket that starts full.
-func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
+// refill brings a token bucket (full when new) up to date at now.
+func (e *entry) refill(now int64, r Rule) {
 	burst := float64(r.Burst)
 	if e.stamp == 0 {
 		e.tokens, e.stamp = burst, now
@@ -283,6 +283,12 @@ func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
 		e.tokens = math.Min(burst, e.tokens+float64(now-e.stamp)*r.ReplenishRate/1e9)
 		e.stamp = now
 	}
+}
+
+// bucket decides under a token bucket that starts full.
+func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
+	burst := float64(r.Burst)
+	e.refill(now, r)
 	if e.tokens > burst { // the burst was lowered
 		e.tokens = burst
 	}

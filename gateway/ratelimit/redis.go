@@ -80,7 +80,7 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
 
 // Warm gets the store ready for its first decisions, so they do not pay
 // for connecting: it opens up to conns connections at once (each answering
-// PING) and loads both scripts (SCRIPT LOAD), so the first EVALSHA needs no
+// PING) and loads its scripts (SCRIPT LOAD), so the first EVALSHA needs no
 // EVAL. It returns the first error; a store that failed to warm still works.
 func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 	conns = max(1, conns)
@@ -97,7 +97,7 @@ func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 	if first != nil {
 		return fmt.Errorf("ratelimit: redis warm-up: %w", first)
 	}
-	for _, sc := range []*redis.Script{redisSlidingWindowScript, redisTokenBucketScript} {
+	for _, sc := range []*redis.Script{redisSlidingWindowScript, redisTokenBucketScript, redisSettleScript} {
 		if err := sc.Load(ctx, s.client).Err(); err != nil {
 			return fmt.Errorf("ratelimit: redis warm-up: load script: %w", err)
 		}

@@ -18,7 +18,7 @@ func startFakeModel(t *testing.T, k fakemodel.Knobs) *fakemodel.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := fakemodel.NewNode(ln, fakemodel.WithKnobs(k), fakemodel.WithAdminToken("t"))
+	n, err := fakemodel.NewNode(ln, fakemodel.WithKnobs(k), fakemodel.WithAdminToken("upstream-test-admin-token"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,16 @@ import (
 	"fmt"
 )
 
-// DefaultMaxTokens is the completion length assumed when a chat request
-// names neither max_tokens nor max_completion_tokens.
-const DefaultMaxTokens = 16
+// Completion limits shared by every Levee server, so a request the gateway
+// accepts is one the fake model accepts too.
+const (
+	// DefaultMaxTokens is the completion length assumed when a chat
+	// request names neither max_tokens nor max_completion_tokens.
+	DefaultMaxTokens = 16
+	// MaxTokens bounds max_tokens and max_completion_tokens (and an agent
+	// request's max_tokens) on the gateway and the fake model alike.
+	MaxTokens = 32768
+)
 
 // Chat is what Levee reads of a chat completion request.
 type Chat struct {
@@ -19,6 +26,11 @@ type Chat struct {
 	// 0 when neither is (MaxTokensSet is false then).
 	MaxTokens    int
 	MaxTokensSet bool
+	// IncludeUsage is stream_options.include_usage: a streamed answer ends
+	// with a chunk carrying usage and no choices.
+	IncludeUsage bool
+	// HasStreamOptions reports whether the body named stream_options at all.
+	HasStreamOptions bool
 }
 
 // Message is one chat message. Content is its text: the string, or the
@@ -32,16 +44,20 @@ type Message struct {
 // ParseChat checks a chat completion body: a JSON object with a non-empty
 // "messages" array of objects, each with a non-empty string "role" and a
 // "content" that is a string, an array of text parts or null; an optional
-// boolean "stream" and optional 0 ≤ "max_tokens" ≤ maxTokens
+// boolean "stream", an optional object "stream_options" with a boolean
+// "include_usage", and optional 0 ≤ "max_tokens" ≤ MaxTokens
 // ("max_completion_tokens" wins when both are set). Errors are
 // *RequestError.
-func ParseChat(body []byte, maxTokens int) (Chat, error) {
+func ParseChat(body []byte) (Chat, error) {
 	var raw struct {
-		Model     *string           `json:"model"`
-		Messages  []json.RawMessage `json:"messages"`
-		Stream    *bool             `json:"stream"`
-		MaxTokens *int              `json:"max_tokens"`
-		MaxCompl  *int              `json:"max_completion_tokens"`
+		Model         *string           `json:"model"`
+		Messages      []json.RawMessage `json:"messages"`
+		Stream        *bool             `json:"stream"`
+		StreamOptions *struct {
+			IncludeUsage *bool `json:"include_usage"`
+		} `json:"stream_options"`
+		MaxTokens *int `json:"max_tokens"`
+		MaxCompl  *int `json:"max_completion_tokens"`
 	}
 	if err := DecodeObject(body, &raw); err != nil {
 		return Chat{}, err
@@ -53,6 +69,10 @@ func ParseChat(body []byte, maxTokens int) (Chat, error) {
 	if raw.Stream != nil {
 		c.Stream = *raw.Stream
 	}
+	if raw.StreamOptions != nil {
+		c.HasStreamOptions = true
+		c.IncludeUsage = raw.StreamOptions.IncludeUsage != nil && *raw.StreamOptions.IncludeUsage
+	}
 	field := "max_tokens"
 	if raw.MaxTokens != nil {
 		c.MaxTokens, c.MaxTokensSet = *raw.MaxTokens, true
@@ -60,8 +80,8 @@ func ParseChat(body []byte, maxTokens int) (Chat, error) {
 	if raw.MaxCompl != nil {
 		c.MaxTokens, c.MaxTokensSet, field = *raw.MaxCompl, true, "max_completion_tokens"
 	}
-	if c.MaxTokens < 0 || c.MaxTokens > maxTokens {
-		return Chat{}, &RequestError{field, fmt.Sprintf("must be in [0, %d], got %d", maxTokens, c.MaxTokens)}
+	if c.MaxTokens < 0 || c.MaxTokens > MaxTokens {
+		return Chat{}, &RequestError{field, fmt.Sprintf("must be an integer in [0, %d], got %d", MaxTokens, c.MaxTokens)}
 	}
 	if len(raw.Messages) == 0 {
 		return Chat{}, &RequestError{"messages", "must be a non-empty array"}
@@ -75,6 +95,15 @@ func ParseChat(body []byte, maxTokens int) (Chat, error) {
 		c.Messages[i] = msg
 	}
 	return c, nil
+}
+
+// Completion is the completion length this request asks for: MaxTokens,
+// or DefaultMaxTokens when neither field was set.
+func (c Chat) Completion() int {
+	if c.MaxTokensSet {
+		return c.MaxTokens
+	}
+	return DefaultMaxTokens
 }
 
 // parseMessage reads one message, or returns the field suffix (".role",
@@ -91,7 +120,7 @@ func parseMessage(m json.RawMessage) (msg Message, field, problem string) {
 		return Message{}, ".role", "must be a non-empty string"
 	}
 	msg.Role = *raw.Role
-	const badContent = "must be a string or an array of text parts"
+	const badContent = "must be a string, an array of text parts or null"
 	c := bytes.TrimSpace(raw.Content)
 	switch {
 	case len(c) == 0 || string(c) == "null":

@@ -49,12 +49,16 @@ func TestParseChat(t *testing.T) {
 			Chat{Messages: []Message{{"user", "hi"}}}},
 		{"everything", `{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"system","content":"a"},{"role":"user","content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]},{"role":"assistant","content":null}]}`,
 			Chat{Model: "m", Stream: true, MaxTokens: 8, MaxTokensSet: true, Messages: []Message{{"system", "a"}, {"user", "bc"}, {"assistant", ""}}}},
+		{"include_usage", `{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"u"}]}`,
+			Chat{Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+		{"empty stream_options", `{"stream_options":{},"messages":[{"role":"u"}]}`,
+			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"max_completion_tokens wins", `{"max_tokens":8,"max_completion_tokens":3,"messages":[{"role":"u"}]}`,
 			Chat{MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseChat([]byte(tt.body), 100)
+			got, err := ParseChat([]byte(tt.body))
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ParseChat = %+v, %v; want %+v", got, err, tt.want)
 			}
@@ -71,18 +75,86 @@ func TestParseChat(t *testing.T) {
 		{"content object", `{"messages":[{"role":"u","content":{}}]}`, "messages[0].content"},
 		{"content parts not text", `{"messages":[{"role":"u","content":[1]}]}`, "messages[0].content"},
 		{"max_tokens negative", `{"max_tokens":-1,"messages":[{"role":"u"}]}`, "max_tokens"},
-		{"max_tokens over the cap", `{"max_tokens":101,"messages":[{"role":"u"}]}`, "max_tokens"},
-		{"max_completion_tokens over the cap", `{"max_completion_tokens":101,"messages":[{"role":"u"}]}`, "max_completion_tokens"},
+		{"max_tokens over the cap", `{"max_tokens":32769,"messages":[{"role":"u"}]}`, "max_tokens"},
+		{"max_completion_tokens over the cap", `{"max_completion_tokens":32769,"messages":[{"role":"u"}]}`, "max_completion_tokens"},
+		{"stream_options not an object", `{"stream_options":true,"messages":[{"role":"u"}]}`, "stream_options"},
+		{"include_usage wrong type", `{"stream_options":{"include_usage":1},"messages":[{"role":"u"}]}`, "stream_options.include_usage"},
 		{"max_tokens wrong type", `{"max_tokens":"x","messages":[{"role":"u"}]}`, "max_tokens"},
 		{"stream wrong type", `{"stream":1,"messages":[{"role":"u"}]}`, "stream"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseChat([]byte(tt.body), 100)
+			_, err := ParseChat([]byte(tt.body))
 			var re *RequestError
 			if !errors.As(err, &re) || re.Field != tt.field {
 				t.Fatalf("err %v, want a *RequestError on field %q", err, tt.field)
 			}
 		})
+	}
+}
+
+// TestTypeErrorsSpeakJSON: a wrong type names the field and the JSON types
+// (issue 12: "got JSON string, want []json.RawMessage" named a Go type).
+func TestTypeErrorsSpeakJSON(t *testing.T) {
+	tests := []struct{ body, field, msg string }{
+		{`{"messages":"x"}`, "messages", "must be an array, got a JSON string"},
+		{`{"max_tokens":"8","messages":[{"role":"u"}]}`, "max_tokens", "must be an integer, got a JSON string"},
+		{`{"max_tokens":1.5,"messages":[{"role":"u"}]}`, "max_tokens", "must be an integer, got the number 1.5"},
+		{`{"max_tokens":1e30,"messages":[{"role":"u"}]}`, "max_tokens", "must be an integer, got the number 1e30"},
+		{`{"stream":"yes","messages":[{"role":"u"}]}`, "stream", "must be a boolean, got a JSON string"},
+		{`{"model":[],"messages":[{"role":"u"}]}`, "model", "must be a string, got a JSON array"},
+		{`{"stream_options":[],"messages":[{"role":"u"}]}`, "stream_options", "must be an object, got a JSON array"},
+	}
+	for _, tt := range tests {
+		_, err := ParseChat([]byte(tt.body))
+		var re *RequestError
+		if !errors.As(err, &re) || re.Field != tt.field || re.Msg != tt.msg {
+			t.Errorf("%s: err %#v, want field %q msg %q", tt.body, err, tt.field, tt.msg)
+		}
+		if re != nil && re.Error() != tt.field+": "+tt.msg {
+			t.Errorf("%s: Error() = %q does not name the field", tt.body, re.Error())
+		}
+	}
+}
+
+func TestAnswerUsage(t *testing.T) {
+	u, ok := AnswerUsage([]byte(`{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`))
+	if !ok || u != (Usage{3, 5, 8}) || u.Total() != 8 {
+		t.Fatalf("AnswerUsage = %+v, %v", u, ok)
+	}
+	if _, ok := AnswerUsage([]byte(`{"choices":[]}`)); ok {
+		t.Fatal("usage read from an answer without one")
+	}
+	if u, ok := AnswerUsage([]byte(`{"usage":{"prompt_tokens":-3,"completion_tokens":4}}`)); !ok || u != (Usage{0, 4, 4}) {
+		t.Fatalf("negative counts not clamped: %+v", u)
+	}
+}
+
+func TestStreamMeter(t *testing.T) {
+	var m StreamMeter
+	lines := []string{
+		`data: {"choices":[{"delta":{"role":"assistant","content":"a "}}]}`,
+		``,
+		`data: {"choices":[{"delta":{"content":""}}]}`,
+		`data: {"choices":[{"delta":{"content":"b "}}]}`,
+		`: comment`,
+		`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`,
+		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
+		`data: [DONE]`,
+	}
+	var usageOnly []int
+	for i, l := range lines {
+		if m.Line([]byte(l)) {
+			usageOnly = append(usageOnly, i)
+		}
+	}
+	if m.Chunks() != 2 {
+		t.Fatalf("Chunks() = %d, want 2", m.Chunks())
+	}
+	if u, ok := m.Usage(); !ok || u.Total() != 5 {
+		t.Fatalf("Usage() = %+v, %v", u, ok)
+	}
+	if !reflect.DeepEqual(usageOnly, []int{6}) {
+		t.Fatalf("usage-only lines %v, want [6]", usageOnly)
 	}
 }

@@ -156,6 +156,7 @@ func docHeaders() string {
 		{HeaderDeadlineMs, "request: the client's remaining deadline, whole milliseconds; the gateway passes what remains upstream"},
 		{HeaderRequestTimeoutMs, "request: alias of `" + HeaderDeadlineMs + "` the gateway honours"},
 		{HeaderNode, "fake model answer: the node's address"},
+		{HeaderBackpressure, "model node answer: present while the node is past a backpressure watermark; its reasons (`" + BackpressureQueue + "`, `" + BackpressureHeap + "`, `" + BackpressureCPU + "`, `" + BackpressureForce + "`), comma-separated"},
 		{HeaderAttempt, "request from the load generator: the attempt number, 1 for the first (a retry sends 2, 3, …)"},
 	}
 	var b strings.Builder

@@ -23,6 +23,19 @@ const (
 	// 1 for the first; a retry sends 2, 3, … (Envoy's
 	// x-envoy-attempt-count). Servers may count retries by it.
 	HeaderAttempt = "X-Levee-Attempt"
+	// HeaderBackpressure is a model node's backpressure signal (seed 004):
+	// present on its answers while the node is past one of its watermarks,
+	// its value the comma-separated reasons (Backpressure…). The gateway's
+	// guard counts the nodes that sent it recently.
+	HeaderBackpressure = "X-Levee-Backpressure"
+)
+
+// Backpressure reasons, the values of HeaderBackpressure.
+const (
+	BackpressureQueue = "queue" // requests waiting for a slot ≥ backpressure_queue
+	BackpressureHeap  = "heap"  // live heap ≥ backpressure_heap_mb
+	BackpressureCPU   = "cpu"   // process CPU share ≥ backpressure_cpu
+	BackpressureForce = "force" // backpressure_force is on
 )
 
 // FieldFallback is the JSON field a fallback answer's body sets to true
@@ -65,6 +78,9 @@ const (
 	// AdminTokenLine prefixes the stderr line of a server that generated
 	// its own token ("admin token: TOKEN").
 	AdminTokenLine = "admin token: "
+	// MinAdminTokenLen is the shortest admin token a server accepts (a
+	// generated one is 32 hex characters).
+	MinAdminTokenLen = 16
 )
 
 // ErrorBody is the JSON error every server answers with:
@@ -73,11 +89,39 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is the inside of ErrorBody.
+// ErrorDetail is the inside of ErrorBody. Param and Type are OpenAI's
+// names (its error object), so OpenAI clients show the field and kind.
 type ErrorDetail struct {
 	Message string `json:"message"`
 	// Field names the JSON field or knob to blame, when there is one.
 	Field string `json:"field,omitempty"`
 	// Outcome is the traffic answer's outcome (gateway traffic routes only).
 	Outcome string `json:"outcome,omitempty"`
+	// Param is Field again, under OpenAI's name.
+	Param string `json:"param,omitempty"`
+	// Type is OpenAI's error type for the status (ErrorType).
+	Type string `json:"type,omitempty"`
+}
+
+// NewErrorDetail is the error of an answer with status: msg, the field to
+// blame (may be empty) as Field and Param, and the status's Type.
+func NewErrorDetail(status int, field, msg string) ErrorDetail {
+	return ErrorDetail{Message: msg, Field: field, Param: field, Type: ErrorType(status)}
+}
+
+// ErrorType is OpenAI's error type for an HTTP status.
+func ErrorType(status int) string {
+	switch {
+	case status == 401:
+		return "authentication_error"
+	case status == 403:
+		return "permission_error"
+	case status == 404:
+		return "not_found_error"
+	case status == 429:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
 }

@@ -28,6 +28,15 @@ const (
 	KnobErrorRate         = "error_rate"
 	KnobHangRate          = "hang_rate"
 	KnobAbortOnDisconnect = "abort_on_disconnect"
+	KnobAnswerTokens      = "answer_tokens"
+
+	// Backpressure knobs: the watermarks past which a node sends
+	// HeaderBackpressure upstream (seed 004's worker → gateway signal),
+	// and a switch that sends it regardless.
+	KnobBackpressureQueue  = "backpressure_queue"
+	KnobBackpressureHeapMB = "backpressure_heap_mb"
+	KnobBackpressureCPU    = "backpressure_cpu"
+	KnobBackpressureForce  = "backpressure_force"
 
 	// Pressure knobs: a fake model node's and, through PUT
 	// /admin/pressure, a gateway's.
@@ -71,6 +80,12 @@ type KnobPatch struct {
 	ErrorRate         *float64      `json:"error_rate,omitempty" yaml:"error_rate,omitempty"`
 	HangRate          *float64      `json:"hang_rate,omitempty" yaml:"hang_rate,omitempty"`
 	AbortOnDisconnect *bool         `json:"abort_on_disconnect,omitempty" yaml:"abort_on_disconnect,omitempty"`
+	AnswerTokens      *int          `json:"answer_tokens,omitempty" yaml:"answer_tokens,omitempty"`
+
+	BackpressureQueue  *int     `json:"backpressure_queue,omitempty" yaml:"backpressure_queue,omitempty"`
+	BackpressureHeapMB *float64 `json:"backpressure_heap_mb,omitempty" yaml:"backpressure_heap_mb,omitempty"`
+	BackpressureCPU    *float64 `json:"backpressure_cpu,omitempty" yaml:"backpressure_cpu,omitempty"`
+	BackpressureForce  *bool    `json:"backpressure_force,omitempty" yaml:"backpressure_force,omitempty"`
 	// PressurePatch holds the pressure knobs, flat in JSON and YAML.
 	PressurePatch `yaml:",inline"`
 }

@@ -6,6 +6,7 @@ package wire
 const (
 	MetricRequests         = "levee_requests_total"     // counter: route, priority, outcome
 	MetricShed             = "levee_shed_total"         // counter: reason, priority
+	MetricAdmitted         = "levee_admitted_total"     // counter: class, priority
 	MetricInflight         = "levee_inflight"           // gauge: class
 	MetricQueueDepth       = "levee_queue_depth"        // gauge: class, priority
 	MetricQueueWait        = "levee_queue_wait_seconds" // histogram: class
@@ -25,6 +26,11 @@ const (
 	MetricSubcallsInflight = "levee_agent_subcalls_inflight"
 	MetricSubcalls         = "levee_agent_subcalls_total" // counter: result
 	MetricFallbacks        = "levee_fallbacks_total"      // counter: route, reason
+	MetricSubcallsQueued   = "levee_agent_subcalls_queued"
+	MetricAgentTasks       = "levee_agent_tasks_total"     // counter: result, level
+	MetricAgentLevel       = "levee_agent_level"           // gauge: index of Levels()
+	MetricTokensReserved   = "levee_tokens_reserved_total" // counter: priority
+	MetricTokensUsed       = "levee_tokens_used_total"     // counter: priority
 
 	MetricUpstreamUp              = "levee_upstream_up"                      // gauge: node
 	MetricUpstreamBreakerState    = "levee_upstream_breaker_state"           // gauge: node
@@ -33,6 +39,7 @@ const (
 	MetricUpstreamLatency         = "levee_upstream_latency_seconds"         // histogram
 	MetricUpstreamAttemptTimeout  = "levee_upstream_attempt_timeout_seconds" // gauge: node, call_class
 	MetricUpstreamHedgeDelay      = "levee_upstream_hedge_delay_seconds"     // gauge: node, call_class
+	MetricUpstreamBackpressure    = "levee_upstream_backpressure"            // gauge: node
 	MetricRetries                 = "levee_retries_total"                    // counter: priority, result
 	MetricUpstreamAttempts        = "levee_upstream_attempts_total"          // counter: kind
 	MetricUpstreamAttemptFailures = "levee_upstream_attempt_failures_total"  // counter: node, reason
@@ -59,6 +66,7 @@ const (
 const (
 	MetricGoGoroutines = "go_goroutines"
 	MetricProcessRSS   = "process_resident_memory_bytes"
+	MetricProcessStart = "process_start_time_seconds" // gauge: Unix seconds
 )
 
 // Suffixes of a histogram's series in the text format.
@@ -79,6 +87,7 @@ const (
 	LabelDefense  = "defense"  // DefenseNames()
 	LabelResult   = "result"   // retries: Retry…; hedges: Hedge…; agent sub-calls: Subcall…
 	LabelStore    = "store"    // StoreLocal, StoreRedis
+	LabelLevel    = "level"    // Levels()
 	LabelKind     = "kind"     // upstream attempts: Attempt…
 	// LabelCallClass groups upstream calls of like latency: CallClasses().
 	LabelCallClass = "call_class"
@@ -171,6 +180,29 @@ func SubcallResults() [5]string {
 	return [5]string{SubcallOK, SubcallError, SubcallTimeout, SubcallCapped, SubcallSkipped}
 }
 
+// Agent task results: the LabelResult values of MetricAgentTasks. A task
+// is one POST /v1/agent the gateway parsed; it succeeded when its path,
+// degraded or not, answered within its deadline (AgentTaskSucceeded).
+const (
+	AgentTaskOK       = "ok"       // every step asked for, at full fan-out
+	AgentTaskDegraded = "degraded" // answered with fewer steps or sub-calls than asked
+	AgentTaskFallback = "fallback" // answered by the rules, no model (black, or every sub-call failed)
+	AgentTaskDropped  = "dropped"  // refused at red: the share of complex tasks dropped
+	AgentTaskShed     = "shed"     // refused by admission: rate limit, guard, queue, budget, fan-out cap
+	AgentTaskTimeout  = "timeout"  // no answer within the deadline
+	AgentTaskError    = "error"    // the model failed and no fallback answered
+)
+
+// AgentTaskResults returns the agent task results.
+func AgentTaskResults() [7]string {
+	return [7]string{AgentTaskOK, AgentTaskDegraded, AgentTaskFallback, AgentTaskDropped, AgentTaskShed, AgentTaskTimeout, AgentTaskError}
+}
+
+// AgentTaskSucceeded reports whether a task with result r answered in time.
+func AgentTaskSucceeded(r string) bool {
+	return r == AgentTaskOK || r == AgentTaskDegraded || r == AgentTaskFallback
+}
+
 // Breaker states: a node's "breaker" in the gateway's state, in the order of
 // their MetricUpstreamBreakerState values (0, 1, 2).
 const (
@@ -216,6 +248,7 @@ func GatewayMetrics() []Metric {
 	return []Metric{
 		{MetricRequests, TypeCounter, []string{LabelRoute, LabelPriority, LabelOutcome}, "traffic requests; every request counted once (outcomes above, never `generator_dropped`)"},
 		{MetricShed, TypeCounter, []string{LabelReason, LabelPriority}, "requests shed by the defense chain; `reason` is a shed reason"},
+		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
 		{MetricInflight, TypeGauge, []string{LabelClass}, "requests in flight past admission"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
 		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
@@ -235,6 +268,11 @@ func GatewayMetrics() []Metric {
 		{MetricSubcallsInflight, TypeGauge, nil, "agent sub-calls in flight (amplification)"},
 		{MetricSubcalls, TypeCounter, []string{LabelResult}, "agent sub-calls: `ok`, `error`, `timeout`, `capped` (not sent: amplification cap), `skipped` (not sent: degraded depth)"},
 		{MetricFallbacks, TypeCounter, []string{LabelRoute, LabelReason}, "fallback answers; `reason` is `black`, `upstream` or `rules`"},
+		{MetricSubcallsQueued, TypeGauge, nil, "agent sub-calls waiting for a place under the amplification cap"},
+		{MetricAgentTasks, TypeCounter, []string{LabelResult, LabelLevel}, "agent tasks by result (`ok`, `degraded`, `fallback`, `dropped`, `shed`, `timeout`, `error`; the first three answered in time) and the agent level they were planned at"},
+		{MetricAgentLevel, TypeGauge, nil, "the level agent tasks are planned at: the overload level, black when `agent.black_nodes_down` of the nodes are down"},
+		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
+		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
 		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
@@ -242,6 +280,7 @@ func GatewayMetrics() []Metric {
 		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer"},
 		{MetricUpstreamAttemptTimeout, TypeGauge, []string{LabelNode, LabelCallClass}, "attempt timeout derived now from the node's latency for the call class, before the caller's deadline cuts it (0: not enough samples yet)"},
 		{MetricUpstreamHedgeDelay, TypeGauge, []string{LabelNode, LabelCallClass}, "delay after which a P0 attempt on the node is hedged, for the call class (0: not enough samples yet)"},
+		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
 		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts by the call's priority: `sent`, or `denied` by the retry budget"},
 		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
 		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},

@@ -215,14 +215,16 @@ func TestKnobPatchNamesMatchConstants(t *testing.T) {
 		Latency:           &LatencyPatch{Dist: Ptr(DistFixed), P50Ms: Ptr(1.0), P99Ms: Ptr(2.0), FixedMs: Ptr(3.0), MinMs: Ptr(4.0), MaxMs: Ptr(5.0)},
 		LatencyMultiplier: Ptr(1.0), LatencyAddMs: Ptr(0.0), TTFTMs: Ptr(1.0), TokensPerS: Ptr(1.0), MsPer1kTokens: Ptr(0.0),
 		Slots: Ptr(1), Overflow: Ptr(OverflowQueue), QueueSize: Ptr(0), Slowdown: Ptr(0.0), ErrorRate: Ptr(0.0), HangRate: Ptr(0.0),
-		AbortOnDisconnect: Ptr(false),
-		PressurePatch:     PressurePatch{ChurnMBPerS: Ptr(0.0), BallastMB: Ptr(0.0), CPUHogGoroutines: Ptr(0), CPUHogDuty: Ptr(0.0)},
+		AbortOnDisconnect: Ptr(false), AnswerTokens: Ptr(0),
+		BackpressureQueue: Ptr(0), BackpressureHeapMB: Ptr(0.0), BackpressureCPU: Ptr(0.0), BackpressureForce: Ptr(false),
+		PressurePatch: PressurePatch{ChurnMBPerS: Ptr(0.0), BallastMB: Ptr(0.0), CPUHogGoroutines: Ptr(0), CPUHogDuty: Ptr(0.0)},
 	}
 	lat := func(n string) string { return KnobLatency + "." + n }
 	want := []string{
 		lat(KnobDist), lat(KnobP50Ms), lat(KnobP99Ms), lat(KnobFixedMs), lat(KnobMinMs), lat(KnobMaxMs),
 		KnobLatencyMultiplier, KnobLatencyAddMs, KnobTTFTMs, KnobTokensPerS, KnobMsPer1kTokens, KnobSlots,
-		KnobOverflow, KnobQueueSize, KnobSlowdown, KnobErrorRate, KnobHangRate, KnobAbortOnDisconnect,
+		KnobOverflow, KnobQueueSize, KnobSlowdown, KnobErrorRate, KnobHangRate, KnobAbortOnDisconnect, KnobAnswerTokens,
+		KnobBackpressureQueue, KnobBackpressureHeapMB, KnobBackpressureCPU, KnobBackpressureForce,
 		KnobChurnMBPerS, KnobBallastMB, KnobCPUHogGoroutines, KnobCPUHogDuty,
 	}
 	if got := KnobNames(); !reflect.DeepEqual(got, want) {

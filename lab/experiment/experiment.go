@@ -87,6 +87,9 @@ type MixSpec struct {
 	PromptTokens IntRange `yaml:"prompt_tokens" json:"prompt_tokens"`
 	// MaxTokens is the completion size asked for. Default 64.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// AgentSteps is the tool-call steps an agent task asks for, drawn
+	// uniformly; omitted: none asked (the gateway runs one step).
+	AgentSteps IntRange `yaml:"agent_steps" json:"agent_steps,omitempty"`
 }
 
 // IntRange is an inclusive range.

@@ -136,8 +136,9 @@ func yamlObject(v reflect.Value) any {
 }
 
 // limitsToConfig turns a PUT /admin/limits body ({"classes":{"ai":{…,
-// "queue_timeout_ms":500}},"token_budget":N,"ratelimit":{…}}) into config
-// keys (queue_timeout as a duration).
+// "queue_timeout_ms":500}},"token_budget":N,"max_subcalls_inflight":N,
+// "ratelimit":{…}}) into config keys (queue_timeout as a duration,
+// max_subcalls_inflight under agent).
 func limitsToConfig(lim map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	for k, v := range lim {
@@ -167,8 +168,10 @@ func limitsToConfig(lim map[string]any) (map[string]any, error) {
 			out["classes"] = classes
 		case "token_budget", "ratelimit":
 			out[k] = cloneValue(v)
+		case "max_subcalls_inflight":
+			out["agent"] = map[string]any{k: cloneValue(v)}
 		default:
-			return nil, fmt.Errorf("gateway.limits.%s: unknown (want classes, token_budget, ratelimit)", k)
+			return nil, fmt.Errorf("gateway.limits.%s: unknown (want classes, token_budget, max_subcalls_inflight, ratelimit)", k)
 		}
 	}
 	return out, nil

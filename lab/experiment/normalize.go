@@ -222,7 +222,7 @@ func (e *Experiment) validateThresholds(p *problems) {
 // makes parses, naming the experiment field that most likely broke it.
 func (e *Experiment) validateGatewayConfig(p *problems) {
 	_, _, err := e.GatewayConfig(GatewayParams{
-		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "check",
+		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "check-token-0123456789",
 		Nodes: []string{"127.0.0.1:1"}, Keys: APIKeys("check"),
 		Defenses: e.Gateway.Defenses, Gateways: e.Gateway.Count,
 	})
@@ -272,6 +272,9 @@ func (e *Experiment) normalizeMix(p *problems) {
 	}
 	if m.MaxTokens < 1 || m.MaxTokens > 1_000_000 {
 		p.add("mix.max_tokens", "%d: want 1..1000000", m.MaxTokens)
+	}
+	if st := m.AgentSteps; st != (IntRange{}) && (st.Min < 1 || st.Max < st.Min || st.Max > load.MaxAgentSteps) {
+		p.add("mix.agent_steps", "%d..%d: want 1 ≤ min ≤ max ≤ %d", st.Min, st.Max, load.MaxAgentSteps)
 	}
 }
 

@@ -47,6 +47,9 @@ var ThresholdMetrics = map[string]string{
 	"recovery_s":                 "seconds from the last fault's end until goodput / min(offered, capacity) stays at ≥ 80% of its level before the faults (1 s windows); never: +Inf",
 	"goodput_ratio_after_faults": "ok / min(offered, capacity) from the last fault's end to the end of the run",
 	"client_retry_ratio":         "client retries / offered requests (client_retry)",
+	"agent_task_success_rate":    "agent tasks answered (ok or fallback: the possibly degraded path answered in time) / offered",
+	"agent_max_level":            "highest agent level seen: 0 green, 1 yellow, 2 red, 3 black",
+	"agent_levels_reached":       "how many agent levels tasks were planned at (1..4)",
 }
 
 var thresholdOps = []string{">=", "<=", "==", "!=", ">", "<"}

@@ -70,7 +70,7 @@ gateway:
   config: {unknown_key: reject, upstream: {retry_budget: {ratio: 0.2}}}
 `)
 	cfg, b, err := e.GatewayConfig(GatewayParams{
-		Listen: "127.0.0.1:1000", Admin: "127.0.0.1:1001", Token: "tok",
+		Listen: "127.0.0.1:1000", Admin: "127.0.0.1:1001", Token: "tok-0123456789abcdef",
 		Nodes: []string{"127.0.0.1:2000", "127.0.0.1:2001"}, Keys: APIKeys("tok"),
 		Defenses: e.Gateway.Defenses, Gateways: 2,
 	})
@@ -83,17 +83,17 @@ gateway:
 			t.Errorf("config lacks %q:\n%s", want, y)
 		}
 	}
-	if !strings.Contains(y, "admin_token: tok") {
+	if !strings.Contains(y, "admin_token: tok-0123456789abcdef") {
 		t.Errorf("config lacks the admin token:\n%s", y)
 	}
 	// The typed config is what the gateway will run with.
-	if cfg.AdminToken != "tok" || len(cfg.Keys) != 3 || len(cfg.Upstream.Nodes) != 2 || cfg.Defenses.Guard ||
+	if cfg.AdminToken != "tok-0123456789abcdef" || len(cfg.Keys) != 3 || len(cfg.Upstream.Nodes) != 2 || cfg.Defenses.Guard ||
 		cfg.RateLimit.Store.Share != 0.5 || cfg.Classes.AI.QueueTimeout != 250*time.Millisecond || cfg.TokenBudget != 5000 {
 		t.Errorf("typed config %+v", cfg)
 	}
 	bad := e.Clone()
 	bad.Gateway.Config = map[string]any{"classes": map[string]any{"ai": map[string]any{"limit": 1000}}}
-	if _, _, err := bad.GatewayConfig(GatewayParams{Listen: "x:1", Admin: "x:2", Nodes: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "classes.ai.limit") {
+	if _, _, err := bad.GatewayConfig(GatewayParams{Listen: "127.0.0.1:1", Admin: "127.0.0.1:2", Nodes: []string{"127.0.0.1:1"}}); err == nil || !strings.Contains(err.Error(), "classes.ai.limit") {
 		t.Errorf("bad config: %v", err)
 	}
 	if _, err := limitsToConfig(map[string]any{"speed": 1}); err == nil {

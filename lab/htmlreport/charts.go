@@ -52,7 +52,7 @@ var chartSpecs = []chartSpec{
 			{key: "success.P2", name: "P2", color: cP2, width: 1.5},
 		}},
 	{id: "throughput", title: "Requests per second", unit: "req/s",
-		note: "offered: arrivals scheduled · admitted: let through by the gateway · goodput: ok within the client deadline · shaded: the nodes' capacity",
+		note: "offered: arrivals scheduled · admitted: let through by the gateways, counted when admitted · goodput: ok within the client deadline · shaded: the nodes' capacity",
 		series: []seriesSpec{
 			{key: "capacity", name: "capacity", color: cCap, width: 1, area: true},
 			{key: "offered", name: "offered", color: cGrey, width: 1.5},
@@ -115,10 +115,17 @@ var chartSpecs = []chartSpec{
 		series: []seriesSpec{
 			{key: "goroutines", name: "goroutines", color: cP2, width: 1.5},
 		}},
-	{id: "nodes", title: "Model nodes up", unit: "nodes",
-		note: "a node counts as up while its process runs and its last scrape answered",
+	{id: "nodes", title: "Model nodes up and ejected", unit: "nodes",
+		note: "a node counts as up while its process runs and its last scrape answered · ejected: a gateway took it out of rotation (outlier detection; probing counts as ejected)",
 		series: []seriesSpec{
+			{key: "nodes_ejected", name: "nodes ejected", color: cRed, width: 1.5},
 			{key: "nodes_up", name: "nodes up", color: cSlots, width: 2},
+		}},
+	{id: "upstream", title: "Retries and hedges per second", unit: "/s",
+		note: "upstream attempts the gateways sent beyond the first: retries (within the retry budget) and hedged attempts",
+		series: []seriesSpec{
+			{key: "hedges", name: "hedges sent", color: cTeal, width: 1.5},
+			{key: "retries", name: "retries sent", color: cOrange, width: 2},
 		}},
 	{id: "redis", title: "Redis fallbacks per second", unit: "/s", optional: true,
 		note: "rate limit decisions made without the shared store",
@@ -162,6 +169,8 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 			switch {
 			case sp.id == "latency" && !f.hasHist:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s has no latency histograms (recorded before they were kept)", runLabel(ri)))
+			case sp.id == "throughput" && !f.hasAdmittedTotal:
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the gateways' admission count: its admitted line is the admitted requests that ended", runLabel(ri)))
 			case sp.id == "success" && !f.hasFinished:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
 			}

@@ -3,6 +3,8 @@ package htmlreport
 import (
 	"math"
 	"strings"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // frame is one run's series on the plotted intervals, by key (see
@@ -16,6 +18,10 @@ type frame struct {
 	// hasFinished is false for a run recorded before samples carried
 	// finished_total: its success rates are the sampler's trailing rate.
 	hasFinished bool
+	// hasAdmittedTotal is true when the samples carry the gateways'
+	// admissions (admitted_total); older runs' admitted series is the
+	// admitted requests the clients saw end.
+	hasAdmittedTotal bool
 	// badHist counts histograms that did not decode.
 	badHist int
 }
@@ -30,8 +36,9 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 //   - gateway percentiles (lag, scheduling latency, GC pause), heap, RSS and
 //     goroutines: the largest value reported in the interval (percentiles
 //     are never averaged);
-//   - other gauges (queue, in-flight, limit, slots, capacity, nodes up,
-//     gateway shed and fallback rates): time-weighted means.
+//   - other gauges (queue, in-flight, limit, slots, capacity, nodes up and
+//     ejected, gateway shed, retry, hedge and fallback rates): time-weighted
+//     means.
 //
 // Gateway values of a tick without a current scrape (GatewayStale) are
 // left out; an interval with none is a gap, never a zero.
@@ -41,6 +48,9 @@ func computeFrame(r *Run, tl timeline, iv float64) frame {
 	for _, s := range r.Samples {
 		if s.AdmittedHist != "" || s.ByPriority["P0"].Hist != "" {
 			f.hasHist = true
+		}
+		if s.AdmittedTotal > 0 {
+			f.hasAdmittedTotal = true
 		}
 		for _, p := range s.ByPriority {
 			if p.FinishedTotal > 0 {
@@ -98,7 +108,19 @@ func (f *frame) addCounters(i int, b bucket) {
 	}
 	f.get("offered")[i] = delta(func(s *sample) uint64 { return s.OfferedTotal }) / b.dt
 	f.get("goodput")[i] = outcome(outcomeOK) / b.dt
-	f.get("admitted")[i] = (outcome(outcomeOK) + outcome(outcomeFallback) + outcome(outcomeTimeout) + outcome(outcomeError)) / b.dt
+	if f.hasAdmittedTotal {
+		// The gateways' admissions, counted when admitted.
+		var from float64
+		if b.prev != nil {
+			from = b.prev.AdmittedTotal
+		}
+		if d := last.AdmittedTotal - from; d >= 0 {
+			f.get("admitted")[i] = d / b.dt
+		}
+	} else {
+		// An older run: admitted requests counted when the clients saw them end.
+		f.get("admitted")[i] = (outcome(outcomeOK) + outcome(outcomeFallback) + outcome(outcomeTimeout) + outcome(outcomeError)) / b.dt
+	}
 	for _, o := range outcomeNames {
 		if reason, ok := strings.CutPrefix(o, "shed_"); ok {
 			f.get("shed." + reason)[i] = outcome(o) / b.dt
@@ -195,6 +217,9 @@ func (f *frame) addMeans(i int, b bucket) {
 	mean("concurrency_limit", true, func(s *sample) float64 { return s.ConcurrencyLimit })
 	mean("live_slots", false, func(s *sample) float64 { return nodesUp(s, true) })
 	mean("nodes_up", false, func(s *sample) float64 { return nodesUp(s, false) })
+	mean("nodes_ejected", true, nodesEjected)
+	mean("retries", true, func(s *sample) float64 { return s.RetryRPS })
+	mean("hedges", true, func(s *sample) float64 { return s.HedgeRPS })
 	for _, p := range priorityNames {
 		mean("shed_prio."+p, true, func(s *sample) float64 { return s.ShedRPSByPriority[p] })
 	}
@@ -210,6 +235,18 @@ func nodesUp(s *sample, slots bool) float64 {
 		case slots:
 			t += nd.Slots
 		default:
+			t++
+		}
+	}
+	return t
+}
+
+// nodesEjected counts the nodes a gateway holds out of rotation in s
+// (ejected, or probing on the way back).
+func nodesEjected(s *sample) float64 {
+	t := 0.0
+	for _, nd := range s.Nodes {
+		if nd.Ejection == wire.EjectionEjected || nd.Ejection == wire.EjectionProbing {
 			t++
 		}
 	}

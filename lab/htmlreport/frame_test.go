@@ -354,3 +354,57 @@ func TestOneSampleAndHostileText(t *testing.T) {
 		t.Errorf("%d script elements, want 2 (the data and the hover script)", n)
 	}
 }
+
+// Retries, hedges and ejected nodes: time-weighted means of the gateways'
+// rates and of the nodes out of rotation (ejected or probing), gaps where
+// no gateway was scraped.
+func TestUpstreamSeries(t *testing.T) {
+	node := func(ej string) runfiles.NodeSample { return runfiles.NodeSample{Up: true, Slots: 4, Ejection: ej} }
+	r := mkRun(
+		runfiles.Sample{Elapsed: 1, RetryRPS: 4, HedgeRPS: 1, Nodes: []runfiles.NodeSample{node(wire.EjectionInRotation), node(wire.EjectionEjected)}},
+		runfiles.Sample{Elapsed: 2, RetryRPS: 8, HedgeRPS: 3, Nodes: []runfiles.NodeSample{node(wire.EjectionProbing), node(wire.EjectionEjected)}},
+		runfiles.Sample{Elapsed: 3, GatewayStale: true, Nodes: []runfiles.NodeSample{node(""), node("")}},
+	)
+	f := computeFrame(r, newTimeline(r), 1)
+	want := map[string][]float64{"retries": {4, 8, math.NaN()}, "hedges": {1, 3, math.NaN()}, "nodes_ejected": {1, 2, math.NaN()}}
+	for key, w := range want {
+		got := f.series[key]
+		for i := range w {
+			if math.IsNaN(w[i]) != math.IsNaN(got[i]) || (!math.IsNaN(w[i]) && got[i] != w[i]) {
+				t.Errorf("%s = %v, want %v", key, got, w)
+				break
+			}
+		}
+	}
+	f = computeFrame(r, newTimeline(r), 2)
+	if got := f.series["retries"][0]; got != 6 {
+		t.Errorf("retries over 2 s = %v, want the mean 6", got)
+	}
+}
+
+// Admitted per second is the gateways' admissions (admitted_total) over the
+// interval when the samples carry them: a burst of admitted requests
+// ending at once (an OOM kill's errors) does not show as admissions.
+// Older runs fall back to the admitted requests the clients saw end.
+func TestAdmittedFromTheGateways(t *testing.T) {
+	errs := wire.OutcomeError.String()
+	r := mkRun(
+		runfiles.Sample{Elapsed: 1, AdmittedTotal: 100, OutcomeTotal: map[string]uint64{errs: 0}},
+		runfiles.Sample{Elapsed: 2, AdmittedTotal: 150, OutcomeTotal: map[string]uint64{errs: 5000}},
+	)
+	f := computeFrame(r, newTimeline(r), 1)
+	if got := f.series["admitted"]; got[0] != 100 || got[1] != 50 {
+		t.Errorf("admitted = %v, want [100 50] from admitted_total", got)
+	}
+	if got := f.series["failed.error"][1]; got != 5000 {
+		t.Errorf("errors = %v, want 5000", got)
+	}
+	old := mkRun(
+		runfiles.Sample{Elapsed: 1, OutcomeTotal: map[string]uint64{errs: 0}},
+		runfiles.Sample{Elapsed: 2, OutcomeTotal: map[string]uint64{errs: 5000}},
+	)
+	f = computeFrame(old, newTimeline(old), 1)
+	if got := f.series["admitted"][1]; got != 5000 {
+		t.Errorf("older run: admitted = %v, want the 5000 that ended", got)
+	}
+}

@@ -225,9 +225,21 @@ func (sy synth) write(t testing.TB, dir string) string {
 				s.Inflight, s.QueueDepth, s.ConcurrencyLimit = 48+grow*6000, 0, 0
 			}
 			s.RSSBytes = s.HeapBytes * 1.6
+			// Retries while a node is down, a steady trickle of hedges.
+			s.RetryRPS, s.HedgeRPS = 0, 1.5
+			if up < 3 {
+				s.RetryRPS = 12
+			}
 		}
 		for n := range 3 {
-			s.Nodes = append(s.Nodes, runfiles.NodeSample{Index: n, Up: n != 1 || up == 3, Slots: 16, Busy: 16})
+			ns := runfiles.NodeSample{Index: n, Up: n != 1 || up == 3, Slots: 16, Busy: 16}
+			if !stale {
+				ns.Ejection = wire.EjectionInRotation
+				if n == 1 && up < 3 {
+					ns.Ejection = wire.EjectionEjected
+				}
+			}
+			s.Nodes = append(s.Nodes, ns)
 		}
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)

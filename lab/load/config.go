@@ -24,6 +24,19 @@ const (
 	RouteStandard   Route = wire.RouteStandard   // GET /v1/standard/ping
 )
 
+// MaxAgentSteps bounds the steps an agent task may ask for.
+const MaxAgentSteps = 16
+
+// routeIndex is r's index in AllRoutes (len(AllRoutes) when unknown).
+func routeIndex(r Route) int {
+	for i, x := range AllRoutes {
+		if x == r {
+			return i
+		}
+	}
+	return len(AllRoutes)
+}
+
 // AllRoutes lists the routes in a fixed order.
 var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
 
@@ -63,6 +76,9 @@ type Mix struct {
 	// MaxTokens is max_tokens of chat and agent requests; it must be > 0 when
 	// a chat, chat-stream or agent route has a positive share.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// AgentSteps is the [min, max] tool-call steps an agent task asks for
+	// ("steps"), drawn uniformly; [0, 0] sends none (the gateway's default).
+	AgentSteps [2]int `yaml:"agent_steps" json:"agent_steps"`
 }
 
 // Config configures a Generator. The target rate is not part of it: it is
@@ -163,6 +179,9 @@ func (m Mix) Validate() error {
 	}
 	if m.MaxTokens < 0 {
 		return fmt.Errorf("load: mix.max_tokens: must be ≥ 0, got %d", m.MaxTokens)
+	}
+	if lo, hi := m.AgentSteps[0], m.AgentSteps[1]; (lo != 0 || hi != 0) && (lo < 1 || hi < lo || hi > MaxAgentSteps) {
+		return fmt.Errorf("load: mix.agent_steps: want 1 ≤ min ≤ max ≤ %d (or both 0), got [%d, %d]", MaxAgentSteps, lo, hi)
 	}
 	if m.MaxTokens == 0 {
 		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent} {

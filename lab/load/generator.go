@@ -207,9 +207,14 @@ func (g *Generator) Outstanding() int { return int(g.outstanding.Load()) }
 // Tick returns the counters since the start and since the previous Tick, and
 // starts a new window. Only one caller (the lab's sampler) should call it,
 // or the windows split between callers.
+//
+// The window ends now by the clock, also after Run stopped scheduling: the
+// requests still in flight end in real time, and their window must be as
+// long as the time they ended in (a window frozen at the stop made a drain
+// of seconds look like a burst within one tick).
 func (g *Generator) Tick() Window {
-	started, now := g.times()
-	return g.stats.window(now, started, g.Rate(), g.Outstanding())
+	started, end := g.times()
+	return g.stats.window(g.clock.Now(), end, started, g.Rate(), g.Outstanding())
 }
 
 // Totals returns the cumulative counters and latency histograms. Once Run
@@ -366,19 +371,20 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 	g.targetsMu.RUnlock()
 	share, kbps := g.SlowClients()
 	spec := mix.next(targets, share, kbps)
-	g.stats.offer(spec.priority)
+	ri := routeIndex(spec.route)
+	tags := g.stats.offer(spec.priority, ri)
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, wire.OutcomeGeneratorDropped, 0)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, 0, tags)
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		o := g.request(spec)
+		o := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, o, lat)
+		g.stats.finish(spec.priority, ri, o, lat, tags)
 		g.outstanding.Add(-1)
 	}()
 }
@@ -386,26 +392,26 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 // request sends an arrival's attempts — one, or more under the retry
 // policy — and returns the last attempt's outcome. Once Run stops
 // scheduling, no further retry is sent.
-func (g *Generator) request(s spec) wire.Outcome {
+func (g *Generator) request(s spec, tags []tag) wire.Outcome {
 	p := g.cfg.Retry
 	for n := 1; ; n++ {
 		if n == 1 && g.budget != nil {
 			g.budget.request(g.clock.Now())
 		}
-		g.stats.attempt(s.priority, n > 1)
+		g.stats.attempt(s.priority, n > 1, tags)
 		o, status := g.send(s, n)
 		if n >= p.Attempts || !p.retries(o, status) {
 			return o
 		}
 		if g.budget != nil && !g.budget.withdraw(g.clock.Now()) {
-			g.stats.retryDenied()
+			g.stats.retryDenied(tags)
 			return o
 		}
 		if !g.waitToRetry(p.backoff(n, g.jit.float)) {
 			return o
 		}
 		if _, shed := o.ShedReason(); shed {
-			g.stats.shedRetried() // a shed the gateway counted, not this request's outcome
+			g.stats.shedRetried(o, tags) // a shed the gateway counted, not this request's outcome
 		}
 	}
 }

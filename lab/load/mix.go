@@ -14,6 +14,7 @@ type spec struct {
 	key       string // API key; "" sends no Authorization header
 	tokens    int    // prompt tokens (export: rows)
 	maxTokens int
+	steps     int     // agent: tool-call steps asked for; 0 sends none
 	slowBps   float64 // bytes per second for a slow reader; 0 reads at full speed
 	amount    float64 // predict features
 	ageDays   int
@@ -48,9 +49,10 @@ type mixer struct {
 	routes  [3]routeTable // by priority
 	keys    [3]string
 
-	tokMin, tokMax int
-	maxTokens      int
-	rr             uint64 // round-robin cursor over targets
+	tokMin, tokMax   int
+	maxTokens        int
+	stepMin, stepMax int
+	rr               uint64 // round-robin cursor over targets
 }
 
 func newMixer(m Mix, seed int64) *mixer {
@@ -59,6 +61,8 @@ func newMixer(m Mix, seed int64) *mixer {
 		tokMin:    m.PromptTokens[0],
 		tokMax:    m.PromptTokens[1],
 		maxTokens: m.MaxTokens,
+		stepMin:   m.AgentSteps[0],
+		stepMax:   m.AgentSteps[1],
 	}
 	sum := 0.0
 	for i, name := range Priorities {
@@ -109,6 +113,11 @@ func (x *mixer) next(targets []string, slowShare, slowKBps float64) spec {
 	case RouteChatStream, RouteExport:
 		if slowShare > 0 && x.rng.Float64() < slowShare {
 			s.slowBps = slowKBps * 1024
+		}
+	case RouteAgent:
+		s.steps = x.stepMin
+		if x.stepMax > x.stepMin {
+			s.steps += x.rng.IntN(x.stepMax - x.stepMin + 1)
 		}
 	case RoutePredict:
 		s.amount = float64(x.rng.IntN(500000)) / 100

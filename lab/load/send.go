@@ -91,7 +91,11 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 			prompt(s.tokens), s.maxTokens, stream)
 	case RouteAgent:
 		method, path = http.MethodPost, wire.PathAgent
-		body = fmt.Appendf(nil, `{"prompt":%q,"max_tokens":%d}`, prompt(max(s.tokens, 1)), s.maxTokens)
+		body = fmt.Appendf(nil, `{"prompt":%q,"max_tokens":%d`, prompt(max(s.tokens, 1)), s.maxTokens)
+		if s.steps > 0 {
+			body = fmt.Appendf(body, `,"steps":%d`, s.steps)
+		}
+		body = append(body, '}')
 	case RouteExport:
 		method, path = http.MethodGet, wire.PathExport+"?"+wire.QueryExportRows+"="+strconv.Itoa(max(s.tokens, 1))
 	case RouteStandard:

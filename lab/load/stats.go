@@ -68,7 +68,14 @@ type counters struct {
 		offered  uint64
 		outcomes [wire.NumOutcomes]uint64
 	}
+	route [NumRoutes + 1]struct { // by routeIndex; the last: unknown
+		offered  uint64
+		outcomes [wire.NumOutcomes]uint64
+	}
 }
+
+// NumRoutes is the number of routes (len(AllRoutes)).
+const NumRoutes = wire.NumLoadRoutes
 
 // stats collects what happened to every offered request. All fields are
 // guarded by mu.
@@ -81,6 +88,10 @@ type stats struct {
 	// sent request per priority.
 	admitted *hdrhistogram.Histogram
 	prio     [3]*hdrhistogram.Histogram
+
+	// trackers are the Trackers on now; the slice is replaced, never
+	// changed in place, so a request may keep the one it was offered under.
+	trackers []*Tracker
 
 	// The window since the previous tick.
 	lastTick     counters
@@ -98,46 +109,78 @@ func newStats() *stats {
 	return s
 }
 
-// offer counts one arrival.
-func (s *stats) offer(p priority) {
+// offer counts one arrival on route index r and returns its tags: one per
+// Tracker on (nil when none is).
+func (s *stats) offer(p priority, r int) []tag {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.total.offered++
 	s.total.prio[p].offered++
-	s.mu.Unlock()
+	s.total.route[r].offered++
+	if len(s.trackers) == 0 {
+		return nil
+	}
+	tags := make([]tag, len(s.trackers))
+	for i, t := range s.trackers {
+		tags[i] = t.offerLocked(p, r)
+	}
+	return tags
 }
 
-// attempt counts one attempt sent (a retry when retry is set).
-func (s *stats) attempt(_ priority, retry bool) {
+// attempt counts one attempt sent (a retry when retry is set) of a
+// request tagged by offer.
+func (s *stats) attempt(_ priority, retry bool, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.attempts++
 	if retry {
 		s.total.retries++
 	}
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.attempts++
+			if retry {
+				c.retries++
+			}
+		}
+	}
 }
 
-// shedRetried counts an attempt the gateway shed that is being retried:
-// the gateway counted the shed, the request goes on.
-func (s *stats) shedRetried() {
+// shedRetried counts an attempt the gateway shed (as o) that is being
+// retried: the gateway counted the shed, the request goes on.
+func (s *stats) shedRetried(o wire.Outcome, tags []tag) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.total.shedRetried++
-	s.mu.Unlock()
+	for _, t := range s.trackers {
+		t.shedRetriedLocked(epochOf(tags, t), o)
+	}
 }
 
 // retryDenied counts a retry the budget refused.
-func (s *stats) retryDenied() {
+func (s *stats) retryDenied(tags []tag) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.total.denied++
-	s.mu.Unlock()
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.denied++
+		}
+	}
 }
 
-// finish records the one outcome of an offered request and, unless it was
-// never sent, its latency from the intended arrival time.
-func (s *stats) finish(p priority, o wire.Outcome, latency time.Duration) {
+// finish records the one outcome of an offered request (on route index r,
+// tagged by offer) and, unless it was never sent, its latency from the
+// intended arrival time.
+func (s *stats) finish(p priority, r int, o wire.Outcome, latency time.Duration, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
+	s.total.route[r].outcomes[o]++
+	for _, t := range s.trackers {
+		t.endLocked(epochOf(tags, t), p, r, o, latency)
+	}
 	if o == wire.OutcomeGeneratorDropped {
 		return
 	}

@@ -42,6 +42,15 @@ type Window struct {
 	AdmittedHist *hdrhistogram.PackedHistogram
 
 	ByPriority map[string]PriorityWindow // keyed by priority name
+	ByRoute    map[string]RouteWindow    // keyed by route name (AllRoutes)
+}
+
+// RouteWindow is one route in a Window: arrivals, and the requests that
+// ended, in the window and since the start. Answered counts ok and
+// fallback (an answer, degraded or not, within the client timeout).
+type RouteWindow struct {
+	Offered, Finished, Answered                uint64
+	OfferedTotal, FinishedTotal, AnsweredTotal uint64
 }
 
 // PriorityWindow is one priority class in a Window.
@@ -78,6 +87,8 @@ type Totals struct {
 	Attempts, Retries, RetriesDenied, ShedRetried uint64
 
 	ByPriority map[string]PriorityTotals
+	// ByRoute is keyed by route name (AllRoutes).
+	ByRoute map[string]RouteTotals
 
 	// Admitted holds the latency in microseconds, from the intended arrival
 	// time, of every request the gateway admitted (sent and not shed).
@@ -91,6 +102,12 @@ type PriorityTotals struct {
 	// Latency holds the latency in microseconds, from the intended arrival
 	// time, of every sent request of this class, whatever its outcome.
 	Latency *hdrhistogram.Histogram
+}
+
+// RouteTotals is one route since the start.
+type RouteTotals struct {
+	Offered  uint64
+	Outcomes map[string]uint64
 }
 
 // Unaccounted is offered minus the sum of outcomes: the requests still in
@@ -119,13 +136,15 @@ func sumOutcomes(c *[wire.NumOutcomes]uint64) uint64 {
 	return s
 }
 
-// window computes the Window at now and, when reset, starts the next one.
-func (s *stats) window(now, started time.Time, target float64, outstanding int) Window {
+// window computes the Window at now and starts the next one. Elapsed
+// counts from started to end (the stop of scheduling, or now); Duration
+// from the previous window to now.
+func (s *stats) window(now, end, started time.Time, target float64, outstanding int) Window {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := Window{Time: now, TargetRPS: target, Outstanding: outstanding}
 	if !started.IsZero() {
-		w.Elapsed = now.Sub(started)
+		w.Elapsed = end.Sub(started)
 		from := s.lastTickTime
 		if from.IsZero() || from.Before(started) {
 			from = started
@@ -164,6 +183,16 @@ func (s *stats) window(now, started time.Time, target float64, outstanding int) 
 			Latency:       packHist(s.winPrio[i]),
 		}
 	}
+	w.ByRoute = make(map[string]RouteWindow, len(AllRoutes))
+	for i, r := range AllRoutes {
+		c, p := &cur.route[i], &prev.route[i]
+		answered := func(o *[wire.NumOutcomes]uint64) uint64 { return o[wire.OutcomeOK] + o[wire.OutcomeFallback] }
+		w.ByRoute[string(r)] = RouteWindow{
+			Offered: c.offered - p.offered, Finished: sumOutcomes(&c.outcomes) - sumOutcomes(&p.outcomes),
+			Answered:     answered(&c.outcomes) - answered(&p.outcomes),
+			OfferedTotal: c.offered, FinishedTotal: sumOutcomes(&c.outcomes), AnsweredTotal: answered(&c.outcomes),
+		}
+	}
 	s.lastTick = s.total
 	s.lastTickTime = now
 	s.winAdmitted.Reset()
@@ -193,6 +222,10 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 			Outcomes: outcomeMap(&s.total.prio[i].outcomes),
 			Latency:  copyHist(s.prio[i]),
 		}
+	}
+	t.ByRoute = make(map[string]RouteTotals, len(AllRoutes))
+	for i, r := range AllRoutes {
+		t.ByRoute[string(r)] = RouteTotals{Offered: s.total.route[i].offered, Outcomes: outcomeMap(&s.total.route[i].outcomes)}
 	}
 	return t
 }

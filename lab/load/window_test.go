@@ -16,15 +16,15 @@ func TestWindowHistograms(t *testing.T) {
 	s := newStats()
 	start := time.Unix(1000, 0)
 	for i := range 100 {
-		s.offer(0)
-		s.finish(0, wire.OutcomeOK, time.Duration(i+1)*time.Millisecond) // 1..100 ms
+		s.offer(0, 0)
+		s.finish(0, 0, wire.OutcomeOK, time.Duration(i+1)*time.Millisecond, nil) // 1..100 ms
 	}
-	s.offer(1)
-	s.finish(1, wire.OutcomeShedOverload, 500*time.Microsecond) // sent, shed: not admitted
-	s.offer(2)
-	s.finish(2, wire.OutcomeGeneratorDropped, 0) // never sent: no latency anywhere
+	s.offer(1, 0)
+	s.finish(1, 0, wire.OutcomeShedOverload, 500*time.Microsecond, nil) // sent, shed: not admitted
+	s.offer(2, 0)
+	s.finish(2, 0, wire.OutcomeGeneratorDropped, 0, nil) // never sent: no latency anywhere
 
-	w := s.window(start.Add(time.Second), start, 100, 0)
+	w := s.window(start.Add(time.Second), start.Add(time.Second), start, 100, 0)
 	if w.AdmittedHist == nil || w.AdmittedHist.TotalCount() != 100 {
 		t.Fatalf("AdmittedHist = %v, want 100 admitted latencies", w.AdmittedHist)
 	}
@@ -49,7 +49,7 @@ func TestWindowHistograms(t *testing.T) {
 		t.Fatalf("decoded: %d values, p50 %d; want 100, %d", back.TotalCount(), back.ValueAtPercentile(50), w.AdmittedHist.ValueAtPercentile(50))
 	}
 
-	w2 := s.window(start.Add(2*time.Second), start, 100, 0)
+	w2 := s.window(start.Add(2*time.Second), start.Add(2*time.Second), start, 100, 0)
 	if w2.AdmittedHist != nil || w2.ByPriority["P0"].Latency != nil {
 		t.Fatal("an empty window carries a histogram")
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/levee-lab/levee/fakemodel"
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // Parts is what a plan is made of: the inputs, and for a run the gateway's
@@ -197,9 +198,43 @@ func nodeKnobsOf(patch map[string]any) (fakemodel.Knobs, error) {
 // gatewayConfigOf parses a generated gateway config (run.json's resolved
 // gateway_config) with the gateway's own parser, defaults included.
 func gatewayConfigOf(m map[string]any) (gateway.Config, error) {
-	b, err := yaml.Marshal(m)
+	b, err := yaml.Marshal(standIns(m))
 	if err != nil {
 		return gateway.Config{}, err
 	}
 	return gateway.ParseConfig(b)
+}
+
+// standInToken replaces a redacted admin token for the parser; the plan
+// never talks to a gateway.
+const standInToken = "plan-stand-in-admin-token"
+
+// standIns returns a copy of a run.json gateway config whose redacted
+// secrets (runfiles.Redacted: the admin token, every API key) are replaced
+// by stand-ins the gateway's parser accepts: a token long enough and
+// distinct keys. The plan reads neither.
+func standIns(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	if out["admin_token"] == runfiles.Redacted {
+		out["admin_token"] = standInToken
+	}
+	if keys, ok := out["keys"].([]any); ok {
+		cp := make([]any, len(keys))
+		for i, kv := range keys {
+			cp[i] = kv
+			if km, ok := kv.(map[string]any); ok && km["key"] == runfiles.Redacted {
+				c := make(map[string]any, len(km))
+				for k, v := range km {
+					c[k] = v
+				}
+				c["key"] = fmt.Sprintf("plan-stand-in-key-%d", i)
+				cp[i] = c
+			}
+		}
+		out["keys"] = cp
+	}
+	return out
 }

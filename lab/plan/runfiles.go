@@ -92,8 +92,8 @@ func readRecorded(dir string) (*recorded, error) {
 // left no run.json.
 func lessonGatewayConfig(e *experiment) (gateway.Config, error) {
 	cfg, _, err := e.GatewayConfig(exp.GatewayParams{
-		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: "plan",
-		Nodes: []string{"127.0.0.1:1"}, Keys: exp.APIKeys("plan"),
+		Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Token: standInToken,
+		Nodes: []string{"127.0.0.1:1"}, Keys: exp.APIKeys(standInToken),
 		Defenses: e.Gateway.Defenses, Gateways: e.Gateway.Count,
 	})
 	return cfg, err

@@ -49,6 +49,7 @@ type Aggregator struct {
 	lastRate       float64
 	lastRateAt     time.Time
 	faults         []faultWindow
+	agent          agentAgg
 }
 
 // NewAggregator returns an aggregator for a recording that starts at start
@@ -132,6 +133,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	a.gor = math.Max(a.gor, s.Goroutines)
 	a.rss = math.Max(a.rss, s.RSSBytes)
 	a.oomKills = s.OOMKills
+	a.agent.add(s.Agent)
 	if saturated {
 		a.measuredSum += completions
 		a.measuredN++
@@ -145,10 +147,13 @@ type SummaryInput struct {
 	Totals      load.Totals // for this recording (a delta when it started late)
 	GatewayShed uint64      // the gateways' shed counters over the recording
 	ShedExact   bool        // no gateway restarted: GatewayShed lost nothing
-	OOMKills    int         // during this recording
-	Restarts    int
-	End         time.Time
-	Ended       string // Summary.Ended
+	// LiveShed, when set, is the shed check of a recording started while
+	// the lab ran (see ShedCheck); GatewayShed and ShedExact are then unused.
+	LiveShed *ShedCheck
+	OOMKills int // during this recording
+	Restarts int
+	End      time.Time
+	Ended    string // Summary.Ended
 }
 
 // Summarize builds the Summary and evaluates the experiment's thresholds.
@@ -166,6 +171,7 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		Offered:   t.Offered,
 	}
 	s.addOutcomes(t)
+	s.Agent = a.agent.summary(t)
 	a.addRates(&s, t)
 	a.addCapacity(&s, t)
 	a.addAttempts(&s, t)
@@ -179,12 +185,12 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 		OOMKills:          in.OOMKills,
 		Restarts:          in.Restarts,
 	}
-	// The gateway counts every shed attempt; the clients retried some.
-	s.ShedCheck.Client += t.ShedRetried
-	s.ShedCheck.Gateway = in.GatewayShed
-	s.ShedCheck.Exact = in.ShedExact
-	s.ShedCheck.InDoubt = t.Outcomes[wire.OutcomeTimeout.String()]
-	s.ShedCheck.Mismatch = shedMismatch(s.ShedCheck.Gateway, s.ShedCheck.Client, s.ShedCheck.InDoubt)
+	if in.LiveShed != nil {
+		s.ShedCheck = *in.LiveShed
+	} else {
+		// The gateway counts every shed attempt; the clients retried some.
+		s.ShedCheck = NewShedCheck(in.GatewayShed, s.ShedCheck.Client+t.ShedRetried, t.Outcomes[wire.OutcomeTimeout.String()], in.ShedExact)
+	}
 	endS := a.elapsed(in.End)
 	for _, f := range a.faults {
 		s.Faults = append(s.Faults, a.faultSummary(f, endS, in.Exp.ClientTimeout.D().Seconds()))

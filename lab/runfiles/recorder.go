@@ -42,12 +42,13 @@ func WithReports(w ...ReportWriter) RecorderOption {
 // WithErrorLog reports the recorder's first write error on w.
 func WithErrorLog(w io.Writer) RecorderOption { return func(r *Recorder) { r.errs = w } }
 
-// OpenRecorder creates dir and its files and writes run.json.
+// OpenRecorder creates dir and its files and writes run.json (without its
+// secrets: API keys, tokens, URL passwords).
 func OpenRecorder(dir string, info RunInfo, opts ...RecorderOption) (*Recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("run folder: %w", err)
 	}
-	if err := writeJSONAtomic(filepath.Join(dir, RunFile), info); err != nil {
+	if err := writeJSONAtomic(filepath.Join(dir, RunFile), redactRunInfo(info)); err != nil {
 		return nil, fmt.Errorf("run.json: %w", err)
 	}
 	s, err := createJSONL(filepath.Join(dir, SamplesFile))
@@ -72,7 +73,7 @@ func (r *Recorder) Dir() string { return r.dir }
 // WriteRunInfo rewrites run.json (the lab writes it again once every child
 // has started and its addresses are known).
 func (r *Recorder) WriteRunInfo(info RunInfo) error {
-	return writeJSONAtomic(filepath.Join(r.dir, RunFile), info)
+	return writeJSONAtomic(filepath.Join(r.dir, RunFile), redactRunInfo(info))
 }
 
 // WriteSample appends s to samples.jsonl.

@@ -19,6 +19,10 @@ type reportRow struct {
 	value func(r *Run) string
 }
 
+// optionalRows are left out when no run has a value for them ("-"
+// everywhere): the agent rows, in a report of runs without agents.
+var optionalRows = map[string]bool{"agent task success": true, "agent levels (tasks)": true}
+
 func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
 
 // prioPct is a priority's success rate, or "-" when it was not offered.
@@ -109,6 +113,28 @@ var reportRows = []reportRow{
 		}
 		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
+	}},
+	{"agent task success", func(r *Run) string {
+		if a := r.Summary.Agent; a != nil {
+			return fmt.Sprintf("%s of %s", pct(a.SuccessRate), count(a.Offered))
+		}
+		return "-"
+	}},
+	{"agent levels (tasks)", func(r *Run) string {
+		a := r.Summary.Agent
+		if a == nil {
+			return "-"
+		}
+		var parts []string
+		for _, l := range wire.Levels() {
+			if n := a.ByLevel[l]; n > 0 {
+				parts = append(parts, l+" "+count(n))
+			}
+		}
+		if len(parts) == 0 {
+			return "-"
+		}
+		return strings.Join(parts, ", ")
 	}},
 	{"recovery after faults", func(r *Run) string {
 		rc := r.Summary.Recovery
@@ -204,17 +230,23 @@ func WriteReport(w io.Writer, runs []*Run) error {
 	if len(runs) == 0 {
 		return errors.New("report: no runs")
 	}
-	cells := make([][]string, len(reportRows))
+	cells := make([][]string, 0, len(reportRows))
 	width := make([]int, len(runs)+1)
-	for i, row := range reportRows {
-		cells[i] = make([]string, len(runs)+1)
-		cells[i][0] = row.label
+	for _, row := range reportRows {
+		line := make([]string, len(runs)+1)
+		line[0] = row.label
+		empty := true
 		for j, r := range runs {
-			cells[i][j+1] = row.value(r)
+			line[j+1] = row.value(r)
+			empty = empty && line[j+1] == "-"
 		}
-		for j, c := range cells[i] {
+		if optionalRows[row.label] && empty {
+			continue
+		}
+		for j, c := range line {
 			width[j] = max(width[j], utf8.RuneCountInString(c))
 		}
+		cells = append(cells, line)
 	}
 	var b strings.Builder
 	for i, row := range cells {

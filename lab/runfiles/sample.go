@@ -12,9 +12,14 @@ type Sample struct {
 	Elapsed float64   `json:"elapsed_s"` // seconds since the run started
 
 	// Load generator, client side.
-	TargetRPS   float64 `json:"target_rps"`   // what the schedule asks for now
-	OfferedRPS  float64 `json:"offered_rps"`  // arrivals scheduled in the last tick
-	AdmittedRPS float64 `json:"admitted_rps"` // let through by the gateway, counted when finished: ok + fallback + timeout + error
+	TargetRPS  float64 `json:"target_rps"`  // what the schedule asks for now
+	OfferedRPS float64 `json:"offered_rps"` // arrivals scheduled in the last tick
+	// AdmittedRPS is the rate the gateways admitted requests at (their
+	// levee_admitted_total, counted when admitted, over the scrape
+	// interval). Counting admissions when the client saw them end made a
+	// gateway's OOM kill, which ends thousands of admitted requests at once,
+	// read as an admission rate no gateway could reach.
+	AdmittedRPS float64 `json:"admitted_rps"`
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
 	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
 	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
@@ -30,6 +35,10 @@ type Sample struct {
 	OutcomeRPS   map[string]float64 `json:"outcome_rps"`
 	OutcomeTotal map[string]uint64  `json:"outcome_total"`
 	OfferedTotal uint64             `json:"offered_total"`
+	// AdmittedTotal is the gateways' levee_admitted_total summed and
+	// accumulated across gateway restarts (counts after a process's last
+	// scrape die with it); 0 in runs recorded before it was kept.
+	AdmittedTotal float64 `json:"admitted_total,omitempty"`
 
 	// ByPriority is keyed by priority name (P0, P1, P2).
 	ByPriority map[string]PrioritySample `json:"by_priority"`
@@ -69,6 +78,9 @@ type Sample struct {
 	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
 	OOMKills         int     `json:"oom_kills"` // cumulative
 	GatewayStale     bool    `json:"gateway_stale,omitempty"`
+
+	// Agent is the agent tasks' view; nil when no agent task was offered.
+	Agent *AgentSample `json:"agent,omitempty"`
 
 	Nodes    []NodeSample    `json:"nodes"`
 	Defenses map[string]bool `json:"defenses"` // ratelimit, guard, bulkhead, budget, breaker, retry, fallback

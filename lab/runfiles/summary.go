@@ -63,6 +63,8 @@ type Summary struct {
 	ShedCheck    ShedCheck         `json:"shed_check"`
 	// Faults has one entry per fault application, in time order.
 	Faults []FaultSummary `json:"faults,omitempty"`
+	// Agent is the agent tasks' outcome (seed 004); nil without agents.
+	Agent *AgentSummary `json:"agent,omitempty"`
 	// Recovery is how goodput came back after the faults ended (nil
 	// without faults, or with one active at the end).
 	Recovery *RecoverySummary `json:"recovery,omitempty"`
@@ -114,8 +116,10 @@ type GatewaySummary struct {
 }
 
 // ShedCheck compares the gateways' levee_shed_total with the sheds the
-// client saw on every attempt (a shed attempt that was retried counts). Exact is false when a gateway restarted during the run (its
-// counters since the last scrape before the kill are lost).
+// client saw on every attempt (a shed attempt that was retried counts).
+// Exact is false when a gateway restarted during the run (its counters
+// since the last scrape before the kill are lost) or could not be scraped
+// at an edge of a recording started while the lab ran.
 //
 // The two counts cover the same requests except those the client gave up
 // on: a request whose client timed out may still reach a gateway and be
@@ -125,12 +129,25 @@ type GatewaySummary struct {
 // it an upper bound). Client ≤ Gateway ≤ Client + InDoubt holds when
 // accounting is right; Mismatch is how far Gateway falls outside that
 // range: with no client timeouts, the difference of the two counts.
+//
+// A recording started while the lab ran has requests in flight at both
+// edges: Gateway is then the counters' increase between a scrape at its
+// start and one at its end, Client the sheds the clients saw that the
+// gateways must have counted in between, and InDoubt also holds the sheds
+// they may have counted on either side (decided while a scrape ran, or by
+// a request in flight across one).
 type ShedCheck struct {
 	Gateway  uint64 `json:"gateway"`
 	Client   uint64 `json:"client"`
 	InDoubt  uint64 `json:"in_doubt"`
 	Mismatch uint64 `json:"mismatch"`
 	Exact    bool   `json:"exact"`
+}
+
+// NewShedCheck returns the check of the gateways' count against the
+// clients' count, within inDoubt.
+func NewShedCheck(gateway, client, inDoubt uint64, exact bool) ShedCheck {
+	return ShedCheck{Gateway: gateway, Client: client, InDoubt: inDoubt, Mismatch: shedMismatch(gateway, client, inDoubt), Exact: exact}
 }
 
 // shedMismatch is how far gateway falls outside [client, client+inDoubt].
@@ -200,7 +217,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return s.AchievedRateError, ""
 	case "shed_mismatch":
 		if !s.ShedCheck.Exact {
-			return float64(s.ShedCheck.Mismatch), "a gateway restarted: its counters since the last scrape are lost"
+			return float64(s.ShedCheck.Mismatch), "a gateway restarted or went unscraped at an edge: its counters since the last scrape are lost"
 		}
 		return float64(s.ShedCheck.Mismatch), ""
 	case "limit_settle_s":
@@ -238,6 +255,8 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return rate(wire.OutcomeTimeout.String()), ""
 	case "generator_dropped":
 		return float64(s.Outcomes[wire.OutcomeGeneratorDropped.String()]), ""
+	case "agent_task_success_rate", "agent_max_level", "agent_levels_reached":
+		return s.agentMetric(name)
 	case "recovery_s", "goodput_ratio_after_faults":
 		return s.recoveryMetric(name)
 	case "client_retry_ratio":

@@ -45,6 +45,7 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
 		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
 		ShedCheck:  ShedCheck{Exact: true},
+		Agent:      &AgentSummary{Offered: 4, Answered: 3, SuccessRate: 0.75, MaxLevel: "red", LevelsReached: 3},
 		Recovery:   &RecoverySummary{FaultsEndS: 10, RecoveryS: 1.5, Recovered: true, GoodputRatio: 0.93},
 	}
 	for name := range experiment.ThresholdMetrics {
@@ -66,6 +67,13 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s.Faults = nil
 	if v, _ := s.Metric("limit_settle_s"); !math.IsNaN(v) {
 		t.Errorf("no kill: %v", v)
+	}
+	if v, _ := s.Metric("agent_max_level"); v != 2 {
+		t.Errorf("agent_max_level = %v, want 2 (red)", v)
+	}
+	s.Agent = nil
+	if v, note := s.Metric("agent_task_success_rate"); !math.IsNaN(v) || note == "" {
+		t.Errorf("no agents: %v %q", v, note)
 	}
 }
 
@@ -160,21 +168,6 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 		t.ByPriority[p] = pt
 	}
 	return t
-}
-
-func TestSubTotals(t *testing.T) {
-	start := totals(2*time.Second, 10, map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeTimeout.String(): 2}, 1000, 2000)
-	end := totals(5*time.Second, 25, map[string]uint64{wire.OutcomeOK.String(): 20, wire.OutcomeTimeout.String(): 5}, 1000, 2000, 3000, 3000, 9000)
-	d := SubTotals(end, start)
-	if d.Offered != 15 || d.Outcomes[wire.OutcomeOK.String()] != 12 || d.Outcomes[wire.OutcomeTimeout.String()] != 3 || d.Elapsed != 3*time.Second {
-		t.Fatalf("delta %+v", d)
-	}
-	if d.Admitted.TotalCount() != 3 || d.Admitted.Max() < 8990 || d.Admitted.Min() < 2990 {
-		t.Errorf("histogram delta: n %d min %d max %d", d.Admitted.TotalCount(), d.Admitted.Min(), d.Admitted.Max())
-	}
-	if d.ByPriority["P0"].Offered != 15 || d.ByPriority["P0"].Latency.TotalCount() != 3 {
-		t.Errorf("priority delta %+v", d.ByPriority["P0"])
-	}
 }
 
 // sampleAt builds a sample for the aggregator tests.

@@ -21,6 +21,7 @@ type gatewayState struct {
 	redisFallback float64 // levee_ratelimit_store_fallback_total per second
 	retries       float64 // retries sent per second
 	hedges        float64 // hedged attempts sent per second
+	admitted      float64 // requests admitted per second
 }
 
 // addGateways fills the gateways' view: gauges summed, lag and level maxed
@@ -51,9 +52,15 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 				defenses[k] = v > 0
 			}
 		}
+		var byLevel, byResult map[string]float64
 		if c.At.After(g.prevAt) { // a new scrape: new rates
-			st.shed += g.update(f, c.At, in.Window.Duration.Seconds())
+			prev, _ := sinceLast(g.prev, g.prevAt, f, c.At)
+			byLevel, byResult = agentDeltas(f, prev)
+			shed, admitted := g.update(f, c.At)
+			st.shed += shed
+			st.admitted += admitted
 		}
+		addAgentGateway(smp, f, byLevel, byResult)
 		for k, v := range g.byReason {
 			smp.ShedRPSByReason[k] += v
 		}
@@ -63,7 +70,9 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 		smp.RedisFallbackRPS += g.redisFallback
 		smp.RetryRPS += g.retries
 		smp.HedgeRPS += g.hedges
+		smp.AdmittedRPS += g.admitted
 	}
+	smp.AdmittedTotal = st.admitted
 	if level >= 0 {
 		smp.Level = wire.LevelName(int(level))
 	}
@@ -122,11 +131,11 @@ func markEjections(smp *runfiles.Sample, gateways []Child) {
 	}
 }
 
-// update takes a new scrape f taken at at: the shed rates since the previous
-// scrape (over windowS seconds when there is none), and the increase of the
-// shed counter, which it returns.
-func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) float64 {
-	prev, since := sinceLast(g.prev, g.prevAt, at, windowS)
+// update takes a new scrape f taken at at: the shed, admission, retry and
+// hedge rates since the previous scrape (see sinceLast), and the increases
+// of the shed and admitted counters, which it returns.
+func (g *gatewayState) update(f scrape.Families, at time.Time) (shed, admitted float64) {
+	prev, since := sinceLast(g.prev, g.prevAt, f, at)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
 		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelReason, nil) {
@@ -139,19 +148,33 @@ func (g *gatewayState) update(f scrape.Families, at time.Time, windowS float64) 
 		g.retries = f.SumDelta(prev, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetrySent}) / since
 		g.hedges = f.SumDelta(prev, wire.MetricUpstreamHedges, map[string]string{wire.LabelResult: wire.HedgeSent}) / since
 	}
+	admitted = f.SumDelta(prev, wire.MetricAdmitted, nil)
+	g.admitted = 0
+	if since > 0 {
+		g.admitted = admitted / since
+	}
 	g.prev, g.prevAt = f, at
-	return f.SumDelta(prev, wire.MetricShed, nil)
+	return f.SumDelta(prev, wire.MetricShed, nil), admitted
 }
 
-// sinceLast is the scrape a new one (taken at at) is compared with — the
+// sinceLast is the scrape a new one f (taken at at) is compared with — the
 // previous one, or an empty one for a new process — and the seconds between
-// them (windowS when there was none).
-func sinceLast(prev scrape.Families, prevAt, at time.Time, windowS float64) (scrape.Families, float64) {
+// them. A new process's counters count from its start, so their first
+// increase spans the time since it started (process_start_time_seconds),
+// however many ticks went by before the first scrape; dividing it by one
+// tick made a restarted gateway's first rates peak at many times the
+// truth. Without a start time the first scrape is only a baseline: since
+// is 0 and there is no rate yet.
+func sinceLast(prev scrape.Families, prevAt time.Time, f scrape.Families, at time.Time) (scrape.Families, float64) {
 	if prev == nil {
 		prev = scrape.Families{}
 	}
 	if prevAt.IsZero() {
-		return prev, windowS
+		start, ok := f.Value(wire.MetricProcessStart, nil)
+		if !ok || start <= 0 {
+			return prev, 0
+		}
+		return prev, max(at.Sub(time.Unix(0, int64(start*1e9))).Seconds(), 0)
 	}
 	return prev, at.Sub(prevAt).Seconds()
 }

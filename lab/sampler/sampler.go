@@ -67,6 +67,7 @@ type State struct {
 	nodes    []nodeState
 	recent   map[string][]prioCount // per priority, newest last
 	shed     float64                // levee_shed_total over every gateway process
+	admitted float64                // levee_admitted_total over every gateway process
 }
 
 // NewState returns the state before the first tick of a lab with the given
@@ -90,6 +91,7 @@ func (s State) clone() State {
 		nodes:    append([]nodeState(nil), s.nodes...),
 		recent:   make(map[string][]prioCount, len(s.recent)),
 		shed:     s.shed,
+		admitted: s.admitted,
 	}
 	for k, v := range s.recent {
 		c.recent[k] = append([]prioCount(nil), v...)
@@ -113,6 +115,7 @@ func Next(prev State, in Input) (Output, State) {
 		Recording: in.Recording,
 	}
 	st.addClient(&smp, in)
+	st.addAgentClient(&smp, in)
 	st.addGateways(&smp, in)
 	completions, saturated := st.addNodes(&smp, in)
 	markEjections(&smp, in.Gateways)
@@ -126,6 +129,26 @@ func Next(prev State, in Input) (Output, State) {
 
 // prioCount is one tick of one priority: ok and finished.
 type prioCount struct{ ok, finished uint64 }
+
+// recentRate adds this tick's count under key and returns ok / finished
+// over the last SuccessWindow (1 when nothing finished).
+func (st *State) recentRate(key string, c prioCount, tick time.Duration) float64 {
+	keep := max(int(SuccessWindow/tick), 1)
+	r := append(st.recent[key], c)
+	if len(r) > keep {
+		r = r[len(r)-keep:]
+	}
+	st.recent[key] = r
+	var ok, fin uint64
+	for _, c := range r {
+		ok += c.ok
+		fin += c.finished
+	}
+	if fin == 0 {
+		return 1
+	}
+	return float64(ok) / float64(fin)
+}
 
 // addClient fills the generator's (client-side) view.
 func (st *State) addClient(smp *runfiles.Sample, in Input) {
@@ -149,28 +172,10 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		smp.OutcomeTotal[o] = w.OutcomeTotal[o]
 	}
 	smp.GoodputRPS = per(w.Outcomes[wire.OutcomeOK.String()])
-	// Admitted requests are counted when they finish, like goodput, so that
-	// goodput ≤ admitted holds tick by tick: a shed decided late (a queue
-	// timeout) can never make this tick's admissions negative or inflated.
-	smp.AdmittedRPS = per(w.Outcomes[wire.OutcomeOK.String()] + w.Outcomes[wire.OutcomeFallback.String()] + w.Outcomes[wire.OutcomeTimeout.String()] + w.Outcomes[wire.OutcomeError.String()])
-	keep := max(int(SuccessWindow/in.Tick), 1)
 	smp.ByPriority = map[string]runfiles.PrioritySample{}
 	for _, p := range load.Priorities {
 		pw := w.ByPriority[p]
-		r := append(st.recent[p], prioCount{ok: pw.OK, finished: pw.Finished})
-		if len(r) > keep {
-			r = r[len(r)-keep:]
-		}
-		st.recent[p] = r
-		var ok, fin uint64
-		for _, c := range r {
-			ok += c.ok
-			fin += c.finished
-		}
-		rate := 1.0
-		if fin > 0 {
-			rate = float64(ok) / float64(fin)
-		}
+		rate := st.recentRate(p, prioCount{ok: pw.OK, finished: pw.Finished}, in.Tick)
 		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
 			SuccessRate: round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}

@@ -95,7 +95,7 @@ func (c *Child) launch(args []string) (launched, error) {
 	}
 	fmt.Fprintf(logf, "---- %s start: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), c.exe, strings.Join(args, " "))
 	cmd := exec.Command(c.exe, args...)
-	cmd.Env = append(os.Environ(), c.env...)
+	cmd.Env = ChildEnv(c.env...)
 	cmd.Stderr = logf
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -31,9 +31,14 @@ func spawnLoop() {
 // StartProcess starts cmd so that it cannot outlive the lab: it gets
 // SIGKILL when the lab dies (Pdeathsig, forked from a thread that lives as
 // long as the process) and its own process group (Setpgid), so that killing
-// -pid reaches anything it starts. Every child of the lab (nodes, gateways,
-// redis-server) must be started through it. It returns cmd.Start's error.
+// -pid reaches anything it starts. A cmd without its own Env gets
+// ChildEnv(), not the lab's whole environment. Every child of the lab
+// (nodes, gateways, redis-server) must be started through it. It returns
+// cmd.Start's error.
 func StartProcess(cmd *exec.Cmd) error {
+	if cmd.Env == nil {
+		cmd.Env = ChildEnv()
+	}
 	spawnOnce.Do(func() {
 		spawnReqs = make(chan spawnReq)
 		go spawnLoop()

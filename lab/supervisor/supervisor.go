@@ -215,7 +215,8 @@ func (s *Supervisor) gatewayArgs(index int, listen, admin string) []string {
 		// Validated with the experiment; a failure here shows in the child's log.
 		b = []byte("# " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n")
 	}
-	_ = os.WriteFile(path, b, 0o600)
+	_ = os.WriteFile(path, b, 0o600) // it holds the admin token
+	_ = os.Chmod(path, 0o600)        // even when an older file was laxer
 	return []string{"gateway", "--config", path}
 }
 
@@ -235,6 +236,10 @@ func (s *Supervisor) Gateways() []*Child { return s.gateways }
 
 // RedisURL is the Redis the gateways use ("" for none).
 func (s *Supervisor) RedisURL() string { return s.redisURL }
+
+// HasRedisChild reports whether the lab runs its own Redis child (the one
+// a redis_outage fault kills); an external Redis or none is not one.
+func (s *Supervisor) HasRedisChild() bool { return s.redis != nil }
 
 // Counters are the supervisor's running totals.
 type Counters struct {

@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/internal/httpbody/httpbodytest"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// Issue 12's holes, each with a test that fails on the code before it.
+
+// TestSlowUnreadBodyIsCut: a body no handler reads (health, a GET route,
+// the export, an unauthenticated admin call) trickled at one byte per
+// 50 ms is cut once the header timeout passes, long before its 4 s are
+// over. Before the fix net/http drained it for as long as it came.
+func TestSlowUnreadBodyIsCut(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	cfg := testConfig(fm.addr())
+	cfg.ReadHeaderTimeout = 300 * time.Millisecond
+	s := startServer(t, cfg)
+	const n, gap = 80, 50 * time.Millisecond
+	for _, tc := range []struct{ name, addr, method, path, hdr string }{
+		{"healthz", s.Addr(), "POST", "/healthz", ""},
+		{"standard", s.Addr(), "GET", "/v1/standard/x", "Authorization: Bearer k1\r\n"},
+		{"export", s.Addr(), "GET", "/v1/export?rows=1", "Authorization: Bearer k1\r\n"},
+		{"admin without token", s.AdminAddr(), "PUT", "/admin/defenses", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if !httpbodytest.Trickle(t, tc.addr, tc.method, tc.path, tc.hdr, n, gap) {
+				t.Fatalf("%s %s: a %d-byte body trickled over %v held the connection to its end", tc.method, tc.path, n, time.Duration(n)*gap)
+			}
+		})
+	}
+}
+
+// TestAdminDurationsRangeChecked: a millisecond count that a duration
+// cannot hold is a 400 naming the field, not a wrapped-around 0.45 ms.
+func TestAdminDurationsRangeChecked(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	for _, tc := range []struct{ body, field string }{
+		{`{"classes":{"ai":{"queue_timeout_ms":18446744073710}}}`, "classes.ai.queue_timeout_ms"},
+		{`{"classes":{"ai":{"queue_timeout_ms":-5}}}`, "classes.ai.queue_timeout_ms"},
+		{`{"ratelimit":{"rules":[{"tenant":"*","route":"*","algorithm":"sliding_window","limit":5,"window_ms":18446744073710}]}}`, "ratelimit.rules[0].window_ms"},
+		{`{"token_budget":1099511627777}`, "token_budget"},
+		{`{"max_subcalls_inflight":100001}`, "max_subcalls_inflight"},
+	} {
+		a := admin(t, s, "PUT", "/admin/limits", tc.body)
+		if a.status != 400 || a.errorField() != tc.field {
+			t.Errorf("%s: %v; want 400 naming %s", tc.body, a, tc.field)
+		}
+	}
+	if got := s.G.Config().Classes.AI.QueueTimeout; got != DefaultConfig().Classes.AI.QueueTimeout {
+		t.Errorf("queue timeout changed to %v by refused patches", got)
+	}
+}
+
+// TestConfigUpperBounds: every size, count and duration has an upper
+// bound, named in the error with the field.
+func TestConfigUpperBounds(t *testing.T) {
+	for _, tc := range []struct {
+		field string
+		set   func(c *Config)
+	}{
+		{"body_limit_bytes", func(c *Config) { c.BodyLimitBytes = 1 << 40 }},
+		{"max_header_bytes", func(c *Config) { c.MaxHeaderBytes = 1 << 30 }},
+		{"read_header_timeout", func(c *Config) { c.ReadHeaderTimeout = 1 << 62 }},
+		{"routes.chat.timeout", func(c *Config) { c.Routes.Chat.Timeout = 1000 * time.Hour }},
+		{"agent.fan_out", func(c *Config) { c.Agent.FanOut = 1 << 20 }},
+		{"agent.max_depth", func(c *Config) { c.Agent.MaxDepth = 1000 }},
+		{"agent.max_subcalls_inflight", func(c *Config) { c.Agent.MaxSubcallsInflight = 1 << 30 }},
+		{"agent.max_prompt_chars", func(c *Config) { c.Agent.MaxPromptChars = 1 << 30 }},
+		{"token_budget", func(c *Config) { c.TokenBudget = 1 << 62 }},
+		{"budget.max_request_tokens", func(c *Config) { c.Budget.MaxRequestTokens = c.TokenBudget }},
+		{"classes.ai.max", func(c *Config) { c.Classes.AI.Limiter.Max = 1 << 30 }},
+		{"classes.ai.queue_size", func(c *Config) { c.Classes.AI.QueueSize = 1 << 30 }},
+		{"classes.ai.queue_timeout", func(c *Config) { c.Classes.AI.QueueTimeout = 1 << 62 }},
+		{"stream.buffer_bytes", func(c *Config) { c.Stream.BufferBytes = 1 << 30 }},
+		{"stream.export_max_rows", func(c *Config) { c.Stream.ExportMaxRows = 1 << 40 }},
+		{"ratelimit.rules[0].window_ms", func(c *Config) {
+			c.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", WindowMs: 18446744073710}}
+			c.RateLimit.Rules[0].Algorithm, c.RateLimit.Rules[0].Limit = "sliding_window", 5
+		}},
+		{"guard.backpressure_share.red", func(c *Config) { c.Guard.BackpressureShare.Red = 2 }},
+	} {
+		c := testConfig("127.0.0.1:1")
+		tc.set(&c)
+		var ce *ConfigError
+		if err := c.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: Validate() = %v", tc.field, err)
+		}
+	}
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAdminExposure: a non-loopback admin address needs the explicit
+// opt-in (and the gateway then warns); the admin token has a minimum
+// length, in the config and at Start.
+func TestAdminExposure(t *testing.T) {
+	c := testConfig("127.0.0.1:1")
+	c.Admin = "0.0.0.0:0"
+	var ce *ConfigError
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Field != "admin" || !strings.Contains(ce.Msg, "admin_allow_remote") {
+		t.Fatalf("non-loopback admin without opt-in: %v", err)
+	}
+	c.AdminToken = "short"
+	c.Admin = "127.0.0.1:0"
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Field != "admin_token" {
+		t.Fatalf("short admin token: %v", err)
+	}
+	fm := newFakeModel(t, 1, 0)
+	cfg := testConfig(fm.addr())
+	if _, err := Start(t.Context(), cfg, "short-token"); err == nil {
+		t.Fatal("Start accepted an 11-character admin token")
+	}
+	cfg.Admin, cfg.AdminAllowRemote = "0.0.0.0:0", true
+	var logs syncBuffer
+	s := startServer(t, cfg, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if !strings.Contains(logs.String(), "beyond loopback") {
+		t.Fatalf("no warning for an admin API beyond loopback; logs:\n%s", logs.String())
+	}
+	_, port, _ := net.SplitHostPort(s.AdminAddr())
+	if a := admin(t, s, "GET", "/admin/state", ""); a.status != 200 {
+		t.Fatalf("admin on %s: %v", port, a)
+	}
+}
+
+// TestJSON404Everywhere: an unknown path outside /v1/ gets the contract's
+// JSON error too (not net/http's plain text), and is not counted.
+func TestJSON404Everywhere(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	for _, p := range []string{"/nope", "/", "/v2/chat"} {
+		a := call(t, "GET", "http://"+s.Addr()+p, "k1", "")
+		var e wire.ErrorBody
+		if a.status != 404 || a.header.Get("Content-Type") != "application/json" || json.Unmarshal(a.body, &e) != nil || e.Error.Message == "" {
+			t.Errorf("%s: %v", p, a)
+		}
+	}
+	if got := counterSum(scrape(t, s), wire.MetricRequests, nil); got != 0 {
+		t.Errorf("%s = %v after 404s outside /v1/, want 0", wire.MetricRequests, got)
+	}
+}

@@ -1,0 +1,90 @@
+package ratelimit
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestSettle: on a token bucket (one token back per 10 s: refill plays no
+// part), a refund returns tokens up to the burst, an overuse puts the
+// bucket in debt that delays the next request, and a sliding window keeps
+// its estimate. The local store and Redis agree.
+func TestSettle(t *testing.T) {
+	redisStore, _ := newRedisStore(t)
+	for _, tc := range []struct {
+		name  string
+		store interface {
+			Store
+			Settler
+		}
+	}{{"local", NewLocal()}, {"redis", redisStore}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			rule := Rule{Algorithm: TokenBucket, ReplenishRate: 0.1, Burst: 100}
+			now := time.Now()
+			allow := func(cost int64) Decision {
+				d, err := tc.store.Allow(ctx, "k", rule, cost, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return d
+			}
+			settle := func(delta int64) {
+				if err := tc.store.Settle(ctx, "k", rule, delta, now); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if d := allow(80); !d.Allowed || d.Remaining != 20 {
+				t.Fatalf("reserve 80 of 100: %+v", d)
+			}
+			settle(-50) // used 30 of the 80
+			if d := allow(70); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("after a refund of 50: %+v, want 70 allowed and 0 left", d)
+			}
+			settle(30) // used 100 of the 70: 30 of debt
+			if d := allow(1); d.Allowed || d.RetryAfter < 300*time.Second {
+				t.Fatalf("in debt: %+v, want denied for ≥ 310 s (31 tokens at 0.1/s)", d)
+			}
+			settle(-1000) // a refund never lifts the bucket above its burst
+			if d := allow(100); !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("after a huge refund: %+v, want exactly the burst", d)
+			}
+			sw := Rule{Algorithm: SlidingWindow, Limit: 10, Window: time.Minute}
+			if d, _ := tc.store.Allow(ctx, "w", sw, 10, now); !d.Allowed {
+				t.Fatal("sliding window: first request denied")
+			}
+			if err := tc.store.Settle(ctx, "w", sw, -10, now); err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := tc.store.Allow(ctx, "w", sw, 1, now); d.Allowed {
+				t.Fatal("a sliding window must keep its estimate")
+			}
+		})
+	}
+}
+
+// TestFailoverSettleFallsBack: with the shared store down, a settlement
+// lands in the local share, as the decisions do.
+func TestFailoverSettleFallsBack(t *testing.T) {
+	down := StoreFunc(func(context.Context, string, Rule, int64, time.Time) (Decision, error) {
+		return Decision{}, context.DeadlineExceeded
+	})
+	local := NewLocal()
+	f, err := NewFailover(down, FailoverLocal(local), FailoverShare(0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Trip()
+	ctx, rule, now := context.Background(), Rule{Algorithm: TokenBucket, ReplenishRate: 0.1, Burst: 100}, time.Now()
+	if d, err := f.Allow(ctx, "k", rule, 50, now); err != nil || !d.Allowed {
+		t.Fatalf("fallback decision: %+v %v", d, err)
+	}
+	if err := f.Settle(ctx, "k", rule, -40, now); err != nil {
+		t.Fatal(err)
+	}
+	// The local share is 50 tokens: 50 taken, 20 (half of 40) given back.
+	if d, _ := f.Allow(ctx, "k", rule, 20, now); !d.Allowed {
+		t.Fatalf("after the local refund: %+v", d)
+	}
+}

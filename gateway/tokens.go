@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// Tokens (seed 004): a model request reserves its estimated tokens before
+// the call — in the in-flight budget (by priority) and in a token-cost
+// rate limit — and settles with the real usage after it: the answer's
+// usage, a stream's usage chunk, or the chunks counted on the stream. The
+// budget gets every reserved token back when the request ends (it bounds
+// tokens in flight); a token bucket gets the difference back (or is
+// charged the overuse), since what it bounds is tokens spent.
+
+// rateLimit applies the rule matching id and r, if any. A token-cost rule
+// charges the estimate and remembers it in t for settlement.
+func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r routeID, tokens int64, now time.Time) *shed {
+	e := g.rules.Load().lookup(id.tid, r)
+	if e == nil {
+		return nil
+	}
+	cost := int64(1)
+	if e.tokens {
+		cost = max(tokens, 1)
+	}
+	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
+	if err != nil {
+		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
+			return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
+				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
+		}
+		if g.cfg.RateLimit.Store.FailOpen {
+			return nil
+		}
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+	}
+	if !d.Allowed {
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
+			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit exceeded"}
+	}
+	if e.tokens && e.rule.Algorithm == ratelimit.TokenBucket {
+		t.rl, t.rlCost = e, cost
+	}
+	return nil
+}
+
+// reserveBudget reserves tokens for priority p when the budget defense is
+// on, and counts the reservation.
+func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed {
+	if tokens <= 0 {
+		return nil
+	}
+	if g.on(defBudget) {
+		if err := g.budget.Reserve(p, tokens); err != nil {
+			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+				msg: fmt.Sprintf("token budget exhausted for %s: %d tokens in flight, %s may fill %d of %d", p, g.budget.Inflight(), p, g.budget.Ceiling(p), g.budget.Capacity())}
+		}
+		t.tokens = tokens
+	}
+	g.m.tokensReserved[p].Add(float64(tokens))
+	return nil
+}
+
+// overRequestCap answers 400 and reports true when a request's estimate
+// exceeds the budget's per-request cap (the budget defense on): such a
+// request could never pass, whatever the load. field names the request
+// field to blame; what says what the estimate is made of.
+func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) bool {
+	if !g.on(defBudget) || tokens <= g.budget.RequestCap() {
+		return false
+	}
+	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf(
+		"estimated cost %d tokens (%s) exceeds the per-request cap of %d tokens (budget.max_request_tokens)", tokens, what, g.budget.RequestCap()))
+	return true
+}
+
+// settle ends t's token reservation: the estimate, or the usage when
+// known, is counted as used; a token-cost bucket is settled with the
+// difference; the budget's tokens return.
+func (g *Gateway) settle(t *ticket, used int64, known bool) {
+	if !known {
+		used = t.estimate
+	}
+	if t.estimate > 0 || used > 0 {
+		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
+	}
+	if t.rl != nil && known {
+		g.settleRateLimit(t.rl, used-t.rlCost)
+	}
+	t.rl = nil
+	g.budget.Release(t.tokens)
+	t.tokens, t.estimate = 0, 0
+}
+
+// refundRateLimit gives a token-cost bucket back what a request that was
+// then refused (guard, bulkhead, budget) was charged: it used nothing.
+func (g *Gateway) refundRateLimit(t *ticket) {
+	if t.rl != nil {
+		g.settleRateLimit(t.rl, -t.rlCost)
+		t.rl = nil
+	}
+}
+
+// settleRateLimit corrects rule e's bucket by delta tokens.
+func (g *Gateway) settleRateLimit(e *ruleEntry, delta int64) {
+	st, ok := g.store.(ratelimit.Settler)
+	if !ok || delta == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(g.cfg.RateLimit.Store.Timeout, time.Millisecond))
+	defer cancel()
+	_ = st.Settle(ctx, e.key, e.rule, delta, time.Now()) // best effort: the estimate stands
+}

@@ -1,0 +1,68 @@
+package openai
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+// FuzzParseChat: any body either parses into a request within the limits
+// or fails with a *RequestError; it never panics.
+func FuzzParseChat(f *testing.F) {
+	for _, s := range []string{
+		`{"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":8,"messages":[{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
+		`{"max_completion_tokens":3,"messages":[{"role":"u","content":null}]}`,
+		`{"messages":"x"}`, `{"max_tokens":1e30}`, `{"stream_options":3}`, `[]`, ``, `{"a":1} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := ParseChat(body)
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) || re.Msg == "" {
+				t.Fatalf("error %v is not a *RequestError with a message", err)
+			}
+			if bytes.Contains([]byte(re.Msg), []byte("json.")) || bytes.Contains([]byte(re.Msg), []byte("[]")) {
+				t.Fatalf("error %q speaks Go, not JSON", re.Msg)
+			}
+			return
+		}
+		if len(c.Messages) == 0 || c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Completion() < 0 {
+			t.Fatalf("accepted an out-of-range request: %+v", c)
+		}
+		if c.IncludeUsage && !c.HasStreamOptions {
+			t.Fatal("include_usage without stream_options")
+		}
+	})
+}
+
+// FuzzStreamMeter: any line is read without panicking, and counts stay
+// within their bounds.
+func FuzzStreamMeter(f *testing.F) {
+	for _, s := range []string{
+		`data: {"choices":[{"delta":{"content":"a"}}]}`,
+		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`,
+		`data: [DONE]`, `event: x`, `data: {"usage":{"prompt_tokens":-4,"completion_tokens":9e99}}`, `data:{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var m StreamMeter
+		only := m.Line(line)
+		u, ok := m.Usage()
+		if only && !ok {
+			t.Fatal("a usage-only chunk without usage")
+		}
+		if u.PromptTokens < 0 || u.CompletionTokens < 0 || u.PromptTokens > maxUsage || u.CompletionTokens > maxUsage {
+			t.Fatalf("usage out of bounds: %+v", u)
+		}
+		if m.Chunks() > 1 {
+			t.Fatalf("one line counted %d chunks", m.Chunks())
+		}
+		if _, ok := AnswerUsage(line); ok && !bytes.Contains(bytes.ToLower(line), []byte("usage")) {
+			t.Fatal("usage read from an answer without one")
+		}
+	})
+}

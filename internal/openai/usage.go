@@ -1,0 +1,96 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Usage is the token count of a chat answer (its "usage" object).
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// maxUsage bounds a usage count read from an answer: a backend's nonsense
+// must not turn into an overflow of the budget's arithmetic.
+const maxUsage = 1 << 30
+
+func (u Usage) clamped() Usage {
+	c := func(n int) int { return min(max(n, 0), maxUsage) }
+	u.PromptTokens, u.CompletionTokens = c(u.PromptTokens), c(u.CompletionTokens)
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// Total is prompt plus completion tokens.
+func (u Usage) Total() int64 { return int64(u.PromptTokens) + int64(u.CompletionTokens) }
+
+// AnswerUsage reads the "usage" object of a non-streamed chat answer. ok
+// is false when the answer has none or it is not an object of numbers.
+// Counts are clamped to [0, 2^30].
+func AnswerUsage(body []byte) (u Usage, ok bool) {
+	var a struct {
+		Usage *Usage `json:"usage"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+		return Usage{}, false
+	}
+	return a.Usage.clamped(), true
+}
+
+// StreamMeter measures a streamed chat answer (SSE) as it is relayed: it
+// counts the chunks that carry content and keeps the usage of a final
+// usage chunk (stream_options.include_usage). The zero value is ready;
+// it is not safe for concurrent use.
+type StreamMeter struct {
+	chunks   int
+	usage    Usage
+	hasUsage bool
+}
+
+var dataPrefix = []byte("data:")
+
+// Line reads one SSE line. It reports whether the line is the data of a
+// usage-only chunk (usage set, no choices), which a relay drops when its
+// client did not ask for usage. Lines that are not data, "[DONE]" and
+// data that is not a JSON object are ignored.
+func (m *StreamMeter) Line(line []byte) (usageOnly bool) {
+	data, ok := bytes.CutPrefix(line, dataPrefix)
+	if !ok {
+		return false
+	}
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || data[0] != '{' {
+		return false
+	}
+	var c struct {
+		Choices []struct {
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+		Usage *Usage `json:"usage"`
+	}
+	if json.Unmarshal(data, &c) != nil {
+		return false
+	}
+	for _, ch := range c.Choices {
+		if ch.Delta.Content != "" {
+			m.chunks++
+			break
+		}
+	}
+	if c.Usage != nil {
+		m.usage, m.hasUsage = c.Usage.clamped(), true
+		return len(c.Choices) == 0
+	}
+	return false
+}
+
+// Chunks is the number of chunks that carried content: about one per
+// completion token for most servers.
+func (m *StreamMeter) Chunks() int { return m.chunks }
+
+// Usage returns the stream's usage chunk, and false when it had none.
+func (m *StreamMeter) Usage() (Usage, bool) { return m.usage, m.hasUsage }

@@ -1,0 +1,107 @@
+package lab
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// TestDashboardRecordingIsExact records from a running lab the way the
+// dashboard does — StartRecording while load runs, every fault key toggled
+// many times, StopRecording while requests are in flight — and checks that
+// the recording is as exact as a headless run: every request offered in
+// the window ends in exactly one outcome, and the gateways' shed counters
+// agree with the sheds the clients saw.
+func TestDashboardRecordingIsExact(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real lab with fault churn")
+	}
+	exp := experiment.DefaultExperiment()
+	// The default lab (3 nodes × 16 slots, every defense but the rate limit,
+	// 2× overload) reaching its target within a second.
+	exp.StartRate = 400
+	exp.Stages = []experiment.Stage{{Duration: experiment.Duration(time.Second), Target: 400}}
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	var c Controls = l
+	time.Sleep(time.Second) // requests in flight when recording starts
+
+	dir, err := c.StartRecording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This lab has no Redis: redis_outage says so, and toggling it is an
+	// error at once, not a silent no-op.
+	unavailable := map[string]bool{}
+	for _, f := range c.Faults() {
+		if f.Unavailable != "" {
+			unavailable[f.Name] = true
+		}
+	}
+	if !unavailable["redis_outage"] || len(unavailable) != 1 {
+		t.Errorf("unavailable faults %v, want redis_outage only (this lab has no Redis)", unavailable)
+	}
+	const rounds = 4
+	for range rounds {
+		for _, f := range c.Faults() {
+			err := c.ToggleFault(f.Name)
+			switch {
+			case unavailable[f.Name] && err == nil:
+				t.Errorf("toggling %s (unavailable: %s) returned no error", f.Name, f.Unavailable)
+			case !unavailable[f.Name] && err != nil:
+				t.Fatal(err)
+			}
+			time.Sleep(60 * time.Millisecond)
+		}
+	}
+	for _, f := range c.Faults() {
+		if f.Error != "" {
+			t.Logf("fault %s shows its failure: %s", f.Name, f.Error)
+		}
+	}
+	if err := c.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := runfiles.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := run.Summary
+	var outs uint64
+	for _, o := range load.Outcomes {
+		outs += sum.Outcomes[o]
+	}
+	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
+		t.Errorf("offered %d, Σ outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
+	}
+	var prioOff uint64
+	for _, p := range load.Priorities {
+		ps := sum.ByPriority[p]
+		prioOff += ps.Offered
+		var n uint64
+		for _, v := range ps.Outcomes {
+			n += v
+		}
+		if n != ps.Offered {
+			t.Errorf("%s: offered %d, Σ outcomes %d", p, ps.Offered, n)
+		}
+	}
+	if prioOff != sum.Offered {
+		t.Errorf("by_priority offered sums to %d, offered %d", prioOff, sum.Offered)
+	}
+	if sum.ShedCheck.Client == 0 {
+		t.Errorf("no sheds at 2× overload: %+v", sum.Outcomes)
+	}
+	if sum.ShedCheck.Exact && sum.ShedCheck.Mismatch != 0 {
+		t.Errorf("shed check: %+v", sum.ShedCheck)
+	}
+	t.Logf("offered %d, outcomes %v, shed check %+v", sum.Offered, sum.Outcomes, sum.ShedCheck)
+}
