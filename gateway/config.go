@@ -311,7 +311,7 @@ func DefaultConfig() Config {
 			HeapMB:               Watermarks{Yellow: 512, Red: 1024, Black: 2048},
 			InflightRatio:        Watermarks{Yellow: 1.25, Red: 2, Black: 6},
 			QueueFill:            Watermarks{Yellow: 0.8, Red: 0, Black: 0},
-			UpstreamLatencyRatio: Watermarks{Yellow: 2, Red: 4, Black: 10},
+			UpstreamLatencyRatio: Watermarks{}, // off: the adaptive limit follows upstream latency
 			BackpressureShare:    Watermarks{Yellow: 0.25, Red: 0.5, Black: 0},
 			BackpressureTTL:      2 * time.Second,
 		},

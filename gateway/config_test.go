@@ -156,14 +156,14 @@ func FuzzConfig(f *testing.F) {
 // are settable from the gateway's YAML and reach the parts.
 func TestConfigEmbedsPartsKnobs(t *testing.T) {
 	cfg, err := ParseConfig([]byte("upstream:\n  nodes: [127.0.0.1:9]\n  health_timeout: 750ms\n  unhealthy_threshold: 5\n" +
-		"classes:\n  ai: {algorithm: gradient, limit: 32, min: 4, max: 128, queue_target: 5, quantile: 0.1}\n"))
+		"classes:\n  ai: {algorithm: gradient, limit: 32, min: 4, max: 128, trim: 0.4, timeout_ms: 9000}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if u := cfg.Upstream; u.HealthTimeout != 750*time.Millisecond || u.UnhealthyThreshold != 5 {
 		t.Errorf("upstream: %+v", u)
 	}
-	if l := cfg.Classes.AI.Limiter; l.Algorithm != admit.AlgoGradient || l.QueueTarget != 5 || l.Quantile != 0.1 || l.Limit != 32 {
+	if l := cfg.Classes.AI.Limiter; l.Algorithm != admit.AlgoGradient || l.Trim != 0.4 || l.TimeoutMs != 9000 || l.Limit != 32 {
 		t.Errorf("ai limiter: %+v", l)
 	}
 	g, err := New(cfg)

@@ -356,11 +356,17 @@ func localThresholds(th admit.Thresholds) admit.Thresholds {
 
 // signals are the upstream-side signals fed to the guard: upstream
 // requests in flight, the fullest model-class queue, and upstream latency
-// over its baseline.
+// over its baseline. The in-flight watermarks are ratios to the ai class's
+// configured limit (see thresholds); an adaptive limit moves away from it,
+// so the count is scaled to the live limit: the ratio is to the limit in
+// force.
 func (g *Gateway) signals() admit.Signals {
 	var infl int64
 	for _, s := range g.pool.Stats() {
 		infl += s.Inflight
+	}
+	if live, ref := g.bulkheads[classAI].Limiter().Limit(), g.aiLimitRef.Load(); live > 0 && ref > 0 {
+		infl = int64(math.Round(float64(infl) * float64(ref) / float64(live)))
 	}
 	fill := 0.0
 	for _, c := range []classID{classAI, classAgent} {
@@ -375,7 +381,7 @@ func (g *Gateway) signals() admit.Signals {
 
 // localSignals are the main guard's own runtime measurements.
 func (g *Gateway) localSignals() admit.Signals {
-	s := g.guard.Snapshot().Signals
+	s := g.guard.LastSignals()
 	s.Inflight, s.QueueFill, s.UpstreamLatencyRatio, s.Backpressure = 0, 0, 0, 0
 	return s
 }
@@ -437,18 +443,21 @@ func (g *Gateway) admit(ctx context.Context, id Identity, r routeID, tokens, bud
 // admitGuarded runs guard → bulkhead → budget for admitRequest.
 func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class classID, tokens int64, now time.Time) (ticket, *shed) {
 	if g.on(defGuard) {
-		lvl := g.guardFor(class).Level()
-		if lvl == admit.Black {
-			return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
-		}
-		// Agents degrade by level instead (seed 004: planAgent); the
-		// priorities still order their queue and split the budget.
-		if !lvl.Admits(id.Priority) && class != classAgent {
-			if lvl == admit.Yellow {
+		gd := g.guardFor(class)
+		lvl := gd.Level()
+		// Agents degrade by level instead (seed 004: planAgent) but for
+		// black; the priorities still order their queue and split the
+		// budget.
+		if (class != classAgent || lvl == admit.Black) && !gd.Admit(id.Priority) {
+			switch {
+			case lvl == admit.Black:
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+			case id.Priority == admit.P2:
 				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusTooManyRequests,
-					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level yellow: P2 shed"}
+					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level " + lvl.String() + ": P2 shed"}
+			default:
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
 			}
-			return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level red: only P0 admitted"}
 		}
 	}
 	p, err := g.bulkheads[class].Acquire(ctx, id.Priority)
@@ -466,23 +475,23 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 		return t, &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
 	}
 	if s := g.reserveBudget(&t, id.Priority, tokens); s != nil {
-		t.permit.Release(0, false)
+		t.permit.Release(admit.Sample{})
 		return ticket{}, s
 	}
 	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
 }
 
-// release gives back what admitRequest took; rtt > 0 feeds the limiter.
-// The token estimate stands (see releaseCall).
-func (g *Gateway) release(t *ticket, rtt time.Duration, dropped bool) {
-	t.permit.Release(rtt, dropped)
+// release gives back what admitRequest took; s (RTT > 0) feeds the
+// limiter. The token estimate stands (see releaseCall).
+func (g *Gateway) release(t *ticket, s admit.Sample) {
+	t.permit.Release(s)
 	g.settle(t, 0, false)
 }
 
 // releaseCall releases t after a model call, settling the token estimate
 // with the usage the call reported.
 func (g *Gateway) releaseCall(t *ticket, res callResult) {
-	t.permit.Release(res.rtt, res.dropped)
+	t.permit.Release(res.sample())
 	g.settle(t, res.used, res.hasUsage)
 }

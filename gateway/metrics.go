@@ -156,6 +156,9 @@ var (
 	descBudget     = prometheus.NewDesc(wire.MetricTokenBudget, "Token budget (cap on "+wire.MetricTokensInflight+").", nil, nil)
 	descDefense    = prometheus.NewDesc(wire.MetricDefenseEnabled, "Whether a defense is on (1) or off (0).", []string{wire.LabelDefense}, nil)
 	descSubInfl    = prometheus.NewDesc(wire.MetricSubcallsInflight, "Agent sub-calls in flight (amplification).", nil, nil)
+	descShed       = prometheus.NewDesc(wire.MetricShedLevel, "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
+	descShedShare  = prometheus.NewDesc(wire.MetricShedShare, "Share of requests the overload guard refuses now, by priority.", []string{wire.LabelPriority}, nil)
+	descChanges    = prometheus.NewDesc(wire.MetricLevelChanges, "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
 	descSubQueued  = prometheus.NewDesc(wire.MetricSubcallsQueued, "Agent sub-calls waiting for a place under the amplification cap.", nil, nil)
 	descAgentLevel = prometheus.NewDesc(wire.MetricAgentLevel, "The level agent tasks are planned at: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)
 	descBackpress  = prometheus.NewDesc(wire.MetricUpstreamBackpressure, "1 while the node's backpressure signal counts.", []string{wire.LabelNode}, nil)
@@ -165,7 +168,7 @@ var (
 type gatewayCollector struct{ g *Gateway }
 
 func (c gatewayCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descSubQueued, descAgentLevel, descBackpress} {
+	for _, d := range []*prometheus.Desc{descInflight, descQueueDepth, descLimit, descLevel, descLagP50, descLagP99, descSchedP99, descGCP99, descHeap, descTokens, descBudget, descDefense, descSubInfl, descSubQueued, descAgentLevel, descBackpress, descShed, descShedShare, descChanges} {
 		ch <- d
 	}
 }
@@ -186,6 +189,11 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	s := g.guard.Snapshot()
 	gauge(descLevel, float64(s.Level))
+	gauge(descShed, s.Shed)
+	for p, v := range s.ShedShare {
+		gauge(descShedShare, v, admit.Priority(p).String())
+	}
+	ch <- prometheus.MustNewConstMetric(descChanges, prometheus.CounterValue, float64(s.ChangeSeq))
 	gauge(descLagP50, s.LagP50Ms/1e3)
 	gauge(descLagP99, s.LagP99Ms/1e3)
 	gauge(descSchedP99, s.SchedP99Ms/1e3)

@@ -110,14 +110,22 @@ func (x *exchange) shedOrFallback(s *shed, stream bool) {
 }
 
 // callResult is one upstream call's result as the limiter sees it: rtt 0
-// means no sample (see Permit.Release).
+// means no sample (see Permit.Release); latency is a stream's time to
+// first token (0: the rtt).
 type callResult struct {
 	rtt     time.Duration
+	end     time.Time // when rtt was taken
 	dropped bool
+	latency time.Duration
 	// used is the tokens the model reported (answer usage, a stream's
 	// usage chunk or its counted chunks) when hasUsage.
 	used     int64
 	hasUsage bool
+}
+
+// sample is the limiter's view of the call.
+func (r callResult) sample() admit.Sample {
+	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped, End: r.end}
 }
 
 // callModel makes one upstream call of priority prio and call class (a
@@ -132,11 +140,12 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		Method: http.MethodPost, Path: path, Body: body, Header: jsonHeader,
 		Priority: int(prio), Class: class,
 	})
-	rtt := time.Since(start)
+	end := time.Now()
+	rtt := end.Sub(start)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
 			g.lat.observe(rtt)
-			return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeTimeout, err
+			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout, err
 		}
 		// No node answered (refused, reset, no healthy node, breaker
 		// open): that says nothing about queueing at the nodes, and an
@@ -149,9 +158,9 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt: rtt, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
-	return resp, callResult{rtt: rtt}, wire.OutcomeOK, nil
+	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
@@ -186,7 +195,8 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callRe
 	}
 	status, ctype := resp.StatusCode, resp.Header.Get("Content-Type")
 	b, err := readAnswer(resp)
-	res.rtt = time.Since(callStart)
+	res.end = time.Now()
+	res.rtt = res.end.Sub(callStart)
 	if err != nil {
 		res = x.brokenCall(callStart)
 		if x.timedOut() {
@@ -270,7 +280,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		g.releaseCall(&t, res)
 		return
 	}
-	res := g.relaySSE(x, body, cr)
+	res := g.relaySSE(x, body, cr, &t.permit)
 	g.releaseCall(&t, res)
 }
 
@@ -289,7 +299,7 @@ func (g *Gateway) serveStandard(x *exchange) {
 	tn, _ := json.Marshal(x.id.Tenant)
 	buf.Write(tn)
 	buf.WriteString(`,"priority":"` + x.id.Priority.String() + `"}` + "\n")
-	g.release(&t, 0, false)
+	g.release(&t, admit.Sample{})
 	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")

@@ -244,7 +244,9 @@ func TestGuardLevels(t *testing.T) {
 
 func TestGuardReactsToUpstreamSignals(t *testing.T) {
 	// One slot of 30 ms, no bulkhead: in-flight requests pile up upstream,
-	// and the level must rise although the gateway's own CPU is idle.
+	// and the level must rise although the gateway's own CPU is idle (the
+	// shed level rises in proportion to the excess: past red, one priority
+	// per cooldown, so yellow within a fraction of it).
 	fm := newFakeModel(t, 1, 30*time.Millisecond)
 	cfg := testConfig(fm.addr())
 	cfg.Defenses.Bulkhead = false
@@ -256,7 +258,7 @@ func TestGuardReactsToUpstreamSignals(t *testing.T) {
 	for range 20 {
 		go func() { done <- call(t, "POST", base+"/v1/predict", "k0", predictBody, wire.HeaderDeadlineMs, "3000") }()
 	}
-	eventually(t, 3*time.Second, func() bool { return s.G.Level() >= 2 }, "level red from upstream in-flight")
+	eventually(t, 3*time.Second, func() bool { return s.G.Level() >= 1 }, "level yellow from upstream in-flight")
 	for range 20 {
 		<-done
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -83,7 +84,8 @@ func (x *exchange) streamFailure(err error) wire.Outcome {
 // queueing at the nodes, and the truncated round trip would read as fast.
 func (x *exchange) brokenCall(start time.Time) callResult {
 	if x.timedOut() {
-		return callResult{rtt: time.Since(start), dropped: true}
+		end := time.Now()
+		return callResult{rtt: end.Sub(start), end: end, dropped: true}
 	}
 	return callResult{}
 }
@@ -92,8 +94,11 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event. The model is
 // read only as fast as the client takes the events. The stream is metered
-// for the token budget (see meterStream).
-func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest) callResult {
+// for the token budget (see meterStream). The first bytes of the answer
+// are its time to first token: the limiter gets it at once
+// (permit.Observe) and as the call's latency, since a long answer is not
+// congestion.
+func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *admit.Permit) callResult {
 	callStart := time.Now()
 	m := g.meterStream(&body, cr)
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
@@ -132,6 +137,10 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest) callResult 
 	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
 	for {
 		line, rerr := br.ReadSlice('\n')
+		if len(line) > 0 && res.latency == 0 {
+			res.latency = time.Since(callStart)
+			permit.Observe(res.latency)
+		}
 		if m.line(line) {
 			line = nil // a usage chunk this client did not ask for
 		}
@@ -170,7 +179,8 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest) callResult 
 				return res
 			}
 			cw.done()
-			res.rtt = time.Since(callStart)
+			res.end = time.Now()
+			res.rtt = res.end.Sub(callStart)
 			res.used, res.hasUsage = m.used(cr), true
 			x.endStream(wire.OutcomeOK)
 			return res
@@ -241,7 +251,7 @@ func (g *Gateway) serveExport(x *exchange) {
 		x.shed(s)
 		return
 	}
-	defer g.release(&t, 0, false)
+	defer g.release(&t, admit.Sample{})
 	x.startStream("application/x-ndjson")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
 	bw := bufio.NewWriterSize(cw, g.cfg.Stream.BufferBytes)

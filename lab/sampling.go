@@ -36,6 +36,7 @@ type sampling struct {
 	// Used by the tick goroutine only:
 	state       sampler.State
 	lastPrinted time.Time
+	levels      levelLog
 
 	shedBits atomicFloat // sampler.State.ShedTotal as of the last tick
 	// fallbackBits is sampler.State.RedisFallbackTotal as of the last tick.
@@ -49,6 +50,7 @@ func newSampling(l *Lab) *sampling {
 		stopCh: make(chan struct{}), doneCh: make(chan struct{}),
 		state: sampler.NewState(len(l.sup.Gateways()), len(l.sup.Nodes())),
 	}
+	s.levels.l = l
 	for _, c := range l.sup.Gateways() {
 		s.gateways = append(s.gateways, &scrapeSlot{child: c})
 	}
@@ -181,6 +183,7 @@ func (s *sampling) take() {
 			c.agg.Add(smp, out.Window.Seconds(), out.Completions, out.Saturated, out.P0Finished)
 		}
 		_ = c.rec.WriteSample(smp)
+		s.levels.observe(smp.Level, smp.GatewayStale)
 	}
 	s.l.subs.broadcast(smp)
 	if s.l.opts.Progress != nil && smp.Time.Sub(s.lastPrinted) >= 2*time.Second {

@@ -2,7 +2,8 @@
 # The benchmarks whose figures the README quotes. Targets are ratios measured
 # within one run (gateway vs x/time/rate, gateway vs a bare reverse proxy,
 # standard route idle vs under ai overload), so a noisy machine moves both
-# sides together. Takes a few minutes.
+# sides together. Takes a few minutes (the limiter matrix alone several on an idle
+# machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench() { go test -run '^$' -benchmem "$@"; }
@@ -12,8 +13,10 @@ bench -bench '^Benchmark(Admit|RateAllow)$' ./gateway
 echo "== gateway vs bare httputil.ReverseProxy; standard route p99 while ai is 10x overloaded"
 bench -bench '^Benchmark(GatewayVsReverseProxy|StandardUnderAIOverload)$' -benchtime 3x ./gateway
 echo "== building blocks (all 0 allocs/op)"
-bench -bench . ./gateway/admit
+bench -bench '^Benchmark(Bulkhead|Guard|Budget)' ./gateway/admit
 bench -bench '^Benchmark(LocalAllow|TimeRateAllow)$' ./gateway/ratelimit
+echo "== adaptive limit: the workload matrix of issue 9 (deterministic simulation, virtual time; LEVEE_MATRIX=short for the CI subset, LEVEE_MATRIX_ALL=1 for every cell)"
+go test -run '^$' -bench '^BenchmarkLimiterMatrix$' -benchtime 1x -timeout 60m ./gateway/admit | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \|BenchmarkLimiterMatrix\)'
 echo "== rate-limit decisions per store kind (redis-server, embedded \`levee redis\`, 3-master cluster), 64 concurrent callers (needs redis-server)"
 bench -bench '^Benchmark(Redis|Local)Allow64$' -benchtime 1s ./gateway/ratelimit
 echo "== upstream pool: tuned vs default transport"

@@ -3,12 +3,13 @@
 # reference/report.txt. Do it on a quiet machine: the lessons' figures
 # depend on it; then update the figures the READMEs quote.
 # Usage: scripts/record-references.sh [LESSON…]   (default: every lesson)
-# Lessons listed in FULL (space-separated names) run at full length; the
+# Lessons listed in FULL (space-separated names) run at full length (07:
+# --quick puts its node kill inside the start-up transient); the
 # others run with --quick. Set MEASURE_LOCK to run each under flock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-full=" ${FULL:-08-partial-failures 08-partial-failures-off} "
+full=" ${FULL:-07-llm-limit 08-partial-failures 08-partial-failures-off} "
 lock=()
 [ -n "${MEASURE_LOCK:-}" ] && lock=(flock "$MEASURE_LOCK")
 go build -o /tmp/levee-references ./cmd/levee

@@ -24,7 +24,7 @@ func BenchmarkBulkheadAcquireRelease(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p.Release(time.Millisecond, false)
+				p.Release(Sample{RTT: time.Millisecond})
 			}
 		})
 	}
@@ -39,7 +39,7 @@ func BenchmarkBulkheadParallel(b *testing.B) {
 		ctx := context.Background()
 		for pb.Next() {
 			p, _ := bh.Acquire(ctx, P0)
-			p.Release(time.Millisecond, false)
+			p.Release(Sample{RTT: time.Millisecond})
 		}
 	})
 }

@@ -72,6 +72,7 @@ type Bulkhead struct {
 	mu       sync.Mutex
 	cfg      BulkheadConfig          // guarded by mu
 	limiter  Limiter                 // guarded by mu; replaced by SetConfig
+	safer    SafeLimiter             // guarded by mu; limiter as a SafeLimiter, or nil
 	enabled  bool                    // guarded by mu
 	inflight int                     // guarded by mu
 	queues   [NumPriorities]waitList // guarded by mu
@@ -87,7 +88,9 @@ func NewBulkhead(name string, cfg BulkheadConfig) (*Bulkhead, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bulkhead %q: %w", name, err)
 	}
-	return &Bulkhead{name: name, cfg: cfg, limiter: lim, enabled: true}, nil
+	b := &Bulkhead{name: name, cfg: cfg, enabled: true}
+	b.setLimiterLocked(lim)
+	return b, nil
 }
 
 // Name returns the bulkhead's name.
@@ -97,27 +100,41 @@ func (b *Bulkhead) Name() string { return b.name }
 type Permit struct {
 	b        *Bulkhead
 	lim      Limiter
-	inflight int // in flight when granted, this one included
+	inflight int    // in flight when granted, this one included
+	ticket   uint64 // the limiter's ticket (see Ticketer)
 }
 
-// Release gives the place back, feeds the limiter one sample (rtt ≤ 0 means
-// the request never reached the backend: no sample), and grants the best
-// waiter. It clears p, so releasing the same Permit twice is harmless; do
-// not release copies of one Permit.
-func (p *Permit) Release(rtt time.Duration, dropped bool) {
+// Release gives the place back, feeds the limiter s (with s.Inflight and
+// s.Ticket set from the grant; s.RTT ≤ 0 means the request never reached
+// the backend: no measurement), and grants the best waiter. It clears p,
+// so releasing the same Permit twice is harmless; do not release copies
+// of one Permit.
+func (p *Permit) Release(s Sample) {
 	b := p.b
 	if b == nil {
 		return
 	}
-	lim, inflight := p.lim, p.inflight
+	lim := p.lim
+	s.Inflight, s.Ticket = p.inflight, p.ticket
 	*p = Permit{}
-	if rtt > 0 {
-		lim.OnSample(rtt, inflight, dropped)
-	}
+	lim.OnSample(s)
 	b.mu.Lock()
 	b.inflight--
 	b.dispatchLocked()
 	b.mu.Unlock()
+}
+
+// Observe reports the request's latency signal before it ends (a stream's
+// time to first token) to a limiter that takes it (LatencyObserver); the
+// Release that follows should carry the same Latency. It does nothing on a
+// released Permit.
+func (p *Permit) Observe(latency time.Duration) {
+	if p.b == nil || latency <= 0 {
+		return
+	}
+	if o, ok := p.lim.(LatencyObserver); ok {
+		o.OnLatency(p.ticket, p.inflight, latency)
+	}
 }
 
 // Acquire returns a permit at once when fewer than Limit requests are in
@@ -137,20 +154,16 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 		return Permit{}, err
 	}
 	b.mu.Lock()
-	if !b.enabled {
-		return b.grantLocked(), nil
-	}
-	b.dispatchLocked()
-	if b.queued == 0 && b.inflight < b.limiter.Limit() {
-		return b.grantLocked(), nil
-	}
-	if b.queued >= b.cfg.QueueSize && !b.displaceLocked(p) {
+	if pm, ok := b.tryLocked(p); ok {
 		b.mu.Unlock()
-		return Permit{}, ErrQueueFull
+		return pm, nil
 	}
 	w := getWaiter(p)
-	b.queues[p].pushBack(w)
-	b.queued++
+	if err := b.enqueueLocked(w); err != nil {
+		b.mu.Unlock()
+		putWaiter(w)
+		return Permit{}, err
+	}
 	timeout := b.cfg.QueueTimeout
 	b.mu.Unlock()
 
@@ -181,12 +194,11 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 		default:
 		}
 	} else {
-		b.queues[p].remove(w)
-		b.queued--
+		b.removeLocked(w)
 	}
 	permit := Permit{}
 	if err == nil {
-		permit = Permit{b: b, lim: b.limiter, inflight: w.inflight}
+		permit = b.permitLocked(w)
 		// A grant made while ctx also ended is kept: the caller sees a permit
 		// and must release it.
 	}
@@ -195,13 +207,42 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 	return permit, err
 }
 
-// grantLocked counts one more request in flight, unlocks mu and returns
-// its permit.
-func (b *Bulkhead) grantLocked() Permit {
+// tryLocked grants a permit at once when there is room and nobody waits
+// (or the bulkhead is disabled).
+func (b *Bulkhead) tryLocked(p Priority) (Permit, bool) {
+	if b.enabled {
+		b.dispatchLocked()
+		if b.queued > 0 || b.inflight >= b.limiter.Limit() {
+			return Permit{}, false
+		}
+		if s := b.safeLocked(); s > 0 && b.inflight >= s && p != P2 {
+			return Permit{}, false // only P2 explores above the safe level
+		}
+	}
 	b.inflight++
-	p := Permit{b: b, lim: b.limiter, inflight: b.inflight}
-	b.mu.Unlock()
-	return p
+	return Permit{b: b, lim: b.limiter, inflight: b.inflight, ticket: ticket(b.limiter)}, true
+}
+
+// enqueueLocked queues w (displacing a less important waiter when the
+// queue is full), or returns ErrQueueFull.
+func (b *Bulkhead) enqueueLocked(w *waiter) error {
+	if b.queued >= b.cfg.QueueSize && !b.displaceLocked(w.prio) {
+		return ErrQueueFull
+	}
+	b.queues[w.prio].pushBack(w)
+	b.queued++
+	return nil
+}
+
+// removeLocked takes an undecided waiter out of its queue.
+func (b *Bulkhead) removeLocked(w *waiter) {
+	b.queues[w.prio].remove(w)
+	b.queued--
+}
+
+// permitLocked is the permit of a granted waiter.
+func (b *Bulkhead) permitLocked(w *waiter) Permit {
+	return Permit{b: b, lim: b.limiter, inflight: w.inflight, ticket: w.ticket}
 }
 
 // dispatchLocked grants waiters, best first, while there is room.
@@ -213,19 +254,39 @@ func (b *Bulkhead) dispatchLocked() {
 	if !b.enabled {
 		lim = int(^uint(0) >> 1)
 	}
+	safe := b.safeLocked()
 	for b.queued > 0 && b.inflight < lim {
 		var w *waiter
-		for i := range b.queues {
-			if w = b.queues[i].head; w != nil {
-				b.queues[i].remove(w)
-				break
+		if b.enabled && safe > 0 && b.inflight >= safe {
+			// Above the safe level only P2 explores.
+			if w = b.queues[P2].head; w == nil {
+				return
+			}
+		} else {
+			for i := range b.queues {
+				if w = b.queues[i].head; w != nil {
+					break
+				}
 			}
 		}
-		b.queued--
+		b.removeLocked(w)
 		b.inflight++
-		w.decided, w.err, w.inflight = true, nil, b.inflight
-		w.signal <- struct{}{}
+		w.decided, w.err, w.inflight, w.ticket = true, nil, b.inflight, ticket(b.limiter)
+		w.wake()
 	}
+}
+
+func (b *Bulkhead) setLimiterLocked(l Limiter) {
+	b.limiter = l
+	b.safer, _ = l.(SafeLimiter)
+}
+
+// safeLocked is the limiter's safe level (see SafeLimiter), 0 for none.
+func (b *Bulkhead) safeLocked() int {
+	if b.safer == nil {
+		return 0
+	}
+	return b.safer.Safe()
 }
 
 // displaceLocked makes room for an arrival of priority p by failing the
@@ -242,10 +303,9 @@ func (b *Bulkhead) displaceLocked(p Priority) bool {
 }
 
 func (b *Bulkhead) failLocked(w *waiter, err error) {
-	b.queues[w.prio].remove(w)
-	b.queued--
+	b.removeLocked(w)
 	w.decided, w.err = true, err
-	w.signal <- struct{}{}
+	w.wake()
 }
 
 // Stats returns a snapshot.
@@ -288,7 +348,7 @@ func (b *Bulkhead) SetConfig(cfg BulkheadConfig) error {
 		if err != nil {
 			return fmt.Errorf("bulkhead %q: %w", b.name, err)
 		}
-		b.limiter = lim
+		b.setLimiterLocked(lim)
 	}
 	b.cfg = cfg
 	for b.queued > cfg.QueueSize {

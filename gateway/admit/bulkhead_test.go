@@ -100,14 +100,14 @@ func TestBulkheadImmediateAndFailFast(t *testing.T) {
 	if s := b.Stats(); s.Inflight != 2 || s.Limit != 2 || s.QueueSize != 0 || s.Name != "ai" || !s.Enabled {
 		t.Fatalf("Stats() = %+v", s)
 	}
-	p1.Release(time.Millisecond, false)
-	p1.Release(time.Millisecond, false) // twice: harmless
+	p1.Release(Sample{RTT: time.Millisecond})
+	p1.Release(Sample{RTT: time.Millisecond}) // twice: harmless
 	var zero Permit
-	zero.Release(0, false)
+	zero.Release(Sample{})
 	if s := b.Stats(); s.Inflight != 1 {
 		t.Fatalf("Inflight = %d after one release (twice), want 1", s.Inflight)
 	}
-	p2.Release(0, false)
+	p2.Release(Sample{})
 	if s := b.Stats(); s.Inflight != 0 {
 		t.Fatalf("Inflight = %d, want 0", s.Inflight)
 	}
@@ -135,7 +135,7 @@ func TestBulkheadPriorityOrder(t *testing.T) {
 		go func(ch <-chan result) { all <- recv(t, ch) }(ch)
 	}
 	want := []string{"d-P0", "b-P1", "e-P1", "a-P2", "c-P2"}
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	for _, w := range want {
 		r := <-all
 		if r.err != nil || r.name != w {
@@ -144,7 +144,7 @@ func TestBulkheadPriorityOrder(t *testing.T) {
 		if s := b.Stats(); s.Inflight != 1 {
 			t.Fatalf("Inflight = %d while one permit is held, want 1", s.Inflight)
 		}
-		r.permit.Release(time.Millisecond, false)
+		r.permit.Release(Sample{RTT: time.Millisecond})
 	}
 	if s := b.Stats(); s.Inflight != 0 || s.Queued() != 0 {
 		t.Fatalf("Stats() = %+v at the end", s)
@@ -191,13 +191,13 @@ func TestBulkheadDisplacement(t *testing.T) {
 	}
 	waitQueued(t, b, [3]int{2, 1, 0})
 	// Drain: p0-a, p0-b, p1.
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	for _, ch := range []<-chan result{p0a, p0b, p1} {
 		r := recv(t, ch)
 		if r.err != nil {
 			t.Fatalf("%s: %v", r.name, r.err)
 		}
-		r.permit.Release(time.Millisecond, false)
+		r.permit.Release(Sample{RTT: time.Millisecond})
 	}
 }
 
@@ -205,7 +205,7 @@ func TestBulkheadQueueTimeout(t *testing.T) {
 	b := newBH(t, 1, 5, 50*time.Millisecond)
 	ctx := context.Background()
 	hold, _ := b.Acquire(ctx, P0)
-	defer hold.Release(0, false)
+	defer hold.Release(Sample{})
 	start := time.Now()
 	_, err := b.Acquire(ctx, P1)
 	if !errors.Is(err, ErrQueueTimeout) {
@@ -220,18 +220,18 @@ func TestBulkheadQueueTimeout(t *testing.T) {
 	// The pooled waiter's timer must not fire into a later wait.
 	ch := enqueue(b, ctx, "later", P1)
 	waitQueued(t, b, [3]int{0, 1, 0})
-	hold.Release(time.Millisecond, false)
+	hold.Release(Sample{RTT: time.Millisecond})
 	if r := recv(t, ch); r.err != nil {
 		t.Fatalf("later waiter: %v", r.err)
 	} else {
-		r.permit.Release(0, false)
+		r.permit.Release(Sample{})
 	}
 }
 
 func TestBulkheadContext(t *testing.T) {
 	b := newBH(t, 1, 5, 0)
 	hold, _ := b.Acquire(context.Background(), P0)
-	defer hold.Release(0, false)
+	defer hold.Release(Sample{})
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := enqueue(b, ctx, "w", P0)
 	waitQueued(t, b, [3]int{1, 0, 0})
@@ -282,10 +282,10 @@ func TestBulkheadSetEnabled(t *testing.T) {
 	if _, err := b.Acquire(short, P0); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("re-enabled over the limit: %v, want to wait until the deadline", err)
 	}
-	hold.Release(0, false)
-	r.permit.Release(0, false)
+	hold.Release(Sample{})
+	r.permit.Release(Sample{})
 	for i := range extra {
-		extra[i].Release(0, false)
+		extra[i].Release(Sample{})
 	}
 	if s := b.Stats(); s.Inflight != 0 {
 		t.Fatalf("Inflight = %d after all releases", s.Inflight)
@@ -327,8 +327,8 @@ func TestBulkheadSetConfig(t *testing.T) {
 	if got := b.Config().Limiter.Limit; got != 3 {
 		t.Fatalf("Config().Limiter.Limit = %d", got)
 	}
-	hold.Release(0, false)
-	r.permit.Release(0, false)
+	hold.Release(Sample{})
+	r.permit.Release(Sample{})
 }
 
 // TestBulkheadNeverOverLimit: many goroutines hammer a static limit; at no
@@ -359,7 +359,7 @@ func TestBulkheadNeverOverLimit(t *testing.T) {
 						time.Sleep(50 * time.Microsecond)
 					}
 					running.Add(-1)
-					p.Release(time.Millisecond, false)
+					p.Release(Sample{RTT: time.Millisecond})
 				case errors.Is(err, ErrQueueFull):
 					full.Add(1)
 				case errors.Is(err, ErrQueueTimeout):
@@ -383,33 +383,43 @@ func TestBulkheadNeverOverLimit(t *testing.T) {
 	t.Logf("granted %d, queue full %d, queue timeout %d, max concurrent %d", granted.Load(), full.Load(), timeout.Load(), maxRunning.Load())
 }
 
-// TestBulkheadFeedsLimiter: releases carry samples to an adaptive limiter,
-// and rtt ≤ 0 carries none.
+// TestBulkheadFeedsLimiter: every release reaches the limiter with the
+// grant's ticket and concurrency; RTT ≤ 0 carries no measurement.
 func TestBulkheadFeedsLimiter(t *testing.T) {
-	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoAIMD, Limit: 48}, QueueSize: 0})
+	rec := &recordingLimiter{limit: 8}
+	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoStatic, Limit: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.mu.Lock()
+	b.setLimiterLocked(rec)
+	b.mu.Unlock()
 	ctx := context.Background()
-	for i := 0; i < 48; i++ { // rtt 0: no samples, so no window closes
-		p, _ := b.Acquire(ctx, P1)
-		p.Release(0, true)
+	p1, _ := b.Acquire(ctx, P1)
+	p2, _ := b.Acquire(ctx, P0)
+	p2.Release(Sample{RTT: 30 * time.Millisecond, Latency: 5 * time.Millisecond})
+	p1.Release(Sample{})
+	if len(rec.got) != 2 {
+		t.Fatalf("%d samples, want 2", len(rec.got))
 	}
-	if l := b.Stats().Limit; l != 48 {
-		t.Fatalf("Limit = %d after releases without samples, want 48", l)
+	if s := rec.got[0]; s.Ticket != 1 || s.Inflight != 2 || s.RTT != 30*time.Millisecond || s.Latency != 5*time.Millisecond {
+		t.Errorf("first sample %+v, want ticket 1 at 2 in flight", s)
 	}
-	var held [48]Permit
-	for i := range held {
-		held[i], _ = b.Acquire(ctx, P1)
-	}
-	held[47].Release(100*time.Millisecond, false) // started with 48 in flight
-	if l := b.Stats().Limit; l != 24 {
-		t.Fatalf("Limit = %d after a sample at the limit, want the start-up probe's 24", l)
-	}
-	for i := range held {
-		held[i].Release(0, false)
+	if s := rec.got[1]; s.Ticket != 0 || s.Inflight != 1 || s.RTT != 0 {
+		t.Errorf("second sample %+v, want ticket 0 at 1 in flight, no RTT", s)
 	}
 }
+
+// recordingLimiter is a static Limiter and Ticketer that keeps its samples.
+type recordingLimiter struct {
+	limit int
+	next  uint64
+	got   []Sample
+}
+
+func (r *recordingLimiter) Limit() int        { return r.limit }
+func (r *recordingLimiter) OnSample(s Sample) { r.got = append(r.got, s) }
+func (r *recordingLimiter) Ticket() uint64    { r.next++; return r.next - 1 }
 
 func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 	b := newBH(t, 1000, 10, time.Second)
@@ -419,7 +429,7 @@ func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Release(time.Millisecond, false)
+		p.Release(Sample{RTT: time.Millisecond})
 	}); a != 0 {
 		t.Fatalf("%v allocs per Acquire+Release, want 0", a)
 	}

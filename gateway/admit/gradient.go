@@ -2,57 +2,123 @@ package admit
 
 import "math"
 
-// Gradient is a queue-estimating limit in the style of TCP Vegas. Each
-// window (max(WindowSamples, 2×limit) samples, about two round trips)
-// estimates the requests waiting at the backend from how far the window's
-// RTT quantile sits above its no-load baseline (see adaptive). The
-// window's requests started at a mean concurrency of inflight, so the
-// backend's capacity is about inflight − queue, and
+// Gradient is a queue-estimating limit in the style of TCP Vegas, with the
+// capacity as the state of a filter. Each window (see adaptive) estimates
+// the requests waiting at the backend, queue, from how far the window's
+// latency statistic sits above its no-queue baseline, and that estimate's
+// standard error. The window's requests started at a mean concurrency of
+// inflight, so a window that shows a queue observes the capacity
 //
-//	queue > QueueTarget:  limit += 2×Smoothing × (inflight − queue − limit)
-//	                      (at most down to MinGradient × limit)
-//	otherwise, if used:   limit += (1 + Smoothing × (QueueTarget − queue)) × 2^(k−2)
+//	capacity = inflight − queue
 //
-// where k counts the calm windows (queue ≤ QueueTarget) before this one in
-// a row (the factor is between 1 and 4); a window up to calmNoise ×
-// QueueTarget is noise and neither counts nor breaks the run. A decrease aims
-// at the capacity itself (the climbs that follow put a couple of requests
-// back in the queue: the limit saw-tooths between capacity and where the
-// queue reads above QueueTarget), measured against the concurrency the
-// window actually ran at, so the windows after a cut, whose requests started
-// under the old, higher limit, aim at the same place instead of cutting
-// again (no undershoot after a node loss). Below capacity the queue reads
-// ≈ 0 whatever the distance to it, so the limit climbs, doubling its step
-// while windows stay calm, until the queue shows: that is how it finds a
-// returned node within a few windows. Noise in the queue estimate (±2
-// requests) moves the limit by about as much either way, so it does not
-// ratchet. A window with more than dropShare drops (time-outs, 5xx) is
-// congestion whatever its RTT: the limit is multiplied by Backoff. "used"
-// means the limit was reached (some request saw inflight ≥ limit − 1):
-// while demand stays under the limit the limit does not grow, or it would
-// run away to Max with nothing measured there.
+// whatever the service time, tail or slot count. The observations are
+// merged by a Kalman filter (gain from their measured variance), so the
+// limit's noise is the filter's, not one window's; an observation more
+// than changeZ standard deviations from the estimate is a change (a node
+// lost, slots cut) and replaces it at once. The limit is
+//
+//	limit = capacity + target
+//
+// where target is targetZ standard errors of a window's queue estimate: a
+// queue kept at the backend so that the slots stay busy through the
+// noise, and so that every window sees the queue and measures the
+// capacity. A window at the limit that shows no queue at all only says
+// capacity ≥ inflight: when the queue's shortfall below the target,
+// accumulated (a CUSUM), passes climbAfter standard errors, the estimate
+// climbs, by a standard error and then doubling each window (at most
+// maxClimbShift times), until the queue shows again; that is how it finds
+// a returned node within a few round trips. While demand stays
+// under the limit nothing moves: the limit would run away with nothing
+// measured there.
 type Gradient struct{ *adaptive }
 
 func newGradient(cfg LimiterConfig) *Gradient { return &Gradient{newAdaptive(cfg, gradientStep)} }
 
-// maxClimbShift caps the climb's doubling: after k calm windows in a row
-// (counted before this one) the climb is 2^min(k−2, maxClimbShift) times
-// the proportional step: one or two calm windows are no evidence yet.
-const maxClimbShift = 2
+// Filter constants (dimensionless).
+const (
+	// changeZ: an observation this many standard deviations below the
+	// estimate (or above it, with a queue in sight) replaces it.
+	changeZ = 3.0
+	// climbSlack and climbAfter: a CUSUM of the queue's shortfall below
+	// the target, in window standard errors less climbSlack, above
+	// climbAfter starts the climb.
+	climbSlack = 0.5
+	climbAfter = 3
+	// climbStep: the climb's first step, as a share of the capacity
+	// estimate (at least a window standard error and one request).
+	climbStep = 0.125
+	// maxClimbShift caps the climb's doubling; maxClimb caps a step, as a
+	// share of the capacity (the overshoot when the queue shows again).
+	maxClimbShift = 5
+	maxClimb      = 0.25
+	// targetShare caps the target, as a share of the capacity.
+	targetShare = 0.06
+	// changeVar: the variance of the observation that shows a change, in
+	// windows' (it mixes requests from before and after the change).
+	changeVar = 4
+	// drift: the capacity's assumed drift per window, as a share of it (the
+	// filter's process noise: it forgets old windows).
+	drift = 0.01
+)
 
-// dropShare is the share of dropped samples above which a window counts
-// as congested.
-const dropShare = 0.05
-
-func gradientStep(c *LimiterConfig, est float64, s windowStats) float64 {
+func gradientStep(a *adaptive, s *windowStats) float64 {
+	r := s.winSE * s.winSE
+	c := s.inflight - s.queue
 	switch {
-	case float64(s.drops) > dropShare*float64(s.n):
-		return est * c.Backoff
-	case s.queue > c.QueueTarget:
-		target := s.inflight - s.queue
-		return math.Max(est+math.Min(1, 2*c.Smoothing)*(target-est), est*c.MinGradient)
-	case s.used:
-		return est + (1+c.Smoothing*(c.QueueTarget-s.queue))*float64(int(1)<<min(max(s.calm-2, 0), maxClimbShift))
+	case a.capEst == 0:
+		a.capEst, a.capVar = c, r
+	case s.used || s.queue > changeZ*s.queueSE:
+		// Below the limit, only a clear queue measures the capacity: a
+		// window of low demand shows none, whatever the capacity.
+		if s.used {
+			// The queue's shortfall below the target, accumulated.
+			a.short = math.Max(0, a.short+(s.target-s.queue)/math.Max(s.winSE, 1e-9)-climbSlack)
+		}
+		nu := c - a.capEst
+		v := a.capVar + r
+		switch {
+		case a.short > climbAfter && !s.visible() && !a.upOK:
+			// Capacity may have come back, or the small queue kept reads
+			// low: a probe above the limit tells (see endProbeUp).
+			a.wantUp = true
+			a.filter(c, r)
+		case a.short > climbAfter && !s.visible():
+			// Capacity came back: climb, doubling each window.
+			a.climb++
+			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
+			a.capEst = math.Max(a.capEst, c) + math.Min(step, maxClimb*a.capEst+1)
+			a.capVar = math.Max(a.capVar, r)
+		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
+			// A change: the window that shows it mixes requests from
+			// before and after it, so the next windows outweigh it.
+			a.capEst, a.capVar = c, changeVar*r
+			a.climb, a.short, a.upOK = 0, 0, false
+		default:
+			a.filter(c, r)
+			if s.visible() {
+				a.climb, a.upOK = 0, false
+			}
+		}
 	}
-	return est
+	a.capVar += drift * drift * a.capEst * a.capEst
+	return a.capEst + a.target(s)
+}
+
+// filter merges an observation c of the capacity, of variance r.
+func (a *adaptive) filter(c, r float64) {
+	v := a.capVar + r
+	k := a.capVar / v
+	a.capEst += k * (c - a.capEst)
+	a.capVar *= 1 - k
+}
+
+// target is the queue the Gradient keeps at the backend: twice the
+// capacity estimate's standard error (its filter's and the baseline's), so
+// that the slots stay busy, and at least one window standard error, so
+// that windows see the queue and measure the capacity; at most
+// targetShare of the capacity (at least one request): beyond that a
+// noisy backend pays more in latency than it gains in fill.
+func (a *adaptive) target(s *windowStats) float64 {
+	t := math.Max(targetZ*math.Sqrt(a.capVar+s.baseSE*s.baseSE), math.Sqrt(a.noise))
+	return math.Min(t, math.Max(targetShare*a.capEst, 1))
 }

@@ -2,99 +2,28 @@ package admit
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Signals are the overload measurements the Guard compares with its
-// thresholds.
-type Signals struct {
-	// LagMs is the lag probe's p99 oversleep over the recent window.
-	LagMs float64 `yaml:"lag_ms" json:"lag_ms"`
-	// SchedMs is the p99 of runtime/metrics /sched/latencies:seconds (time
-	// goroutines spent runnable before running) over the recent window.
-	SchedMs float64 `yaml:"sched_ms" json:"sched_ms"`
-	// GCPauseMs is the p99 of /sched/pauses/total/gc:seconds over the
-	// recent window (0 when no GC ran).
-	GCPauseMs float64 `yaml:"gc_pause_ms" json:"gc_pause_ms"`
-	// HeapBytes is the live heap (/gc/heap/live:bytes, as of the last GC;
-	// before the first GC, /memory/classes/heap/objects:bytes).
-	HeapBytes uint64 `yaml:"heap_bytes" json:"heap_bytes"`
-	// Inflight is the gateway's requests in flight (supplied by the gateway).
-	Inflight int64 `yaml:"inflight" json:"inflight"`
-	// QueueFill is the fullest bulkhead queue's fill, 0..1 (gateway).
-	QueueFill float64 `yaml:"queue_fill" json:"queue_fill"`
-	// UpstreamLatencyRatio is the recent upstream p99 / its baseline (gateway).
-	UpstreamLatencyRatio float64 `yaml:"upstream_latency_ratio" json:"upstream_latency_ratio"`
-	// Backpressure is the share (0..1) of model nodes whose answers
-	// recently carried their backpressure signal (gateway; seed 004).
-	Backpressure float64 `yaml:"backpressure" json:"backpressure"`
-}
-
-// Thresholds set, per level, the signal values that raise the Guard to
-// that level: a level is reached when any of its non-zero fields is met
-// (signal ≥ threshold). A zero field means the signal is not used at that
-// level.
-type Thresholds struct {
-	Yellow Signals `yaml:"yellow" json:"yellow"`
-	Red    Signals `yaml:"red" json:"red"`
-	Black  Signals `yaml:"black" json:"black"`
-}
-
-// signalNames lists the Signals fields in order, for messages.
-var signalNames = [...]string{"lag_ms", "sched_ms", "gc_pause_ms", "heap_bytes", "inflight", "queue_fill", "upstream_latency_ratio", "backpressure"}
-
-// values returns s's fields in signalNames order.
-func (s *Signals) values() [len(signalNames)]float64 {
-	return [...]float64{s.LagMs, s.SchedMs, s.GCPauseMs, float64(s.HeapBytes), float64(s.Inflight), s.QueueFill, s.UpstreamLatencyRatio, s.Backpressure}
-}
-
-// Validate reports the first invalid threshold, naming it: values must be
-// finite and ≥ 0, queue_fill ≤ 1, and a signal set at several levels must
-// not decrease from yellow to red to black.
-func (t Thresholds) Validate() error {
-	levels := [...]struct {
-		name string
-		s    *Signals
-	}{{"yellow", &t.Yellow}, {"red", &t.Red}, {"black", &t.Black}}
-	var prev [len(signalNames)]float64
-	var prevLevel [len(signalNames)]string
-	for _, l := range levels {
-		v := l.s.values()
-		for i, x := range v {
-			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-				return fmt.Errorf("admit: threshold %s.%s: %v, want a finite value ≥ 0", l.name, signalNames[i], x)
-			}
-			if (signalNames[i] == "queue_fill" || signalNames[i] == "backpressure") && x > 1 {
-				return fmt.Errorf("admit: threshold %s.%s: %v, want a fill in [0, 1]", l.name, signalNames[i], x)
-			}
-			if x == 0 {
-				continue
-			}
-			if prevLevel[i] != "" && x < prev[i] {
-				return fmt.Errorf("admit: threshold %s.%s: %v is below %s.%s %v, want non-decreasing levels", l.name, signalNames[i], x, prevLevel[i], signalNames[i], prev[i])
-			}
-			prev[i], prevLevel[i] = x, l.name
-		}
-	}
-	return nil
-}
-
-// classify returns the highest level whose thresholds s meets, and why.
-func (t *Thresholds) classify(s *Signals) (Level, string) {
-	v := s.values()
-	for lvl := Black; lvl >= Yellow; lvl-- {
-		th := [...]*Signals{&t.Yellow, &t.Red, &t.Black}[lvl-1].values()
-		for i, x := range th {
-			if x > 0 && v[i] >= x {
-				return lvl, fmt.Sprintf("%s %.4g ≥ %.4g (%s)", signalNames[i], v[i], x, lvl)
-			}
-		}
-	}
-	return Green, ""
+// LevelChange records one change of a Guard's level and what caused it.
+type LevelChange struct {
+	// Seq numbers changes from 1; a reader that saw Seq n missed none
+	// when the next one it sees is n+1.
+	Seq  uint64    `json:"seq"`
+	At   time.Time `json:"at"`
+	From Level     `json:"from"`
+	To   Level     `json:"to"`
+	// Signal, Value and Threshold name the signal that moved the level
+	// (Signal is "" when the level fell because every signal was below
+	// its release mark, and "forced" when forced).
+	Signal    string  `json:"signal"`
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	// Shed is the shed level after the change (see ShedShare).
+	Shed float64 `json:"shed"`
 }
 
 // GuardStats is a snapshot of a Guard.
@@ -111,6 +40,14 @@ type GuardStats struct {
 	// Reason names the signal and threshold that set the current level
 	// ("" at green; "forced" when forced).
 	Reason string `json:"reason"`
+	// Shed is the shed level (see ShedShare); ShedShare its share of each
+	// priority refused.
+	Shed      float64                `json:"shed"`
+	ShedShare [NumPriorities]float64 `json:"shed_share"`
+	// Changes are the latest level changes, oldest first (at most
+	// keepChanges); ChangeSeq is the last one's Seq.
+	Changes   []LevelChange `json:"changes"`
+	ChangeSeq uint64        `json:"change_seq"`
 }
 
 // GuardOption configures a Guard.
@@ -136,8 +73,11 @@ func WithProbeInterval(d time.Duration) GuardOption {
 	}
 }
 
-// WithHold sets the hysteresis: the level rises at once but falls only
-// after the signals have stayed below it for d (default 2s; d < 0 means 0).
+// WithHold sets the cooldown (default 2s; d < 0 means 0): the shed level
+// falls by one priority per half cooldown once every signal is below its
+// release mark, and rises by one per cooldown at full severity. 0 makes
+// the level follow the watermarks at once (green below yellow, all P2 shed
+// at yellow, all P1 at red, everything at black), for tests.
 func WithHold(d time.Duration) GuardOption {
 	return func(g *Guard) { g.hold = max(d, 0) }
 }
@@ -162,12 +102,29 @@ func WithEvalInterval(d time.Duration) GuardOption {
 	}
 }
 
-// Guard turns overload signals into a Level. Level and Admit are atomic
-// loads: they never block and never allocate. Run measures and evaluates;
-// without Run, call Evaluate.
+// Guard turns overload signals into a shed level and a Level. The
+// upstream latency ratio counts only while requests wait in a bulkhead
+// queue (QueueFill > 0). It sheds only the excess: while a signal is past its yellow watermark the shed
+// level rises (faster the further past), first through P2 (a share of
+// P2, then all of it), then through P1; a signal at red sheds every P2 at
+// once; P0 is shed only at black, which refuses everything. Once every
+// signal is below releaseShare of its watermark the level falls back
+// slowly; in between it holds, so it does not flap. In front of a
+// bulkhead whose queue fill is a signal, this is DAGOR's admission
+// control: the guard refuses just the share of P2 (then P1) that keeps
+// the queue at the watermark, cheaply and with a Retry-After, while the
+// queue keeps the backend's slots busy.
+//
+// Level and Admit are atomic loads: they never block and never allocate.
+// Run measures and evaluates; without Run, call Evaluate.
 type Guard struct {
-	level  atomic.Int32 // the effective level (forced, or computed)
-	forced atomic.Int32 // -1: not forced
+	level  atomic.Int32  // the effective level (forced, or computed)
+	forced atomic.Int32  // -1: not forced
+	shed   atomic.Uint64 // math.Float64bits of the shed level
+	// spread holds one counter per priority: a shed share s admits the
+	// requests whose golden-ratio sequence value is ≥ s, so the refused
+	// ones are spread evenly.
+	spread [NumPriorities]atomic.Uint64
 
 	// Fixed at construction.
 	external   func() Signals
@@ -178,14 +135,16 @@ type Guard struct {
 	evalEvery  time.Duration
 
 	mu       sync.Mutex
-	th       Thresholds // guarded by mu
-	computed Level      // guarded by mu; level from signals, with hysteresis
-	pending  Level      // guarded by mu; highest raw level since falling began
-	fallFrom time.Time  // guarded by mu; zero when not falling
-	reason   string     // guarded by mu
-	last     Signals    // guarded by mu
-	lagP50   float64    // guarded by mu
-	sampler  *sampler   // guarded by mu; nil without Run
+	th       Thresholds    // guarded by mu
+	computed Level         // guarded by mu; level from signals
+	x        float64       // guarded by mu; the shed level
+	lastEval time.Time     // guarded by mu
+	reason   string        // guarded by mu
+	last     Signals       // guarded by mu
+	lagP50   float64       // guarded by mu
+	sampler  *sampler      // guarded by mu; nil without Run
+	changes  []LevelChange // guarded by mu; a ring of keepChanges
+	seq      uint64        // guarded by mu; changes so far
 }
 
 // NewGuard returns a Guard at green with thresholds th. It does not check
@@ -198,6 +157,7 @@ func NewGuard(th Thresholds, opts ...GuardOption) *Guard {
 		hold:       2 * time.Second,
 		window:     time.Second,
 		evalEvery:  100 * time.Millisecond,
+		changes:    make([]LevelChange, 0, keepChanges),
 	}
 	g.forced.Store(-1)
 	for _, o := range opts {
@@ -209,8 +169,29 @@ func NewGuard(th Thresholds, opts ...GuardOption) *Guard {
 // Level returns the current level.
 func (g *Guard) Level() Level { return Level(g.level.Load()) }
 
-// Admit reports whether a request of priority p passes at the current level.
-func (g *Guard) Admit(p Priority) bool { return Level(g.level.Load()).Admits(p) }
+// Shed returns the current shed level (see ShedShare).
+func (g *Guard) Shed() float64 { return math.Float64frombits(g.shed.Load()) }
+
+// Admit reports whether a request of priority p passes now: at a forced
+// level, by the level (Level.Admits); otherwise it refuses the shed
+// level's share of p (ShedShare), spread evenly over p's requests, and
+// everything at black.
+func (g *Guard) Admit(p Priority) bool {
+	lvl := Level(g.level.Load())
+	if g.forced.Load() >= 0 || !p.Valid() {
+		return lvl.Admits(p)
+	}
+	share := ShedShare(math.Float64frombits(g.shed.Load()), p)
+	switch {
+	case share <= 0:
+		return true
+	case share >= 1:
+		return false
+	}
+	n := g.spread[p].Add(1)
+	frac := float64(n) * 0.6180339887498949
+	return frac-math.Floor(frac) >= share
+}
 
 // SetThresholds replaces the thresholds; the next evaluation uses them.
 func (g *Guard) SetThresholds(th Thresholds) error {
@@ -231,13 +212,16 @@ func (g *Guard) Thresholds() Thresholds {
 }
 
 // SetForced pins the level to *l (for tests and the admin API); nil
-// returns to the computed level. An invalid level is ignored.
+// returns to the computed level. An invalid level is ignored. Forced, a
+// level admits as Level.Admits says.
 func (g *Guard) SetForced(l *Level) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	from := Level(g.level.Load())
 	if l == nil {
 		g.forced.Store(-1)
 		g.level.Store(int32(g.computed))
+		g.noteLocked(time.Now(), from, g.computed, cause{signal: "forced"})
 		return
 	}
 	if !l.Valid() {
@@ -245,11 +229,12 @@ func (g *Guard) SetForced(l *Level) {
 	}
 	g.forced.Store(int32(*l))
 	g.level.Store(int32(*l))
+	g.noteLocked(time.Now(), from, *l, cause{signal: "forced"})
 }
 
-// Evaluate samples the signals and updates the level as of now. Run calls
-// it every evaluation interval; it may also be called directly (tests,
-// simulations) with synthetic times.
+// Evaluate samples the signals and updates the shed level and the level
+// as of now. Run calls it every evaluation interval; it may also be called
+// directly (tests, simulations) with synthetic times.
 func (g *Guard) Evaluate(now time.Time) Level {
 	var s Signals
 	g.mu.Lock()
@@ -271,22 +256,50 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.last, g.lagP50 = s, lagP50
-	raw, why := g.th.classify(&s)
+	if s.QueueFill == 0 {
+		// Nothing waits for a place: upstream latency is not an excess of
+		// demand the guard could shed (a mixed workload's latency spreads
+		// widely at any load; the limiter follows the backend).
+		s.UpstreamLatencyRatio = 0
+	}
+	dt := g.evalEvery.Seconds() // the first evaluation covers one interval
+	if !g.lastEval.IsZero() {
+		dt = math.Min(math.Max(now.Sub(g.lastEval).Seconds(), 0), 1)
+	}
+	g.lastEval = now
+	raw, why := g.th.pressure(&s)
+	before := g.computed
+	hold := g.hold.Seconds()
 	switch {
-	case raw >= g.computed:
-		g.computed, g.fallFrom, g.reason = raw, time.Time{}, why
-	default: // below the current level: fall only after hold
-		if g.fallFrom.IsZero() {
-			g.fallFrom, g.pending = now, raw
-		} else if raw > g.pending {
-			g.pending = raw
+	case hold == 0:
+		// No dynamics: the watermarks decide at once.
+		g.x = [...]float64{0, 1, 2, maxShed}[raw]
+	case raw >= Yellow:
+		g.x += g.th.severity(&s) * dt / (riseShare * hold)
+	case g.th.released(&s):
+		g.x -= dt / (fallShare * hold)
+	}
+	// Only a signal at its black watermark sheds P0 (and only while it
+	// stays there).
+	top := maxShed
+	if raw < Black {
+		top = 2
+	}
+	g.x = math.Min(math.Max(g.x, 0), top)
+	g.computed = levelOf(g.x)
+	if raw >= Yellow {
+		g.reason = why.String()
+	} else if g.computed == Green {
+		g.reason = ""
+	}
+	g.shed.Store(math.Float64bits(g.x))
+	if g.computed != before {
+		c := why
+		if raw < Yellow {
+			c = cause{} // fell: every signal below its release mark
 		}
-		if now.Sub(g.fallFrom) >= g.hold {
-			g.computed, g.fallFrom = g.pending, time.Time{}
-			_, g.reason = g.th.classify(&s)
-			if g.computed != raw {
-				g.reason = fmt.Sprintf("holding %s", g.computed)
-			}
+		if g.forced.Load() < 0 {
+			g.noteLocked(now, before, g.computed, c)
 		}
 	}
 	if g.forced.Load() < 0 {
@@ -295,7 +308,29 @@ func (g *Guard) Evaluate(now time.Time) Level {
 	return Level(g.level.Load())
 }
 
-// Snapshot returns the current level, the last signals and the reason.
+// noteLocked records a level change.
+func (g *Guard) noteLocked(now time.Time, from, to Level, c cause) {
+	if from == to {
+		return
+	}
+	g.seq++
+	ch := LevelChange{Seq: g.seq, At: now, From: from, To: to, Signal: c.signal, Value: c.value, Threshold: c.threshold, Shed: g.x}
+	if len(g.changes) < keepChanges {
+		g.changes = append(g.changes, ch)
+		return
+	}
+	g.changes[int((g.seq-1)%keepChanges)] = ch
+}
+
+// LastSignals returns the last evaluated signals.
+func (g *Guard) LastSignals() Signals {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.last
+}
+
+// Snapshot returns the current level, the last signals, the reason and the
+// latest level changes.
 func (g *Guard) Snapshot() GuardStats {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -308,9 +343,22 @@ func (g *Guard) Snapshot() GuardStats {
 		HeapBytes:    g.last.HeapBytes,
 		Signals:      g.last,
 		Reason:       g.reason,
+		Shed:         g.x,
+		ChangeSeq:    g.seq,
+	}
+	for p := range st.ShedShare {
+		st.ShedShare[p] = ShedShare(g.x, Priority(p))
 	}
 	if g.forced.Load() >= 0 {
 		st.Forced, st.Reason = true, "forced"
+	}
+	// The ring, oldest first.
+	st.Changes = make([]LevelChange, 0, len(g.changes))
+	if len(g.changes) < keepChanges {
+		st.Changes = append(st.Changes, g.changes...)
+	} else {
+		i := int(g.seq % keepChanges)
+		st.Changes = append(append(st.Changes, g.changes[i:]...), g.changes[:i]...)
 	}
 	return st
 }

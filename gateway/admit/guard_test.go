@@ -102,36 +102,164 @@ func TestGuardLevels(t *testing.T) {
 	}
 }
 
-// TestGuardHysteresis: the level rises at once and falls only after the
-// signals stayed below it for the hold, to the highest level seen meanwhile.
-func TestGuardHysteresis(t *testing.T) {
+// TestGuardShedLevel: past yellow the shed level rises in proportion to
+// the excess (a small excess slowly, a large one fast), red sheds every P2
+// at once and starts on P1, black refuses everything for at least the
+// cooldown; below the release mark (80 % of yellow) the level falls by one
+// priority per cooldown, and between the release mark and yellow it holds
+// (no flapping on a signal that hovers near its watermark).
+func TestGuardShedLevel(t *testing.T) {
 	src := &source{}
-	g := NewGuard(lagThresholds, WithSource(src.get), WithHold(2*time.Second))
-	at := func(sec float64, lag float64, want Level) {
+	th := Thresholds{Yellow: Signals{LagMs: 50}, Red: Signals{LagMs: 100}, Black: Signals{LagMs: 500}}
+	g := NewGuard(th, WithSource(src.get), WithHold(2*time.Second))
+	now := time.Unix(0, 0)
+	run := func(sec, lag float64) {
 		t.Helper()
 		src.set(Signals{LagMs: lag})
-		if got := g.Evaluate(time.Unix(0, 0).Add(time.Duration(sec * float64(time.Second)))); got != want {
-			t.Fatalf("t=%.1fs lag %v: level %v, want %v", sec, lag, got, want)
+		for end := now.Add(time.Duration(sec * float64(time.Second))); now.Before(end); {
+			now = now.Add(100 * time.Millisecond)
+			g.Evaluate(now)
 		}
 	}
-	at(0, 0, Green)
-	at(1, 200, Red)   // rises at once
-	at(1.5, 0, Red)   // falling starts
-	at(3.4, 0, Red)   // 1.9 s below: holds
-	at(3.5, 0, Green) // 2 s below: falls
-	at(4, 600, Black)
-	at(4.5, 60, Black) // yellow signals: falling starts
-	at(5, 0, Black)
-	at(6.5, 60, Yellow) // hold over: falls to the highest seen (yellow), not green
-	if r := g.Snapshot().Reason; !strings.Contains(r, "lag_ms") {
-		t.Fatalf("reason %q after falling to yellow", r)
+	run(1, 10)
+	if g.Shed() != 0 || g.Level() != Green {
+		t.Fatalf("quiet: shed %v level %v", g.Shed(), g.Level())
 	}
-	at(7, 120, Red) // rises again at once
-	at(7.5, 0, Red) // falling starts
-	at(8, 110, Red) // back at red: the fall is cancelled
-	at(8.5, 0, Red) // falling starts again here
-	at(10, 0, Red)  // 1.5 s: holds
-	at(10.5, 0, Green)
+	// Just past yellow (severity 0.1 of the yellow→red span): about 0.1 /
+	// 2 s = 0.05 per second.
+	run(2, 52)
+	if s := g.Shed(); s < 0.08 || s > 0.12 || g.Level() != Yellow {
+		t.Fatalf("2 s just past yellow: shed %.3f level %v, want ≈ 0.1, yellow", s, g.Level())
+	}
+	// Hovering between the release mark (40) and yellow: holds.
+	before := g.Shed()
+	run(3, 45)
+	if g.Shed() != before {
+		t.Fatalf("between release and yellow: shed moved %.3f → %.3f", before, g.Shed())
+	}
+	// Far past yellow (severity 0.8): 0.4 per second.
+	run(2, 90)
+	if s := g.Shed(); s < 0.85 || s > 0.95 {
+		t.Fatalf("2 s at 90 ms: shed %.3f, want ≈ 0.9", s)
+	}
+	run(1, 120) // at red: one priority per cooldown, into P1
+	if g.Shed() <= 1 || g.Level() != Red || g.Admit(P2) {
+		t.Fatalf("red: shed %.3f level %v, P2 admitted %v", g.Shed(), g.Level(), g.Admit(P2))
+	}
+	// Quiet: one priority per half cooldown (1 s).
+	run(0.5, 0)
+	if s := g.Shed(); s < 0.85 || s > 0.95 || g.Level() != Yellow {
+		t.Fatalf("0.5 s quiet after red: shed %.3f level %v", s, g.Level())
+	}
+	run(1, 0)
+	if g.Shed() != 0 || g.Level() != Green {
+		t.Fatalf("3 s quiet: shed %.3f level %v", g.Shed(), g.Level())
+	}
+	// A signal at black: P0 too, in proportion, only while it stays
+	// there (a single long GC pause must not refuse P0).
+	run(1, 600)
+	if g.Level() == Black || ShedShare(g.Shed(), P0) > 0 {
+		t.Fatalf("1 s at black from green: level %v shed %.2f, want no P0 shed yet", g.Level(), g.Shed())
+	}
+	run(6, 600)
+	if g.Level() != Black || g.Admit(P0) {
+		t.Fatalf("6 s more at black: level %v shed %.2f, P0 admitted", g.Level(), g.Shed())
+	}
+	run(0.1, 150) // red: P0 no longer shed
+	if g.Level() != Red || g.Shed() > 2 {
+		t.Fatalf("back at red: level %v shed %.2f", g.Level(), g.Shed())
+	}
+	if st := g.Snapshot(); st.Shed != g.Shed() || st.ShedShare[P2] != ShedShare(st.Shed, P2) {
+		t.Fatalf("snapshot %+v disagrees with shed %v", st, g.Shed())
+	}
+}
+
+// TestGuardProportionalAdmit: a shed level refuses its share of a
+// priority, spread evenly, and never P0 below black.
+func TestGuardProportionalAdmit(t *testing.T) {
+	tests := []struct {
+		x    float64
+		want [NumPriorities]float64 // share admitted
+	}{
+		{0, [NumPriorities]float64{1, 1, 1}},
+		{0.25, [NumPriorities]float64{1, 1, 0.75}},
+		{0.9, [NumPriorities]float64{1, 1, 0.1}},
+		{1, [NumPriorities]float64{1, 1, 0}},
+		{1.5, [NumPriorities]float64{1, 0.5, 0}},
+		{2, [NumPriorities]float64{1, 0, 0}},
+	}
+	for _, tt := range tests {
+		g := NewGuard(Thresholds{})
+		g.shed.Store(math.Float64bits(tt.x))
+		for p := range NumPriorities {
+			const n = 10000
+			ok := 0
+			run := 0 // longest run of refusals: spread evenly, not in bursts
+			cur := 0
+			for range n {
+				if g.Admit(Priority(p)) {
+					ok++
+					cur = 0
+				} else if cur++; cur > run {
+					run = cur
+				}
+			}
+			got := float64(ok) / n
+			if math.Abs(got-tt.want[p]) > 0.01 {
+				t.Errorf("shed %v %v: admitted %.3f, want %.2f", tt.x, Priority(p), got, tt.want[p])
+			}
+			if share := 1 - tt.want[p]; share > 0 && share < 1 && float64(run) > 3/(1-share) {
+				t.Errorf("shed %v %v: %d refusals in a row", tt.x, Priority(p), run)
+			}
+		}
+	}
+}
+
+// TestGuardRecordsChanges: every level change is recorded with the signal
+// and value that caused it (the cause of a fall is "", every signal below
+// its release mark), numbered, and the latest keepChanges are kept.
+func TestGuardRecordsChanges(t *testing.T) {
+	src := &source{}
+	th := Thresholds{Yellow: Signals{LagMs: 50, QueueFill: 0.8}, Red: Signals{LagMs: 100}}
+	g := NewGuard(th, WithSource(src.get), WithHold(time.Second))
+	now := time.Unix(100, 0)
+	step := func(s Signals) {
+		src.set(s)
+		now = now.Add(100 * time.Millisecond)
+		g.Evaluate(now)
+	}
+	step(Signals{QueueFill: 0.95}) // yellow by queue fill
+	for g.Level() != Green {
+		step(Signals{})
+	}
+	for g.Level() != Red { // past red by lag: up through P2 into P1
+		step(Signals{LagMs: 130})
+	}
+	st := g.Snapshot()
+	if len(st.Changes) != 4 || st.ChangeSeq != 4 {
+		t.Fatalf("changes %+v (seq %d), want 4", st.Changes, st.ChangeSeq)
+	}
+	c := st.Changes
+	if c[0].From != Green || c[0].To != Yellow || c[0].Signal != "queue_fill" || c[0].Value != 0.95 || c[0].Threshold != 0.8 || c[0].Seq != 1 {
+		t.Errorf("first change %+v", c[0])
+	}
+	if c[1].To != Green || c[1].Signal != "" || c[1].Shed != 0 {
+		t.Errorf("second change %+v", c[1])
+	}
+	if c[2].To != Yellow || c[2].Signal != "lag_ms" || c[2].Value != 130 || c[2].Threshold != 100 || !c[2].At.After(c[1].At) {
+		t.Errorf("third change %+v", c[2])
+	}
+	if c[3].From != Yellow || c[3].To != Red || c[3].Signal != "lag_ms" || c[3].Shed <= 1 {
+		t.Errorf("fourth change %+v", c[3])
+	}
+	// The ring keeps the latest keepChanges, oldest first.
+	for i := 0; i < keepChanges; i++ {
+		g.SetForced(&[]Level{Yellow, Green}[i%2])
+	}
+	st = g.Snapshot()
+	if len(st.Changes) != keepChanges || st.Changes[len(st.Changes)-1].Seq != st.ChangeSeq || st.Changes[0].Seq != st.ChangeSeq-keepChanges+1 {
+		t.Fatalf("ring: %d changes, first %d last %d, seq %d", len(st.Changes), st.Changes[0].Seq, st.Changes[len(st.Changes)-1].Seq, st.ChangeSeq)
+	}
 }
 
 func TestGuardExternalAndForced(t *testing.T) {
@@ -147,8 +275,12 @@ func TestGuardExternalAndForced(t *testing.T) {
 	set := func(s Signals) { mu.Lock(); ext = s; mu.Unlock() }
 	now := time.Unix(0, 0)
 	set(Signals{UpstreamLatencyRatio: 3, LagMs: 9999}) // external lag is ignored
+	if l := g.Evaluate(now); l != Green {
+		t.Fatalf("upstream ratio 3 with nothing queued: %v, want green (the ratio counts only while requests wait)", l)
+	}
+	set(Signals{UpstreamLatencyRatio: 3, QueueFill: 0.1, LagMs: 9999})
 	if l := g.Evaluate(now); l != Yellow {
-		t.Fatalf("upstream ratio 3: %v, want yellow", l)
+		t.Fatalf("upstream ratio 3 with a queue: %v, want yellow", l)
 	}
 	if s := g.Snapshot().Signals; s.LagMs != 1 || s.UpstreamLatencyRatio != 3 {
 		t.Fatalf("merged signals %+v", s)

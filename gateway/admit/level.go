@@ -6,9 +6,11 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// Level is the gateway's overload level. Each level admits less:
-// Green admits everything, Yellow sheds P2, Red admits only P0, Black admits
-// nothing (the gateway answers with fallbacks).
+// Level is the gateway's overload level. Each level admits less: Green
+// admits everything, Yellow sheds P2 (a share of it, or all: see
+// ShedShare), Red every P2 and some or all P1, Black some or all P0 too
+// (the gateway answers with fallbacks). Forced (admin API), a level
+// admits as Admits says.
 type Level int32
 
 // The levels, in increasing severity.
@@ -34,7 +36,9 @@ func (l Level) String() string {
 // Valid reports whether l is one of the four levels.
 func (l Level) Valid() bool { return l >= Green && l <= Black }
 
-// Admits reports whether a request of priority p passes at level l.
+// Admits reports whether a request of priority p passes at level l when
+// the level is forced: Yellow sheds all P2, Red admits only P0, Black
+// nothing.
 func (l Level) Admits(p Priority) bool {
 	switch l {
 	case Green:

@@ -7,15 +7,85 @@ import (
 	"time"
 )
 
+// Sample is one finished request as a Limiter sees it.
+type Sample struct {
+	// RTT is how long the request held its place at the backend: from
+	// the upstream call's start to its end (the whole stream for a
+	// stream). It is the holding time that Little's law needs. RTT ≤ 0
+	// means no sample (the request never reached the backend).
+	RTT time.Duration
+	// Latency is the congestion signal: the part of the round trip that a
+	// queue at the backend lengthens and the request's own size does not.
+	// For a stream it is the time to first token (a long answer is not
+	// congestion); 0 means RTT.
+	Latency time.Duration
+	// Inflight is how many requests were in flight when this one started,
+	// itself included.
+	Inflight int
+	// Dropped reports a failure that signals overload: the deadline
+	// passed, or the backend refused (429) or failed (5xx).
+	Dropped bool
+	// End is when the call ended, if the caller read the clock for its RTT
+	// anyway; zero means the limiter reads it (a clock read is a large
+	// part of a sample's cost).
+	End time.Time
+	// Ticket is the request's ticket from a Ticketer limiter (set by the
+	// Bulkhead).
+	Ticket uint64
+}
+
+// signal returns Latency, or RTT when Latency is unset.
+func (s *Sample) signal() time.Duration {
+	if s.Latency > 0 {
+		return s.Latency
+	}
+	return s.RTT
+}
+
 // Limiter is a concurrency limit that may adapt to what it observes (the
 // Netflix concurrency-limits family). Limit is the number of requests that
-// may be in flight now; OnSample reports one finished request: its round
-// trip time, how many were in flight when it started (including itself),
-// and whether it was dropped (failed, timed out or was rejected upstream).
-// Implementations are safe for concurrent use and Limit never blocks.
+// may be in flight now; OnSample reports one finished request, every one
+// admitted under the limit (a Sample with RTT ≤ 0 carries no measurement).
+// Implementations are safe for concurrent use; Limit never blocks and
+// neither allocates.
 type Limiter interface {
 	Limit() int
-	OnSample(rtt time.Duration, inflight int, dropped bool)
+	OnSample(Sample)
+}
+
+// Ticketer is implemented by a Limiter that numbers the requests it
+// admits: the Bulkhead calls Ticket at each grant and hands the number
+// back in the request's Sample. It lets the limiter judge requests by
+// when they were admitted (a round trip is a cohort of tickets) rather
+// than by when they finished, which favours the fast ones. Ticket never
+// blocks.
+type Ticketer interface {
+	Ticket() uint64
+}
+
+// LatencyObserver is implemented by a Limiter that takes a request's
+// latency signal before the request ends (a stream's time to first
+// token), so that it need not wait for long streams to judge a round
+// trip. See Permit.Observe.
+type LatencyObserver interface {
+	OnLatency(ticket uint64, inflight int, latency time.Duration)
+}
+
+// SafeLimiter is implemented by a Limiter that explores above the
+// concurrency the backend last took without refusing (429): Safe returns
+// that concurrency, or 0 when there is no such restriction. Between Safe
+// and Limit the Bulkhead admits only P2, so that a refusal while the
+// limiter looks for capacity costs a P2 request, never a P0.
+type SafeLimiter interface {
+	Safe() int
+}
+
+// ticket returns l's next ticket, or 0 when l does not number requests.
+func ticket(l Limiter) uint64 {
+	if t, ok := l.(Ticketer); ok {
+		return t.Ticket()
+	}
+	return 0
 }
 
 // LimiterFunc adapts a function returning the current limit to Limiter, for
@@ -26,7 +96,7 @@ type LimiterFunc func() int
 func (f LimiterFunc) Limit() int { return f() }
 
 // OnSample does nothing.
-func (f LimiterFunc) OnSample(time.Duration, int, bool) {}
+func (f LimiterFunc) OnSample(Sample) {}
 
 // The limiter algorithms.
 const (
@@ -36,13 +106,15 @@ const (
 )
 
 // LimiterConfig selects and tunes a Limiter. Zero knobs take the defaults
-// named in their comments; invalid values are errors (Validate).
+// named in their comments; invalid values are errors (Validate). None of
+// the adaptive limiters' knobs is a time, a rate or a sample count: they
+// measure those (see adaptive).
 type LimiterConfig struct {
 	// Algorithm is "static", "aimd" or "gradient".
 	Algorithm string `yaml:"algorithm" json:"algorithm"`
-	// Limit is the static limit, or the adaptive limiters' initial limit
-	// (they start here, not at Min: starting low under-fills the backend
-	// for many seconds). Required, ≥ 1.
+	// Limit is the static limit, or the adaptive limiters' initial limit:
+	// the start-up search measures from there, above or below the
+	// backend's capacity. Required, ≥ 1.
 	Limit int `yaml:"limit" json:"limit"`
 	// Min and Max bound an adaptive limit (defaults 1 and max(4×Limit, 64));
 	// Min ≤ Limit ≤ Max. Unused by static.
@@ -52,38 +124,27 @@ type LimiterConfig struct {
 	// Backoff multiplies the AIMD limit on a congested window, in (0, 1)
 	// (default 0.9).
 	Backoff float64 `yaml:"backoff" json:"backoff"`
-	// QueueTarget is the estimated backend queue (requests waiting in the
-	// nodes' own queues, summed) above which a window counts as congested,
-	// > 0 (default 3). The gradient limiter then cuts to its capacity
-	// estimate and climbs again while the queue reads at most this; AIMD
-	// backs off above 4/3 × QueueTarget. A couple of queued requests keep
-	// every slot busy between completions; the margin also absorbs the
-	// queue estimate's noise (±2 requests) and a baseline error: a
-	// baseline biased low by more than QueueTarget's worth of wait reads
-	// as a standing queue and sinks the limit until the next probes fix it.
-	QueueTarget float64 `yaml:"queue_target" json:"queue_target"`
 	// TimeoutMs: a sample slower than this counts as dropped (0: never).
 	TimeoutMs int `yaml:"timeout_ms" json:"timeout_ms"`
-	// WindowSamples is the fewest samples that close a measurement window;
-	// a window also needs at least twice the limit (about two round trips)
-	// and at most maxWindow (default 96, about half a second at 200 req/s:
-	// the p25 of 96 lognormal samples varies by ±7 %, ±2 requests in the
-	// queue estimate; longer windows are steadier but react slower).
-	WindowSamples int `yaml:"window_samples" json:"window_samples"`
-	// Quantile is the RTT quantile a window is summarised by, in (0, 1)
-	// (default 0.25). A queue adds about the same wait to every request,
-	// so a low quantile shifts by the same milliseconds as the median but
-	// from a smaller value and with less noise: the best signal-to-noise
-	// for the lab's lognormal service times is between p10 and p25.
-	Quantile float64 `yaml:"quantile" json:"quantile"`
-	// Smoothing sets the gradient limiter's steps, in (0, 1] (default
-	// 0.5): a congested window moves the limit 2×Smoothing (at most all)
-	// of the way to its capacity estimate, and a calm one adds
-	// 1 + Smoothing × (QueueTarget − queue) (see Gradient).
-	Smoothing float64 `yaml:"smoothing" json:"smoothing"`
-	// MinGradient bounds one window's decrease: the limit falls at most to
-	// MinGradient × itself, in (0, 1] (default 0.5).
-	MinGradient float64 `yaml:"min_gradient" json:"min_gradient"`
+	// Trim is the share of each window's slowest requests its statistic
+	// leaves out, in [0, 1) (default 0.5: the mean of the fastest half). A
+	// queue adds about the same wait to every request, so the fastest
+	// requests' mean shifts by it, with less noise than the whole mean and
+	// immune to the tail.
+	Trim float64 `yaml:"trim" json:"trim"`
+}
+
+var keepOverride float64
+
+// keep is the share of a window its statistic keeps.
+func (c *LimiterConfig) keep() float64 {
+	if keepOverride > 0 {
+		return keepOverride
+	}
+	if c.Trim == 0 {
+		return 0.5
+	}
+	return 1 - c.Trim
 }
 
 // withDefaults returns c with zero knobs replaced by their defaults.
@@ -96,21 +157,6 @@ func (c LimiterConfig) withDefaults() LimiterConfig {
 	}
 	if c.Backoff == 0 {
 		c.Backoff = 0.9
-	}
-	if c.QueueTarget == 0 {
-		c.QueueTarget = 3
-	}
-	if c.WindowSamples == 0 {
-		c.WindowSamples = 96
-	}
-	if c.Quantile == 0 {
-		c.Quantile = 0.25
-	}
-	if c.Smoothing == 0 {
-		c.Smoothing = 0.5
-	}
-	if c.MinGradient == 0 {
-		c.MinGradient = 0.5
 	}
 	return c
 }
@@ -147,23 +193,11 @@ func (c LimiterConfig) Validate() error {
 	if bad(c.Backoff) || c.Backoff < 0 || c.Backoff >= 1 {
 		return fmt.Errorf("admit: limiter field backoff: %v, want a value in (0, 1)", c.Backoff)
 	}
-	if bad(c.QueueTarget) || c.QueueTarget < 0 {
-		return fmt.Errorf("admit: limiter field queue_target: %v, want > 0", c.QueueTarget)
-	}
 	if c.TimeoutMs < 0 {
 		return fmt.Errorf("admit: limiter field timeout_ms: %d, want ≥ 0", c.TimeoutMs)
 	}
-	if c.WindowSamples < 0 {
-		return fmt.Errorf("admit: limiter field window_samples: %d, want ≥ 1", c.WindowSamples)
-	}
-	if bad(c.Quantile) || c.Quantile < 0 || c.Quantile >= 1 {
-		return fmt.Errorf("admit: limiter field quantile: %v, want a value in (0, 1)", c.Quantile)
-	}
-	if bad(c.Smoothing) || c.Smoothing < 0 || c.Smoothing > 1 {
-		return fmt.Errorf("admit: limiter field smoothing: %v, want a value in (0, 1]", c.Smoothing)
-	}
-	if bad(c.MinGradient) || c.MinGradient < 0 || c.MinGradient > 1 {
-		return fmt.Errorf("admit: limiter field min_gradient: %v, want a value in (0, 1]", c.MinGradient)
+	if bad(c.Trim) || c.Trim < 0 || c.Trim >= 1 {
+		return fmt.Errorf("admit: limiter field trim: %v, want a value in [0, 1)", c.Trim)
 	}
 	return nil
 }
@@ -197,7 +231,7 @@ func NewStatic(n int) *Static {
 func (s *Static) Limit() int { return int(s.n.Load()) }
 
 // OnSample does nothing.
-func (s *Static) OnSample(time.Duration, int, bool) {}
+func (s *Static) OnSample(Sample) {}
 
 // Set changes the limit (values < 1 mean 1).
 func (s *Static) Set(n int) { s.n.Store(int64(max(n, 1))) }

@@ -2,46 +2,177 @@ package admit
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
-	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/gateway/upstream"
 )
 
-// simBackend is a deterministic discrete-event model of the lab's upstream:
-// C service slots with a FIFO queue beyond them and lognormal service time,
-// driven by a closed loop of more demand than the limiter admits. Time is
-// simulated: nothing sleeps.
-type simBackend struct {
-	now      float64 // seconds
-	slots    int     // capacity C (may change)
-	busy     int
-	queue    []simJob // FIFO beyond the slots
-	events   simEvents
-	rng      *rand.Rand
-	mu, sig  float64
-	inflight int // admitted by the limiter and not finished
+// The simulation: a deterministic, seeded discrete-event model of the lab
+// in virtual time (nothing sleeps, no wall clock): open-loop Poisson
+// arrivals with priorities and client deadlines, one or more gateways each
+// with its own Limiter and the real Bulkhead priority queue (driven through
+// acquireAsync), least-outstanding balancing (upstream.LeastOutstanding)
+// with a retry budget (upstream.RetryBudget on a virtual clock) for
+// requests on a node that dies, and model nodes with slots, lognormal
+// service time, and a FIFO queue or 429s beyond their slots. Capacity
+// changes mid-run: a node lost and back, service time ×3 and back, slots
+// cut to ¼ and back.
+
+// simCell is one workload.
+type simCell struct {
+	Mean     float64 // mean service time, seconds (streams: of the time to first token)
+	Sigma    float64 // lognormal sigma of the service time
+	Nodes    int
+	Slots    int     // per node
+	Reject   bool    // a full node answers 429 at once (else it queues, FIFO)
+	Offered  float64 // arrival rate × the initial capacity
+	Initial  float64 // initial limit × the true capacity (each gateway: its share)
+	Gateways int
+	Mix      [NumPriorities]float64
+	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
+	Stream   bool   // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
+	RTTOnly  bool   // streams judged by their whole RTT instead of the TTFT
+	Guard    bool   // each gateway has an overload guard (simGuard) before its bulkhead
+	Seed     uint64
+	Algo     string // gradient, aimd, static (the static limit is the true capacity)
 }
 
-type simJob struct {
-	sent     float64
-	inflight int
+func (c simCell) String() string {
+	over := "queue"
+	if c.Reject {
+		over = "429"
+	}
+	s := fmt.Sprintf("mean=%s σ=%.2g %d×%d %s offered=%.1f× init=%.2g× gw=%d", fmtSeconds(c.Mean), c.Sigma, c.Nodes, c.Slots, over, c.Offered, c.Initial, c.Gateways)
+	if c.Change != "" {
+		s += " change=" + c.Change
+	}
+	if c.Stream {
+		s += " stream"
+		if c.RTTOnly {
+			s += "(rtt)"
+		}
+	}
+	if c.Guard {
+		s += " guard"
+	}
+	if c.Mix != defaultMix && c.Mix != ([NumPriorities]float64{}) {
+		s += fmt.Sprintf(" mix=%.0f/%.0f/%.0f", 100*c.Mix[0], 100*c.Mix[1], 100*c.Mix[2])
+	}
+	return s
 }
+
+func fmtSeconds(s float64) string {
+	if s < 1 {
+		return fmt.Sprintf("%gms", s*1000)
+	}
+	return fmt.Sprintf("%gs", s)
+}
+
+var defaultMix = [NumPriorities]float64{0.05, 0.25, 0.70}
+
+// Workload settings an operator would choose knowing their model (not
+// the limiter's: it knows none of them).
+const (
+	simDeadline     = 20  // client deadline, mean service times
+	simQueueTimeout = 5   // bulkhead queue timeout, mean service times
+	simQueueShare   = 2   // bulkhead queue size, × the gateway's share of the slots
+	simPhase        = 50  // length of a phase, mean service times (of that phase)
+	simFirstPhase   = 60  // the first phase (start-up from the initial limit)
+	simTick         = 0.1 // the limit is sampled every simTick mean service times
+	simTrail        = 5.0 // the settle test's trailing median, mean service times
+	simSettleBand   = 0.15
+	simSettleFloor  = 2.0   // requests: the band is ±15 % or ±2 requests
+	simRefuseRTT    = 0.005 // a 429's round trip, mean service times
+	simTokenShare   = 50.0  // streams: a token takes Mean/simTokenShare
+	simStallEvery   = 10.0  // "stall": a gateway freeze every simStallEvery mean service times
+	simStall        = 1.5   // of simStall mean service times (a GC pause or a starved CPU)
+)
+
+// simPhaseResult is what one phase (between capacity changes) measured.
+type simPhaseResult struct {
+	Truth    int     // live slots
+	Mean     float64 // mean service time in the phase, seconds
+	Settle   float64 // mean service times from the phase start until the limit settles; +Inf: never
+	Fill     float64 // goodput from the settle on (at least the phase's second half) ÷ capacity (Truth / Mean)
+	CV       float64 // the limit's coefficient of variation from the settle on
+	MeanLim  float64 // the limit's mean from the settle on
+	Duration float64 // seconds
+}
+
+// simResult is what one run measured.
+type simResult struct {
+	Cell      simCell
+	Phases    []simPhaseResult
+	Offered   [NumPriorities]int
+	OK        [NumPriorities]int
+	Outcomes  map[string]int
+	Goodput   int     // ok over the whole run
+	P99Ratio  float64 // admitted p99 (ok requests, arrival to answer) ÷ unloaded p99 (the service times drawn)
+	P0Demand  float64 // P0's offered rate ÷ the smallest capacity of the run
+	Unloaded  float64 // unloaded p99, seconds
+	Trace     []float64
+	TraceStep float64 // seconds between trace points
+}
+
+// P0 is the P0 success rate (1 when no P0 was offered).
+func (r *simResult) P0() float64 {
+	if r.Offered[P0] == 0 {
+		return 1
+	}
+	return float64(r.OK[P0]) / float64(r.Offered[P0])
+}
+
+// worst returns the phase figures that matter: the highest settle time,
+// the lowest fill, the highest CV.
+func (r *simResult) worst() (settle, fill, cv float64) {
+	fill = math.Inf(1)
+	for _, p := range r.Phases {
+		settle = math.Max(settle, p.Settle)
+		fill = math.Min(fill, p.Fill)
+		cv = math.Max(cv, p.CV)
+	}
+	return settle, fill, cv
+}
+
+// Event kinds.
+const (
+	evArrive = iota
+	evDone
+	evFirst
+	evRefused
+	evQueueTimeout
+	evDeadline
+	evPhase
+	evTick
+	evGwDone // the gateway takes in a finished request
+	evAdmit  // the gateway takes in a request that arrived while it was frozen
+	evStall  // the gateways freeze
+	evGuard  // the guards evaluate
+)
 
 type simEvent struct {
-	at  float64
-	job simJob
+	at   float64
+	kind uint8
+	id   int32  // request or phase index
+	gen  uint32 // request generation (stale events are ignored)
+	seq  uint64 // FIFO among equal times: determinism
 }
 
 type simEvents []simEvent
 
-func (e simEvents) Len() int           { return len(e) }
-func (e simEvents) Less(i, j int) bool { return e[i].at < e[j].at }
-func (e simEvents) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
-func (e *simEvents) Push(x any)        { *e = append(*e, x.(simEvent)) }
+func (e simEvents) Len() int { return len(e) }
+func (e simEvents) Less(i, j int) bool {
+	if e[i].at != e[j].at {
+		return e[i].at < e[j].at
+	}
+	return e[i].seq < e[j].seq
+}
+func (e simEvents) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
+func (e *simEvents) Push(x any)   { *e = append(*e, x.(simEvent)) }
 func (e *simEvents) Pop() any {
 	old := *e
 	x := old[len(old)-1]
@@ -49,229 +180,701 @@ func (e *simEvents) Pop() any {
 	return x
 }
 
-func newSimBackend(seed uint64, slots int, p50, p99 time.Duration) *simBackend {
-	return &simBackend{
-		slots: slots,
-		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		mu:    math.Log(p50.Seconds()),
-		sig:   math.Log(p99.Seconds()/p50.Seconds()) / 2.3263478740408408,
+// Request states.
+const (
+	rsFree = iota
+	rsWaiting
+	rsAtNode  // queued or served at a node, the gateway waits
+	rsRefused // a 429 is on its way back
+	rsZombie  // the client left; the node still works on it
+)
+
+type simReq struct {
+	gen      uint32
+	state    uint8
+	prio     Priority
+	gw       int
+	node     int
+	arrive   float64
+	deadline float64
+	work     float64 // service time at multiplier 1, seconds
+	ttft     float64 // streams: the time to first token within work
+	sent     float64 // when the upstream call started
+	started  float64 // when a node slot took it
+	permit   Permit
+	w        *waiter
+}
+
+type simNode struct {
+	up    bool
+	slots int
+	busy  int
+	mult  float64
+	queue []int32
+}
+
+type simGateway struct {
+	bh     *Bulkhead
+	lor    upstream.LeastOutstanding
+	budget *upstream.RetryBudget
+	loads  []int64 // outstanding per node, this gateway's view
+	guard  *Guard  // nil without Cell.Guard
+}
+
+type sim struct {
+	cell     simCell
+	mean     float64 // mean service time at multiplier 1, seconds
+	now      float64
+	seq      uint64
+	events   simEvents
+	reqs     []simReq
+	free     []int32
+	nodes    []simNode
+	gws      []simGateway
+	arrRNG   *rand.Rand // arrivals, priorities, gateway choice
+	workRNG  *rand.Rand // service times
+	decided  []*waiter  // waiters decided inside a bulkhead call
+	res      simResult
+	okAt     []float64 // completion times of ok requests
+	admitted []float64 // arrival → answer of ok requests, seconds
+	works    []float64 // service times drawn (unloaded distribution)
+	lat      []float64 // limit trace
+	latT     []float64 // its times
+	phaseEnd []float64
+	capNow   int
+	frozen   float64 // the gateways are frozen until then
+}
+
+// runSim plays one cell.
+func runSim(c simCell) (*simResult, error) {
+	if c.Gateways < 1 {
+		c.Gateways = 1
 	}
-}
-
-func (b *simBackend) service() float64 { return math.Exp(b.mu + b.sig*b.rng.NormFloat64()) }
-
-func (b *simBackend) start(j simJob) {
-	b.busy++
-	heap.Push(&b.events, simEvent{at: b.now + b.service(), job: j})
-}
-
-func (b *simBackend) submit(j simJob) {
-	if b.busy < b.slots {
-		b.start(j)
-		return
+	if c.Mix == ([NumPriorities]float64{}) {
+		c.Mix = defaultMix
 	}
-	b.queue = append(b.queue, j)
-}
-
-// fill sends requests while the limiter allows (demand is unbounded).
-func (b *simBackend) fill(l Limiter) {
-	for b.inflight < l.Limit() {
-		b.inflight++
-		b.submit(simJob{sent: b.now, inflight: b.inflight})
+	s := &sim{
+		cell:    c,
+		arrRNG:  rand.New(rand.NewPCG(c.Seed, 0x5eed0001)),
+		workRNG: rand.New(rand.NewPCG(c.Seed, 0x5eed0002)),
 	}
-}
-
-// run advances simulated time to until, feeding l, and calls tick every
-// 100 ms of simulated time.
-func (b *simBackend) run(l Limiter, until float64, tick func(now float64)) {
-	nextTick := math.Floor(b.now*10)/10 + 0.1
-	for {
-		b.fill(l)
-		if len(b.events) == 0 {
-			panic("simulation stalled")
+	s.mean = c.Mean
+	if c.Stream {
+		s.mean = c.Mean + meanLogUniform(16, 1024)*c.Mean/simTokenShare
+	}
+	s.res.Cell = c
+	s.res.Outcomes = map[string]int{}
+	truth := c.Nodes * c.Slots
+	s.nodes = make([]simNode, c.Nodes)
+	for i := range s.nodes {
+		s.nodes[i] = simNode{up: true, slots: c.Slots, mult: 1}
+	}
+	s.capNow = truth
+	clock := upstream.ClockFunc(func() time.Time { return time.Unix(0, 0).Add(time.Duration(s.now * 1e9)) })
+	for g := 0; g < c.Gateways; g++ {
+		share := truth / c.Gateways
+		if g < truth%c.Gateways {
+			share++
 		}
-		ev := b.events[0]
-		for nextTick <= ev.at && nextTick <= until {
-			b.now = nextTick
-			tick(nextTick)
-			nextTick += 0.1
+		lc := LimiterConfig{Algorithm: c.Algo, Limit: max(1, int(c.Initial*float64(share)+0.5)), Min: 1, Max: max(4*truth, 64)}
+		if c.Algo == AlgoStatic {
+			lc = LimiterConfig{Algorithm: AlgoStatic, Limit: max(1, share)}
 		}
-		if ev.at > until {
-			b.now = until
-			return
-		}
-		heap.Pop(&b.events)
-		b.now = ev.at
-		b.busy--
-		b.inflight--
-		for b.busy < b.slots && len(b.queue) > 0 {
-			j := b.queue[0]
-			b.queue = b.queue[1:]
-			b.start(j)
-		}
-		l.OnSample(time.Duration((b.now-ev.job.sent)*1e9), ev.job.inflight, false)
-	}
-}
-
-type simPhase struct {
-	slots    int
-	duration float64 // seconds
-}
-
-type simResult struct {
-	enter   []float64 // per phase: seconds until the limit first enters C ±tol
-	within  []float64 // per phase: share of samples within C ±tol from settleAfter on
-	meanErr []float64 // per phase: mean(limit)/C − 1 from settleAfter on
-	probe   []float64 // per phase: share of samples during which a probe lowered the limit
-	fill    []float64 // per phase: mean Limit() (probes included) / C from settleAfter on
-	busy    []float64 // per phase: mean busy slots / C from settleAfter on
-	queued  []float64 // per phase: mean requests queued at the backend from settleAfter on
-	trace   []int     // the estimate every 100 ms
-}
-
-// simulate runs phases of different capacity against the limiter built from
-// cfg and measures how its estimate (the limit outside probes) tracks C.
-func simulate(t *testing.T, cfg LimiterConfig, seed uint64, phases []simPhase, tol, settleAfter float64) simResult {
-	t.Helper()
-	l, err := NewLimiter(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := newSimBackend(seed, phases[0].slots, 200*time.Millisecond, 600*time.Millisecond)
-	var res simResult
-	start := 0.0
-	for _, ph := range phases {
-		b.slots = ph.slots
-		var samples, limits, busy, queued []float64
-		probing := 0
-		b.run(l, start+ph.duration, func(now float64) {
-			est, p := l.(estimator).estimate()
-			if p {
-				probing++
-			}
-			samples = append(samples, est)
-			limits = append(limits, float64(l.Limit()))
-			busy = append(busy, float64(b.busy))
-			queued = append(queued, float64(len(b.queue)))
-			res.trace = append(res.trace, int(est+0.5))
+		bh, err := NewBulkhead(fmt.Sprintf("gw%d", g), BulkheadConfig{
+			Limiter:      lc,
+			QueueSize:    max(1, simQueueShare*share),
+			QueueTimeout: time.Duration(simQueueTimeout * s.mean * 1e9),
 		})
-		c := float64(ph.slots)
-		enter := math.Inf(1)
-		in, n, sum := 0, 0, 0.0
-		var limSum, busySum, qSum float64
-		for i, s := range samples {
-			e := s/c - 1
-			if math.Abs(e) <= tol && math.IsInf(enter, 1) {
-				enter = float64(i+1) * 0.1
-			}
-			if float64(i+1)*0.1 >= settleAfter {
-				n++
-				sum += e
-				if math.Abs(e) <= tol {
-					in++
-				}
-				limSum += limits[i]
-				busySum += busy[i]
-				qSum += queued[i]
-			}
+		if err != nil {
+			return nil, err
 		}
-		res.fill = append(res.fill, limSum/float64(n)/c)
-		res.busy = append(res.busy, busySum/float64(n)/c)
-		res.queued = append(res.queued, qSum/float64(n))
-		res.enter = append(res.enter, enter)
-		res.within = append(res.within, float64(in)/float64(n))
-		res.meanErr = append(res.meanErr, sum/float64(n))
-		res.probe = append(res.probe, float64(probing)/float64(len(samples)))
-		start += ph.duration
+		if ad := adaptiveOf(bh.Limiter()); ad != nil {
+			ad.now = clock.Now
+		}
+		s.gws = append(s.gws, simGateway{
+			bh:     bh,
+			budget: upstream.NewRetryBudget(upstream.RetryBudgetConfig{Ratio: 0.1, MinPerSecond: 1}, clock),
+			loads:  make([]int64, c.Nodes),
+		})
+		if c.Guard {
+			s.gws[g].guard = newSimGuard(&s.gws[g], float64(lc.Limit))
+		}
 	}
-	return res
-}
-
-// TestSimulatedNodeLoss is the lab's node-loss lesson in simulated time:
-// 3 nodes × 16 slots (C = 48, lognormal service p50 200 ms, p99 600 ms,
-// FIFO queue beyond the slots) under a closed loop of unbounded demand; a
-// node dies (C = 32) and returns (C = 48). For each phase, from 5 s after
-// it starts:
-//   - the adaptive limit (outside its baseline probes) averages within
-//     ±15 % of C and spends most of the time inside the band;
-//   - the effective limit (probes included) averages ≥ 0.85 C and the
-//     backend's slots are ≥ 85 % busy on average: no under-fill (the old
-//     RTT-ratio limiter averaged 0.5–0.8 C here);
-//   - the backend's own queue stays short (≤ 15 % of C on average).
-//
-// After the loss the gradient limit must enter 32 ±15 % within 5 s (AIMD,
-// whose cuts are a fixed ×0.9 per window, within 7 s); after the node
-// returns, both must be back within ±15 % of 48 within 10 s. Seeds 1–8 run
-// by default; LEVEE_SIM_SEEDS=40 widens the search (160 runs: gradient
-// passes all, entering the band after the loss in at most 2.9 s; AIMD
-// misses in one seed, inside the band only 52–55 % of the time at C = 32).
-func TestSimulatedNodeLoss(t *testing.T) {
-	phases := []simPhase{{48, 30}, {32, 30}, {48, 30}}
-	const tol, settle = 0.15, 5.0
-	for _, algo := range []string{AlgoAIMD, AlgoGradient} {
-		lossSettle := settle
-		if algo == AlgoAIMD {
-			lossSettle = 7
+	if c.Guard {
+		s.push(simEvent{at: 0, kind: evGuard})
+	}
+	// Phases: start, then the change and its reversal.
+	durations := []float64{simFirstPhase * s.mean}
+	mults := []float64{1}
+	if c.Change != "" {
+		m := 1.0
+		if c.Change == "slow" {
+			m = 3
 		}
-		for _, initial := range []int{48, 96} {
-			var enterLoss, enterBack, within, meanErr, fill []float64
-			for seed := uint64(1); seed <= uint64(simSeeds()); seed++ {
-				cfg := LimiterConfig{Algorithm: algo, Limit: initial, Min: 4, Max: 256}
-				res := simulate(t, cfg, seed, phases, tol, settle)
-				t.Logf("%-8s initial=%3d seed=%d enter=%.1f,%.1f,%.1f s within=%.2f,%.2f,%.2f meanErr=%+.3f,%+.3f,%+.3f fill=%.2f,%.2f,%.2f busy=%.2f,%.2f,%.2f queued=%.1f,%.1f,%.1f probing=%.2f",
-					algo, initial, seed, res.enter[0], res.enter[1], res.enter[2], res.within[0], res.within[1], res.within[2],
-					res.meanErr[0], res.meanErr[1], res.meanErr[2], res.fill[0], res.fill[1], res.fill[2],
-					res.busy[0], res.busy[1], res.busy[2], res.queued[0], res.queued[1], res.queued[2], res.probe[1])
-				if res.enter[1] > lossSettle {
-					t.Errorf("%s initial=%d seed=%d: after the node loss the limit entered 32 ±15%% only after %.1f s, want ≤ %.0f s", algo, initial, seed, res.enter[1], lossSettle)
-				}
-				if res.enter[2] > 2*settle {
-					t.Errorf("%s initial=%d seed=%d: after the node returned the limit entered 48 ±15%% only after %.1f s, want ≤ %.0f s", algo, initial, seed, res.enter[2], 2*settle)
-				}
-				for ph := range phases {
-					c := float64(phases[ph].slots)
-					if math.Abs(res.meanErr[ph]) > tol {
-						t.Errorf("%s initial=%d seed=%d phase %d: mean limit off capacity by %+.1f%%, want within ±15%%", algo, initial, seed, ph+1, 100*res.meanErr[ph])
-					}
-					if res.within[ph] < 0.6 {
-						t.Errorf("%s initial=%d seed=%d phase %d: limit within ±15%% only %.0f%% of the time, want ≥ 60%%", algo, initial, seed, ph+1, 100*res.within[ph])
-					}
-					if res.fill[ph] < 1-tol {
-						t.Errorf("%s initial=%d seed=%d phase %d: time-average limit (probes included) %.2f C, want ≥ %.2f C", algo, initial, seed, ph+1, res.fill[ph], 1-tol)
-					}
-					if res.busy[ph] < 1-tol {
-						t.Errorf("%s initial=%d seed=%d phase %d: backend slots %.0f%% busy on average, want ≥ %.0f%%", algo, initial, seed, ph+1, 100*res.busy[ph], 100*(1-tol))
-					}
-					if res.queued[ph] > tol*c {
-						t.Errorf("%s initial=%d seed=%d phase %d: %.1f requests queued at the backend on average, want ≤ %.1f", algo, initial, seed, ph+1, res.queued[ph], tol*c)
-					}
-				}
-				enterLoss = append(enterLoss, res.enter[1])
-				enterBack = append(enterBack, res.enter[2])
-				within = append(within, res.within...)
-				meanErr = append(meanErr, res.meanErr...)
-				fill = append(fill, res.fill...)
+		durations = append(durations, simPhase*s.mean*m, simPhase*s.mean)
+		mults = append(mults, m, 1)
+	}
+	t := 0.0
+	for i, d := range durations {
+		t += d
+		s.phaseEnd = append(s.phaseEnd, t)
+		if i > 0 {
+			s.push(simEvent{at: t - d, kind: evPhase, id: int32(i)})
+		}
+	}
+	end := t
+	rate := c.Offered * float64(truth) / s.mean
+	s.push(simEvent{at: s.arrRNG.ExpFloat64() / rate, kind: evArrive})
+	s.push(simEvent{at: 0, kind: evTick})
+	if c.Change == "stall" {
+		for k := 0.5; k < simPhase/simStallEvery; k++ {
+			s.push(simEvent{at: s.phaseEnd[0] + k*simStallEvery*s.mean, kind: evStall})
+		}
+	}
+	s.res.TraceStep = simTick * s.mean
+	minCap := truth
+	if c.Change == "loss" {
+		minCap = truth - c.Slots
+	} else if c.Change == "slots" {
+		minCap = c.Nodes * max(1, c.Slots/4)
+	}
+	s.res.P0Demand = c.Mix[P0] * rate * s.mean / float64(minCap)
+	if c.Change == "slow" {
+		s.res.P0Demand *= 3
+	}
+
+	for len(s.events) > 0 {
+		ev := heap.Pop(&s.events).(simEvent)
+		if ev.at > end {
+			break
+		}
+		s.now = ev.at
+		switch ev.kind {
+		case evArrive:
+			s.arrive()
+			s.push(simEvent{at: s.now + s.arrRNG.ExpFloat64()/rate, kind: evArrive})
+		case evAdmit:
+			s.admit(ev.id)
+		case evTick:
+			l := 0
+			for i := range s.gws {
+				l += s.gws[i].bh.Limiter().Limit()
 			}
-			if len(enterLoss) == 0 {
+			s.lat = append(s.lat, float64(l))
+			s.latT = append(s.latT, s.now)
+			s.push(simEvent{at: s.now + simTick*s.mean*s.multNow(), kind: evTick})
+		case evPhase:
+			s.phase(int(ev.id))
+		case evStall:
+			s.frozen = s.now + simStall*s.mean
+		case evGuard:
+			for i := range s.gws {
+				s.gws[i].guard.Evaluate(time.Unix(0, 0).Add(dur(s.now)))
+			}
+			s.push(simEvent{at: s.now + simGuardEvery, kind: evGuard})
+		default:
+			r := &s.reqs[ev.id]
+			if r.gen != ev.gen {
+				continue // stale
+			}
+			if s.now < s.frozen && ev.kind != evDone {
+				// The gateway is frozen: it sees this when it thaws.
+				ev.at = s.frozen
+				s.push(ev)
 				continue
 			}
-			t.Logf("%-8s initial=%3d: after loss enters band in median %.1f s (max %.1f); after return median %.1f s (max %.1f); in band median %.0f%%; mean error median %+.1f%%; effective limit min %.2f C",
-				algo, initial, median(enterLoss), slices.Max(enterLoss), median(enterBack), slices.Max(enterBack), 100*median(within), 100*median(meanErr), slices.Min(fill))
+			switch ev.kind {
+			case evDone:
+				s.done(ev.id)
+			case evGwDone:
+				s.gwDone(ev.id)
+			case evFirst:
+				s.first(ev.id)
+			case evRefused:
+				s.refused(ev.id)
+			case evQueueTimeout:
+				s.giveUp(ev.id, "shed_queue_timeout")
+			case evDeadline:
+				s.giveUp(ev.id, "timeout")
+			}
+		}
+		s.flush()
+	}
+	s.finish(mults)
+	return &s.res, nil
+}
+
+func (s *sim) push(e simEvent) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.events, e)
+}
+
+func (s *sim) multNow() float64 { return s.nodes[0].mult }
+
+func meanLogUniform(lo, hi float64) float64 { return (hi - lo) / math.Log(hi/lo) }
+
+// draw returns a request's service time and its time to first token.
+func (s *sim) draw() (work, ttft float64) {
+	c := &s.cell
+	mu := math.Log(c.Mean) - c.Sigma*c.Sigma/2
+	ttft = math.Exp(mu + c.Sigma*s.workRNG.NormFloat64())
+	if !c.Stream {
+		return ttft, 0
+	}
+	tokens := 16 * math.Exp(s.workRNG.Float64()*math.Log(1024.0/16))
+	return ttft + tokens*c.Mean/simTokenShare, ttft
+}
+
+func (s *sim) newReq() int32 {
+	if n := len(s.free); n > 0 {
+		id := s.free[n-1]
+		s.free = s.free[:n-1]
+		return id
+	}
+	s.reqs = append(s.reqs, simReq{})
+	return int32(len(s.reqs) - 1)
+}
+
+func (s *sim) retire(id int32, outcome string) {
+	r := &s.reqs[id]
+	s.res.Outcomes[outcome]++
+	s.res.Offered[r.prio]++
+	if r.prio == P0 && outcome != "ok" {
+		s.res.Outcomes["P0:"+outcome]++
+	}
+	if outcome == "ok" {
+		s.res.OK[r.prio]++
+		s.res.Goodput++
+		s.okAt = append(s.okAt, s.now)
+		s.admitted = append(s.admitted, s.now-r.arrive)
+	}
+	r.gen++
+	if r.state != rsZombie {
+		r.state = rsFree
+		s.free = append(s.free, id)
+	}
+}
+
+func (s *sim) arrive() {
+	c := &s.cell
+	id := s.newReq()
+	r := &s.reqs[id]
+	u := s.arrRNG.Float64()
+	p := P2
+	if u < c.Mix[P0] {
+		p = P0
+	} else if u < c.Mix[P0]+c.Mix[P1] {
+		p = P1
+	}
+	work, ttft := s.draw()
+	s.works = append(s.works, work)
+	*r = simReq{gen: r.gen, state: rsWaiting, prio: p, gw: s.arrRNG.IntN(len(s.gws)), arrive: s.now,
+		deadline: s.now + simDeadline*s.mean*s.multNow(), work: work, ttft: ttft}
+	if s.now < s.frozen {
+		s.push(simEvent{at: s.frozen, kind: evAdmit, id: id, gen: r.gen})
+		return
+	}
+	s.admit(id)
+}
+
+// admit takes a request into its gateway's bulkhead.
+func (s *sim) admit(id int32) {
+	r := &s.reqs[id]
+	p := r.prio
+	g := &s.gws[r.gw]
+	if g.guard != nil && !g.guard.Admit(p) {
+		s.retire(id, "shed_overload")
+		return
+	}
+	w := &waiter{prio: p, notify: s.onDecide, id: int(id)}
+	pm, err, queued := g.bh.acquireAsync(w)
+	switch {
+	case err != nil:
+		s.retire(id, "shed_queue_full")
+	case queued:
+		r.w = w
+		s.push(simEvent{at: s.now + simQueueTimeout*s.mean*s.multNow(), kind: evQueueTimeout, id: id, gen: r.gen})
+		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
+	default:
+		r.permit = pm
+		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
+		s.send(id, nil)
+	}
+}
+
+// onDecide is called by a bulkhead (under its lock) when a waiter is
+// granted or displaced; flush acts on it afterwards.
+func (s *sim) onDecide(w *waiter) { s.decided = append(s.decided, w) }
+
+func (s *sim) flush() {
+	for len(s.decided) > 0 {
+		w := s.decided[0]
+		s.decided = s.decided[1:]
+		id := int32(w.id)
+		r := &s.reqs[id]
+		if r.w != w {
+			continue
+		}
+		r.w = nil
+		g := &s.gws[r.gw]
+		if w.err != nil {
+			s.retire(id, "shed_queue_full")
+			continue
+		}
+		r.permit = g.bh.permitOf(w)
+		s.send(id, nil)
+	}
+}
+
+// send starts the upstream call of a granted request: least outstanding
+// among the live nodes not tried yet.
+func (s *sim) send(id int32, tried []int) {
+	r := &s.reqs[id]
+	g := &s.gws[r.gw]
+	if tried == nil {
+		g.budget.Deposit()
+		r.sent = s.now
+	}
+	var cand [16]int
+	var loads [16]int64
+	n := 0
+	for i := range s.nodes {
+		if s.nodes[i].up && !slices.Contains(tried, i) {
+			cand[n], loads[n] = i, g.loads[i]
+			n++
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// simSeeds is how many seeds TestSimulatedNodeLoss runs: 8, or
-// LEVEE_SIM_SEEDS for a wider search.
-func simSeeds() int {
-	if n, err := strconv.Atoi(os.Getenv("LEVEE_SIM_SEEDS")); err == nil && n > 0 {
-		return n
+	if n == 0 {
+		// No node: an error, no sample for the limiter.
+		r.permit.Release(Sample{})
+		s.retire(id, "error")
+		return
 	}
-	return 8
+	ni := cand[g.lor.Pick(loads[:n])]
+	r.node = ni
+	g.loads[ni]++
+	r.state = rsAtNode
+	nd := &s.nodes[ni]
+	switch {
+	case nd.busy < nd.slots:
+		s.startService(id)
+	case s.cell.Reject:
+		r.state = rsRefused
+		s.push(simEvent{at: s.now + simRefuseRTT*s.mean, kind: evRefused, id: id, gen: r.gen})
+	default:
+		nd.queue = append(nd.queue, id)
+	}
+}
+
+func (s *sim) startService(id int32) {
+	r := &s.reqs[id]
+	nd := &s.nodes[r.node]
+	nd.busy++
+	r.started = s.now
+	d := r.work * nd.mult
+	r.ttft *= nd.mult
+	s.push(simEvent{at: s.now + d, kind: evDone, id: id, gen: r.gen})
+	if s.cell.Stream && !s.cell.RTTOnly {
+		s.push(simEvent{at: s.now + r.ttft, kind: evFirst, id: id, gen: r.gen})
+	}
+}
+
+// first: a stream's first token reached the gateway.
+func (s *sim) first(id int32) {
+	r := &s.reqs[id]
+	if r.state == rsAtNode {
+		r.permit.Observe(dur(s.now - r.sent))
+	}
+}
+
+// done: a node finished a request.
+func (s *sim) done(id int32) {
+	r := &s.reqs[id]
+	ni := r.node
+	nd := &s.nodes[ni]
+	nd.busy--
+	s.nextAt(ni)
+	if r.state == rsZombie {
+		r.gen++
+		r.state = rsFree
+		s.free = append(s.free, id)
+		return
+	}
+	if s.now < s.frozen {
+		s.push(simEvent{at: s.frozen, kind: evGwDone, id: id, gen: r.gen})
+		return
+	}
+	s.gwDone(id)
+}
+
+// gwDone: the gateway takes in a finished request.
+func (s *sim) gwDone(id int32) {
+	r := &s.reqs[id]
+	if r.state == rsZombie {
+		r.gen++
+		r.state = rsFree
+		s.free = append(s.free, id)
+		return
+	}
+	ni := r.node
+	g := &s.gws[r.gw]
+	g.loads[ni]--
+	smp := Sample{RTT: dur(s.now - r.sent)}
+	if s.cell.Stream && !s.cell.RTTOnly {
+		smp.Latency = dur(r.started - r.sent + r.ttft)
+	}
+	r.permit.Release(smp)
+	s.retire(id, "ok")
+}
+
+// nextAt starts queued requests on node ni while it has free slots.
+func (s *sim) nextAt(ni int) {
+	nd := &s.nodes[ni]
+	for nd.up && nd.busy < nd.slots && len(nd.queue) > 0 {
+		id := nd.queue[0]
+		nd.queue = nd.queue[1:]
+		s.startService(id)
+	}
+}
+
+// refused: a 429 came back.
+func (s *sim) refused(id int32) {
+	r := &s.reqs[id]
+	g := &s.gws[r.gw]
+	g.loads[r.node]--
+	r.permit.Release(Sample{RTT: dur(s.now - r.sent), Dropped: true})
+	s.retire(id, "error")
+}
+
+// giveUp: the queue timeout or the client's deadline.
+func (s *sim) giveUp(id int32, outcome string) {
+	r := &s.reqs[id]
+	g := &s.gws[r.gw]
+	switch r.state {
+	case rsWaiting:
+		if !g.bh.cancelWait(r.w) {
+			return // decided in the same instant: flush handles it
+		}
+		r.w = nil
+		if outcome == "timeout" {
+			s.retire(id, "timeout")
+		} else {
+			s.retire(id, outcome)
+		}
+	case rsAtNode, rsRefused:
+		if outcome != "timeout" {
+			return // the queue timeout no longer applies
+		}
+		g.loads[r.node]--
+		r.permit.Release(Sample{RTT: dur(s.now - r.sent), Dropped: true})
+		if r.state == rsRefused {
+			s.retire(id, "timeout")
+			return
+		}
+		// The node keeps the work (abort_on_disconnect off): a zombie.
+		s.res.Outcomes["timeout"]++
+		s.res.Offered[r.prio]++
+		if r.prio == P0 {
+			s.res.Outcomes["P0:timeout"]++
+		}
+		r.state = rsZombie
+	}
+}
+
+// phase applies the capacity change of phase i (1: the change, 2: back).
+func (s *sim) phase(i int) {
+	c := &s.cell
+	back := i == 2
+	switch c.Change {
+	case "loss":
+		nd := &s.nodes[0]
+		if back {
+			nd.up, nd.busy, nd.queue = true, 0, nil
+			s.capNow = c.Nodes * c.Slots
+			return
+		}
+		s.kill(0)
+		s.capNow = (c.Nodes - 1) * c.Slots
+	case "slow":
+		m := 3.0
+		if back {
+			m = 1
+		}
+		for j := range s.nodes {
+			s.nodes[j].mult = m
+		}
+	case "slots":
+		sl := max(1, c.Slots/4)
+		if back {
+			sl = c.Slots
+		}
+		for j := range s.nodes {
+			s.nodes[j].slots = sl
+			s.nextAt(j)
+		}
+		s.capNow = c.Nodes * sl
+	}
+}
+
+// kill SIGKILLs node ni: its requests see a reset; each is retried on
+// another node within its gateway's retry budget, else fails (no sample).
+func (s *sim) kill(ni int) {
+	nd := &s.nodes[ni]
+	nd.up = false
+	var victims []int32
+	for id := range s.reqs {
+		r := &s.reqs[id]
+		if r.node == ni && (r.state == rsAtNode || r.state == rsZombie || r.state == rsRefused) {
+			victims = append(victims, int32(id))
+		}
+	}
+	nd.busy, nd.queue = 0, nil
+	for _, id := range victims {
+		r := &s.reqs[id]
+		if r.state == rsZombie {
+			r.gen++
+			r.state = rsFree
+			s.free = append(s.free, id)
+			continue
+		}
+		g := &s.gws[r.gw]
+		g.loads[ni]--
+		r.gen++ // its pending done or refusal is void
+		if !g.budget.TryWithdraw(int(r.prio)) {
+			r.permit.Release(Sample{})
+			s.retire(id, "error")
+			continue
+		}
+		s.push(simEvent{at: r.deadline, kind: evDeadline, id: id, gen: r.gen})
+		s.send(id, []int{ni})
+	}
+}
+
+func dur(sec float64) time.Duration { return time.Duration(sec * 1e9) }
+
+// finish computes the per-phase figures.
+func (s *sim) finish(mults []float64) {
+	c := &s.cell
+	res := &s.res
+	res.Trace = s.lat
+	start := 0.0
+	truths := []int{c.Nodes * c.Slots}
+	if c.Change == "loss" {
+		truths = append(truths, (c.Nodes-1)*c.Slots, c.Nodes*c.Slots)
+	} else if c.Change == "slots" {
+		truths = append(truths, c.Nodes*max(1, c.Slots/4), c.Nodes*c.Slots)
+	} else if c.Change != "" {
+		truths = append(truths, c.Nodes*c.Slots, c.Nodes*c.Slots)
+	}
+	times := s.latT
+	for k, end := range s.phaseEnd {
+		truth := float64(truths[k])
+		mean := s.mean * mults[k]
+		band := math.Max(simSettleFloor, simSettleBand*truth)
+		var idx []int
+		for i, tt := range times {
+			if tt >= start && tt < end {
+				idx = append(idx, i)
+			}
+		}
+		settled := -1.0
+		for j, i := range idx {
+			var win []float64
+			for jj := j; jj >= 0 && times[i]-times[idx[jj]] < simTrail*mean; jj-- {
+				win = append(win, s.lat[idx[jj]])
+			}
+			in := math.Abs(median(win)-truth) <= band
+			if !in {
+				settled = -1
+			} else if settled < 0 {
+				settled = times[i]
+			}
+		}
+		pr := simPhaseResult{Truth: truths[k], Mean: mean, Duration: end - start, Settle: math.Inf(1)}
+		from := start + (end-start)/2
+		if settled >= 0 {
+			// Fill and CV from the settle on, and over at least the
+			// phase's second half (a settle in the phase's last moments
+			// leaves too little to measure).
+			pr.Settle = (settled - start) / mean
+			from = min(settled, from)
+		}
+		var sum, sq float64
+		n := 0
+		for _, i := range idx {
+			if times[i] >= from {
+				sum += s.lat[i]
+				sq += s.lat[i] * s.lat[i]
+				n++
+			}
+		}
+		if n > 0 {
+			m := sum / float64(n)
+			pr.MeanLim = m
+			pr.CV = math.Sqrt(math.Max(0, sq/float64(n)-m*m)) / m
+		}
+		ok := 0
+		for _, at := range s.okAt {
+			if at >= from && at < end {
+				ok++
+			}
+		}
+		if end > from {
+			pr.Fill = float64(ok) / ((end - from) * truth / mean)
+		}
+		res.Phases = append(res.Phases, pr)
+		start = end
+	}
+	if len(s.admitted) > 0 && len(s.works) > 0 {
+		slices.Sort(s.admitted)
+		slices.Sort(s.works)
+		res.Unloaded = s.works[int(0.99*float64(len(s.works)))]
+		res.P99Ratio = s.admitted[int(0.99*float64(len(s.admitted)))] / res.Unloaded
+	}
+}
+
+// adaptiveOf returns l's adaptive machinery, or nil.
+func adaptiveOf(l Limiter) *adaptive {
+	switch v := l.(type) {
+	case *Gradient:
+		return v.adaptive
+	case *AIMD:
+		return v.adaptive
+	}
+	return nil
+}
+
+// acquireAsync is Acquire for a caller that cannot block: it grants at
+// once (Permit, nil, false), fails (ErrQueueFull), or queues w (queued
+// true); w.notify is then called under b.mu once w is granted or
+// displaced.
+func (b *Bulkhead) acquireAsync(w *waiter) (Permit, error, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if pm, ok := b.tryLocked(w.prio); ok {
+		return pm, nil, false
+	}
+	if err := b.enqueueLocked(w); err != nil {
+		return Permit{}, err, false
+	}
+	return Permit{}, nil, true
+}
+
+// cancelWait removes an undecided waiter; false when it was decided.
+func (b *Bulkhead) cancelWait(w *waiter) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w.decided {
+		return false
+	}
+	b.removeLocked(w)
+	return true
+}
+
+// permitOf is the permit of a granted waiter.
+func (b *Bulkhead) permitOf(w *waiter) Permit {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.permitLocked(w)
 }

@@ -13,8 +13,22 @@ type waiter struct {
 	decided    bool          // granted (err == nil) or failed (err != nil)
 	err        error         // the decision
 	inflight   int           // in flight at grant
-	signal     chan struct{} // receives one value when decided
+	ticket     uint64        // the limiter's ticket at grant
+	signal     chan struct{} // receives one value when decided (notify == nil)
 	timer      *time.Timer   // stopped while pooled
+	// notify, when set, is called (under the bulkhead's mu) instead of
+	// signalling: for callers that cannot block, such as the simulation.
+	notify func(*waiter)
+	id     int // the notify caller's own reference
+}
+
+// wake tells the waiter it was decided.
+func (w *waiter) wake() {
+	if w.notify != nil {
+		w.notify(w)
+		return
+	}
+	w.signal <- struct{}{}
 }
 
 var waiterPool = sync.Pool{New: func() any {
@@ -30,7 +44,7 @@ func getWaiter(p Priority) *waiter {
 }
 
 func putWaiter(w *waiter) {
-	w.prev, w.next, w.decided, w.err, w.inflight = nil, nil, false, nil, 0
+	w.prev, w.next, w.decided, w.err, w.inflight, w.ticket = nil, nil, false, nil, 0, 0
 	waiterPool.Put(w)
 }
 

@@ -12,6 +12,9 @@ const (
 	MetricQueueWait        = "levee_queue_wait_seconds" // histogram: class
 	MetricConcurrencyLimit = "levee_concurrency_limit"  // gauge: class
 	MetricOverloadLevel    = "levee_overload_level"     // gauge: index of Levels()
+	MetricShedLevel        = "levee_shed_level"         // gauge: the guard's proportional shed level
+	MetricShedShare        = "levee_shed_share"         // gauge: priority
+	MetricLevelChanges     = "levee_overload_level_changes_total"
 	MetricLagProbeP50      = "levee_lag_probe_p50_seconds"
 	MetricLagProbeP99      = "levee_lag_probe_p99_seconds"
 	MetricSchedLatencyP99  = "levee_sched_latency_p99_seconds"
@@ -251,6 +254,9 @@ func GatewayMetrics() []Metric {
 		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
 		{MetricConcurrencyLimit, TypeGauge, []string{LabelClass}, "current bulkhead concurrency limit"},
 		{MetricOverloadLevel, TypeGauge, nil, "overload level: 0 green, 1 yellow, 2 red, 3 black"},
+		{MetricShedLevel, TypeGauge, nil, "the overload guard's shed level: 0 admits all, 0–1 sheds that share of P2, 1–2 all P2 and (level − 1) of P1, 2–3 all P2 and P1 and (level − 2) of P0"},
+		{MetricShedShare, TypeGauge, []string{LabelPriority}, "share of requests of the priority the overload guard refuses now"},
+		{MetricLevelChanges, TypeCounter, nil, "overload level changes (`GET /admin/state` lists the latest with their causes)"},
 		{MetricLagProbeP50, TypeGauge, nil, "lag probe oversleep, median over the recent window"},
 		{MetricLagProbeP99, TypeGauge, nil, "lag probe oversleep, 99th percentile over the recent window"},
 		{MetricSchedLatencyP99, TypeGauge, nil, "goroutine scheduling latency (runtime/metrics), 99th percentile over the recent window"},

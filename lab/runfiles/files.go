@@ -38,4 +38,7 @@ const (
 	// (see Prediction for their fields).
 	EventPrediction         = "prediction"
 	EventPredictionMeasured = "prediction_measured"
+	// EventLevel is a gateway's overload level change, with the signal,
+	// value and threshold that caused it (from its GET /admin/state).
+	EventLevel = "level"
 )

@@ -216,3 +216,15 @@ func (s *Supervisor) NodeKnobs(ctx context.Context, node int) (map[string]any, e
 	err := s.adminJSON(ctx, http.MethodGet, "http://"+s.nodes[node].Listen()+wire.PathAdminKnobs, nil, &knobs)
 	return knobs, err
 }
+
+// GatewayState decodes gateway i's GET /admin/state into out.
+func (s *Supervisor) GatewayState(ctx context.Context, i int, out any) error {
+	if i < 0 || i >= len(s.gateways) {
+		return fmt.Errorf("gateway %d: out of range (%d gateways)", i, len(s.gateways))
+	}
+	g := s.gateways[i]
+	if !g.Up() {
+		return fmt.Errorf("%s: not running", g.name)
+	}
+	return s.adminJSON(ctx, http.MethodGet, "http://"+g.Admin()+wire.PathAdminState, nil, out)
+}

@@ -1,0 +1,236 @@
+package admit
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// adaptive is the machinery the Gradient and AIMD limiters share. It
+// measures, in round trips, how many requests wait in the backend's
+// queues, and states every margin in the noise it measured: nothing in it
+// is sized for a workload (no time, rate or sample count). step is the
+// algorithm that turns a measurement into a limit.
+//
+// # The queue estimate
+//
+// A queue at the backend adds about the same wait W to every request that
+// passes it, so the mean of the fastest half of a round trip's requests
+// (Trim) shifts by W like any quantile, but averages many order statistics
+// (about twice as precise as the p25 for lognormal service times) and is
+// immune to the tail. Little's law turns the wait into requests: the
+// backend completes X requests per second, so
+//
+//	queue ≈ (stat − base) × X
+//
+// where stat is that mean of the latency signal (the time to first token
+// for a stream, whose length is not congestion; the RTT otherwise) and
+// base the same with no queue. The backend's capacity is then
+// inflight − queue, in requests, whatever its service time, tail or slot
+// count.
+//
+// # Round trips are cohorts of tickets
+//
+// The limiter numbers the requests it admits (Ticket) and judges them by
+// admission, not by completion: a round trip is a cohort of as many
+// consecutive tickets as the limit (in one round trip as many requests
+// start as are in flight), judged once completeShare of them are back.
+// Judging by completion favours the fast: right after the limit rises,
+// the requests that finish first are the short ones, and a window of
+// completions reads fast, or after a cut, slow. A cohort's missing
+// requests are its slowest, so its fastest half is known before they are
+// back.
+//
+// # Windows and noise
+//
+// A measurement window pools cohorts until it is conclusive: it shows a
+// queue well above the target, or its own standard error (from the
+// winsorized variance of its samples) is windowPrecision of the
+// concurrency (at least one request), or it spans maxWindowRTs round
+// trips: a sequential test, so that small, slow or heavy-tailed backends
+// get longer windows and large, fast ones a single round trip. The
+// queue estimate's error has two parts: the window's own, independent from
+// one window to the next, and the baseline's, common to all windows until
+// the baseline changes. The limiter keeps a smoothed variance of the
+// first, noise; its margins are multiples of √(noise + baseline's): the
+// queue it keeps at the backend (the target), what counts as a queue at
+// all, how far below capacity a probe goes.
+//
+// # The baseline
+//
+// The baseline cannot be read off the windows: a limiter that keeps a few
+// requests queued never sees a window without queue, and an estimator fed
+// by its windows absorbs that queue (the limit then creeps up), while the
+// lowest window is biased low by the noise (every window then reads as a
+// queue and the limit sinks). Four sources keep it true:
+//
+//   - Start-up: the first tickets were admitted as the limit filled, so
+//     those up to startShare of the initial limit found free slots
+//     whatever the capacity (as long as the initial limit is within
+//     1/startShare of it). Their statistic is the first baseline, and
+//     each next quarter of the start-up cohort joins it unless it reads
+//     significantly higher (below the capacity, none does); the cohort's
+//     upper half past them gives the first queue estimate, and the limit
+//     moves to the capacity at once.
+//   - Probes (BBR's ProbeRTT): the limit drops below the estimated
+//     capacity by a noise margin for one cohort; its requests found no
+//     queue. The result is merged by inverse variance. Probes come every
+//     few round trips while the baseline is young and back off (up to
+//     probeMaxEvery round trips) while they keep confirming it.
+//   - The slope check: a cut predicts how far the latency must fall (the
+//     removed requests' wait, (inflight before − after) / X). A window
+//     after the cut that fell far less shows a slower backend, not a queue
+//     (a slowdown lengthens every request; a queue lengthens them by the
+//     number in front): its statistic becomes the baseline and the limit
+//     returns to where it was. So a backend that gets 3× slower keeps its
+//     limit, which is the same number of slots.
+//   - A window significantly below the baseline shows a faster backend: a
+//     queue cannot make requests faster. Its statistic becomes the
+//     baseline.
+//
+// # Refusals
+//
+// A dropped request that failed faster than the baseline was refused
+// (429 from a full node): the backend was full at its concurrency, so the
+// limit gets a ceiling one below it at once. Without refusals the ceiling
+// rises again, faster and faster, to find capacity that came back. A
+// window with more than dropShare drops (time-outs, errors) is congested
+// whatever its latency.
+type adaptive struct {
+	limit   atomic.Int64             // the effective limit, read without mu
+	safe    atomic.Int64             // the confirmed concurrency after refusals (see Safe); 0: none
+	tickets atomic.Uint64            // tickets issued
+	grants  *[grantRing]atomic.Int64 // grant times (UnixNano) by ticket mod grantRing
+	now     func() time.Time         // fixed (tests set a virtual clock before use)
+
+	mu      sync.Mutex
+	cfg     LimiterConfig // guarded by mu
+	step    stepFunc      // fixed
+	est     float64       // guarded by mu; the limit outside probes
+	started bool          // guarded by mu; the start-up cohort was judged
+	ring    cohortRing    // guarded by mu; cohorts awaiting their requests
+	win     window        // guarded by mu; the measurement window
+	base    float64       // guarded by mu; the baseline statistic, seconds; 0 until known
+	baseVar float64       // guarded by mu; its variance, s²
+	noise   float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
+	x       float64       // guarded by mu; throughput, requests/s
+	xCount  int           // guarded by mu; samples since xAt
+	xAt     time.Time     // guarded by mu
+	capEst  float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
+	capVar  float64       // guarded by mu; its variance
+	climb   int           // guarded by mu; windows climbing in a row
+	short   float64       // guarded by mu; CUSUM of the queue's shortfall below the target
+	upOK    bool          // guarded by mu; a probe above the limit found room: the estimate may climb
+	wantUp  bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
+	ceil    float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
+	ceilAge int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
+	cut     cutCheck      // guarded by mu; the slope check of the last cut
+	probe   prober        // guarded by mu
+	since   float64       // guarded by mu; round trips since the last probe
+	every   float64       // guarded by mu; round trips between probes now
+	suspect int           // guarded by mu; probes in a row that read above the baseline
+	urgent  bool          // guarded by mu; a deep probe is due (see rebase)
+	sinceUp float64       // guarded by mu; round trips since the last probe above the limit
+	last    windowStats   // guarded by mu; the last conclusive window
+	restore float64       // guarded by mu; the limit to return to if it finds a slower baseline
+	cutEst  float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
+	pool    basePool      // guarded by mu; the latest probes' samples
+	scratch [2]window     // guarded by mu; windows for one-off statistics
+	swEst   float64       // guarded by mu; recent windows' winsorized deviation, seconds
+	lastAt  time.Time     // guarded by mu; the last sample's arrival
+	voidTo  uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
+}
+
+// stepFunc returns the limit after a conclusive window in steady state.
+type stepFunc func(a *adaptive, s *windowStats) float64
+
+// Dimensionless constants of the estimator. None is a time, a rate or a
+// sample count sized for a workload.
+const (
+	// maxCohort bounds a cohort's tickets (buffers are fixed: no
+	// allocation per sample); a higher limit spans several cohorts a
+	// round trip.
+	maxCohort = 512
+	// cohortShare: a cohort's tickets as a share of the limit (a round
+	// trip's worth is the limit).
+	cohortShare = 0.5
+	// numCohorts: cohorts awaiting their requests at once.
+	numCohorts = 16
+	// stampEvery: one ticket in stampEvery has its grant time noted;
+	// grantRing: the stamps kept (the tickets of the ring's cohorts).
+	stampEvery = 8
+	grantRing  = numCohorts * maxCohort / stampEvery
+	// cutMargin: a cohort is judged once its pending requests have been
+	// out longer than cutMargin × the recent cut (so they are slower than
+	// every request its statistic keeps).
+	cutMargin = 1.25
+	// minWindow: the fewest samples a window judges by: a trimmed mean of
+	// fewer is biased (high, for a right-skewed service time) by several
+	// per cent, and noisy, whatever the workload.
+	minWindow = 32
+	// maxBase bounds the probe samples pooled into the baseline;
+	// poolProbes: the latest probes pooled.
+	maxBase    = 2048
+	poolProbes = 6
+	// maxWindow bounds a window's samples.
+	maxWindow = 2048
+	// windowPrecision: a window is precise enough when its own queue
+	// error is this share of the concurrency (or one request).
+	windowPrecision = 0.04
+	// maxWindowRTs: the longest window, in round trips.
+	maxWindowRTs = 8
+	// targetZ: the target queue in standard errors of the queue estimate:
+	// enough that the queue stays visible (see visibleZ), so that every
+	// window measures the capacity.
+	targetZ = 2.0
+	// visibleZ: a queue estimate more than this many standard errors
+	// above 0 shows a queue.
+	visibleZ = 1.0
+	// congestionZ: a queue more than this many standard errors above the
+	// target is congestion.
+	congestionZ = 2.0
+	// noiseWeight: the EWMA weight of a window in noise.
+	noiseWeight = 1.0 / 8
+	// dropShare: a window with more dropped samples than this share is
+	// congested whatever its latency.
+	dropShare = 0.05
+	// slopeShare: a window after a cut whose latency fell by less than this
+	// share of what the removed queue predicts shows a slower backend.
+	slopeShare = 0.5
+	// Probe schedule, in round trips: the first come every probeMinEvery,
+	// the interval doubles while probes confirm the baseline (up to
+	// probeMaxEvery) and resets when one moves it.
+	probeMinEvery = 8
+	probeMaxEvery = 64
+	// probeRejects: probes in a row that read above the baseline before one
+	// is believed (the backend got slower; before that, the probe may have
+	// run above a capacity that just fell).
+	probeRejects = 2
+	// probeForget grows the baseline's variance before a probe is merged
+	// in, so that it remembers about 1/(probeForget−1) probes.
+	probeForget = 1.1
+	// probeUpEvery: round trips between probes above the limit (while
+	// demand fills it and nothing was refused).
+	probeUpEvery = 32
+	// urgentShare: the depth of a probe after a cut that did not lower
+	// the latency as a queue would, as a share of the limit.
+	urgentShare = 0.75
+	// upShare: a probe above the limit adds this share of it (at least
+	// two requests and two standard errors of the queue estimate).
+	upShare = 0.1
+	// startClimb: a start below capacity climbs as if startClimb windows
+	// had already: its first step doubles the limit.
+	startClimb = 3
+	// startShare: the start-up cohort's tickets up to this share of the
+	// initial limit give the first baseline.
+	startShare = 0.25
+	// stallGap: a gap between two samples longer than this many mean
+	// intervals between completions (1/X) is a stall of the gateway
+	// itself (a GC pause, a starved CPU; for Poisson completions its odds
+	// are e^−stallGap): the requests in flight through it measured the
+	// stall, not the backend.
+	stallGap = 12
+	// minRate: the fewest completions a throughput update counts (its
+	// relative error is about 1/√minRate).
+	minRate = minWindow / 2
+)

@@ -1,0 +1,350 @@
+package admit
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+func newAdaptive(cfg LimiterConfig, step stepFunc) *adaptive {
+	a := &adaptive{cfg: cfg, est: float64(cfg.Limit), step: step, every: probeMinEvery, now: time.Now, grants: new([grantRing]atomic.Int64)}
+	a.ring.push(0, uint64(min(cfg.Limit, maxCohort)), cohortStart)
+	a.limit.Store(int64(cfg.Limit))
+	return a
+}
+
+func (a *adaptive) Limit() int { return int(a.limit.Load()) }
+
+// Safe returns the concurrency the backend was last seen to take without
+// refusing, while the limit explores above it after refusals (0: no
+// refusal, no restriction). See SafeLimiter.
+func (a *adaptive) Safe() int { return int(a.safe.Load()) }
+
+// Ticket numbers an admitted request, and notes when every stampEvery-th
+// was admitted (reading the clock for every request would cost more than
+// the rest of admission).
+func (a *adaptive) Ticket() uint64 {
+	t := a.tickets.Add(1) - 1
+	if t%stampEvery == 0 {
+		a.grants[(t/stampEvery)%grantRing].Store(a.now().UnixNano())
+	}
+	return t
+}
+
+// OnLatency reports a request's latency signal before it finishes (a
+// stream's first token): its cohort can be judged without waiting for the
+// stream's end. The release's Sample then only counts the request out.
+func (a *adaptive) OnLatency(ticket uint64, inflight int, latency time.Duration) {
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stalled(now)
+	a.record(&Sample{RTT: latency, Latency: latency, Inflight: inflight, Ticket: ticket}, latency.Seconds(), true)
+	a.judgeReady(now)
+}
+
+// ready reports whether the oldest cohort can be judged: every ticket
+// back, or those not back out longer than cutMargin × the recent cut, so
+// that they are slower than every request its statistic keeps (a
+// request's latency is at least its time out). A pending ticket's grant
+// time is bounded by the next stamped ticket's.
+func (a *adaptive) ready(co *cohort, now time.Time) bool {
+	if co.got >= co.size() {
+		return true
+	}
+	if float64(co.got) < a.cfg.keep()*float64(co.size()) {
+		return false
+	}
+	cut := a.cutEst
+	if cut == 0 {
+		// No cut yet (the first cohort): its own, from what is back.
+		cut = co.cut(a.cfg.keep(), a.scratch[1].sorted[:])
+		if cut == 0 {
+			return false
+		}
+	}
+	t := co.from + uint64(co.youngestPending())
+	stamp := (t + stampEvery - 1) / stampEvery
+	if stamp*stampEvery >= a.tickets.Load() {
+		return false // not issued yet
+	}
+	age := float64(now.UnixNano()-a.grants[stamp%grantRing].Load()) / 1e9
+	return age > cutMargin*cut
+}
+
+// judgeReady judges the cohorts that are ready, oldest first.
+func (a *adaptive) judgeReady(now time.Time) {
+	for a.ring.count > 0 && a.ready(a.ring.oldest(), now) {
+		a.judge(a.ring.oldest())
+		a.ring.pop()
+	}
+}
+
+func (a *adaptive) OnSample(s Sample) {
+	now := s.End
+	if now.IsZero() {
+		now = a.now()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := &a.cfg
+	if a.xAt.IsZero() {
+		a.xAt = now
+	}
+	a.stalled(now)
+	a.xCount++
+	measured := s.RTT > 0
+	if measured && c.TimeoutMs > 0 && s.RTT > time.Duration(c.TimeoutMs)*time.Millisecond {
+		s.Dropped = true
+	}
+	lat := s.signal().Seconds()
+	if measured && s.Dropped && a.base > 0 && lat < a.base && s.Inflight > 1 {
+		a.refused(s.Inflight)
+	}
+	if p := &a.probe; p.phase == probeRunning && a.tickets.Load() >= p.from+uint64(p.want) {
+		// The probe's tickets are out: restore the limit.
+		p.phase = probeWaiting
+		a.store()
+	}
+	a.record(&s, lat, measured)
+	a.judgeReady(now)
+}
+
+// stalled notes a sample's arrival; after a gap of more than stallGap
+// mean intervals between completions, the requests in flight (their
+// cohorts, the window, a probe) are not judged.
+func (a *adaptive) stalled(now time.Time) {
+	last := a.lastAt
+	a.lastAt = now
+	if last.IsZero() || a.x == 0 || now.Sub(last).Seconds()*a.x <= stallGap {
+		return
+	}
+	if debugStall != nil {
+		debugStall(a, now.Sub(last).Seconds())
+	}
+	a.voidTo = a.tickets.Load()
+	a.win.reset()
+	a.cut.armed = false
+	// Throughput is measured afresh (until then no stall is told).
+	a.x, a.xCount, a.xAt = 0, 0, now
+	if a.probe.phase != probeIdle {
+		a.probe = prober{}
+		a.store()
+	}
+}
+
+// record files a sample in its cohort, creating round-trip cohorts up to
+// its ticket.
+func (a *adaptive) record(s *Sample, lat float64, measured bool) {
+	for s.Ticket >= a.ring.frontier {
+		from := a.ring.frontier
+		if a.ring.count == numCohorts {
+			// Full: judge the oldest with what it has.
+			if o := a.ring.oldest(); o.got > 0 {
+				a.judge(o)
+			}
+			a.ring.pop()
+		}
+		size := uint64(min(max(int(a.est*cohortShare+0.5), 1), maxCohort))
+		if s.Ticket >= from+uint64(numCohorts)*size {
+			from = s.Ticket // far ahead (lost samples): start afresh
+		}
+		a.ring.push(from, from+size, cohortRound)
+	}
+	co := a.ring.find(s.Ticket)
+	if co == nil {
+		return // its cohort was judged already
+	}
+	i := s.Ticket - co.from
+	if !math.IsNaN(co.lat[i]) {
+		return // its latency came early (OnLatency)
+	}
+	co.got++
+	if !measured {
+		co.lat[i] = unmeasured
+		return
+	}
+	if s.Dropped {
+		co.drops++
+		lat = math.Inf(1)
+	}
+	co.lat[i], co.infl[i] = lat, int32(s.Inflight)
+	co.n++
+	co.sumInfl += float64(s.Inflight)
+	co.maxInfl = max(co.maxInfl, s.Inflight)
+}
+
+// refused handles a request refused at concurrency inflight.
+func (a *adaptive) refused(inflight int) {
+	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
+	if a.ceil == 0 || ceil < a.ceil {
+		a.ceil = ceil
+		a.safe.Store(int64(ceil + 0.5))
+		a.cut.armed = false
+		if a.probe.phase != probeRunning {
+			a.store()
+		}
+	}
+	a.ceilAge = 0
+}
+
+// judge takes a complete (or evicted) cohort.
+func (a *adaptive) judge(co *cohort) {
+	if co.from < a.voidTo && co.kind != cohortStart {
+		return // it saw a stall
+	}
+	switch co.kind {
+	case cohortStart:
+		a.startUp(co)
+	case cohortProbe:
+		a.endProbe(co)
+	case cohortUp:
+		a.endProbeUp(co)
+	default:
+		a.win.add(co)
+		a.win.rts++
+		a.closeWindow(int(a.est + 0.5))
+	}
+}
+
+// fixSE floors s's standard error with the winsorized deviation pooled
+// over recent windows: one window's own deviation is noisy, and it is
+// small exactly when the window's statistic is low by chance, which would
+// make a chance-low baseline look precise.
+func (a *adaptive) fixSE(s *windowStats) {
+	if s.sw <= 0 || s.div <= 0 {
+		return
+	}
+	w := math.Min(1, float64(s.n)/float64(maxCohort/4))
+	if a.swEst == 0 {
+		a.swEst = s.sw
+	} else {
+		a.swEst += 0.25 * w * (s.sw - a.swEst)
+	}
+	s.se = math.Max(s.se, a.swEst/s.div)
+}
+
+// noteCut follows the cut of the windows (an EWMA).
+func (a *adaptive) noteCut(cut float64) {
+	if cut <= 0 || math.IsInf(cut, 1) {
+		return
+	}
+	if a.cutEst == 0 {
+		a.cutEst = cut
+	} else {
+		a.cutEst += 0.25 * (cut - a.cutEst)
+	}
+}
+
+// throughput updates and returns X, the completions per second since the
+// last update (an EWMA over updates of at least minRate completions).
+func (a *adaptive) throughput() float64 {
+	now := a.now()
+	if d := now.Sub(a.xAt).Seconds(); d > 0 && (a.xCount >= minRate || a.x == 0 && a.xCount > 0) {
+		x := float64(a.xCount) / d
+		if a.x == 0 {
+			a.x = x
+		} else {
+			a.x += 0.5 * (x - a.x)
+		}
+		a.xCount, a.xAt = 0, now
+	}
+	return a.x
+}
+
+// closeWindow judges the window when it is conclusive (see adaptive) and
+// moves the limit.
+func (a *adaptive) closeWindow(lim int) {
+	c := &a.cfg
+	s := a.win.stats(c.keep(), lim)
+	a.noteCut(s.cut)
+	a.fixSE(&s)
+	s.x = a.throughput()
+	a.estimate(&s)
+	w := &a.win
+	dropped := float64(s.drops) > dropShare*float64(s.n)
+	precise := s.winSE <= math.Max(1, windowPrecision*s.inflight) || s.congested() || dropped
+	enough := s.n >= minWindow
+	if a.short > climbAfter && s.used {
+		// Climbing: the question is only whether a queue shows, and a
+		// limit doubling past the capacity shows a large one; a round
+		// trip's requests tell.
+		precise, enough = true, s.n >= minWindow/4
+	}
+	if (!precise || !enough) && w.rts < maxWindowRTs && w.n < maxWindow-maxCohort {
+		return
+	}
+	a.since += float64(w.rts)
+	a.sinceUp += float64(w.rts)
+	w.reset()
+	if s.n == 0 {
+		return
+	}
+	a.noise += noiseWeight * (s.winSE*s.winSE - a.noise)
+	if a.ceil > 0 {
+		// No refusal for a while: lift the ceiling, faster and faster, to
+		// find capacity that came back.
+		if a.ceilAge++; a.ceilAge >= 2 {
+			// The ceiling held a window without refusal: it is safe.
+			a.safe.Store(int64(a.ceil + 0.5))
+			a.ceil += float64(int(1) << min(a.ceilAge-2, maxClimbShift))
+		}
+		if a.ceil >= a.est {
+			a.ceil = 0
+			a.safe.Store(0)
+		}
+	}
+	if dropped {
+		a.est = clampF(a.est*c.Backoff, c.Min, c.Max)
+		a.capEst = math.Min(a.capEst, a.est)
+		a.cut.armed = false
+	} else {
+		a.rebase(&s)
+		before := a.est
+		a.est = clampF(a.step(a, &s), c.Min, c.Max)
+		a.last = s
+		if debugWindow != nil {
+			debugWindow(a, &s, before)
+		}
+		if s.queue > 0 && before-a.est > math.Max(1, 2*s.queueSE) {
+			// Check the cut on a later window; a chain of cuts keeps the
+			// first limit to return to.
+			from := before
+			if a.cut.armed {
+				from = math.Max(from, a.cut.from)
+			}
+			a.cut = cutCheck{armed: true, from: from, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
+		}
+	}
+	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
+		switch {
+		case a.urgent || a.since >= a.every && s.used:
+			// Only while demand fills the limit: a probe under low demand
+			// would measure a quieter machine than the loaded one (the
+			// lab's processes share the CPUs) and make demand wait.
+			a.startProbe(&s, false)
+			return
+		case (a.wantUp || a.sinceUp >= probeUpEvery) && s.used && a.ceil == 0:
+			a.startProbe(&s, true)
+			return
+		}
+	}
+	if a.probe.phase != probeRunning {
+		a.store()
+	}
+}
+
+// estimate fills in the queue estimate, its errors and the target.
+func (a *adaptive) estimate(s *windowStats) {
+	if s.n == 0 || s.x == 0 || math.IsInf(s.stat, 1) {
+		return
+	}
+	s.queue = math.Min((s.stat-a.base)*s.x, s.inflight)
+	s.winSE = s.x * s.se
+	s.baseSE = s.x * math.Sqrt(a.baseVar)
+	s.queueSE = math.Hypot(s.winSE, s.baseSE)
+	if a.noise == 0 {
+		a.noise = s.winSE * s.winSE
+	}
+	s.target = a.target(s)
+}

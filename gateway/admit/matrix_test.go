@@ -1,0 +1,455 @@
+package admit
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The workload matrix of issue 9: every cell runs the simulation (see
+// sim_test.go) with the adaptive limit and, on the same arrivals and
+// service times, with a static priority semaphore set to the true
+// capacity, and must meet, in every phase (from the start, after a
+// capacity change, after its reversal):
+//
+//   - fill ≥ 0.95: goodput from the settle on (and over at least the
+//     phase's second half) ÷ the true capacity;
+//   - settled within max(3 s, 15 mean service times): the limit's trailing
+//     median (over simTrail mean service times) stays within ±15 % (at least
+//     ±1) of the live slots from then to the phase's end;
+//   - the limit's coefficient of variation ≤ 10 % once settled (over the
+//     same span as the fill);
+//   - P0 success ≥ 99.9 % wherever P0 asks for ≤ 60 % of the smallest
+//     capacity of the run;
+//   - goodput ≥ 0.97 × the static semaphore's over the whole run.
+//
+// Admitted p99 ÷ unloaded p99 is reported, not judged.
+
+// Acceptance.
+const (
+	accFill      = 0.95
+	accSettleMST = 15  // mean service times
+	accSettleS   = 3.0 // seconds
+	accCV        = 0.10
+	accP0        = 0.999
+	accP0Demand  = 0.60
+	accVsStatic  = 0.97
+)
+
+var (
+	matrixMeans    = []float64{0.02, 0.2, 1, 5}
+	matrixSigmas   = []float64{0.25, 0.5, 0.9}
+	matrixSlots    = []int{4, 16, 64}
+	matrixOffered  = []float64{1.2, 3, 10}
+	matrixInitials = []float64{0.25, 1, 4}
+)
+
+// matrixCells returns the full matrix: the grid of service time × sigma ×
+// slots × offered × initial limit, each with a node lost and back; then
+// every kind of capacity change × node overflow (queue, 429) × 1, 2, 3, 5
+// gateways over service time × sigma × slots, at 3× offered and the true
+// initial limit, with two priority mixes.
+func matrixCells(seed uint64) []simCell {
+	var cells []simCell
+	for _, m := range matrixMeans {
+		for _, sg := range matrixSigmas {
+			for _, sl := range matrixSlots {
+				for _, off := range matrixOffered {
+					for _, in := range matrixInitials {
+						cells = append(cells, simCell{Mean: m, Sigma: sg, Nodes: 3, Slots: sl, Offered: off, Initial: in,
+							Gateways: 1, Change: "loss", Seed: seed, Algo: AlgoGradient})
+					}
+				}
+			}
+		}
+	}
+	for _, ch := range []string{"loss", "slow", "slots"} {
+		for _, rej := range []bool{false, true} {
+			for _, gw := range []int{1, 2, 3, 5} {
+				if ch == "loss" && !rej && gw == 1 {
+					continue // in the grid above
+				}
+				for _, m := range []float64{0.2, 5} {
+					for _, sg := range matrixSigmas {
+						for _, sl := range matrixSlots {
+							mix := defaultMix
+							if sl == 16 {
+								mix = [NumPriorities]float64{0.20, 0.30, 0.50} // P0 asks for 60 % at 3×
+							}
+							cells = append(cells, simCell{Mean: m, Sigma: sg, Nodes: 3, Slots: sl, Offered: 3, Initial: 1,
+								Gateways: gw, Reject: rej, Change: ch, Mix: mix, Seed: seed, Algo: AlgoGradient})
+						}
+					}
+				}
+			}
+		}
+	}
+	// Streams: time to first token + max_tokens 16–1024, judged by the
+	// TTFT, and by the whole RTT to show why not.
+	for _, rttOnly := range []bool{false, true} {
+		for _, sg := range matrixSigmas {
+			for _, sl := range matrixSlots {
+				cells = append(cells, simCell{Mean: 1, Sigma: sg, Nodes: 3, Slots: sl, Offered: 3, Initial: 1,
+					Gateways: 1, Change: "loss", Stream: true, RTTOnly: rttOnly, Seed: seed, Algo: AlgoGradient})
+			}
+		}
+	}
+	return cells
+}
+
+// ciCells is a representative subset, small enough for go test -race.
+func ciCells() []simCell {
+	var cells []simCell
+	add := func(c simCell) {
+		c.Nodes, c.Seed, c.Algo = 3, 7, AlgoGradient
+		if c.Gateways == 0 {
+			c.Gateways = 1
+		}
+		cells = append(cells, c)
+	}
+	add(simCell{Mean: 0.2, Sigma: 0.5, Slots: 16, Offered: 10, Initial: 0.25, Change: "loss"})
+	add(simCell{Mean: 5, Sigma: 0.9, Slots: 4, Offered: 3, Initial: 4, Change: "loss"})
+	add(simCell{Mean: 1, Sigma: 0.25, Slots: 16, Offered: 1.2, Initial: 1, Change: "loss"})
+	add(simCell{Mean: 0.2, Sigma: 0.5, Slots: 16, Offered: 3, Initial: 1, Change: "slow"})
+	add(simCell{Mean: 0.2, Sigma: 0.9, Slots: 16, Offered: 3, Initial: 1, Change: "slots"})
+	add(simCell{Mean: 0.2, Sigma: 0.5, Slots: 16, Offered: 3, Initial: 1, Change: "loss", Reject: true})
+	add(simCell{Mean: 0.2, Sigma: 0.5, Slots: 16, Offered: 3, Initial: 1, Change: "loss", Gateways: 3})
+	add(simCell{Mean: 1, Sigma: 0.5, Slots: 16, Offered: 3, Initial: 1, Change: "loss", Stream: true})
+	return cells
+}
+
+// cellResult is a cell's run, its static twin and the verdicts.
+type cellResult struct {
+	res, static *simResult
+	settle      float64 // worst phase, mean service times
+	settleLimit float64 // worst phase's allowance, mean service times
+	fill, cv    float64
+	vsStatic    float64
+	failures    []string
+	// Per criterion: whether the cell meets it (p0Judged: P0 asks for
+	// ≤ 60 % of the capacity, so the P0 criterion applies).
+	okSettle, okFill, okCV, okP0, okStatic, p0Judged bool
+}
+
+func (r *cellResult) ok() bool { return len(r.failures) == 0 }
+
+func evalCell(c simCell) (*cellResult, error) {
+	res, err := runSim(c)
+	if err != nil {
+		return nil, err
+	}
+	st := c
+	st.Algo = AlgoStatic
+	sres, err := runSim(st)
+	if err != nil {
+		return nil, err
+	}
+	r := &cellResult{res: res, static: sres, fill: math.Inf(1), okSettle: true, okFill: true, okCV: true, okP0: true, okStatic: true}
+	for i, p := range res.Phases {
+		allow := math.Max(accSettleS/p.Mean, accSettleMST)
+		if p.Settle-allow > r.settle-r.settleLimit || i == 0 {
+			r.settle, r.settleLimit = p.Settle, allow
+		}
+		r.fill = math.Min(r.fill, p.Fill)
+		r.cv = math.Max(r.cv, p.CV)
+		name := [...]string{"start", "change", "return"}[i]
+		r.okSettle = r.okSettle && p.Settle <= allow
+		r.okFill = r.okFill && p.Fill >= accFill
+		r.okCV = r.okCV && p.CV <= accCV
+		if p.Settle > allow {
+			r.failures = append(r.failures, fmt.Sprintf("%s: settle %.1f > %.0f mean service times", name, p.Settle, allow))
+		}
+		if p.Fill < accFill {
+			r.failures = append(r.failures, fmt.Sprintf("%s: fill %.3f < %.2f", name, p.Fill, accFill))
+		}
+		if p.CV > accCV {
+			r.failures = append(r.failures, fmt.Sprintf("%s: limit CV %.3f > %.2f", name, p.CV, accCV))
+		}
+	}
+	r.p0Judged = res.P0Demand <= accP0Demand
+	r.okP0 = !r.p0Judged || res.P0() >= accP0
+	if !r.okP0 {
+		r.failures = append(r.failures, fmt.Sprintf("P0 success %.4f < %.3f (P0 demand %.2f of capacity)", res.P0(), accP0, res.P0Demand))
+	}
+	if sres.Goodput > 0 {
+		r.vsStatic = float64(res.Goodput) / float64(sres.Goodput)
+		r.okStatic = r.vsStatic >= accVsStatic
+		if !r.okStatic {
+			r.failures = append(r.failures, fmt.Sprintf("goodput %.3f × the static semaphore's < %.2f", r.vsStatic, accVsStatic))
+		}
+	}
+	return r, nil
+}
+
+// runCells evaluates cells on workers goroutines, in order.
+func runCells(cells []simCell, workers int) ([]*cellResult, error) {
+	out := make([]*cellResult, len(cells))
+	errs := make([]error, len(cells))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = evalCell(cells[i])
+			}
+		})
+	}
+	for i := range cells {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
+// ciShortfalls lists, per cell of ciCells (by index), the acceptance
+// criteria the limiter does not meet there yet (failure kinds, as
+// failureKind prints them): issue 9's acceptance is not reached in every
+// cell, and the test says where. A failure not listed fails the test (a
+// regression); a listed one that passes is logged, to be struck off.
+var ciShortfalls = map[int][]string{
+	0: {"start: settle", "goodput"},
+	1: {"start: settle +Inf >", "start: limit CV", "change: settle", "change: limit CV", "return: settle", "return: limit CV", "goodput"},
+	2: {"return: settle", "goodput"},
+	3: {"start: limit CV", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "goodput"},
+	4: {"start: limit CV", "change: settle", "change: fill", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "goodput"},
+	5: {"return: settle", "P0 success"},
+	6: {"start: settle", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle"},
+}
+
+// Floors every CI cell holds, short of the acceptance: a collapse of the
+// limiter fails the test even where a criterion is a known shortfall.
+const (
+	floorFill     = 0.65
+	floorVsStatic = 0.75
+	floorP0       = 0.98
+)
+
+// failureKind is a failure's text up to its first figure.
+func failureKind(f string) string {
+	skip := 0
+	if strings.HasPrefix(f, "P0 ") {
+		skip = len("P0 ")
+	}
+	if j := strings.IndexAny(f[skip:], "0123456789"); j > 0 {
+		f = f[:skip+j]
+	}
+	return strings.TrimSpace(f)
+}
+
+// TestLimiterMatrix runs a representative subset of the matrix and checks
+// issue 9's acceptance in every cell: a failure not in ciShortfalls fails
+// the test, and so does a cell below the floors. The full matrix runs
+// from BenchmarkLimiterMatrix (scripts/bench.sh).
+func TestLimiterMatrix(t *testing.T) {
+	cells := ciCells()
+	results, err := runCells(cells, min(2, runtime.GOMAXPROCS(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		t.Logf("%-70s settle %5.1f fill %.3f cv %.3f P0 %.4f p99× %.2f vs static %.3f", cells[i], r.settle, r.fill, r.cv, r.res.P0(), r.res.P99Ratio, r.vsStatic)
+		known := map[string]bool{}
+		for _, k := range ciShortfalls[i] {
+			known[k] = true
+		}
+		seen := map[string]bool{}
+		for _, f := range r.failures {
+			k := failureKind(f)
+			seen[k] = true
+			if known[k] {
+				t.Logf("%s: known shortfall: %s", cells[i], f)
+			} else {
+				t.Errorf("%s: %s", cells[i], f)
+			}
+		}
+		for k := range known {
+			if !seen[k] {
+				t.Logf("%s: %q now passes: strike it off ciShortfalls", cells[i], k)
+			}
+		}
+		if r.fill < floorFill || r.vsStatic < floorVsStatic || (r.p0Judged && r.res.P0() < floorP0) {
+			t.Errorf("%s: below the floors: fill %.3f (≥ %.2f), vs static %.3f (≥ %.2f), P0 %.4f (≥ %.2f)", cells[i], r.fill, floorFill, r.vsStatic, floorVsStatic, r.res.P0(), floorP0)
+		}
+	}
+}
+
+// BenchmarkLimiterMatrix runs the whole matrix once and prints its table
+// (go test -run '^$' -bench LimiterMatrix -benchtime 1x ./gateway/admit).
+// LEVEE_MATRIX=short runs the CI subset; LEVEE_MATRIX_ALL=1 prints every
+// cell, not only the failing ones and the summary.
+func BenchmarkLimiterMatrix(b *testing.B) {
+	keepOverride = envF("KEEP", 0)
+	cells := matrixCells(1)
+	switch os.Getenv("LEVEE_MATRIX") {
+	case "short":
+		cells = ciCells()
+	case "dev":
+		cells = nil
+		for _, sg := range matrixSigmas {
+			for _, sl := range matrixSlots {
+				for seed := uint64(1); seed <= 3; seed++ {
+					c := simCell{Mean: 0.2, Sigma: sg, Nodes: 3, Slots: sl, Offered: envF("OFFERED", 3), Initial: envF("INIT", 1), Gateways: int(envF("GW", 1)),
+						Change: os.Getenv("CHANGE"), Reject: os.Getenv("REJECT") != "", Stream: os.Getenv("STREAM") != "", Seed: seed, Algo: AlgoGradient}
+					if c.Change == "" {
+						c.Change = "loss"
+					}
+					cells = append(cells, c)
+				}
+			}
+		}
+	case "mid":
+		var mid []simCell
+		for _, c := range cells {
+			if c.Mean == 0.2 && c.Initial != 0.25 || c.Stream {
+				mid = append(mid, c)
+			}
+		}
+		cells = mid
+	}
+	for b.Loop() {
+		results, err := runCells(cells, runtime.GOMAXPROCS(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		printMatrix(os.Stdout, cells, results, os.Getenv("LEVEE_MATRIX_ALL") != "")
+	}
+}
+
+func printMatrix(w io.Writer, cells []simCell, results []*cellResult, all bool) {
+	pass := 0
+	type worst struct {
+		v    float64
+		cell string
+	}
+	var wFill, wSettle, wCV, wP0, wStatic, wP99 worst
+	wFill.v, wP0.v, wStatic.v = math.Inf(1), math.Inf(1), math.Inf(1)
+	fails := map[string]int{}
+	for i, r := range results {
+		c := cells[i].String()
+		if r.ok() {
+			pass++
+		}
+		for _, f := range r.failures {
+			fails[failureKind(f)]++
+		}
+		if r.fill < wFill.v {
+			wFill = worst{r.fill, c}
+		}
+		if r.settle/r.settleLimit > wSettle.v {
+			wSettle = worst{r.settle / r.settleLimit, c}
+		}
+		if r.cv > wCV.v {
+			wCV = worst{r.cv, c}
+		}
+		if r.res.P0Demand <= accP0Demand && r.res.P0() < wP0.v {
+			wP0 = worst{r.res.P0(), c}
+		}
+		if r.vsStatic < wStatic.v {
+			wStatic = worst{r.vsStatic, c}
+		}
+		if r.res.P99Ratio > wP99.v {
+			wP99 = worst{r.res.P99Ratio, c}
+		}
+	}
+	fmt.Fprintf(w, "limiter matrix: %d cells, %d pass every criterion\n\n", len(cells), pass)
+	printGroups(w, cells, results)
+	fmt.Fprintf(w, "| criterion | goal | worst cell | value |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "| fill (goodput ÷ capacity, from the settle on) | ≥ %.2f | %s | %.3f |\n", accFill, wFill.cell, wFill.v)
+	fmt.Fprintf(w, "| settle time ÷ allowance (max(3 s, 15 mean service times)) | ≤ 1 | %s | %.2f |\n", wSettle.cell, wSettle.v)
+	fmt.Fprintf(w, "| limit CV once settled | ≤ %.2f | %s | %.3f |\n", accCV, wCV.cell, wCV.v)
+	fmt.Fprintf(w, "| P0 success (P0 demand ≤ 60 %%) | ≥ %.3f | %s | %.4f |\n", accP0, wP0.cell, wP0.v)
+	fmt.Fprintf(w, "| goodput ÷ static semaphore at the true capacity | ≥ %.2f | %s | %.3f |\n", accVsStatic, wStatic.cell, wStatic.v)
+	fmt.Fprintf(w, "| admitted p99 ÷ unloaded p99 | (reported) | %s | %.2f |\n", wP99.cell, wP99.v)
+	if len(fails) > 0 {
+		var keys []string
+		for k := range fails {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "failures by kind:")
+		for _, k := range keys {
+			fmt.Fprintf(w, " [%s] %d", k, fails[k])
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "\n| cell | settle (mst) | fill | CV | P0 | p99× | vs static | limit ÷ slots by phase | verdict |\n|---|---:|---:|---:|---:|---:|---:|---|---|\n")
+	for i, r := range results {
+		if !all && r.ok() {
+			continue
+		}
+		verdict := "pass"
+		if !r.ok() {
+			verdict = strings.Join(r.failures, "; ")
+		}
+		var ratios []string
+		for _, p := range r.res.Phases {
+			ratios = append(ratios, fmt.Sprintf("%.2f", p.MeanLim/float64(p.Truth)))
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.3f | %.3f | %.4f | %.2f | %.3f | %s | %s |\n", cells[i], r.settle, r.fill, r.cv, r.res.P0(), r.res.P99Ratio, r.vsStatic, strings.Join(ratios, " "), verdict)
+	}
+}
+
+// cellGroup names the part of the matrix a cell belongs to.
+func cellGroup(c simCell) string {
+	switch {
+	case c.Stream && c.RTTOnly:
+		return "streams judged by the whole RTT (contrast, not acceptance)"
+	case c.Stream:
+		return "streams, max_tokens 16–1024, judged by time to first token"
+	case c.Change == "loss" && !c.Reject && c.Gateways == 1 && (c.Mix == defaultMix || c.Mix == [NumPriorities]float64{}):
+		return "grid: service × σ × slots × offered × initial limit, a node lost and back"
+	default:
+		return "changes (loss, slow ×3, slots ÷4) × node queue/429 × 1–5 gateways"
+	}
+}
+
+// printGroups prints, per group of cells, how many pass each criterion.
+func printGroups(w io.Writer, cells []simCell, results []*cellResult) {
+	type tally struct{ n, all, settle, fill, cv, p0, p0n, static int }
+	var order []string
+	groups := map[string]*tally{}
+	for i, r := range results {
+		g := cellGroup(cells[i])
+		t := groups[g]
+		if t == nil {
+			t = &tally{}
+			groups[g] = t
+			order = append(order, g)
+		}
+		b := func(ok bool) int {
+			if ok {
+				return 1
+			}
+			return 0
+		}
+		t.n++
+		t.all += b(r.ok())
+		t.settle += b(r.okSettle)
+		t.fill += b(r.okFill)
+		t.cv += b(r.okCV)
+		t.static += b(r.okStatic)
+		if r.p0Judged {
+			t.p0n++
+			t.p0 += b(r.okP0)
+		}
+	}
+	fmt.Fprintf(w, "| cells | n | all criteria | settle ≤ max(3 s, 15 mst) | fill ≥ %.2f | CV ≤ %.2f | P0 ≥ %.1f %% (where judged) | ≥ %.2f × static |\n|---|---:|---:|---:|---:|---:|---:|---:|\n",
+		accFill, accCV, accP0*100, accVsStatic)
+	for _, g := range order {
+		t := groups[g]
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d of %d | %d |\n", g, t.n, t.all, t.settle, t.fill, t.cv, t.p0, t.p0n, t.static)
+	}
+	fmt.Fprintln(w)
+}

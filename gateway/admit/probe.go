@@ -1,0 +1,278 @@
+package admit
+
+import (
+	"math"
+)
+
+// Probe phases.
+const (
+	probeIdle    = iota
+	probeRunning // the limit is lowered
+	probeWaiting // the limit is back; the probe's cohort is awaited
+)
+
+// prober is one baseline probe in progress.
+type prober struct {
+	phase  int
+	limit  int    // the probe's limit
+	from   uint64 // its first ticket
+	want   int    // its tickets
+	urgent bool   // a deep probe after a cut that did not lower the latency as a queue would
+	up     bool   // a probe above the limit
+}
+
+// cutCheck remembers a significant cut until a window after it shows
+// whether the latency fell as a queue would.
+type cutCheck struct {
+	armed    bool
+	from     float64 // the limit before the cut
+	inflight float64 // the cut window's mean in flight
+	stat     float64 // its statistic
+	x        float64 // its throughput
+	se       float64 // its statistic's standard error
+}
+
+// startUp judges the start-up cohort: its tickets below startShare × the
+// initial limit found free slots (as long as the limit is within
+// 1/startShare of the capacity); their statistic is the baseline. The
+// cohort's upper half gives the first queue estimate, and the limit moves
+// to the capacity at once; a cohort without a queue starts the climb.
+func (a *adaptive) startUp(co *cohort) {
+	c := &a.cfg
+	a.started = true
+	size := co.size()
+	// The baseline: the first quarter of tickets, then each next quarter
+	// as long as it does not read significantly higher (below the
+	// capacity, none does, and the baseline gets the whole cohort).
+	q := max(1, int(startShare*float64(size)+0.5))
+	base := &a.scratch[1]
+	base.reset()
+	base.addRange(co, 0, q)
+	b := base.stats(c.keep(), size)
+	a.noteCut(b.cut)
+	a.fixSE(&b)
+	if b.n == 0 || math.IsInf(b.stat, 1) {
+		return // nothing measured: the next windows will see
+	}
+	hi := q
+	if size < minWindow {
+		// Too few to tell quarters apart: one group (a limit this small
+		// is most likely below the capacity; if not, the next round trip
+		// shows the queue).
+		base.reset()
+		base.addRange(co, 0, size)
+		b = base.stats(c.keep(), size)
+		a.fixSE(&b)
+		hi = size
+	}
+	for hi < size {
+		next := min(hi+q, size)
+		g := &a.scratch[0]
+		g.reset()
+		g.addRange(co, hi, next)
+		gs := g.stats(c.keep(), size)
+		a.fixSE(&gs)
+		if gs.n == 0 || gs.stat > b.stat+2*math.Hypot(gs.se, b.se) {
+			break
+		}
+		base.reset()
+		base.addRange(co, 0, next)
+		b = base.stats(c.keep(), size)
+		a.fixSE(&b)
+		hi = next
+	}
+	a.setBase(b.stat, b.se*b.se)
+	a.pool.reset()
+	start := *co
+	start.to = start.from + uint64(hi)
+	a.pool.add(&start)
+	if hi >= size {
+		// No queue anywhere: below capacity, climb at once, doubling the
+		// limit each round trip (TCP's slow start) until a queue shows.
+		a.capEst, a.capVar = a.est, b.se*b.se*a.x*a.x
+		a.short = 2 * climbAfter
+		a.climb = startClimb
+		a.upOK = true
+		a.store()
+		return
+	}
+	// The queue: the cohort's last half past the baseline's tickets.
+	highW := &a.scratch[0]
+	highW.reset()
+	highW.addRange(co, max(hi, size/2), size)
+	s := highW.stats(c.keep(), size)
+	a.fixSE(&s)
+	s.x = a.throughput()
+	s.used = true
+	a.estimate(&s)
+	a.noise = s.winSE * s.winSE
+	a.capVar = s.winSE * s.winSE
+	a.capEst = math.Max(s.inflight-s.queue, float64(hi))
+	a.est = clampF(a.capEst+a.target(&s), c.Min, c.Max)
+	a.store()
+}
+
+// startProbe lowers the limit below the estimated capacity by a noise
+// margin, for one cohort.
+func (a *adaptive) startProbe(s *windowStats, up bool) {
+	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
+	capEst := a.est - s.target
+	lo := max(a.cfg.Min, 1)
+	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), lo)
+	switch {
+	case a.urgent:
+		lim, up = max(int(urgentShare*a.est), lo), false
+	case up:
+		lim = int(math.Ceil(a.est + math.Max(math.Max(2, 3*math.Sqrt2*s.winSE), upShare*a.est)))
+	}
+	if up {
+		a.sinceUp, a.wantUp = 0, false
+	} else {
+		a.since = 0
+	}
+	if (!up && float64(lim) >= a.est) || a.ring.count == numCohorts {
+		a.urgent = false
+		return
+	}
+	from := a.tickets.Load()
+	// Cut the open round trip at the probe's first ticket.
+	if a.ring.count > 0 {
+		if nw := a.ring.newest(); nw.from >= from && nw.got == 0 {
+			a.ring.popNewest()
+		} else if nw.to > from {
+			a.ring.truncateNewest(max(from, nw.from))
+		}
+	}
+	from = max(from, a.ring.frontier)
+	want := max(lim, 1)
+	kind := cohortProbe
+	if up {
+		// The first round trip ramps up; the rest (at least minWindow
+		// tickets) is judged.
+		kind, want = cohortUp, lim+max(lim, minWindow)
+	}
+	a.ring.push(from, from+uint64(min(want, maxCohort)), kind)
+	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), urgent: a.urgent, up: up}
+	a.urgent = false
+	a.limit.Store(int64(lim))
+	if debugProbeStart != nil {
+		debugProbeStart(a, lim, up)
+	}
+}
+
+// endProbe merges the probe's statistic into the baseline by inverse
+// variance (the old estimate's variance grown, so that it is forgotten
+// over a few probes).
+func (a *adaptive) endProbe(co *cohort) {
+	urgent, restore := a.probe.urgent, a.restore
+	a.probe, a.restore = prober{}, 0
+	a.since = 0
+	w := &a.scratch[0]
+	w.reset()
+	w.addRange(co, 0, co.size())
+	w.rts = 1
+	s := w.stats(a.cfg.keep(), 0)
+	a.fixSE(&s)
+	defer a.store()
+	if debugProbe != nil {
+		debugProbe(a, s.n, s.stat, s.se)
+	}
+	if s.n == 0 || math.IsInf(s.stat, 1) {
+		return
+	}
+	if urgent {
+		// The cut before it did not lower the latency as a queue would:
+		// whatever this probe finds (a slower backend, or noise), the
+		// capacity did not shrink; the limit returns.
+		a.est = math.Max(a.est, restore)
+		a.capEst = math.Max(a.capEst, a.est-a.target(&s))
+		a.climb, a.short = 0, 0
+	}
+	v := math.Max(s.se*s.se, 1e-18)
+	z := math.Sqrt(v + a.baseVar)
+	switch {
+	case a.pool.n == 0:
+		a.pool.add(co)
+		a.poolBase()
+	case urgent && s.stat > a.base+congestionZ*z:
+		// A slower backend: same slots, longer requests.
+		a.pool.reset()
+		a.pool.add(co)
+		a.poolBase()
+		a.capEst, a.capVar = a.est-a.target(&s), s.se*s.se*a.x*a.x
+		a.every = probeMinEvery
+	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && a.pool.count > 1:
+		// Above the baseline: the probe may have run above a capacity
+		// that just fell. Believe it only when it repeats.
+		a.suspect++
+		a.every = probeMinEvery
+	case math.Abs(s.stat-a.base) > 3*z:
+		// The backend changed: start the pool afresh.
+		a.pool.reset()
+		a.pool.add(co)
+		a.poolBase()
+		a.every = probeMinEvery
+	default:
+		a.pool.add(co)
+		a.poolBase()
+		a.suspect = 0
+		if math.Abs(s.stat-a.base) < z {
+			a.every = math.Min(2*a.every, probeMaxEvery)
+		} else {
+			a.every = probeMinEvery
+		}
+	}
+}
+
+// endProbeUp judges a probe above the limit by the slope of the queue:
+// between the last window and the probe's, a queue grows by every request
+// added (slope 1) while the backend is full, and not at all while it has
+// room. No growth means capacity came back (or the baseline reads low):
+// the estimate climbs. Growth confirms the capacity: the probe is one
+// more window for the filter.
+func (a *adaptive) endProbeUp(co *cohort) {
+	ramp := min(a.probe.limit, co.size()/2)
+	a.probe = prober{}
+	defer a.store()
+	// Past its first round trip, which ramps the concurrency up.
+	w := &a.scratch[0]
+	w.reset()
+	w.addRange(co, ramp, co.size())
+	w.rts = 1
+	s := w.stats(a.cfg.keep(), 0)
+	a.fixSE(&s)
+	s.x = a.throughput()
+	a.estimate(&s)
+	l := a.last
+	dn := s.inflight - l.inflight
+	if debugUp != nil {
+		debugUp(a, &s, &l)
+	}
+	a.short, a.upOK = 0, false
+	if s.n < minWindow/2 || l.n == 0 || dn < 1 {
+		return // demand did not fill it
+	}
+	noise := math.Hypot(s.winSE, l.winSE)
+	if dn < 2*noise {
+		return // too small a step to tell
+	}
+	if s.queue-l.queue < slopeShare*dn {
+		// Room above: climb.
+		a.short, a.upOK = 2*climbAfter, true
+		a.every = probeMinEvery
+		return
+	}
+	s.used = true
+	a.est = clampF(a.step(a, &s), a.cfg.Min, a.cfg.Max)
+	a.short = 0
+}
+
+// Test hooks (nil outside tests).
+var (
+	debugBase       func(a *adaptive, v, variance float64)
+	debugProbe      func(a *adaptive, n int, stat, se float64)
+	debugWindow     func(a *adaptive, s *windowStats, before float64)
+	debugUp         func(a *adaptive, s, last *windowStats)
+	debugProbeStart func(a *adaptive, lim int, up bool)
+	debugStall      func(a *adaptive, gap float64)
+)

@@ -1,0 +1,107 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// levelLog records every gateway's overload level changes as events, with
+// their causes: a level change seen in a sample makes it read each
+// gateway's GET /admin/state (off the sampling goroutine) and record the
+// changes it has not recorded yet (by their sequence number).
+type levelLog struct {
+	l       *Lab
+	mu      sync.Mutex
+	busy    bool     // a read is under way; guarded by mu
+	lastSeq []uint64 // per gateway, the last change recorded; guarded by mu
+	level   string   // the level of the last sample (sampling goroutine only)
+}
+
+// gatewayLevelChange is one entry of the guard's changes in /admin/state.
+type gatewayLevelChange struct {
+	Seq       uint64    `json:"seq"`
+	At        time.Time `json:"at"`
+	From      string    `json:"from"` // a level name
+	To        string    `json:"to"`
+	Signal    string    `json:"signal"`
+	Value     float64   `json:"value"`
+	Threshold float64   `json:"threshold"`
+	Shed      float64   `json:"shed"`
+}
+
+// observe is called with every sample's level (sampling goroutine).
+func (g *levelLog) observe(level string, stale bool) {
+	if stale || level == "" || level == g.level {
+		return
+	}
+	first := g.level == ""
+	g.level = level
+	if first && level == wire.LevelName(0) {
+		return
+	}
+	g.mu.Lock()
+	if g.busy {
+		g.mu.Unlock()
+		return
+	}
+	g.busy = true
+	g.mu.Unlock()
+	go g.read()
+}
+
+// read records the changes each gateway reports and that are new.
+func (g *levelLog) read() {
+	defer func() {
+		g.mu.Lock()
+		g.busy = false
+		g.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n := len(g.l.sup.Gateways())
+	for i := range n {
+		var st struct {
+			Guard struct {
+				Changes []gatewayLevelChange `json:"changes"`
+			} `json:"guard"`
+		}
+		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil {
+			continue // restarting or stopped: its changes are lost with it
+		}
+		g.mu.Lock()
+		if len(g.lastSeq) < n {
+			g.lastSeq = append(g.lastSeq, make([]uint64, n-len(g.lastSeq))...)
+		}
+		var fresh []gatewayLevelChange
+		for _, c := range st.Guard.Changes {
+			if c.Seq > g.lastSeq[i] {
+				fresh = append(fresh, c)
+				g.lastSeq[i] = c.Seq
+			}
+		}
+		g.mu.Unlock()
+		for _, c := range fresh {
+			g.l.event(runfiles.EventLevel, levelDetail(i, c), map[string]any{
+				"gateway": i, "from": c.From, "to": c.To, "signal": c.Signal,
+				"value": c.Value, "threshold": c.Threshold, "shed": round(c.Shed, 3), "changed_at": c.At.UTC().Format(time.RFC3339Nano),
+			})
+		}
+	}
+}
+
+// levelDetail is the event's line: "gateway-0 green → yellow: queue_fill 0.62 ≥ 0.5".
+func levelDetail(i int, c gatewayLevelChange) string {
+	d := fmt.Sprintf("gateway-%d %s → %s", i, c.From, c.To)
+	switch c.Signal {
+	case "":
+		return d + ": every signal below its release mark"
+	case "forced":
+		return d + ": forced"
+	}
+	return fmt.Sprintf("%s: %s %.3g ≥ %.3g", d, c.Signal, c.Value, c.Threshold)
+}
