@@ -339,7 +339,14 @@ func (a *adaptive) estimate(s *windowStats) {
 	if s.n == 0 || s.x == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
-	s.queue = math.Min((s.stat-a.base)*s.x, s.inflight)
+	// Little's law on the slots: requests completing at x per second, each
+	// holding its slot at least about base, keep x·base slots busy, so
+	// the queue is at most inflight − x·base. Without this bound a window
+	// whose wait outgrew its throughput (the requests admitted during a
+	// start-up far above capacity, or through a node's loss) reads as a
+	// queue of the whole concurrency: a capacity of 0, the limit at its
+	// minimum, and round trips of one request to climb back from it.
+	s.queue = math.Min((s.stat-a.base)*s.x, math.Max(s.inflight-s.x*a.base, 0))
 	s.winSE = s.x * s.se
 	s.baseSE = s.x * math.Sqrt(a.baseVar)
 	s.queueSE = math.Hypot(s.winSE, s.baseSE)
