@@ -33,11 +33,11 @@ type simCell struct {
 	Initial  float64 // initial limit × the true capacity (each gateway: its share)
 	Gateways int
 	Mix      [NumPriorities]float64
-	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
+	Change   string  // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
 	ChangeAt float64 // mean service times from the start to the change (0: simFirstPhase, once the start-up settled)
-	Stream   bool   // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
-	RTTOnly  bool   // streams judged by their whole RTT instead of the TTFT
-	Guard    bool   // each gateway has an overload guard (simGuard) before its bulkhead
+	Stream   bool    // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
+	RTTOnly  bool    // streams judged by their whole RTT instead of the TTFT
+	Guard    bool    // each gateway has an overload guard (simGuard) before its bulkhead
 	Seed     uint64
 	Algo     string // gradient, aimd, static (the static limit is the true capacity)
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"os"
 	"testing"
 )
 
@@ -33,5 +34,38 @@ func TestWindowAfterStartUpOvershootKeepsCapacity(t *testing.T) {
 	est := gradientStep(a, &s)
 	if est < floor {
 		t.Errorf("limit after the window %.1f, want ≥ %.1f (x × base: the slots its throughput keeps busy); capacity estimate %.1f", est, floor, a.capEst)
+	}
+}
+
+// TestLossDuringStartUpSettles is lesson 07's --quick shape in the
+// simulation: LLM-like service (mean 1 s, lognormal σ 0.6 and 0.9), 3 × 24
+// slots, the limit starting at 4× the truth, one node lost 6 mean service
+// times into the start-up, while the start-up's queues are still draining.
+// The limit must settle on the survivors' slots within issue 9's bound,
+// max(3 s, 15 mean service times). It does not yet in most of these cells
+// (settles of 29–49 mean service times, or never): after the loss the limit
+// lands below the survivors' capacity and climbs back slowly. The collapse
+// to the minimum that lesson 07 showed is fixed and tested by
+// TestWindowAfterStartUpOvershootKeepsCapacity; this slower settle is not.
+// LEVEE_SIM_KNOWN=1 runs it.
+func TestLossDuringStartUpSettles(t *testing.T) {
+	if os.Getenv("LEVEE_SIM_KNOWN") == "" {
+		t.Skip("known shortfall, not fixed: after a node lost inside the start-up the limit settles in 29–49 mean service times (bound 15); LEVEE_SIM_KNOWN=1 runs it")
+	}
+	for _, sg := range []float64{0.6, 0.9} {
+		for _, off := range []float64{3, 10} {
+			for seed := uint64(1); seed <= 3; seed++ {
+				c := simCell{Mean: 1, Sigma: sg, Nodes: 3, Slots: 24, Offered: off, Initial: 4, Gateways: 1,
+					Change: "loss", ChangeAt: 6, Seed: seed, Algo: AlgoGradient}
+				r, err := runSim(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := r.Phases[1]
+				if allow := max(accSettleS/p.Mean, float64(accSettleMST)); p.Settle > allow {
+					t.Errorf("%s seed %d: settled on %d slots after %.1f mean service times, want ≤ %.0f", c, seed, p.Truth, p.Settle, allow)
+				}
+			}
+		}
 	}
 }
