@@ -13,8 +13,10 @@ import (
 // more than the concurrency, so the capacity observed was 0 and the limit
 // fell to its minimum, where a window takes eight round trips of one
 // request. Requests completing at 88/s, each holding a slot at least about
-// the baseline, keep at least 88 × 0.406 ≈ 36 slots busy: the capacity
-// cannot be read below that.
+// the baseline, keep at least 88 × 0.406 ≈ 36 slots busy: the queue
+// estimate cannot exceed inflight − 36, and a window that hits that bound
+// is censored (it measured the start-up's queue, which the limit already
+// left): the limit stays.
 func TestWindowAfterStartUpOvershootKeepsCapacity(t *testing.T) {
 	g := newGradient(LimiterConfig{Algorithm: AlgoGradient, Limit: 288, Min: 2, Max: 512})
 	a := g.adaptive
@@ -30,6 +32,9 @@ func TestWindowAfterStartUpOvershootKeepsCapacity(t *testing.T) {
 	floor := s.x * a.base
 	if s.queue > s.inflight-floor+1e-9 {
 		t.Errorf("queue estimate %.1f > in flight %.1f − busy slots %.1f", s.queue, s.inflight, floor)
+	}
+	if !s.censored {
+		t.Errorf("the window was not censored: queue %.1f", s.queue)
 	}
 	est := gradientStep(a, &s)
 	if est < floor {
