@@ -64,6 +64,13 @@ const (
 func gradientStep(a *adaptive, s *windowStats) float64 {
 	r := s.winSE * s.winSE
 	c := s.inflight - s.queue
+	if s.censored && a.capEst > 0 {
+		// The window's wait does not fit its throughput (its requests
+		// were admitted far above the capacity, before a cut): it
+		// measures nothing but a large queue, which the limit already
+		// left. The next windows, admitted at the limit, tell.
+		return a.est
+	}
 	switch {
 	case a.capEst == 0:
 		a.capEst, a.capVar = c, r

@@ -339,7 +339,20 @@ func (a *adaptive) estimate(s *windowStats) {
 	if s.n == 0 || s.x == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
-	s.queue = math.Min((s.stat-a.base)*s.x, s.inflight)
+	// Little's law on the slots: requests completing at x per second, each
+	// holding its slot at least about base, keep x·base slots busy, so
+	// the queue is at most inflight − x·base. Without this bound a window
+	// whose wait outgrew its throughput (the requests admitted during a
+	// start-up far above capacity, before the cut) reads as a queue of
+	// the whole concurrency: a capacity of 0, the limit at its minimum,
+	// and round trips of one request to climb back from it. In steady
+	// state x × stat < inflight (stat is the fastest half's latency), so
+	// only such a transient window hits the bound; it is censored (see
+	// gradientStep).
+	s.queue = (s.stat - a.base) * s.x
+	if hi := math.Max(s.inflight-s.x*a.base, 0); s.queue > hi {
+		s.queue, s.censored = hi, true
+	}
 	s.winSE = s.x * s.se
 	s.baseSE = s.x * math.Sqrt(a.baseVar)
 	s.queueSE = math.Hypot(s.winSE, s.baseSE)

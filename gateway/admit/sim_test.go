@@ -33,10 +33,11 @@ type simCell struct {
 	Initial  float64 // initial limit × the true capacity (each gateway: its share)
 	Gateways int
 	Mix      [NumPriorities]float64
-	Change   string // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
-	Stream   bool   // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
-	RTTOnly  bool   // streams judged by their whole RTT instead of the TTFT
-	Guard    bool   // each gateway has an overload guard (simGuard) before its bulkhead
+	Change   string  // "", "loss", "slow" (service ×3), "slots" (slots ÷ 4), "stall" (the gateways freeze now and then)
+	ChangeAt float64 // mean service times from the start to the change (0: simFirstPhase, once the start-up settled)
+	Stream   bool    // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
+	RTTOnly  bool    // streams judged by their whole RTT instead of the TTFT
+	Guard    bool    // each gateway has an overload guard (simGuard) before its bulkhead
 	Seed     uint64
 	Algo     string // gradient, aimd, static (the static limit is the true capacity)
 }
@@ -49,6 +50,9 @@ func (c simCell) String() string {
 	s := fmt.Sprintf("mean=%s σ=%.2g %d×%d %s offered=%.1f× init=%.2g× gw=%d", fmtSeconds(c.Mean), c.Sigma, c.Nodes, c.Slots, over, c.Offered, c.Initial, c.Gateways)
 	if c.Change != "" {
 		s += " change=" + c.Change
+		if c.ChangeAt > 0 {
+			s += fmt.Sprintf("@%g", c.ChangeAt)
+		}
 	}
 	if c.Stream {
 		s += " stream"
@@ -304,7 +308,11 @@ func runSim(c simCell) (*simResult, error) {
 		s.push(simEvent{at: 0, kind: evGuard})
 	}
 	// Phases: start, then the change and its reversal.
-	durations := []float64{simFirstPhase * s.mean}
+	first := float64(simFirstPhase)
+	if c.ChangeAt > 0 {
+		first = c.ChangeAt
+	}
+	durations := []float64{first * s.mean}
 	mults := []float64{1}
 	if c.Change != "" {
 		m := 1.0
