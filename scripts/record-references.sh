@@ -3,13 +3,15 @@
 # reference/report.txt. Do it on a quiet machine: the lessons' figures
 # depend on it; then update the figures the READMEs quote.
 # Usage: scripts/record-references.sh [LESSON…]   (default: every lesson)
-# Lessons listed in FULL (space-separated names) run at full length (07:
-# --quick puts its node kill inside the start-up transient); the
-# others run with --quick. Set MEASURE_LOCK to run each under flock.
+# Lessons listed in FULL (space-separated names) run at full length — 01 and
+# 03 (the README's A/B picture: only a full-length 01 lives long enough for
+# the gateway to reach its pod limit and be OOM-killed), 07 (--quick puts its
+# node kill inside the start-up transient) and 08; the others run with
+# --quick. Set MEASURE_LOCK to run each under flock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-full=" ${FULL:-07-llm-limit 08-partial-failures 08-partial-failures-off} "
+full=" ${FULL:-01-no-defenses 03-priority-shedding 07-llm-limit 08-partial-failures 08-partial-failures-off} "
 lock=()
 [ -n "${MEASURE_LOCK:-}" ] && lock=(flock "$MEASURE_LOCK")
 go build -o /tmp/levee-references ./cmd/levee
@@ -28,7 +30,8 @@ for n in "${names[@]}"; do
 	if ! "${lock[@]}" /tmp/levee-references run "${args[@]}" "experiments/$n.yaml"; then
 		failed+=("$n")
 	fi
-	rm -rf "$d/logs" "$d"/gateway-*.yaml # logs, and configs holding admin tokens
+	# logs, configs holding admin tokens, and the HTML page (levee report --html redraws it)
+	rm -rf "$d/logs" "$d"/gateway-*.yaml "$d/report.html"
 done
 dirs=()
 for d in experiments/reference/*/; do dirs+=("${d%/}"); done

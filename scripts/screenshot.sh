@@ -3,9 +3,10 @@
 # lessons 01 and 03, drawn by `levee report --html` and photographed by
 # headless Chromium. Usage: scripts/screenshot.sh [RUN_A RUN_B]
 # Writes docs/report-ab.html and docs/img/report-ab.png. With RECORD=1 it
-# first records both lessons (--quick) into experiments/reference/ (under
-# `flock $MEASURE_LOCK` when that is set): do it on a quiet machine, the
-# lessons' figures depend on it, then update the figures the READMEs quote.
+# first records both lessons again with scripts/record-references.sh (full
+# length; under `flock $MEASURE_LOCK` when that is set): do it on a quiet
+# machine, the lessons' figures depend on it, then update the figures the
+# READMEs quote.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,14 +23,7 @@ if [ -z "$chromium" ]; then
 	exit 1
 fi
 if [ "${RECORD:-}" = 1 ]; then
-	lock=()
-	[ -n "${MEASURE_LOCK:-}" ] && lock=(flock "$MEASURE_LOCK")
-	go build -o /tmp/levee-screenshot ./cmd/levee
-	for d in "$a" "$b"; do
-		rm -rf "$d"
-		"${lock[@]}" /tmp/levee-screenshot run --quick --quiet --out "$d" "experiments/$(basename "$d").yaml" >/dev/null
-		rm -rf "$d/logs" "$d"/gateway-*.yaml # logs, and configs holding admin tokens
-	done
+	scripts/record-references.sh "$(basename "$a")" "$(basename "$b")"
 fi
 for d in "$a" "$b"; do
 	if [ ! -f "$d/samples.jsonl" ]; then
