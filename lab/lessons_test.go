@@ -24,7 +24,7 @@ import (
 // that editing a lesson's thresholds cannot weaken the acceptance.
 func TestLessons(t *testing.T) {
 	if os.Getenv("LEVEE_LESSONS") == "" {
-		t.Skip("set LEVEE_LESSONS=1 to play every lesson with --quick (about 3 minutes)")
+		t.Skip("set LEVEE_LESSONS=1 to play every lesson with --quick, 07 at full length (about 6 minutes)")
 	}
 	files, err := filepath.Glob("../experiments/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -39,7 +39,11 @@ func TestLessons(t *testing.T) {
 				t.Fatal(err)
 			}
 			dir := filepath.Join(t.TempDir(), name)
-			l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Quick: true})
+			// 07 plays at full length, as its reference: --quick squeezes
+			// its node kill into the limiter's start-up transient, where
+			// the limit does not settle in time (issue 9, open; README).
+			quick := name != "07-llm-limit"
+			l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Quick: quick})
 			if err != nil {
 				t.Fatal(err)
 			}

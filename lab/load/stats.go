@@ -74,6 +74,24 @@ type counters struct {
 	}
 }
 
+// breakdown returns c's counts by priority, each with its latency
+// histogram copied from lat, and by route.
+func (c *counters) breakdown(lat [3]*hdrhistogram.Histogram) (map[string]PriorityTotals, map[string]RouteTotals) {
+	byPrio := make(map[string]PriorityTotals, len(Priorities))
+	for i, name := range Priorities {
+		byPrio[name] = PriorityTotals{
+			Offered:  c.prio[i].offered,
+			Outcomes: outcomeMap(&c.prio[i].outcomes),
+			Latency:  copyHist(lat[i]),
+		}
+	}
+	byRoute := make(map[string]RouteTotals, len(AllRoutes))
+	for i, r := range AllRoutes {
+		byRoute[string(r)] = RouteTotals{Offered: c.route[i].offered, Outcomes: outcomeMap(&c.route[i].outcomes)}
+	}
+	return byPrio, byRoute
+}
+
 // NumRoutes is the number of routes (len(AllRoutes)).
 const NumRoutes = wire.NumLoadRoutes
 

@@ -167,18 +167,7 @@ func (t *Tracker) Totals() Totals {
 	tot.Outcomes = outcomeMap(&t.total.outcomes)
 	tot.Attempts, tot.Retries, tot.RetriesDenied, tot.ShedRetried = t.total.attempts, t.total.retries, t.total.denied, t.total.shedRetried
 	tot.Admitted = copyHist(t.admitted)
-	tot.ByPriority = make(map[string]PriorityTotals, len(Priorities))
-	for i, name := range Priorities {
-		tot.ByPriority[name] = PriorityTotals{
-			Offered:  t.total.prio[i].offered,
-			Outcomes: outcomeMap(&t.total.prio[i].outcomes),
-			Latency:  copyHist(t.prio[i]),
-		}
-	}
-	tot.ByRoute = make(map[string]RouteTotals, len(AllRoutes))
-	for i, r := range AllRoutes {
-		tot.ByRoute[string(r)] = RouteTotals{Offered: t.total.route[i].offered, Outcomes: outcomeMap(&t.total.route[i].outcomes)}
-	}
+	tot.ByPriority, tot.ByRoute = t.total.breakdown(t.prio)
 	return tot
 }
 

@@ -221,17 +221,6 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 	}
 	t.Outcomes = outcomeMap(&s.total.outcomes)
 	t.Admitted = copyHist(s.admitted)
-	t.ByPriority = make(map[string]PriorityTotals, len(Priorities))
-	for i, name := range Priorities {
-		t.ByPriority[name] = PriorityTotals{
-			Offered:  s.total.prio[i].offered,
-			Outcomes: outcomeMap(&s.total.prio[i].outcomes),
-			Latency:  copyHist(s.prio[i]),
-		}
-	}
-	t.ByRoute = make(map[string]RouteTotals, len(AllRoutes))
-	for i, r := range AllRoutes {
-		t.ByRoute[string(r)] = RouteTotals{Offered: s.total.route[i].offered, Outcomes: outcomeMap(&s.total.route[i].outcomes)}
-	}
+	t.ByPriority, t.ByRoute = s.total.breakdown(s.prio)
 	return t
 }
