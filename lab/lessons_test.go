@@ -24,7 +24,7 @@ import (
 // that editing a lesson's thresholds cannot weaken the acceptance.
 func TestLessons(t *testing.T) {
 	if os.Getenv("LEVEE_LESSONS") == "" {
-		t.Skip("set LEVEE_LESSONS=1 to play every lesson with --quick, 07 at full length (about 6 minutes)")
+		t.Skip("set LEVEE_LESSONS=1 to play every lesson with --quick, 07 at full length (about 7 minutes)")
 	}
 	files, err := filepath.Glob("../experiments/*.yaml")
 	if err != nil || len(files) == 0 {
