@@ -272,18 +272,17 @@ end
 return {0, math.max(limit - used, 0), -1}
 `
 
-// redisTokenBucketScript is a token bucket in a hash.
-//
-// KEYS[1] hash {tokens (float), ts (µs of the last update)}.
-// ARGV    replenish rate (tokens/s), burst, cost.
-// Returns {allowed 0|1, remaining (whole tokens), retry_after µs (0 when allowed)}.
-var redisTokenBucketScript = redis.NewScript(`
+// tokenBucketRefillLua opens both token-bucket scripts (the decision and
+// the settlement): Redis's clock, ARGV[1] rate (tokens/s) and ARGV[2]
+// burst, and the bucket in KEYS[1] read and refilled up to now into
+// tokens and ts. Each script must stand alone for EVALSHA, so they share
+// it as source, not as a call.
+const tokenBucketRefillLua = `
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
 
 local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
 local tokens = tonumber(v[1])
@@ -296,6 +295,15 @@ if now > ts then
   tokens = math.min(burst, tokens + (now - ts) * rate / 1000000)
   ts = now
 end
+`
+
+// redisTokenBucketScript is a token bucket in a hash.
+//
+// KEYS[1] hash {tokens (float), ts (µs of the last update)}.
+// ARGV    replenish rate (tokens/s), burst, cost.
+// Returns {allowed 0|1, remaining (whole tokens), retry_after µs (0 when allowed)}.
+var redisTokenBucketScript = redis.NewScript(tokenBucketRefillLua + `
+local cost = tonumber(ARGV[3])
 
 local allowed = 0
 local retry = 0

@@ -72,31 +72,14 @@ func (s *RedisStore) Settle(ctx context.Context, key string, rule Rule, delta in
 
 // redisSettleScript corrects a token bucket (redisTokenBucketScript's
 // hash) by delta tokens: refill as of now, then subtract delta, capped at
-// the burst; the bucket may go below zero (debt). Its refill repeats the
-// decision script's: each script must stand alone for EVALSHA.
+// the burst; the bucket may go below zero (debt). It opens with the
+// decision script's refill (tokenBucketRefillLua).
 //
 // KEYS[1] hash {tokens, ts}.
 // ARGV    replenish rate (tokens/s), burst, delta.
 // Returns the whole tokens left.
-var redisSettleScript = redis.NewScript(`
-if redis.replicate_commands then redis.replicate_commands() end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
+var redisSettleScript = redis.NewScript(tokenBucketRefillLua + `
 local delta = tonumber(ARGV[3])
-
-local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(v[1])
-local ts = tonumber(v[2])
-if tokens == nil or ts == nil then
-  tokens = burst
-  ts = now
-end
-if now > ts then
-  tokens = math.min(burst, tokens + (now - ts) * rate / 1000000)
-  ts = now
-end
 tokens = math.min(burst, tokens - delta)
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', ts))
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
