@@ -119,6 +119,7 @@ type simResult struct {
 	P0Demand  float64 // P0's offered rate ÷ the smallest capacity of the run
 	Unloaded  float64 // unloaded p99, seconds
 	Trace     []float64
+	worksAll  []float64 // service times drawn (tests)
 	TraceStep float64 // seconds between trace points
 }
 
@@ -580,6 +581,9 @@ func (s *sim) startService(id int32) {
 	nd := &s.nodes[r.node]
 	nd.busy++
 	r.started = s.now
+	if debugWaits != nil {
+		debugWaits[r.permit.ticket] = [2]float64{r.started - r.sent, r.work * nd.mult}
+	}
 	d := r.work * nd.mult
 	r.ttft *= nd.mult
 	s.push(simEvent{at: s.now + d, kind: evDone, id: id, gen: r.gen})
@@ -759,6 +763,9 @@ func (s *sim) kill(ni int) {
 	}
 }
 
+// debugWaits, when set, maps a ticket to its wait at the node and its service time.
+var debugWaits map[uint64][2]float64
+
 func dur(sec float64) time.Duration { return time.Duration(sec * 1e9) }
 
 // finish computes the per-phase figures.
@@ -766,6 +773,7 @@ func (s *sim) finish(mults []float64) {
 	c := &s.cell
 	res := &s.res
 	res.Trace = s.lat
+	res.worksAll = s.works
 	start := 0.0
 	truths := []int{c.Nodes * c.Slots}
 	if c.Change == "loss" {

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"slices"
 	"fmt"
 	"math"
 	"os"
@@ -42,26 +43,39 @@ func TestSimOne(t *testing.T) {
 	}
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("%.2f win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
+				simT(a), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
 		}
 		debugUp = func(a *adaptive, s, l *windowStats) {
-			fmt.Printf("UP n=%d infl=%.1f Q=%.2f qse=%.2f | last infl=%.1f Q=%.2f qse=%.2f\n", s.n, s.inflight, s.queue, s.queueSE, l.inflight, l.queue, l.queueSE)
+			fmt.Printf("%.2f UP n=%d infl=%.1f stat=%.4f x=%.1f base=%.4f Q=%.2f qse=%.2f | last infl=%.1f stat=%.4f x=%.1f Q=%.2f qse=%.2f\n", simT(a), s.n, s.inflight, s.stat, s.x, a.base, s.queue, s.queueSE, l.inflight, l.stat, l.x, l.queue, l.queueSE)
 		}
 		debugBase = func(a *adaptive, v, variance float64) {
 			fmt.Printf("SETBASE %.4f sd %.4f (was %.4f)\n", v, math.Sqrt(variance), a.base)
 		}
+		debugWaits = map[uint64][2]float64{}
 		debugProbe = func(a *adaptive, n int, stat, se float64) {
-			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
+			waited, nw := 0.0, 0
+			var works []float64
+			for t := probeFrom; t < probeFrom+probeWant; t++ {
+				if w, ok := debugWaits[t]; ok {
+					waited += w[0]
+					works = append(works, w[1])
+					nw++
+				}
+			}
+			fmt.Printf("  probe tickets %d..%d: %d back, mean wait %.4f, works trimmed %.4f\n", probeFrom, probeFrom+probeWant, nw, waited/float64(max(nw, 1)), trimmedOf(works))
+			fmt.Printf("%.2f PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", simT(a), a.probe.limit, n, stat, se, a.base)
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
-			fmt.Printf("PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", lim, up, a.probe.urgent, a.est)
+			probeFrom, probeWant = a.probe.from, uint64(a.probe.want)
+			fmt.Printf("%.2f PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", simT(a), lim, up, a.probe.urgent, a.est)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		defer func() {
 			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall = nil, nil, nil, nil, nil, nil
 		}()
 	}
+	simTraceMean = c.Mean
 	r, err := runSim(c)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +84,30 @@ func TestSimOne(t *testing.T) {
 	st.Algo = AlgoStatic
 	rs, _ := runSim(st)
 	fmt.Println(c)
+	if debugWaits != nil {
+		var all []float64
+		chunks := map[int][]float64{}
+		for t, w := range debugWaits {
+			all = append(all, w[1])
+			chunks[int(t%40)] = append(chunks[int(t%40)], w[1])
+		}
+		var ts []uint64
+		for t := range debugWaits {
+			ts = append(ts, t)
+		}
+		slices.Sort(ts)
+		sum, cnt := 0.0, 0
+		for i := 0; i+40 <= len(ts); i += 40 {
+			var xs []float64
+			for _, t := range ts[i : i+40] {
+				xs = append(xs, debugWaits[t][1])
+			}
+			sum += trimmedOf(xs)
+			cnt++
+		}
+		fmt.Printf("ranges of 40: mean trimmed %.5f over %d\n", sum/float64(cnt), cnt)
+		fmt.Printf("granted works trimmed %.5f over %d; arrivals %.5f over %d\n", trimmedOf(all), len(all), trimmedOf(r.worksAll), len(r.worksAll))
+	}
 	for i, p := range r.Phases {
 		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim)
 	}
@@ -117,3 +155,32 @@ func newSimGuard(g *simGateway, configured float64) *Guard {
 			return Signals{Inflight: infl, QueueFill: fill}
 		}))
 }
+
+// simT is the virtual time of a's clock, in mean service times of the traced cell.
+func simT(a *adaptive) float64 { return float64(a.now().UnixNano()) / 1e9 / simTraceMean }
+
+var simTraceMean = 1.0
+
+func trimmedOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sortF(s)
+	k := (len(s) + 1) / 2
+	sum := 0.0
+	for _, v := range s[:k] {
+		sum += v
+	}
+	return sum / float64(k)
+}
+
+func sortF(s []float64) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+var probeFrom, probeWant uint64
