@@ -115,7 +115,7 @@ func (a *adaptive) startUp(co *cohort) {
 // startProbe lowers the limit below the estimated capacity by a noise
 // margin, for one cohort.
 func (a *adaptive) startProbe(s *windowStats, up bool) {
-	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
+	margin := math.Sqrt(a.capVar + s.baseSE*s.baseSE)
 	capEst := a.est - s.target
 	lo := max(a.cfg.Min, 1)
 	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), lo)
