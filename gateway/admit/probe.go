@@ -19,6 +19,7 @@ type prober struct {
 	want   int    // its tickets
 	urgent bool   // a deep probe after a cut that did not lower the latency as a queue would
 	up     bool   // a probe above the limit
+	ramp   int    // a probe above the limit: its first tickets, not judged
 }
 
 // cutCheck remembers a significant cut until a window after it shows
@@ -146,13 +147,20 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 	from = max(from, a.ring.frontier)
 	want := max(lim, 1)
 	kind := cohortProbe
+	ramp := 0
 	if up {
-		// The first round trip ramps up; the rest (at least minWindow
-		// tickets) is judged.
-		kind, want = cohortUp, lim+max(lim, minWindow)
+		// The first lim − est tickets raise the concurrency (at once: the
+		// queue of waiters takes the room); they join a backend queue, if
+		// any, behind the requests already in flight, so from the next
+		// ticket on every request sees the raised concurrency. The rest is
+		// judged against the last window: as many samples as it had (at
+		// least minWindow/2), so that both sides of the slope test are
+		// equally precise.
+		ramp = max(lim-int(a.est+0.5), 1)
+		kind, want = cohortUp, ramp+max(s.n, minWindow/2)
 	}
 	a.ring.push(from, from+uint64(min(want, maxCohort)), kind)
-	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), urgent: a.urgent, up: up}
+	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), ramp: min(ramp, maxCohort/2), urgent: a.urgent, up: up}
 	a.urgent = false
 	a.limit.Store(int64(lim))
 	if debugProbeStart != nil {
@@ -231,7 +239,7 @@ func (a *adaptive) endProbe(co *cohort) {
 // the estimate climbs. Growth confirms the capacity: the probe is one
 // more window for the filter.
 func (a *adaptive) endProbeUp(co *cohort) {
-	ramp := min(a.probe.limit, co.size()/2)
+	ramp := a.probe.ramp
 	a.probe = prober{}
 	defer a.store()
 	// Past its first round trip, which ramps the concurrency up.

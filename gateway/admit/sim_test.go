@@ -120,7 +120,7 @@ type simResult struct {
 	Unloaded  float64 // unloaded p99, seconds
 	Trace     []float64
 	worksAll  []float64 // service times drawn (tests)
-	TraceStep float64 // seconds between trace points
+	TraceStep float64   // seconds between trace points
 }
 
 // P0 is the P0 success rate (1 when no P0 was offered).

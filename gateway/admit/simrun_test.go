@@ -1,10 +1,10 @@
 package admit
 
 import (
-	"slices"
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
