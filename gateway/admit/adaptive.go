@@ -209,9 +209,12 @@ const (
 	// probeForget grows the baseline's variance before a probe is merged
 	// in, so that it remembers about 1/(probeForget−1) probes.
 	probeForget = 1.1
-	// probeUpEvery: round trips between probes above the limit (while
-	// demand fills it and nothing was refused).
-	probeUpEvery = 32
+	// probeUpEvery: cohorts (half round trips) between probes above the
+	// limit, while demand fills it and nothing was refused: capacity that
+	// came back (a node, slots) is found within a few round trips, as
+	// BBR's bandwidth probe every 8 round trips finds it. A probe above
+	// the limit costs a round trip or two of a small queue.
+	probeUpEvery = 8
 	// urgentShare: the depth of a probe after a cut that did not lower
 	// the latency as a queue would, as a share of the limit.
 	urgentShare = 0.75
