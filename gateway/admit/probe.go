@@ -265,9 +265,15 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		return // too small a step to tell
 	}
 	if s.queue-l.queue < slopeShare*dn {
-		// Room above: climb.
+		// Room above: the backend took the probe's concurrency with no
+		// more queue than before, so its capacity is at least that less
+		// the queue it had; climb from there.
 		a.short, a.upOK = 2*climbAfter, true
 		a.every = probeMinEvery
+		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst {
+			a.capEst = c
+			a.est = clampF(c+a.target(&s), a.cfg.Min, a.cfg.Max)
+		}
 		return
 	}
 	s.used = true

@@ -109,8 +109,9 @@ func TestSimOne(t *testing.T) {
 		fmt.Printf("granted works trimmed %.5f over %d; arrivals %.5f over %d\n", trimmedOf(all), len(all), trimmedOf(r.worksAll), len(r.worksAll))
 	}
 	for i, p := range r.Phases {
-		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim)
+		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f | static fill %.3f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim, rs.Phases[i].Fill)
 	}
+	fmt.Printf("static outcomes %v\n", rs.Outcomes)
 	fmt.Printf("P0 %.4f (demand %.2f) p99ratio %.2f goodput %d static %d ratio %.3f outcomes %v\n", r.P0(), r.P0Demand, r.P99Ratio, r.Goodput, rs.Goodput, float64(r.Goodput)/float64(rs.Goodput), r.Outcomes)
 	if os.Getenv("TRACE") != "" {
 		step := int(envF("TRACE", 10))
