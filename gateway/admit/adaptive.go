@@ -124,6 +124,7 @@ type adaptive struct {
 	wantUp  bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
 	ceil    float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
 	ceilAge int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
+	ceilAt  uint64        // guarded by mu; the ticket count at which the ceiling lifts next
 	cut     cutCheck      // guarded by mu; the slope check of the last cut
 	probe   prober        // guarded by mu
 	since   float64       // guarded by mu; round trips since the last probe

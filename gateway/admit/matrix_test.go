@@ -287,12 +287,31 @@ func TestLimiterMatrix(t *testing.T) {
 
 // BenchmarkLimiterMatrix runs the whole matrix once and prints its table
 // (go test -run '^$' -bench LimiterMatrix -benchtime 1x ./gateway/admit).
-// LEVEE_MATRIX=short runs the CI subset; LEVEE_MATRIX_ALL=1 prints every
-// cell, not only the failing ones and the summary.
+// LEVEE_MATRIX=short runs the CI subset, LEVEE_MATRIX=gw the cells of 429
+// nodes or several gateways; LEVEE_MATRIX_SEED picks another seed (default
+// 1); LEVEE_MATRIX_ALL=1 prints every cell, not only the failing ones and
+// the summary.
 func BenchmarkLimiterMatrix(b *testing.B) {
 	keepOverride = envF("KEEP", 0)
-	cells := matrixCells(1)
+	if os.Getenv("REQUEUE429") != "" {
+		simRequeue429 = true
+		defer func() { simRequeue429 = false }()
+	}
+	if os.Getenv("NORETRY429") != "" {
+		simRetry429 = false
+		defer func() { simRetry429 = true }()
+	}
+	cells := matrixCells(uint64(envF("LEVEE_MATRIX_SEED", 1)))
 	switch os.Getenv("LEVEE_MATRIX") {
+	case "gw":
+		// The cells of 429 nodes or several gateways.
+		var sub []simCell
+		for _, c := range cells {
+			if (c.Reject || c.Gateways > 1) && (os.Getenv("LEVEE_MATRIX_FAST") == "" || c.Mean < 1) {
+				sub = append(sub, c)
+			}
+		}
+		cells = sub
 	case "short":
 		cells = ciCells()
 	case "dev":

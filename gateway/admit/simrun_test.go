@@ -40,10 +40,36 @@ func TestSimOne(t *testing.T) {
 	if c.Algo == "" {
 		c.Algo = AlgoGradient
 	}
+	if m := envF("MIXP0", 0); m > 0 {
+		c.Mix = [NumPriorities]float64{m, 0.3, 0.7 - m}
+	}
+	if os.Getenv("REQUEUE429") != "" {
+		simRequeue429 = true
+		defer func() { simRequeue429 = false }()
+	}
+	if os.Getenv("NORETRY429") != "" {
+		simRetry429 = false
+		defer func() { simRetry429 = true }()
+	}
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
+				dbgID(a), a.ceil, a.Safe(), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+		}
+		debugSimP0 = func(s *sim, id int32, outcome string) {
+			if s.cell.Algo == AlgoStatic {
+				return
+			}
+			r := &s.reqs[id]
+			g := s.gws[r.gw].bh.Limiter()
+			safe := 0
+			if sl, ok := g.(SafeLimiter); ok {
+				safe = sl.Safe()
+			}
+			fmt.Printf("t=%7.3f g%d P0FAIL %s node=%d tried=%b lim=%d safe=%d busy=%v\n", s.now, r.gw, outcome, r.node, r.tried, g.Limit(), safe, s.busyNodes())
+		}
+		debugRefused = func(a *adaptive, inflight int, ceil float64) {
+			fmt.Printf("%s REFUSED infl=%d ceil %.1f -> %.1f est=%.1f lim=%d\n", dbgID(a), inflight, ceil, a.ceil, a.est, a.Limit())
 		}
 		debugUp = func(a *adaptive, s, l *windowStats) {
 			fmt.Printf("UP n=%d infl=%.1f Q=%.2f qse=%.2f | last infl=%.1f Q=%.2f qse=%.2f\n", s.n, s.inflight, s.queue, s.queueSE, l.inflight, l.queue, l.queueSE)
@@ -55,11 +81,11 @@ func TestSimOne(t *testing.T) {
 			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
-			fmt.Printf("PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", lim, up, a.probe.urgent, a.est)
+			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", dbgID(a), lim, up, a.probe.urgent, a.est)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		defer func() {
-			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall = nil, nil, nil, nil, nil, nil
+			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0 = nil, nil, nil, nil, nil, nil, nil, nil
 		}()
 	}
 	r, err := runSim(c)
@@ -116,4 +142,24 @@ func newSimGuard(g *simGateway, configured float64) *Guard {
 			}
 			return Signals{Inflight: infl, QueueFill: fill}
 		}))
+}
+
+var dbgIDs = map[*adaptive]int{}
+
+// dbgID names a limiter in traces: its virtual time and gateway.
+func dbgID(a *adaptive) string {
+	id, ok := dbgIDs[a]
+	if !ok {
+		id = len(dbgIDs)
+		dbgIDs[a] = id
+	}
+	return fmt.Sprintf("t=%7.3f g%d", float64(a.now().UnixNano())/1e9, id)
+}
+
+func (s *sim) busyNodes() []int {
+	var b []int
+	for _, n := range s.nodes {
+		b = append(b, n.busy)
+	}
+	return b
 }
