@@ -91,10 +91,17 @@ import (
 // # Refusals
 //
 // A dropped request that failed faster than the baseline was refused
-// (429 from a full node): the backend was full at its concurrency, so the
-// limit gets a ceiling one below it at once. Without refusals the ceiling
-// rises again, faster and faster, to find capacity that came back. A
-// window with more than dropShare drops (time-outs, errors) is congested
+// (429 from a full node; the gateway retries a 429 on the other nodes
+// first, so it is the backend's, not one node's): the backend was full at
+// its concurrency, so the limit gets a ceiling one below it at once, and
+// a probe above the limit ends there (a node that refuses queues nothing,
+// so the probe's latency would read as room). The ceiling is also the
+// safe level (see SafeLimiter): above it only P2 explores. It is lifted
+// by round trips at it, not by windows (those are sized for the estimate
+// and span many round trips when the ceiling is far below it): two round
+// trips' tickets without a refusal confirm it, and it rises by one, then
+// doubling each round trip, until a refusal or the estimate. A window
+// with more than dropShare drops (time-outs, errors) is congested
 // whatever its latency.
 type adaptive struct {
 	limit   atomic.Int64             // the effective limit, read without mu
