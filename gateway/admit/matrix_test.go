@@ -224,7 +224,7 @@ var ciShortfalls = map[int][]string{
 	2: {"return: settle", "goodput"},
 	3: {"start: limit CV", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "goodput"},
 	4: {"start: limit CV", "change: settle", "change: fill", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "goodput"},
-	5: {"return: settle", "P0 success"},
+	5: {"P0 success"},
 	6: {"start: settle", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle"},
 }
 
