@@ -194,8 +194,21 @@ func (a *adaptive) refused(inflight int) {
 		a.probe = prober{}
 		a.short, a.upOK, a.wantUp = 0, false, false
 	}
+	if a.ceilAge > 0 {
+		// A lifted ceiling was refused. At the level refused before, the
+		// lift found nothing: it waits twice as long before the next, so
+		// that a steady backend is not refused every few round trips (at
+		// most probeMinEvery round trips, so that capacity that comes
+		// back is still found soon); refused higher up, capacity came back.
+		if ceil <= a.ceilLast {
+			a.ceilWait = min(2*a.ceilWait, probeMinEvery)
+		} else {
+			a.ceilWait = ceilMinWait
+		}
+	}
+	a.ceilWait = max(a.ceilWait, ceilMinWait)
 	if a.ceil == 0 || ceil < a.ceil {
-		a.ceil = ceil
+		a.ceil, a.ceilLast = ceil, ceil
 		a.safe.Store(int64(ceil + 0.5))
 		a.cut.armed = false
 		if a.probe.phase != probeRunning {
@@ -203,13 +216,17 @@ func (a *adaptive) refused(inflight int) {
 		}
 	}
 	a.ceilAge = 0
-	a.ceilAt = a.tickets.Load() + 2*uint64(a.ceil+0.5)
+	a.ceilAt = a.tickets.Load() + uint64(a.ceilWait)*uint64(a.ceil+0.5)
 }
 
+// ceilMinWait: round trips at a new ceiling without a refusal before it
+// is safe and lifts.
+const ceilMinWait = 2
+
 // liftCeil lifts the ceiling after refusals, by round trips at it: once
-// two round trips' tickets (2 × the ceiling) went out without a refusal
-// it is safe and rises by one, then doubling each further round trip, to
-// find capacity that came back; reaching the estimate, it goes.
+// ceilWait round trips' tickets (ceilWait × the ceiling) went out without
+// a refusal it is safe and rises by one, then doubling each further round
+// trip, to find capacity that came back; reaching the estimate, it goes.
 func (a *adaptive) liftCeil() {
 	if a.ceil == 0 || a.tickets.Load() < a.ceilAt {
 		return
