@@ -17,7 +17,8 @@ import (
 // with its own Limiter and the real Bulkhead priority queue (driven through
 // acquireAsync), least-outstanding balancing (upstream.LeastOutstanding)
 // with a retry budget (upstream.RetryBudget on a virtual clock) for
-// requests on a node that dies, and model nodes with slots, lognormal
+// requests on a node that dies and for 429s (retried on a node not tried
+// yet, like the gateway's retry_on), and model nodes with slots, lognormal
 // service time, and a FIFO queue or 429s beyond their slots. Capacity
 // changes mid-run: a node lost and back, service time ×3 and back, slots
 // cut to ¼ and back.
