@@ -212,11 +212,18 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 func (b *Bulkhead) tryLocked(p Priority) (Permit, bool) {
 	if b.enabled {
 		b.dispatchLocked()
-		if b.queued > 0 || b.inflight >= b.limiter.Limit() {
+		if b.inflight >= b.limiter.Limit() {
 			return Permit{}, false
 		}
-		if s := b.safeLocked(); s > 0 && b.inflight >= s && p != P2 {
-			return Permit{}, false // only P2 explores above the safe level
+		if s := b.safeLocked(); s > 0 && b.inflight >= s {
+			// Only P2 explores above the safe level. The waiters left
+			// after dispatch are P0 and P1, who may not take this place:
+			// a P2 arrival takes it rather than leave it empty.
+			if p != P2 {
+				return Permit{}, false
+			}
+		} else if b.queued > 0 {
+			return Permit{}, false
 		}
 	}
 	b.inflight++

@@ -106,6 +106,7 @@ func (a *adaptive) OnSample(s Sample) {
 		p.phase = probeWaiting
 		a.store()
 	}
+	a.liftCeil()
 	a.record(&s, lat, measured)
 	a.judgeReady(now)
 }
@@ -174,11 +175,40 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 	co.maxInfl = max(co.maxInfl, s.Inflight)
 }
 
-// refused handles a request refused at concurrency inflight.
+// refused handles a request refused at concurrency inflight: the backend
+// took no more, so the limit gets a ceiling one below it at once (see
+// adaptive).
 func (a *adaptive) refused(inflight int) {
+	if debugRefused != nil {
+		defer debugRefused(a, inflight, a.ceil)
+	}
 	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
+	if a.probe.up && a.probe.phase != probeIdle {
+		// A probe above the limit was refused: there is no room above.
+		// It ends now; its round trip is judged as any other.
+		for i := 0; i < a.ring.count; i++ {
+			if co := &a.ring.c[(a.ring.head+i)%numCohorts]; co.kind == cohortUp {
+				co.kind = cohortRound
+			}
+		}
+		a.probe = prober{}
+		a.short, a.upOK, a.wantUp = 0, false, false
+	}
+	if a.ceilAge > 0 {
+		// A lifted ceiling was refused. At the level refused before, the
+		// lift found nothing: it waits twice as long before the next, so
+		// that a steady backend is not refused every few round trips (at
+		// most probeMinEvery round trips, so that capacity that comes
+		// back is still found soon); refused higher up, capacity came back.
+		if ceil <= a.ceilLast {
+			a.ceilWait = min(2*a.ceilWait, probeMinEvery)
+		} else {
+			a.ceilWait = ceilMinWait
+		}
+	}
+	a.ceilWait = max(a.ceilWait, ceilMinWait)
 	if a.ceil == 0 || ceil < a.ceil {
-		a.ceil = ceil
+		a.ceil, a.ceilLast = ceil, ceil
 		a.safe.Store(int64(ceil + 0.5))
 		a.cut.armed = false
 		if a.probe.phase != probeRunning {
@@ -186,6 +216,32 @@ func (a *adaptive) refused(inflight int) {
 		}
 	}
 	a.ceilAge = 0
+	a.ceilAt = a.tickets.Load() + uint64(a.ceilWait)*uint64(a.ceil+0.5)
+}
+
+// ceilMinWait: round trips at a new ceiling without a refusal before it
+// is safe and lifts.
+const ceilMinWait = 2
+
+// liftCeil lifts the ceiling after refusals, by round trips at it: once
+// ceilWait round trips' tickets (ceilWait × the ceiling) went out without
+// a refusal it is safe and rises by one, then doubling each further round
+// trip, to find capacity that came back; reaching the estimate, it goes.
+func (a *adaptive) liftCeil() {
+	if a.ceil == 0 || a.tickets.Load() < a.ceilAt {
+		return
+	}
+	a.safe.Store(int64(a.ceil + 0.5))
+	a.ceil += float64(int(1) << min(a.ceilAge, maxClimbShift))
+	a.ceilAge++
+	a.ceilAt = a.tickets.Load() + uint64(a.ceil+0.5)
+	if a.ceil >= a.est {
+		a.ceil = 0
+		a.safe.Store(0)
+	}
+	if a.probe.phase != probeRunning {
+		a.store()
+	}
 }
 
 // judge takes a complete (or evicted) cohort.
@@ -281,19 +337,6 @@ func (a *adaptive) closeWindow(lim int) {
 		return
 	}
 	a.noise += noiseWeight * (s.winSE*s.winSE - a.noise)
-	if a.ceil > 0 {
-		// No refusal for a while: lift the ceiling, faster and faster, to
-		// find capacity that came back.
-		if a.ceilAge++; a.ceilAge >= 2 {
-			// The ceiling held a window without refusal: it is safe.
-			a.safe.Store(int64(a.ceil + 0.5))
-			a.ceil += float64(int(1) << min(a.ceilAge-2, maxClimbShift))
-		}
-		if a.ceil >= a.est {
-			a.ceil = 0
-			a.safe.Store(0)
-		}
-	}
 	if dropped {
 		a.est = clampF(a.est*c.Backoff, c.Min, c.Max)
 		a.capEst = math.Min(a.capEst, a.est)
@@ -302,6 +345,11 @@ func (a *adaptive) closeWindow(lim int) {
 		a.rebase(&s)
 		before := a.est
 		a.est = clampF(a.step(a, &s), c.Min, c.Max)
+		if a.ceil >= a.est {
+			// The estimate fell to the ceiling: it rules again.
+			a.ceil = 0
+			a.safe.Store(0)
+		}
 		a.last = s
 		if debugWindow != nil {
 			debugWindow(a, &s, before)
@@ -323,12 +371,12 @@ func (a *adaptive) closeWindow(lim int) {
 			// would measure a quieter machine than the loaded one (the
 			// lab's processes share the CPUs) and make demand wait.
 			a.startProbe(&s, false)
-			return
 		case (a.wantUp || a.sinceUp >= probeUpEvery) && s.used && a.ceil == 0:
 			a.startProbe(&s, true)
-			return
 		}
 	}
+	// A probe that did not start (see startProbe) leaves the new estimate
+	// to store.
 	if a.probe.phase != probeRunning {
 		a.store()
 	}

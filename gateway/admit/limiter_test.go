@@ -159,6 +159,16 @@ func TestAdaptiveRefusal(t *testing.T) {
 	if a.Limit() != 24 || a.Safe() != 24 {
 		t.Fatalf("after a refusal at 25 in flight: Limit %d Safe %d, want 24 and 24", a.Limit(), a.Safe())
 	}
+	// Two round trips at the ceiling without a refusal: it lifts by one,
+	// counted in tickets (round trips at it), not in windows.
+	for range 2 * 24 {
+		tk := a.Ticket()
+		clk.add(time.Millisecond)
+		a.OnSample(Sample{RTT: 100 * time.Millisecond, Inflight: 24, Ticket: tk})
+	}
+	if a.Limit() != 25 || a.Safe() != 24 {
+		t.Fatalf("two round trips after the refusal: Limit %d Safe %d, want 25 and 24", a.Limit(), a.Safe())
+	}
 	// A slow drop (a time-out) is no refusal.
 	b, _ := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: 30})
 	b.base, b.started = 0.1, true
@@ -169,7 +179,8 @@ func TestAdaptiveRefusal(t *testing.T) {
 }
 
 // TestBulkheadSafeLevel: above the limiter's safe level only P2 is
-// admitted (it may be refused); P0 and P1 wait for a place below it.
+// admitted (it may be refused), even while P0 and P1 wait for a place
+// below it.
 func TestBulkheadSafeLevel(t *testing.T) {
 	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
 	if err != nil {
@@ -191,13 +202,29 @@ func TestBulkheadSafeLevel(t *testing.T) {
 	if _, err := b.Acquire(short, P0); err == nil {
 		t.Fatal("P0 admitted above the safe level")
 	}
-	p2, err := b.Acquire(ctx, P2)
+	// A P0 waits for a place below the safe level; a P2 arriving behind
+	// it takes a place above, which the P0 may not.
+	waited := make(chan error, 1)
+	go func() {
+		p, err := b.Acquire(ctx, P0)
+		if err == nil {
+			p.Release(Sample{})
+		}
+		waited <- err
+	}()
+	waitQueued(t, b, [NumPriorities]int{1, 0, 0})
+	short2, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	p2, err := b.Acquire(short2, P2)
 	if err != nil {
-		t.Fatalf("P2 above the safe level: %v", err)
+		t.Fatalf("P2 above the safe level, behind a waiting P0: %v", err)
 	}
 	p2.Release(Sample{})
 	for i := range held {
 		held[i].Release(Sample{})
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting P0: %v", err)
 	}
 }
 

@@ -289,4 +289,5 @@ var (
 	debugUp         func(a *adaptive, s, last *windowStats)
 	debugProbeStart func(a *adaptive, lim int, up bool)
 	debugStall      func(a *adaptive, gap float64)
+	debugRefused    func(a *adaptive, inflight int, ceil float64)
 )

@@ -17,7 +17,8 @@ import (
 // with its own Limiter and the real Bulkhead priority queue (driven through
 // acquireAsync), least-outstanding balancing (upstream.LeastOutstanding)
 // with a retry budget (upstream.RetryBudget on a virtual clock) for
-// requests on a node that dies, and model nodes with slots, lognormal
+// requests on a node that dies and for 429s (retried on a node not tried
+// yet, like the gateway's retry_on), and model nodes with slots, lognormal
 // service time, and a FIFO queue or 429s beyond their slots. Capacity
 // changes mid-run: a node lost and back, service time ×3 and back, slots
 // cut to ¼ and back.
@@ -205,6 +206,7 @@ type simReq struct {
 	work     float64 // service time at multiplier 1, seconds
 	ttft     float64 // streams: the time to first token within work
 	sent     float64 // when the upstream call started
+	tried    uint32  // the nodes the call was sent to, a bit each
 	started  float64 // when a node slot took it
 	permit   Permit
 	w        *waiter
@@ -451,6 +453,9 @@ func (s *sim) retire(id int32, outcome string) {
 	s.res.Offered[r.prio]++
 	if r.prio == P0 && outcome != "ok" {
 		s.res.Outcomes["P0:"+outcome]++
+		if debugSimP0 != nil {
+			debugSimP0(s, id, outcome)
+		}
 	}
 	if outcome == "ok" {
 		s.res.OK[r.prio]++
@@ -508,7 +513,7 @@ func (s *sim) admit(id int32) {
 	default:
 		r.permit = pm
 		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
-		s.send(id, nil)
+		s.send(id, false)
 	}
 }
 
@@ -532,24 +537,24 @@ func (s *sim) flush() {
 			continue
 		}
 		r.permit = g.bh.permitOf(w)
-		s.send(id, nil)
+		s.send(id, false)
 	}
 }
 
-// send starts the upstream call of a granted request: least outstanding
-// among the live nodes not tried yet.
-func (s *sim) send(id int32, tried []int) {
+// send starts the upstream call of a granted request (retry: another
+// attempt of it): least outstanding among the live nodes not tried yet.
+func (s *sim) send(id int32, retry bool) {
 	r := &s.reqs[id]
 	g := &s.gws[r.gw]
-	if tried == nil {
+	if !retry {
 		g.budget.Deposit()
-		r.sent = s.now
+		r.sent, r.tried = s.now, 0
 	}
 	var cand [16]int
 	var loads [16]int64
 	n := 0
 	for i := range s.nodes {
-		if s.nodes[i].up && !slices.Contains(tried, i) {
+		if s.nodes[i].up && r.tried&(1<<i) == 0 {
 			cand[n], loads[n] = i, g.loads[i]
 			n++
 		}
@@ -562,6 +567,7 @@ func (s *sim) send(id int32, tried []int) {
 	}
 	ni := cand[g.lor.Pick(loads[:n])]
 	r.node = ni
+	r.tried |= 1 << ni
 	g.loads[ni]++
 	r.state = rsAtNode
 	nd := &s.nodes[ni]
@@ -650,13 +656,49 @@ func (s *sim) nextAt(ni int) {
 	}
 }
 
-// refused: a 429 came back.
+// refused: a 429 came back. Like the gateway (upstream retry_on "429"),
+// the call is retried on a node not tried yet while its gateway's retry
+// budget allows (P0 keeps its reserve of it); the limiter sees the call's
+// one outcome: a refusal only when no node took it.
 func (s *sim) refused(id int32) {
 	r := &s.reqs[id]
 	g := &s.gws[r.gw]
 	g.loads[r.node]--
+	if simRetry429 && s.untried(r) && g.budget.TryWithdraw(int(r.prio)) {
+		s.send(id, true)
+		return
+	}
 	r.permit.Release(Sample{RTT: dur(s.now - r.sent), Dropped: true})
+	if simRequeue429 && s.now < r.deadline && g.budget.TryWithdraw(int(r.prio)) {
+		// Every node refused: back to the gateway's queue, to be sent
+		// again once its limit admits it.
+		r.gen++
+		r.state = rsWaiting
+		s.admit(id)
+		return
+	}
 	s.retire(id, "error")
+}
+
+// debugSimP0 is told of every P0 request that failed (tests' traces).
+var debugSimP0 func(s *sim, id int32, outcome string)
+
+// simRetry429: the gateways retry a 429 on another node (the gateway's
+// default retry_on); tests switch it off to compare.
+var simRetry429 = true
+
+// simRequeue429: a request every node refused goes back to its gateway's
+// bulkhead queue (within the retry budget and its deadline).
+var simRequeue429 = false
+
+// untried reports whether a live node is left that r was not sent to.
+func (s *sim) untried(r *simReq) bool {
+	for i := range s.nodes {
+		if s.nodes[i].up && r.tried&(1<<i) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // giveUp: the queue timeout or the client's deadline.
@@ -759,7 +801,7 @@ func (s *sim) kill(ni int) {
 			continue
 		}
 		s.push(simEvent{at: r.deadline, kind: evDeadline, id: id, gen: r.gen})
-		s.send(id, []int{ni})
+		s.send(id, true)
 	}
 }
 

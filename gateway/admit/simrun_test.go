@@ -41,13 +41,39 @@ func TestSimOne(t *testing.T) {
 	if c.Algo == "" {
 		c.Algo = AlgoGradient
 	}
+	if m := envF("MIXP0", 0); m > 0 {
+		c.Mix = [NumPriorities]float64{m, 0.3, 0.7 - m}
+	}
+	if os.Getenv("REQUEUE429") != "" {
+		simRequeue429 = true
+		defer func() { simRequeue429 = false }()
+	}
+	if os.Getenv("NORETRY429") != "" {
+		simRetry429 = false
+		defer func() { simRetry429 = true }()
+	}
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("%.2f win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				simT(a), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
+				dbgID(a), a.ceil, a.Safe(), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+		}
+		debugSimP0 = func(s *sim, id int32, outcome string) {
+			if s.cell.Algo == AlgoStatic {
+				return
+			}
+			r := &s.reqs[id]
+			g := s.gws[r.gw].bh.Limiter()
+			safe := 0
+			if sl, ok := g.(SafeLimiter); ok {
+				safe = sl.Safe()
+			}
+			fmt.Printf("t=%7.3f g%d P0FAIL %s node=%d tried=%b lim=%d safe=%d busy=%v\n", s.now, r.gw, outcome, r.node, r.tried, g.Limit(), safe, s.busyNodes())
+		}
+		debugRefused = func(a *adaptive, inflight int, ceil float64) {
+			fmt.Printf("%s REFUSED infl=%d ceil %.1f -> %.1f est=%.1f lim=%d\n", dbgID(a), inflight, ceil, a.ceil, a.est, a.Limit())
 		}
 		debugUp = func(a *adaptive, s, l *windowStats) {
-			fmt.Printf("%.2f UP n=%d infl=%.1f stat=%.4f x=%.1f base=%.4f Q=%.2f qse=%.2f | last infl=%.1f stat=%.4f x=%.1f Q=%.2f qse=%.2f\n", simT(a), s.n, s.inflight, s.stat, s.x, a.base, s.queue, s.queueSE, l.inflight, l.stat, l.x, l.queue, l.queueSE)
+			fmt.Printf("%s UP n=%d infl=%.1f stat=%.4f x=%.1f base=%.4f Q=%.2f qse=%.2f | last infl=%.1f stat=%.4f x=%.1f Q=%.2f qse=%.2f\n", dbgID(a), s.n, s.inflight, s.stat, s.x, a.base, s.queue, s.queueSE, l.inflight, l.stat, l.x, l.queue, l.queueSE)
 		}
 		debugBase = func(a *adaptive, v, variance float64) {
 			fmt.Printf("SETBASE %.4f sd %.4f (was %.4f)\n", v, math.Sqrt(variance), a.base)
@@ -64,15 +90,15 @@ func TestSimOne(t *testing.T) {
 				}
 			}
 			fmt.Printf("  probe tickets %d..%d: %d back, mean wait %.4f, works trimmed %.4f\n", probeFrom, probeFrom+probeWant, nw, waited/float64(max(nw, 1)), trimmedOf(works))
-			fmt.Printf("%.2f PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", simT(a), a.probe.limit, n, stat, se, a.base)
+			fmt.Printf("%s PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", dbgID(a), a.probe.limit, n, stat, se, a.base)
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
 			probeFrom, probeWant = a.probe.from, uint64(a.probe.want)
-			fmt.Printf("%.2f PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", simT(a), lim, up, a.probe.urgent, a.est)
+			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", dbgID(a), lim, up, a.probe.urgent, a.est)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		defer func() {
-			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall = nil, nil, nil, nil, nil, nil
+			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0 = nil, nil, nil, nil, nil, nil, nil, nil
 		}()
 	}
 	simTraceMean = c.Mean
@@ -185,3 +211,23 @@ func sortF(s []float64) {
 }
 
 var probeFrom, probeWant uint64
+
+var dbgIDs = map[*adaptive]int{}
+
+// dbgID names a limiter in traces: its virtual time (mean service times) and gateway.
+func dbgID(a *adaptive) string {
+	id, ok := dbgIDs[a]
+	if !ok {
+		id = len(dbgIDs)
+		dbgIDs[a] = id
+	}
+	return fmt.Sprintf("%.2f g%d", simT(a), id)
+}
+
+func (s *sim) busyNodes() []int {
+	var b []int
+	for _, n := range s.nodes {
+		b = append(b, n.busy)
+	}
+	return b
+}

@@ -60,6 +60,8 @@ type attemptResult struct {
 	resp *http.Response
 	err  error
 	fail failureKind // failNone for a usable answer or an attempt given up
+	// refused: the answer is a 429 (the node is full; not a failure).
+	refused bool
 }
 
 // good reports whether the result ends the call: an answer that is not a
@@ -155,7 +157,7 @@ func (a *attempt) run() attemptResult {
 	}
 	p.settle(a, fail, sample)
 	resp.Body = &answerBody{rc: resp.Body, first: first, held: held, n: n, cancel: a.cancel}
-	return attemptResult{a: a, resp: resp, fail: fail}
+	return attemptResult{a: a, resp: resp, fail: fail, refused: resp.StatusCode == http.StatusTooManyRequests}
 }
 
 // settle records an attempt's verdict: breaker, outlier stats, latency

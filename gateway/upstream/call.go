@@ -53,8 +53,8 @@ func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header 
 // body, so a stream is judged by its first token.
 //
 // An attempt that fails (see RetryOn: connection failure, 5xx, attempt
-// timeout) is retried on another node while the retry budget of c's
-// priority allows. An attempt of a hedge-eligible call still unanswered
+// timeout, 429) is retried on another node while the retry budget of c's
+// priority allows (P0 keeps a reserve of it). An attempt of a hedge-eligible call still unanswered
 // after its hedge delay gets one hedge on another node while the hedge
 // budget allows; the first good answer wins and the others are
 // cancelled. Failures caused by ctx are not retried. Errors: ErrDeadline,
@@ -123,6 +123,19 @@ func (s *callState) replaceable() bool {
 		int(s.launched.Load()) < len(p.nodes) && p.budget.Balance(s.prio) >= 1
 }
 
+// retryable reports whether r's failure is retried (RetryOn): a
+// failure of its kind, or a 429.
+func (s *callState) retryable(r attemptResult) bool {
+	p := s.p
+	if !p.retriesOn.Load() {
+		return false
+	}
+	if r.refused {
+		return p.retryOnRefused
+	}
+	return r.fail != failNone && p.retryOnKind[r.fail]
+}
+
 // errNotSent says launch sent nothing because no retry or hedge was
 // possible (no other node, or the budget said no).
 var errNotSent = errors.New("upstream: not sent")
@@ -148,7 +161,7 @@ func (s *callState) run() (*http.Response, error) {
 			if len(s.live) > 0 {
 				continue // another attempt may still answer
 			}
-			if r.fail == failNone || !s.p.retriesOn.Load() || !s.p.retryOnKind[r.fail] {
+			if !s.retryable(r) {
 				return s.result()
 			}
 			if _, err := s.launch(kindRetry); err != nil {

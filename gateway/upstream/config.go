@@ -53,10 +53,17 @@ const (
 	RetryOnConnect = wire.AttemptFailConnect // dial refused, reset, EOF before the first byte
 	RetryOnStatus  = wire.AttemptFailStatus  // the node answered a 5xx status
 	RetryOnTimeout = wire.AttemptFailTimeout // the per-attempt timeout abandoned the attempt
+	// RetryOnRefused: the node answered 429, it is full. Another node may
+	// have room (several gateways, each balancing by its own view, fill
+	// the nodes unevenly): LiteLLM routes a 429 to another deployment,
+	// Envoy retries it with retriable-status-codes. A 429 is not a failure
+	// of the node (breaker, outlier detection and attempt failures do not
+	// count it).
+	RetryOnRefused = "429"
 )
 
-// DefaultRetryOn is every failure kind.
-var DefaultRetryOn = []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout}
+// DefaultRetryOn is every failure kind and the 429.
+var DefaultRetryOn = []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout, RetryOnRefused}
 
 // Config configures a [Pool]. A zero field means "use the default" (see the
 // Default* constants); negative durations or counts are errors.
@@ -93,8 +100,9 @@ type Config struct {
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
 
 	// RetryOn lists the failures a call is retried on, on another node,
-	// within the retry budget: connect, 5xx, timeout. Empty: all three.
-	// A 4xx (429 included) is never retried: the node answered.
+	// within the retry budget: connect, 5xx, timeout, 429 (see
+	// RetryOnRefused). Empty: all four. Any other 4xx is never retried:
+	// the node answered.
 	RetryOn []string `yaml:"retry_on" json:"retry_on"`
 	// LatencyWindow is how far back each node's observed latencies (time
 	// to the first byte of the answer, per call class) are kept for the

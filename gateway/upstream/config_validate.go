@@ -145,9 +145,9 @@ func (c Config) validateRetryOn() error {
 	seen := map[string]bool{}
 	for i, on := range c.RetryOn {
 		switch on {
-		case RetryOnConnect, RetryOnStatus, RetryOnTimeout:
+		case RetryOnConnect, RetryOnStatus, RetryOnTimeout, RetryOnRefused:
 		default:
-			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is not one of %s, %s, %s", on, RetryOnConnect, RetryOnStatus, RetryOnTimeout)}
+			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is not one of %s, %s, %s, %s", on, RetryOnConnect, RetryOnStatus, RetryOnTimeout, RetryOnRefused)}
 		}
 		if seen[on] {
 			return &FieldError{fmt.Sprintf("retry_on[%d]", i), fmt.Sprintf("%q is listed twice", on)}

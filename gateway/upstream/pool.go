@@ -80,6 +80,8 @@ type Pool struct {
 	outliers    *outliers
 	retryOnKind [numFailureKinds]bool // which failures are retried (RetryOn)
 
+	retryOnRefused bool // a 429 is retried (RetryOn)
+
 	breakerOn atomic.Bool
 	retriesOn atomic.Bool
 
@@ -138,6 +140,8 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 			p.retryOnKind[failStatus] = true
 		case RetryOnTimeout:
 			p.retryOnKind[failTimeout] = true
+		case RetryOnRefused:
+			p.retryOnRefused = true
 		}
 	}
 	p.breakerOn.Store(true)

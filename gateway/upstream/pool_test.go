@@ -304,8 +304,9 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 	}
 }
 
-// A 5xx is retried on another node (RetryOn 5xx, the default); a 4xx,
-// 429 included, is final; without 5xx in RetryOn the 5xx comes back.
+// A 5xx or a 429 is retried on another node (RetryOn 5xx and 429, the
+// default; a 429 is not a failure of the node); another 4xx is final;
+// without 5xx (429) in RetryOn the 5xx (429) comes back.
 func TestPoolStatusRetries(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -317,8 +318,9 @@ func TestPoolStatusRetries(t *testing.T) {
 		{"503 retried", 503, nil, 200, 1},
 		{"500 retried", 500, nil, 200, 1},
 		{"404 final", 404, nil, 404, 0},
-		{"429 final", 429, nil, 429, 0},
+		{"429 retried", 429, nil, 200, 1},
 		{"503 not in retry_on", 503, []string{RetryOnConnect}, 503, 0},
+		{"429 not in retry_on", 429, []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout}, 429, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -342,6 +344,37 @@ func TestPoolStatusRetries(t *testing.T) {
 				t.Fatalf("stats %+v, want %d failure on a and nothing outstanding", st, wantFail)
 			}
 		})
+	}
+}
+
+// Every node full: a 429 is tried once on each node (the budget allows)
+// and the last 429 comes back; no node counts a failure.
+func TestPoolRefusedEverywhere(t *testing.T) {
+	checkGoroutines(t)
+	nodes := []*testNode{newTestNode(t), newTestNode(t), newTestNode(t)}
+	var urls []string
+	for _, n := range nodes {
+		n.status.Store(http.StatusTooManyRequests)
+		urls = append(urls, n.srv.URL)
+	}
+	p := newPool(t, Config{Nodes: urls, RetryBudget: RetryBudgetConfig{MinPerSecond: 10}}, first)
+	resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Priority: HighestPriority})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || p.Counters().RetriesSent != 2 {
+		t.Fatalf("status %d (want 429), counters %+v (want 2 retries)", resp.StatusCode, p.Counters())
+	}
+	for i, n := range nodes {
+		if n.hits.Load() != 1 {
+			t.Errorf("node %d: %d hits, want 1", i, n.hits.Load())
+		}
+	}
+	for _, st := range p.Stats() {
+		if st.Failures != 0 || st.Inflight != 0 {
+			t.Fatalf("stats %+v: want no failure and nothing outstanding", st)
+		}
 	}
 }
 

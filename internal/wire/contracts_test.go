@@ -195,7 +195,7 @@ func docNames() string {
 	es := EjectionStates()
 	fmt.Fprintf(&b, "| upstream ejection states, `%s` values 0–2 | %s |\n", MetricUpstreamEjectionState, code(es[:]))
 	fmt.Fprintf(&b, "| upstream attempt kinds (label `%s` of `%s`) | %s |\n", LabelKind, MetricUpstreamAttempts, code([]string{AttemptFirst, AttemptRetry, AttemptHedge}))
-	fmt.Fprintf(&b, "| upstream attempt failures (label `%s` of `%s`; the gateway's `upstream.retry_on` values) | %s |\n", LabelReason, MetricUpstreamAttemptFailures, code([]string{AttemptFailConnect, AttemptFailStatus, AttemptFailTimeout}))
+	fmt.Fprintf(&b, "| upstream attempt failures (label `%s` of `%s`; the gateway's `upstream.retry_on` values, which also take `429`: a full node, retried but not a failure) | %s |\n", LabelReason, MetricUpstreamAttemptFailures, code([]string{AttemptFailConnect, AttemptFailStatus, AttemptFailTimeout}))
 	fmt.Fprintf(&b, "| hedge results (label `%s` of `%s`) | %s |\n", LabelResult, MetricUpstreamHedges, code([]string{HedgeSent, HedgeWon, HedgeDenied}))
 	fmt.Fprintf(&b, "| ejection reasons (label `%s` of `%s`) | %s |\n", LabelReason, MetricUpstreamEjections, code([]string{EjectConsecutiveFailures, EjectFailureRate, EjectLatency, EjectProbeFailed}))
 	cc := CallClasses()
