@@ -234,6 +234,12 @@ const (
 	// startClimb: a start below capacity climbs as if startClimb windows
 	// had already: its first step doubles the limit.
 	startClimb = 3
+	// startZ: a later quarter of the start-up cohort reads as queued when
+	// its statistic is this many standard errors above the earlier
+	// quarters'. A quarter is a small sample (a quarter of the initial
+	// limit), its standard error itself uncertain: at 2, starts below the
+	// capacity often read a queue that was not there.
+	startZ = 3.0
 	// startShare: the start-up cohort's tickets up to this share of the
 	// initial limit give the first baseline.
 	startShare = 0.25

@@ -73,7 +73,7 @@ func (a *adaptive) startUp(co *cohort) {
 		g.addRange(co, hi, next)
 		gs := g.stats(c.keep(), size)
 		a.fixSE(&gs)
-		if gs.n == 0 || gs.stat > b.stat+2*math.Hypot(gs.se, b.se) {
+		if gs.n == 0 || gs.stat > b.stat+startZ*math.Hypot(gs.se, b.se) {
 			break
 		}
 		base.reset()
