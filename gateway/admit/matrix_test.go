@@ -291,7 +291,8 @@ func TestLimiterMatrix(t *testing.T) {
 // cell, not only the failing ones and the summary.
 func BenchmarkLimiterMatrix(b *testing.B) {
 	keepOverride = envF("KEEP", 0)
-	cells := matrixCells(1)
+	// LEVEE_MATRIX_SEED runs the matrix on another seed (default 1).
+	cells := matrixCells(uint64(envF("LEVEE_MATRIX_SEED", 1)))
 	switch os.Getenv("LEVEE_MATRIX") {
 	case "short":
 		cells = ciCells()
@@ -309,6 +310,15 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 				}
 			}
 		}
+	case "change":
+		// The capacity changes with node queues and one gateway, at 200 ms.
+		var ch []simCell
+		for _, c := range cells {
+			if c.Mean == 0.2 && !c.Reject && c.Gateways == 1 && c.Offered == 3 && c.Initial == 1 && !c.Stream && c.Change != "" {
+				ch = append(ch, c)
+			}
+		}
+		cells = ch
 	case "mid":
 		var mid []simCell
 		for _, c := range cells {
