@@ -39,6 +39,7 @@ func (a *adaptive) setBase(v, variance float64) {
 	}
 	a.shiftBase(v)
 	a.baseVar = variance
+	a.baseSW = 0
 	a.suspect = 0
 }
 
@@ -68,6 +69,7 @@ func (a *adaptive) poolBase() {
 		return
 	}
 	a.setBase(s.stat, s.se*s.se)
+	a.baseSW = s.sw
 }
 
 // basePool keeps the samples of the latest poolProbes probes (the

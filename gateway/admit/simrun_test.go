@@ -42,17 +42,17 @@ func TestSimOne(t *testing.T) {
 	}
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("%6.1f win cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f | f=%.2f fsw=%.2f\n",
+				float64(a.now().UnixNano())/1e9/c.Mean, a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est, s.stat/a.base, s.sw/a.baseSW)
 		}
 		debugUp = func(a *adaptive, s, l *windowStats) {
-			fmt.Printf("UP n=%d infl=%.1f Q=%.2f qse=%.2f | last infl=%.1f Q=%.2f qse=%.2f\n", s.n, s.inflight, s.queue, s.queueSE, l.inflight, l.queue, l.queueSE)
+			fmt.Printf("%6.1f UP n=%d infl=%.1f stat=%.4f x=%.1f Q=%.2f qse=%.2f | last infl=%.1f Q=%.2f qse=%.2f\n", float64(a.now().UnixNano())/1e9/c.Mean, s.n, s.inflight, s.stat, s.x, s.queue, s.queueSE, l.inflight, l.queue, l.queueSE)
 		}
 		debugBase = func(a *adaptive, v, variance float64) {
 			fmt.Printf("SETBASE %.4f sd %.4f (was %.4f)\n", v, math.Sqrt(variance), a.base)
 		}
 		debugProbe = func(a *adaptive, n int, stat, se float64) {
-			fmt.Printf("PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", a.probe.limit, n, stat, se, a.base)
+			fmt.Printf("PROBE n=%d stat=%.4f se=%.4f base=%.4f\n", n, stat, se, a.base)
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
 			fmt.Printf("PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", lim, up, a.probe.urgent, a.est)
