@@ -104,9 +104,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 				// Fewer slots, or a slower backend (its longer requests
 				// read as a queue)? A probe below the capacity c tells
 				// (see endProbe): there a queue is gone, a slowdown stays.
-				if !a.urgent {
-					a.restore = 0 // not a chain of cuts
-				}
+				// (A chain of cuts keeps the first limit to return to.)
 				a.urgent, a.restore = true, math.Max(a.est, a.restore)
 			}
 			a.capEst, a.capVar = c, changeVar*r

@@ -198,17 +198,20 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.poolBase()
 	case urgent && a.slower(&s, z):
 		// A slower backend: same slots, longer requests. The window that
-		// cut read the longer requests as a queue: judged again against
-		// the new baseline, it shows the capacity, at most where the
-		// limit was before the cut (and if the backend also lost slots,
-		// less).
+		// cut read the longer requests as a queue: the limit returns to
+		// where it was before the cut, unless that window, judged again
+		// against the new baseline, still shows a queue (the backend
+		// also lost slots).
 		a.pool.reset()
 		a.pool.add(co)
 		a.poolBase()
 		l := &a.last
-		c := l.inflight - (l.stat-a.base)*l.x
 		hi := math.Max(restore-a.target(&s), a.capEst)
-		a.capEst = math.Min(math.Max(c, a.capEst), hi)
+		a.capEst = hi
+		if q := (l.stat - a.base) * l.x; q > visibleZ*l.queueSE {
+			// It still shows a queue: fewer slots as well.
+			a.capEst = math.Min(math.Max(l.inflight-q, a.capEst), hi)
+		}
 		a.capVar = math.Max(a.capVar, changeVar*l.winSE*l.winSE)
 		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		a.climb, a.short = 0, 0
