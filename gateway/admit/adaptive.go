@@ -86,11 +86,13 @@ import (
 //     queue would be gone. A probe at the baseline confirms the cut. A
 //     probe well above it, whose spread grew with its level (a slowdown
 //     scales every request, so the spread scales; a queue adds about the
-//     same wait to each, so the spread stays), shows a slower backend:
-//     its statistic becomes the baseline, and the window that cut, judged
-//     again against it, gives the capacity (at most the limit before the
-//     cut). So a backend that gets 3× slower keeps its limit, which is
-//     the same number of slots.
+//     same wait to each, so the spread stays; a probe of fewer than
+//     minWindow requests is judged by its level), shows a slower backend:
+//     its statistic becomes the baseline and the limit returns to where
+//     it was before the cut (unless the window that cut, judged again
+//     against the new baseline, still shows a queue: slots lost as well).
+//     So a backend that gets 3× slower keeps its limit, which is the same
+//     number of slots.
 //   - A window significantly below the baseline shows a faster backend: a
 //     queue cannot make requests faster. Its statistic becomes the
 //     baseline.
