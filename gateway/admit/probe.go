@@ -250,12 +250,15 @@ func (a *adaptive) slower(s *windowStats, z float64) bool {
 	if s.stat <= a.base+congestionZ*z {
 		return false
 	}
-	if s.n < minWindow || a.baseSW <= 0 || s.sw <= 0 {
-		// Too few requests for a spread (a winsorized deviation of a
-		// few is mostly noise): the level alone tells.
+	if a.baseSW <= 0 {
 		return true
 	}
-	return s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
+	scaled := func(s *windowStats) bool {
+		return s.sw <= 0 || s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
+	}
+	// The window that cut (many requests) and the probe (unless too few
+	// for a spread: a winsorized deviation of a few is mostly noise).
+	return scaled(&a.last) && (s.n < minWindow/4 || scaled(s))
 }
 
 // endProbeUp judges a probe above the limit by the slope of the queue:
