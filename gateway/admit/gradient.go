@@ -100,10 +100,11 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			// A change: the window that shows it mixes requests from
 			// before and after it, so the next windows outweigh it.
-			if c < a.capEst && a.probe.phase == probeIdle {
+			if c < a.capEst && a.climb == 0 && a.probe.phase == probeIdle {
 				// Fewer slots, or a slower backend (its longer requests
 				// read as a queue)? A probe below the capacity c tells
 				// (see endProbe): there a queue is gone, a slowdown stays.
+				// (Right after a climb, the queue is the climb's overshoot.)
 				// (A chain of cuts keeps the first limit to return to.)
 				a.urgent, a.restore = true, math.Max(a.est, a.restore)
 			}
