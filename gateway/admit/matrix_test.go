@@ -222,7 +222,7 @@ var ciShortfalls = map[int][]string{
 	0: {"start: settle", "change: settle", "goodput"},
 	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle", "return: limit CV", "goodput"},
 	2: {"return: settle"},
-	3: {"start: limit CV", "change: limit CV", "return: settle +Inf >", "return: fill", "return: limit CV", "goodput"},
+	3: {"start: limit CV", "change: limit CV"},
 	4: {"start: limit CV", "change: settle", "change: fill", "change: limit CV", "return: settle", "return: limit CV", "P0 success", "goodput"},
 	5: {"return: settle", "P0 success"},
 	6: {"change: settle", "change: limit CV", "return: settle +Inf >"},
