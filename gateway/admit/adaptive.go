@@ -95,7 +95,9 @@ import (
 //     number of slots.
 //   - A window significantly below the baseline shows a faster backend: a
 //     queue cannot make requests faster. Its statistic becomes the
-//     baseline.
+//     baseline; if the throughput grew with the speed (the same slots,
+//     shorter requests), the capacity in requests stays, otherwise the
+//     baseline was too high and the capacity moves with it.
 //
 // # Refusals
 //
