@@ -77,16 +77,27 @@ import (
 //     queue. The result is merged by inverse variance. Probes come every
 //     few round trips while the baseline is young and back off (up to
 //     probeMaxEvery round trips) while they keep confirming it.
-//   - The slope check: a cut predicts how far the latency must fall (the
-//     removed requests' wait, (inflight before − after) / X). A window
-//     after the cut that fell far less shows a slower backend, not a queue
-//     (a slowdown lengthens every request; a queue lengthens them by the
-//     number in front): its statistic becomes the baseline and the limit
-//     returns to where it was. So a backend that gets 3× slower keeps its
-//     limit, which is the same number of slots.
+//   - Slower or fewer: a backend that gets slower lengthens every
+//     request, which a window reads as a queue, so the limit would cut as
+//     if slots were lost. Every change down (and every cut whose next
+//     window's latency fell far less than the removed requests' wait,
+//     (inflight before − after) / X, predicts: the slope check) is checked
+//     by an urgent probe below the capacity the cut assumed, where a
+//     queue would be gone. A probe at the baseline confirms the cut. A
+//     probe well above it, whose spread grew with its level (a slowdown
+//     scales every request, so the spread scales; a queue adds about the
+//     same wait to each, so the spread stays; a probe of fewer than
+//     minWindow requests is judged by its level), shows a slower backend:
+//     its statistic becomes the baseline and the limit returns to where
+//     it was before the cut (unless the window that cut, judged again
+//     against the new baseline, still shows a queue: slots lost as well).
+//     So a backend that gets 3× slower keeps its limit, which is the same
+//     number of slots.
 //   - A window significantly below the baseline shows a faster backend: a
 //     queue cannot make requests faster. Its statistic becomes the
-//     baseline.
+//     baseline; if the throughput grew with the speed (the same slots,
+//     shorter requests), the capacity in requests stays, otherwise the
+//     baseline was too high and the capacity moves with it.
 //
 // # Refusals
 //
@@ -119,6 +130,7 @@ type adaptive struct {
 	win      window        // guarded by mu; the measurement window
 	base     float64       // guarded by mu; the baseline statistic, seconds; 0 until known
 	baseVar  float64       // guarded by mu; its variance, s²
+	baseSW   float64       // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
 	noise    float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
 	x        float64       // guarded by mu; throughput, requests/s
 	xCount   int           // guarded by mu; samples since xAt
@@ -225,9 +237,6 @@ const (
 	// BBR's bandwidth probe every 8 round trips finds it. A probe above
 	// the limit costs a round trip or two of a small queue.
 	probeUpEvery = 8
-	// urgentShare: the depth of a probe after a cut that did not lower
-	// the latency as a queue would, as a share of the limit.
-	urgentShare = 0.75
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1

@@ -26,8 +26,16 @@ func (a *adaptive) rebase(s *windowStats) {
 	}
 	if z := math.Sqrt(s.se*s.se + a.baseVar); s.stat < a.base-3*z {
 		// Faster than the no-queue latency: the backend got faster.
+		// If its throughput grew as much (same slots, shorter
+		// requests), the capacity in requests stays; otherwise the
+		// baseline was too high, and the capacity measured against it
+		// moves with it (see shiftBase).
+		capEst, faster := a.capEst, a.last.x > 0 && s.x-a.last.x > slopeShare*(a.base/s.stat-1)*a.last.x
 		a.pool.reset()
 		a.setBase(s.stat, s.se*s.se)
+		if faster {
+			a.capEst = capEst
+		}
 		s.queue = 0
 		a.every, a.since = probeMinEvery, 0
 	}
@@ -39,6 +47,7 @@ func (a *adaptive) setBase(v, variance float64) {
 	}
 	a.shiftBase(v)
 	a.baseVar = variance
+	a.baseSW = 0
 	a.suspect = 0
 }
 
@@ -68,6 +77,7 @@ func (a *adaptive) poolBase() {
 		return
 	}
 	a.setBase(s.stat, s.se*s.se)
+	a.baseSW = s.sw
 }
 
 // basePool keeps the samples of the latest poolProbes probes (the

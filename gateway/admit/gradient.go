@@ -15,7 +15,9 @@ import "math"
 // merged by a Kalman filter (gain from their measured variance), so the
 // limit's noise is the filter's, not one window's; an observation more
 // than changeZ standard deviations from the estimate is a change (a node
-// lost, slots cut) and replaces it at once. The limit is
+// lost, slots cut) and replaces it at once. A change down may also be a
+// slower backend, whose longer requests read as a queue: a probe below
+// the new estimate tells them apart (see endProbe). The limit is
 //
 //	limit = capacity + target
 //
@@ -98,6 +100,14 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			// A change: the window that shows it mixes requests from
 			// before and after it, so the next windows outweigh it.
+			if c < a.capEst && a.climb == 0 && a.probe.phase == probeIdle {
+				// Fewer slots, or a slower backend (its longer requests
+				// read as a queue)? A probe below the capacity c tells
+				// (see endProbe): there a queue is gone, a slowdown stays.
+				// (Right after a climb, the queue is the climb's overshoot.)
+				// (A chain of cuts keeps the first limit to return to.)
+				a.urgent, a.restore = true, math.Max(a.est, a.restore)
+			}
 			a.capEst, a.capVar = c, changeVar*r
 			a.climb, a.short, a.upOK = 0, 0, false
 		default:

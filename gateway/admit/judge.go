@@ -129,6 +129,9 @@ func (a *adaptive) stalled(now time.Time) {
 	// Throughput is measured afresh (until then no stall is told).
 	a.x, a.xCount, a.xAt = 0, 0, now
 	if a.probe.phase != probeIdle {
+		// The stall voids the probe's measurement, not its question: an
+		// urgent probe (see endProbe) runs again.
+		a.urgent = a.urgent || a.probe.urgent
 		a.probe = prober{}
 		a.store()
 	}

@@ -330,6 +330,15 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 				}
 			}
 		}
+	case "change":
+		// The capacity changes with node queues and one gateway, at 200 ms.
+		var ch []simCell
+		for _, c := range cells {
+			if c.Mean == 0.2 && !c.Reject && c.Gateways == 1 && c.Offered == 3 && c.Initial == 1 && !c.Stream && c.Change != "" {
+				ch = append(ch, c)
+			}
+		}
+		cells = ch
 	case "mid":
 		var mid []simCell
 		for _, c := range cells {

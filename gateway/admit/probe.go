@@ -122,7 +122,13 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), lo)
 	switch {
 	case a.urgent:
-		lim, up = max(int(urgentShare*a.est), lo), false
+		// Below the capacity the cut assumed (the Gradient's estimate,
+		// which the target computed before the cut overstates): a queue
+		// would be gone there.
+		if a.capEst > 0 {
+			lim = max(int(math.Floor(math.Min(a.capEst, capEst)-math.Max(1, 2*margin))), lo)
+		}
+		up = false
 	case up:
 		lim = int(math.Ceil(a.est + math.Max(math.Max(2, 3*math.Sqrt2*s.winSE), upShare*a.est)))
 	}
@@ -132,7 +138,7 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		a.since = 0
 	}
 	if (!up && float64(lim) >= a.est) || a.ring.count == numCohorts {
-		a.urgent = false
+		a.urgent, a.restore = false, 0
 		return
 	}
 	from := a.tickets.Load()
@@ -170,7 +176,11 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 
 // endProbe merges the probe's statistic into the baseline by inverse
 // variance (the old estimate's variance grown, so that it is forgotten
-// over a few probes).
+// over a few probes). An urgent probe (after a change down, or a cut that
+// did not lower the latency as a queue would) ran below the capacity the
+// cut assumed, where a queue is gone: at the baseline it confirms the
+// cut; well above it (see slower), the backend got slower, its statistic
+// is the new baseline and the limit returns.
 func (a *adaptive) endProbe(co *cohort) {
 	urgent, restore := a.probe.urgent, a.restore
 	a.probe, a.restore = prober{}, 0
@@ -188,26 +198,31 @@ func (a *adaptive) endProbe(co *cohort) {
 	if s.n == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
-	if urgent {
-		// The cut before it did not lower the latency as a queue would:
-		// whatever this probe finds (a slower backend, or noise), the
-		// capacity did not shrink; the limit returns.
-		a.est = math.Max(a.est, restore)
-		a.capEst = math.Max(a.capEst, a.est-a.target(&s))
-		a.climb, a.short = 0, 0
-	}
 	v := math.Max(s.se*s.se, 1e-18)
 	z := math.Sqrt(v + a.baseVar)
 	switch {
 	case a.pool.n == 0:
 		a.pool.add(co)
 		a.poolBase()
-	case urgent && s.stat > a.base+congestionZ*z:
-		// A slower backend: same slots, longer requests.
+	case urgent && a.slower(&s, z):
+		// A slower backend: same slots, longer requests. The window that
+		// cut read the longer requests as a queue: the limit returns to
+		// where it was before the cut, unless that window, judged again
+		// against the new baseline, still shows a queue (the backend
+		// also lost slots).
 		a.pool.reset()
 		a.pool.add(co)
 		a.poolBase()
-		a.capEst, a.capVar = a.est-a.target(&s), s.se*s.se*a.x*a.x
+		l := &a.last
+		hi := math.Max(restore-a.target(&s), a.capEst)
+		a.capEst = hi
+		if q := (l.stat - a.base) * l.x; q > visibleZ*l.queueSE {
+			// It still shows a queue: fewer slots as well.
+			a.capEst = math.Min(math.Max(l.inflight-q, a.capEst), hi)
+		}
+		a.capVar = math.Max(a.capVar, changeVar*l.winSE*l.winSE)
+		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
+		a.climb, a.short = 0, 0
 		a.every = probeMinEvery
 	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && a.pool.count > 1:
 		// Above the baseline: the probe may have run above a capacity
@@ -230,6 +245,28 @@ func (a *adaptive) endProbe(co *cohort) {
 			a.every = probeMinEvery
 		}
 	}
+}
+
+// slower reports whether a probe below the capacity (see startProbe:
+// urgent) shows a slower backend rather than the queue the cut before it
+// assumed: its latency reads significantly above the baseline although a
+// queue would be gone at its depth, and its spread grew with its level (a
+// slowdown lengthens every request by the same factor, so the spread
+// scales; a queue left by others adds about the same wait to every
+// request, so the spread stays).
+func (a *adaptive) slower(s *windowStats, z float64) bool {
+	if s.stat <= a.base+congestionZ*z {
+		return false
+	}
+	if a.baseSW <= 0 {
+		return true
+	}
+	scaled := func(s *windowStats) bool {
+		return s.sw <= 0 || s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
+	}
+	// The window that cut (many requests) and the probe (unless too few
+	// for a spread: a winsorized deviation of a few is mostly noise).
+	return scaled(&a.last) && (s.n < minWindow/4 || scaled(s))
 }
 
 // endProbeUp judges a probe above the limit by the slope of the queue:
