@@ -47,15 +47,16 @@ func TestWindowAfterStartUpOvershootKeepsCapacity(t *testing.T) {
 // slots, the limit starting at 4× the truth, one node lost 6 mean service
 // times into the start-up, while the start-up's queues are still draining.
 // The limit must settle on the survivors' slots within issue 9's bound,
-// max(3 s, 15 mean service times). It does not yet in most of these cells
-// (6 of 12: settles of 27–35 mean service times, or never): after the loss the limit
-// lands below the survivors' capacity and climbs back slowly. The collapse
+// max(3 s, 15 mean service times). It does not yet in 5 of these 12 cells
+// (settles of 17–40 mean service times; 6 of 12 at 27–35 or never before
+// the probes above the limit came every few round trips): after the loss
+// the limit lands below the survivors' capacity and climbs back slowly. The collapse
 // to the minimum that lesson 07 showed is fixed and tested by
 // TestWindowAfterStartUpOvershootKeepsCapacity; this slower settle is not.
 // LEVEE_SIM_KNOWN=1 runs it.
 func TestLossDuringStartUpSettles(t *testing.T) {
 	if os.Getenv("LEVEE_SIM_KNOWN") == "" {
-		t.Skip("known shortfall, not fixed: after a node lost inside the start-up 6 of 12 cells settle in 27–35 mean service times or never (bound 15); LEVEE_SIM_KNOWN=1 runs it")
+		t.Skip("known shortfall, not fixed: after a node lost inside the start-up 5 of 12 cells settle in 17–40 mean service times (bound 15; 6 of 12 at 27–35 or never before the second limiter pass); LEVEE_SIM_KNOWN=1 runs it")
 	}
 	for _, sg := range []float64{0.6, 0.9} {
 		for _, off := range []float64{3, 10} {
