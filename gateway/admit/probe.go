@@ -307,7 +307,10 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		// the queue it had; climb from there.
 		a.short, a.upOK = 2*climbAfter, true
 		a.every = probeMinEvery
-		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst {
+		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && s.queue-l.queue < slopeShare*dn-noise {
+			// Clear room (the growth a standard error below the test's
+			// line): the estimate takes the probe's level at once; a
+			// marginal one only lets the climb start.
 			a.capEst = c
 			a.est = clampF(c+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}
