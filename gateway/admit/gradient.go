@@ -28,8 +28,13 @@ import "math"
 // capacity ≥ inflight: when the queue's shortfall below the target,
 // accumulated (a CUSUM), passes climbAfter standard errors, the estimate
 // climbs, by a standard error and then doubling each window (at most
-// maxClimbShift times), until the queue shows again; that is how it finds
-// a returned node within a few round trips. While demand stays
+// maxClimbShift times), until the queue shows again. Capacity that comes
+// back (a node, slots) is found by the probes above the limit, every
+// probeUpEvery cohorts while demand fills it (BBR's bandwidth probe): one
+// whose queue grew less than half the requests it added found room, and
+// when clearly so (a standard error below that line) the capacity
+// estimate takes the probe's concurrency less the queue there was at
+// once, so the climb starts there. While demand stays
 // under the limit nothing moves: the limit would run away with nothing
 // measured there.
 type Gradient struct{ *adaptive }

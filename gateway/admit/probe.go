@@ -113,8 +113,9 @@ func (a *adaptive) startUp(co *cohort) {
 	a.store()
 }
 
-// startProbe lowers the limit below the estimated capacity by a noise
-// margin, for one cohort.
+// startProbe lowers the limit below the estimated capacity by twice the
+// estimate's standard error, for one cohort (or, up, raises it above the
+// limit: see endProbeUp).
 func (a *adaptive) startProbe(s *windowStats, up bool) {
 	margin := math.Sqrt(a.capVar + s.baseSE*s.baseSE)
 	capEst := a.est - s.target
@@ -273,8 +274,9 @@ func (a *adaptive) slower(s *windowStats, z float64) bool {
 // between the last window and the probe's, a queue grows by every request
 // added (slope 1) while the backend is full, and not at all while it has
 // room. No growth means capacity came back (or the baseline reads low):
-// the estimate climbs. Growth confirms the capacity: the probe is one
-// more window for the filter.
+// the estimate climbs, from the probe's concurrency when the room is
+// clear. Growth confirms the capacity: the probe is one more window for
+// the filter.
 func (a *adaptive) endProbeUp(co *cohort) {
 	ramp := a.probe.ramp
 	a.probe = prober{}
