@@ -53,10 +53,12 @@ import (
 // one window to the next, and the baseline's, common to all windows until
 // the baseline changes. The limiter keeps a smoothed variance of the
 // first, noise; its margins are multiples of √(noise + baseline's): the
-// queue it keeps at the backend (the target) and what counts as a queue
-// at all. How far below capacity a probe goes is twice the capacity
-// estimate's own standard error (the filter's and the baseline's): a
-// window's noise there made probes on small backends deep excursions.
+// queue it keeps at the backend (the target), what counts as a queue at
+// all, how far below capacity a probe goes. (A probe only the capacity
+// estimate's own standard error deep passed more cells of the simulation,
+// but in the lab, whose latencies carry the machine's noise too, a probe
+// that shallow sometimes still met a queue, the baseline crept up with
+// it, and the limit settled 15–20 % above the slots.)
 //
 // # The baseline
 //
@@ -75,7 +77,7 @@ import (
 //     upper half past them gives the first queue estimate, and the limit
 //     moves to the capacity at once.
 //   - Probes (BBR's ProbeRTT): the limit drops below the estimated
-//     capacity by that margin for one cohort; its requests found no
+//     capacity by a noise margin for one cohort; its requests found no
 //     queue. The result is merged by inverse variance. Probes come every
 //     few round trips while the baseline is young and back off (up to
 //     probeMaxEvery round trips) while they keep confirming it.

@@ -113,11 +113,11 @@ func (a *adaptive) startUp(co *cohort) {
 	a.store()
 }
 
-// startProbe lowers the limit below the estimated capacity by twice the
-// estimate's standard error, for one cohort (or, up, raises it above the
-// limit: see endProbeUp).
+// startProbe lowers the limit below the estimated capacity by a noise
+// margin, for one cohort (or, up, raises it above the limit: see
+// endProbeUp).
 func (a *adaptive) startProbe(s *windowStats, up bool) {
-	margin := math.Sqrt(a.capVar + s.baseSE*s.baseSE)
+	margin := math.Sqrt(a.noise + s.baseSE*s.baseSE)
 	capEst := a.est - s.target
 	lo := max(a.cfg.Min, 1)
 	lim := max(int(math.Floor(capEst-math.Max(1, 2*margin))), lo)
