@@ -1,10 +1,8 @@
 package admit
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -97,20 +95,9 @@ const guardSeeds = 10
 // runSims plays cells on workers goroutines, in order.
 func runSims(cells []simCell, workers int) ([]*simResult, error) {
 	out := make([]*simResult, len(cells))
-	errs := make([]error, len(cells))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				out[i], errs[i] = runSim(cells[i])
-			}
-		})
-	}
-	for i := range cells {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return out, errors.Join(errs...)
+	err := inParallel(len(cells), workers, func(i int) (err error) {
+		out[i], err = runSim(cells[i])
+		return err
+	})
+	return out, err
 }

@@ -1,6 +1,7 @@
 package admit
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -192,27 +193,48 @@ func evalCell(c simCell) (*cellResult, error) {
 // runCells evaluates cells on workers goroutines, in order.
 func runCells(cells []simCell, workers int) ([]*cellResult, error) {
 	out := make([]*cellResult, len(cells))
-	errs := make([]error, len(cells))
+	err := inParallel(len(cells), workers, func(i int) (err error) {
+		out[i], err = evalCell(cells[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inParallel calls f(0…n−1) on workers goroutines and joins their errors.
+func inParallel(n, workers int, f func(i int) error) error {
+	errs := make([]error, n)
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range workers {
 		wg.Go(func() {
 			for i := range next {
-				out[i], errs[i] = evalCell(cells[i])
+				errs[i] = f(i)
 			}
 		})
 	}
-	for i := range cells {
+	for i := range n {
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			return nil, e
-		}
+	return errors.Join(errs...)
+}
+
+// sim429FromEnv applies the 429 experiments' switches (REQUEUE429: a
+// request every node refused goes back to its gateway's queue;
+// NORETRY429: a 429 is not retried on another node) and returns the undo.
+func sim429FromEnv() func() {
+	requeue, retry := simRequeue429, simRetry429
+	if os.Getenv("REQUEUE429") != "" {
+		simRequeue429 = true
 	}
-	return out, nil
+	if os.Getenv("NORETRY429") != "" {
+		simRetry429 = false
+	}
+	return func() { simRequeue429, simRetry429 = requeue, retry }
 }
 
 // ciShortfalls lists, per cell of ciCells (by index), the acceptance
@@ -314,14 +336,7 @@ func TestLimiterMatrix(t *testing.T) {
 // prints every cell, not only the failing ones and the summary.
 func BenchmarkLimiterMatrix(b *testing.B) {
 	keepOverride = envF("KEEP", 0)
-	if os.Getenv("REQUEUE429") != "" {
-		simRequeue429 = true
-		defer func() { simRequeue429 = false }()
-	}
-	if os.Getenv("NORETRY429") != "" {
-		simRetry429 = false
-		defer func() { simRetry429 = true }()
-	}
+	defer sim429FromEnv()()
 	cells := matrixCells(uint64(envF("LEVEE_MATRIX_SEED", 1)))
 	switch os.Getenv("LEVEE_MATRIX") {
 	case "gw":

@@ -44,14 +44,7 @@ func TestSimOne(t *testing.T) {
 	if m := envF("MIXP0", 0); m > 0 {
 		c.Mix = [NumPriorities]float64{m, 0.3, 0.7 - m}
 	}
-	if os.Getenv("REQUEUE429") != "" {
-		simRequeue429 = true
-		defer func() { simRequeue429 = false }()
-	}
-	if os.Getenv("NORETRY429") != "" {
-		simRetry429 = false
-		defer func() { simRetry429 = true }()
-	}
+	defer sim429FromEnv()()
 	if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
 			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
