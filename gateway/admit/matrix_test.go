@@ -331,26 +331,20 @@ func TestLimiterMatrix(t *testing.T) {
 // LEVEE_MATRIX=short runs the CI subset, LEVEE_MATRIX=mid the 200 ms cells
 // and the streams (the simulation is scale-free in time: a 5 s cell plays as
 // its 200 ms twin; 20 ms cells differ only by their 3 s settle allowance),
-// LEVEE_MATRIX=gw the cells of 429 nodes or several gateways;
-// LEVEE_MATRIX_SEED picks another seed (default 1); LEVEE_MATRIX_ALL=1
-// prints every cell, not only the failing ones and the summary.
+// LEVEE_MATRIX=gw the cells of 429 nodes or several gateways,
+// LEVEE_MATRIX=change the capacity changes on queueing nodes behind one
+// gateway at 200 ms, LEVEE_MATRIX=dev a few cells shaped by OFFERED, INIT,
+// GW, CHANGE, REJECT and STREAM on three seeds; LEVEE_MATRIX_SEED picks
+// another seed (default 1); LEVEE_MATRIX_ALL=1 prints every cell, not only
+// the failing ones and the summary.
 func BenchmarkLimiterMatrix(b *testing.B) {
 	keepOverride = envF("KEEP", 0)
 	defer sim429FromEnv()()
 	cells := matrixCells(uint64(envF("LEVEE_MATRIX_SEED", 1)))
-	switch os.Getenv("LEVEE_MATRIX") {
-	case "gw":
-		// The cells of 429 nodes or several gateways.
-		var sub []simCell
-		for _, c := range cells {
-			if (c.Reject || c.Gateways > 1) && (os.Getenv("LEVEE_MATRIX_FAST") == "" || c.Mean < 1) {
-				sub = append(sub, c)
-			}
-		}
-		cells = sub
-	case "short":
+	switch name := os.Getenv("LEVEE_MATRIX"); {
+	case name == "short":
 		cells = ciCells()
-	case "dev":
+	case name == "dev":
 		cells = nil
 		for _, sg := range matrixSigmas {
 			for _, sl := range matrixSlots {
@@ -364,23 +358,10 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 				}
 			}
 		}
-	case "change":
-		// The capacity changes with node queues and one gateway, at 200 ms.
-		var ch []simCell
-		for _, c := range cells {
-			if c.Mean == 0.2 && !c.Reject && c.Gateways == 1 && c.Offered == 3 && c.Initial == 1 && !c.Stream && c.Change != "" {
-				ch = append(ch, c)
-			}
-		}
-		cells = ch
-	case "mid":
-		var mid []simCell
-		for _, c := range cells {
-			if c.Mean == 0.2 || c.Stream {
-				mid = append(mid, c)
-			}
-		}
-		cells = mid
+	case matrixSubsets[name] != nil:
+		cells = slices.DeleteFunc(cells, func(c simCell) bool { return !matrixSubsets[name](c) })
+	case name != "":
+		b.Fatalf("LEVEE_MATRIX=%q: want short, dev, gw, change or mid", name)
 	}
 	for b.Loop() {
 		results, err := runCells(cells, runtime.GOMAXPROCS(0))
@@ -389,6 +370,15 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 		}
 		printMatrix(os.Stdout, cells, results, os.Getenv("LEVEE_MATRIX_ALL") != "")
 	}
+}
+
+// matrixSubsets are the parts of the matrix LEVEE_MATRIX names.
+var matrixSubsets = map[string]func(simCell) bool{
+	"gw":  func(c simCell) bool { return c.Reject || c.Gateways > 1 },
+	"mid": func(c simCell) bool { return c.Mean == 0.2 || c.Stream },
+	"change": func(c simCell) bool {
+		return c.Mean == 0.2 && !c.Reject && c.Gateways == 1 && c.Offered == 3 && c.Initial == 1 && !c.Stream && c.Change != ""
+	},
 }
 
 func printMatrix(w io.Writer, cells []simCell, results []*cellResult, all bool) {

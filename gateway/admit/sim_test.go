@@ -120,8 +120,7 @@ type simResult struct {
 	P0Demand  float64 // P0's offered rate ÷ the smallest capacity of the run
 	Unloaded  float64 // unloaded p99, seconds
 	Trace     []float64
-	worksAll  []float64 // service times drawn (tests)
-	TraceStep float64   // seconds between trace points
+	TraceStep float64 // seconds between trace points
 }
 
 // P0 is the P0 success rate (1 when no P0 was offered).
@@ -815,7 +814,6 @@ func (s *sim) finish(mults []float64) {
 	c := &s.cell
 	res := &s.res
 	res.Trace = s.lat
-	res.worksAll = s.works
 	start := 0.0
 	truths := []int{c.Nodes * c.Slots}
 	if c.Change == "loss" {

@@ -92,6 +92,7 @@ func TestSimOne(t *testing.T) {
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		defer func() {
 			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0 = nil, nil, nil, nil, nil, nil, nil, nil
+			debugWaits = nil
 		}()
 	}
 	simTraceMean = c.Mean
@@ -103,30 +104,6 @@ func TestSimOne(t *testing.T) {
 	st.Algo = AlgoStatic
 	rs, _ := runSim(st)
 	fmt.Println(c)
-	if debugWaits != nil {
-		var all []float64
-		chunks := map[int][]float64{}
-		for t, w := range debugWaits {
-			all = append(all, w[1])
-			chunks[int(t%40)] = append(chunks[int(t%40)], w[1])
-		}
-		var ts []uint64
-		for t := range debugWaits {
-			ts = append(ts, t)
-		}
-		slices.Sort(ts)
-		sum, cnt := 0.0, 0
-		for i := 0; i+40 <= len(ts); i += 40 {
-			var xs []float64
-			for _, t := range ts[i : i+40] {
-				xs = append(xs, debugWaits[t][1])
-			}
-			sum += trimmedOf(xs)
-			cnt++
-		}
-		fmt.Printf("ranges of 40: mean trimmed %.5f over %d\n", sum/float64(cnt), cnt)
-		fmt.Printf("granted works trimmed %.5f over %d; arrivals %.5f over %d\n", trimmedOf(all), len(all), trimmedOf(r.worksAll), len(r.worksAll))
-	}
 	for i, p := range r.Phases {
 		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f | static fill %.3f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim, rs.Phases[i].Fill)
 	}
@@ -186,21 +163,13 @@ func trimmedOf(xs []float64) float64 {
 		return 0
 	}
 	s := append([]float64(nil), xs...)
-	sortF(s)
+	slices.Sort(s)
 	k := (len(s) + 1) / 2
 	sum := 0.0
 	for _, v := range s[:k] {
 		sum += v
 	}
 	return sum / float64(k)
-}
-
-func sortF(s []float64) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 var probeFrom, probeWant uint64

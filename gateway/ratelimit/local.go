@@ -107,13 +107,7 @@ func (l *Local) Allow(ctx context.Context, key string, rule Rule, cost int64, no
 		return Decision{}, fmt.Errorf("ratelimit: local allow %q: %w", key, err)
 	}
 	t := now.UnixNano()
-	sh := &l.shards[maphash.String(l.seed, key)&l.mask]
-	sh.mu.Lock()
-	e := sh.keys[key]
-	if e == nil || e.algo != rule.Algorithm {
-		e = &entry{algo: rule.Algorithm}
-		sh.keys[key] = e
-	}
+	sh, e := l.lockEntry(key, rule.Algorithm)
 	var d Decision
 	if rule.Algorithm == TokenBucket {
 		d = e.bucket(t, rule, cost)
@@ -129,6 +123,20 @@ func (l *Local) Allow(ctx context.Context, key string, rule Rule, cost int64, no
 	}
 	sh.mu.Unlock()
 	return d, nil
+}
+
+// lockEntry locks key's shard and returns it with key's entry for algo,
+// a new one when the key has none or had another algorithm. The caller
+// unlocks sh.mu.
+func (l *Local) lockEntry(key string, algo Algorithm) (*localShard, *entry) {
+	sh := &l.shards[maphash.String(l.seed, key)&l.mask]
+	sh.mu.Lock()
+	e := sh.keys[key]
+	if e == nil || e.algo != algo {
+		e = &entry{algo: algo}
+		sh.keys[key] = e
+	}
+	return sh, e
 }
 
 // Len reports how many keys the store holds.
@@ -318,14 +326,8 @@ func (l *Local) Record(key string, rule Rule, cost int64, now time.Time) {
 		return
 	}
 	t := now.UnixNano()
-	sh := &l.shards[maphash.String(l.seed, key)&l.mask]
-	sh.mu.Lock()
+	sh, e := l.lockEntry(key, rule.Algorithm)
 	defer sh.mu.Unlock()
-	e := sh.keys[key]
-	if e == nil || e.algo != rule.Algorithm {
-		e = &entry{algo: rule.Algorithm}
-		sh.keys[key] = e
-	}
 	if rule.Algorithm == TokenBucket {
 		e.refill(t, rule)
 		e.tokens = math.Max(0, math.Min(e.tokens, float64(rule.Burst))-float64(cost))

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"math"
 	"strconv"
 	"time"
@@ -35,14 +34,8 @@ func (l *Local) Settle(ctx context.Context, key string, rule Rule, delta int64, 
 		return nil
 	}
 	t := now.UnixNano()
-	sh := &l.shards[maphash.String(l.seed, key)&l.mask]
-	sh.mu.Lock()
+	sh, e := l.lockEntry(key, rule.Algorithm)
 	defer sh.mu.Unlock()
-	e := sh.keys[key]
-	if e == nil || e.algo != rule.Algorithm {
-		e = &entry{algo: rule.Algorithm}
-		sh.keys[key] = e
-	}
 	e.settle(t, rule, delta)
 	e.last, e.rule = t, rule
 	return nil

@@ -195,6 +195,29 @@ func runFor(t *testing.T, g *Generator, fc *clockwork.FakeClock, rate float64, d
 
 // startRun runs g until ctx ends; the returned stop waits for Run to return
 // (call it once ctx has ended or will end).
+// startStandardRun runs a generator of standard requests to url at rate
+// constant arrivals on a fake clock (clientTimeout 0: the default); cancel
+// stops its scheduling, stop waits for Run to return.
+func startStandardRun(t *testing.T, url string, rate float64, clientTimeout time.Duration) (g *Generator, fc *clockwork.FakeClock, cancel context.CancelFunc, stop func()) {
+	t.Helper()
+	cfg := allRoutesConfig(url)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	if clientTimeout > 0 {
+		cfg.ClientTimeout = clientTimeout
+	}
+	fc = clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(rate); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return g, fc, cancel, startRun(t, g, ctx)
+}
+
 func startRun(t *testing.T, g *Generator, ctx context.Context) (stop func()) {
 	t.Helper()
 	done := make(chan error, 1)
@@ -457,20 +480,8 @@ func TestStallShowsInLatency(t *testing.T) {
 // counts are exact: 200/s for 300 ms is 60 arrivals, then none.
 func TestPauseAndTick(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok")
-	cfg := allRoutesConfig(srv.URL)
-	cfg.Mix.Routes = map[string]float64{"standard": 1}
-	cfg.Arrival = ArrivalConstant
-	fc := clockwork.NewFakeClock()
-	g, err := New(cfg, WithClock(fc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.SetRate(200); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	g, fc, cancel, stop := startStandardRun(t, srv.URL, 200, 0)
 	defer cancel()
-	stop := startRun(t, g, ctx)
 	advance(t, fc, 300*time.Millisecond)
 	if err := g.SetRate(0); err != nil {
 		t.Fatal(err)

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jonboulle/clockwork"
-
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -88,21 +86,8 @@ func waitEnded(t *testing.T, g *Generator, n uint64) {
 // in flight at either edge.
 func TestTrackerCountsByOfferEpoch(t *testing.T) {
 	srv := newGatedServer(t)
-	cfg := allRoutesConfig(srv.URL)
-	cfg.Mix.Routes = map[string]float64{"standard": 1}
-	cfg.Arrival = ArrivalConstant
-	cfg.ClientTimeout = 30 * time.Second
-	fc := clockwork.NewFakeClock()
-	g, err := New(cfg, WithClock(fc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.SetRate(100); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	g, fc, cancel, stop := startStandardRun(t, srv.URL, 100, 30*time.Second)
 	defer cancel()
-	stop := startRun(t, g, ctx)
 
 	advance(t, fc, 100*time.Millisecond) // 10 in flight before the tracker
 	srv.waitReceived(t, 10)
@@ -186,21 +171,8 @@ func TestTrackerCountsByOfferEpoch(t *testing.T) {
 // stop lasted 0 s, so the sampler divided a drain of seconds by one tick.
 func TestTickAfterStopCoversTheDrain(t *testing.T) {
 	srv := newGatedServer(t)
-	cfg := allRoutesConfig(srv.URL)
-	cfg.Mix.Routes = map[string]float64{"standard": 1}
-	cfg.Arrival = ArrivalConstant
-	cfg.ClientTimeout = 30 * time.Second
-	fc := clockwork.NewFakeClock()
-	g, err := New(cfg, WithClock(fc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.SetRate(100); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	g, fc, cancel, stop := startStandardRun(t, srv.URL, 100, 30*time.Second)
 	defer cancel()
-	stop := startRun(t, g, ctx)
 	advance(t, fc, 100*time.Millisecond)
 	srv.waitReceived(t, 10)
 	gate := srv.next()
