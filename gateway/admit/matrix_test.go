@@ -94,12 +94,13 @@ func matrixCells(seed uint64) []simCell {
 		}
 	}
 	// Streams: time to first token + max_tokens 16–1024, judged by the
-	// TTFT, and by the whole RTT to show why not.
-	for _, rttOnly := range []bool{false, true} {
+	// TTFT; by the whole RTT to show why not; and mixed with plain calls
+	// of the same length (P0 all plain), judged by their RTT.
+	for _, mode := range []struct{ rttOnly, mixed bool }{{false, false}, {true, false}, {false, true}} {
 		for _, sg := range matrixSigmas {
 			for _, sl := range matrixSlots {
 				cells = append(cells, simCell{Mean: 1, Sigma: sg, Nodes: 3, Slots: sl, Offered: 3, Initial: 1,
-					Gateways: 1, Change: "loss", Stream: true, RTTOnly: rttOnly, Seed: seed, Algo: AlgoGradient})
+					Gateways: 1, Change: "loss", Stream: true, RTTOnly: mode.rttOnly, Mixed: mode.mixed, Seed: seed, Algo: AlgoGradient})
 			}
 		}
 	}
@@ -332,6 +333,7 @@ func TestLimiterMatrix(t *testing.T) {
 // and the streams (the simulation is scale-free in time: a 5 s cell plays as
 // its 200 ms twin; 20 ms cells differ only by their 3 s settle allowance),
 // LEVEE_MATRIX=gw the cells of 429 nodes or several gateways,
+// LEVEE_MATRIX=streams the streams,
 // LEVEE_MATRIX=change the capacity changes on queueing nodes behind one
 // gateway at 200 ms, LEVEE_MATRIX=dev a few cells shaped by OFFERED, INIT,
 // GW, CHANGE, REJECT and STREAM on three seeds; LEVEE_MATRIX_SEED picks
@@ -361,7 +363,7 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 	case matrixSubsets[name] != nil:
 		cells = slices.DeleteFunc(cells, func(c simCell) bool { return !matrixSubsets[name](c) })
 	case name != "":
-		b.Fatalf("LEVEE_MATRIX=%q: want short, dev, gw, change or mid", name)
+		b.Fatalf("LEVEE_MATRIX=%q: want short, dev, gw, change, streams or mid", name)
 	}
 	for b.Loop() {
 		results, err := runCells(cells, runtime.GOMAXPROCS(0))
@@ -374,8 +376,9 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 
 // matrixSubsets are the parts of the matrix LEVEE_MATRIX names.
 var matrixSubsets = map[string]func(simCell) bool{
-	"gw":  func(c simCell) bool { return c.Reject || c.Gateways > 1 },
-	"mid": func(c simCell) bool { return c.Mean == 0.2 || c.Stream },
+	"gw":      func(c simCell) bool { return c.Reject || c.Gateways > 1 },
+	"streams": func(c simCell) bool { return c.Stream },
+	"mid":     func(c simCell) bool { return c.Mean == 0.2 || c.Stream },
 	"change": func(c simCell) bool {
 		return c.Mean == 0.2 && !c.Reject && c.Gateways == 1 && c.Offered == 3 && c.Initial == 1 && !c.Stream && c.Change != ""
 	},
@@ -460,6 +463,8 @@ func cellGroup(c simCell) string {
 	switch {
 	case c.Stream && c.RTTOnly:
 		return "streams judged by the whole RTT (contrast, not acceptance)"
+	case c.Stream && c.Mixed:
+		return "streams mixed with plain calls (P0 all plain): first tokens and whole plain calls in one signal"
 	case c.Stream:
 		return "streams, max_tokens 16–1024, judged by time to first token"
 	case c.Change == "loss" && !c.Reject && c.Gateways == 1 && (c.Mix == defaultMix || c.Mix == [NumPriorities]float64{}):

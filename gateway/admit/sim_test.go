@@ -38,6 +38,7 @@ type simCell struct {
 	ChangeAt float64 // mean service times from the start to the change (0: simFirstPhase, once the start-up settled)
 	Stream   bool    // streams: TTFT + max_tokens 16–1024 at Mean/50 per token
 	RTTOnly  bool    // streams judged by their whole RTT instead of the TTFT
+	Mixed    bool    // streams mixed with plain calls (simPlainLength × a first token), judged by their RTT: P0 and simPlainShare of P1/P2 are plain (lesson 07's mix)
 	Guard    bool    // each gateway has an overload guard (simGuard) before its bulkhead
 	Seed     uint64
 	Algo     string // gradient, aimd, static (the static limit is the true capacity)
@@ -59,6 +60,9 @@ func (c simCell) String() string {
 		s += " stream"
 		if c.RTTOnly {
 			s += "(rtt)"
+		}
+		if c.Mixed {
+			s += "+plain"
 		}
 	}
 	if c.Guard {
@@ -95,6 +99,8 @@ const (
 	simTokenShare   = 50.0  // streams: a token takes Mean/simTokenShare
 	simStallEvery   = 10.0  // "stall": a gateway freeze every simStallEvery mean service times
 	simStall        = 1.5   // of simStall mean service times (a GC pause or a starved CPU)
+	simPlainShare   = 0.4   // Mixed: the share of P1/P2 calls that are plain (P0's are all)
+	simPlainLength  = 2.0   // Mixed: a plain call's length ÷ a stream's time to first token
 )
 
 // simPhaseResult is what one phase (between capacity changes) measured.
@@ -102,7 +108,7 @@ type simPhaseResult struct {
 	Truth    int     // live slots
 	Mean     float64 // mean service time in the phase, seconds
 	Settle   float64 // mean service times from the phase start until the limit settles; +Inf: never
-	Fill     float64 // goodput from the settle on (at least the phase's second half) ÷ capacity (Truth / Mean)
+	Fill     float64 // goodput from the settle on (at least the phase's second half) ÷ capacity (Truth / Mean; Mixed: the slot-time ok requests took ÷ the slot-time there was)
 	CV       float64 // the limit's coefficient of variation from the settle on
 	MeanLim  float64 // the limit's mean from the settle on
 	Duration float64 // seconds
@@ -204,6 +210,7 @@ type simReq struct {
 	deadline float64
 	work     float64 // service time at multiplier 1, seconds
 	ttft     float64 // streams: the time to first token within work
+	plain    bool    // Mixed: a plain call (its signal is its RTT)
 	sent     float64 // when the upstream call started
 	tried    uint32  // the nodes the call was sent to, a bit each
 	started  float64 // when a node slot took it
@@ -242,6 +249,7 @@ type sim struct {
 	decided  []*waiter  // waiters decided inside a bulkhead call
 	res      simResult
 	okAt     []float64 // completion times of ok requests
+	okWork   []float64 // Mixed: their service times (as served)
 	admitted []float64 // arrival → answer of ok requests, seconds
 	works    []float64 // service times drawn (unloaded distribution)
 	lat      []float64 // limit trace
@@ -267,6 +275,10 @@ func runSim(c simCell) (*simResult, error) {
 	s.mean = c.Mean
 	if c.Stream {
 		s.mean = c.Mean + meanLogUniform(16, 1024)*c.Mean/simTokenShare
+		if c.Mixed {
+			plain := c.Mix[P0] + (1-c.Mix[P0])*simPlainShare
+			s.mean = plain*simPlainLength*c.Mean + (1-plain)*s.mean
+		}
 	}
 	s.res.Cell = c
 	s.res.Outcomes = map[string]int{}
@@ -460,6 +472,9 @@ func (s *sim) retire(id int32, outcome string) {
 		s.res.OK[r.prio]++
 		s.res.Goodput++
 		s.okAt = append(s.okAt, s.now)
+		if s.cell.Mixed {
+			s.okWork = append(s.okWork, r.work*s.nodes[r.node].mult)
+		}
 		s.admitted = append(s.admitted, s.now-r.arrive)
 	}
 	r.gen++
@@ -484,6 +499,14 @@ func (s *sim) arrive() {
 	s.works = append(s.works, work)
 	*r = simReq{gen: r.gen, state: rsWaiting, prio: p, gw: s.arrRNG.IntN(len(s.gws)), arrive: s.now,
 		deadline: s.now + simDeadline*s.mean*s.multNow(), work: work, ttft: ttft}
+	if c.Mixed {
+		r.plain = p == P0 || s.arrRNG.Float64() < simPlainShare
+		if r.plain {
+			// A plain call: a short answer, a little longer than a
+			// stream's first token (lesson 07: p50 0.85 s beside 0.4 s).
+			r.work, r.ttft = simPlainLength*ttft, 0
+		}
+	}
 	if s.now < s.frozen {
 		s.push(simEvent{at: s.frozen, kind: evAdmit, id: id, gen: r.gen})
 		return
@@ -592,10 +615,13 @@ func (s *sim) startService(id int32) {
 	d := r.work * nd.mult
 	r.ttft *= nd.mult
 	s.push(simEvent{at: s.now + d, kind: evDone, id: id, gen: r.gen})
-	if s.cell.Stream && !s.cell.RTTOnly {
+	if s.byTTFT(r) {
 		s.push(simEvent{at: s.now + r.ttft, kind: evFirst, id: id, gen: r.gen})
 	}
 }
+
+// byTTFT reports whether r's signal is its time to first token.
+func (s *sim) byTTFT(r *simReq) bool { return s.cell.Stream && !s.cell.RTTOnly && !r.plain }
 
 // first: a stream's first token reached the gateway.
 func (s *sim) first(id int32) {
@@ -638,7 +664,7 @@ func (s *sim) gwDone(id int32) {
 	g := &s.gws[r.gw]
 	g.loads[ni]--
 	smp := Sample{RTT: dur(s.now - r.sent)}
-	if s.cell.Stream && !s.cell.RTTOnly {
+	if s.byTTFT(r) {
 		smp.Latency = dur(r.started - r.sent + r.ttft)
 	}
 	r.permit.Release(smp)
@@ -870,13 +896,23 @@ func (s *sim) finish(mults []float64) {
 			pr.MeanLim = m
 			pr.CV = math.Sqrt(math.Max(0, sq/float64(n)-m*m)) / m
 		}
-		ok := 0
-		for _, at := range s.okAt {
+		ok, busy := 0, 0.0
+		for i, at := range s.okAt {
 			if at >= from && at < end {
 				ok++
+				if c.Mixed {
+					busy += s.okWork[i]
+				}
 			}
 		}
-		if end > from {
+		switch {
+		case end <= from:
+		case c.Mixed:
+			// Plain calls and streams differ in length, and which are
+			// served depends on the priorities: the slot-time the ok
+			// requests took ÷ the slot-time there was.
+			pr.Fill = busy / ((end - from) * truth)
+		default:
 			pr.Fill = float64(ok) / ((end - from) * truth / mean)
 		}
 		res.Phases = append(res.Phases, pr)
