@@ -118,7 +118,7 @@ func (p *basePool) add(co *cohort) {
 	}
 	k := 0
 	for i := range co.size() {
-		switch v := co.lat[i]; {
+		switch v := co.value(i); {
 		case v == unmeasured:
 		case math.IsNaN(v):
 			p.push(math.Inf(1)) // not back: slower than any kept

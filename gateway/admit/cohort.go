@@ -24,13 +24,26 @@ type cohort struct {
 	maxInfl  int
 	lat      [maxCohort]float64 // by ticket offset; NaN until back, unmeasured, +Inf when dropped
 	infl     [maxCohort]int32   // by ticket offset: in flight at its grant
+	plain    [maxCohort]bool    // by ticket offset: a plain call (its signal is its RTT), beside streams' first tokens
+	off      float64            // the plain calls' offset (see adaptive.kindOff)
+}
+
+// value returns ticket i's latency signal as the statistics read it: a
+// plain call's less the offset that makes it read like a first token.
+// Sentinels (NaN, unmeasured, +Inf) are returned as they are.
+func (c *cohort) value(i int) float64 {
+	v := c.lat[i]
+	if c.plain[i] && v >= 0 && !math.IsInf(v, 1) {
+		v -= c.off
+	}
+	return v
 }
 
 func (c *cohort) reset(from, to uint64, kind int) {
 	c.from, c.to, c.kind = from, to, kind
-	c.got, c.n, c.drops, c.sumInfl, c.maxInfl = 0, 0, 0, 0, 0
+	c.got, c.n, c.drops, c.sumInfl, c.maxInfl, c.off = 0, 0, 0, 0, 0, 0
 	for i := range c.size() {
-		c.lat[i] = math.NaN()
+		c.lat[i], c.plain[i] = math.NaN(), false
 	}
 }
 
@@ -46,7 +59,7 @@ func (c *cohort) cut(keep float64, buf []float64) float64 {
 	n := 0
 	for i := range c.size() {
 		if v := c.lat[i]; !math.IsNaN(v) && v != unmeasured {
-			buf[n] = v
+			buf[n] = c.value(i)
 			n++
 		}
 	}

@@ -153,7 +153,10 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		if s.Ticket >= from+uint64(numCohorts)*size {
 			from = s.Ticket // far ahead (lost samples): start afresh
 		}
-		a.ring.push(from, from+size, cohortRound)
+		a.ring.push(from, from+size, cohortRound).off = a.kindOff
+	}
+	if measured && !s.Dropped {
+		a.noteKind(s.Ticket, lat, s.Latency <= 0)
 	}
 	co := a.ring.find(s.Ticket)
 	if co == nil {
@@ -172,7 +175,7 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		co.drops++
 		lat = math.Inf(1)
 	}
-	co.lat[i], co.infl[i] = lat, int32(s.Inflight)
+	co.lat[i], co.infl[i], co.plain[i] = lat, int32(s.Inflight), s.Latency <= 0
 	co.n++
 	co.sumInfl += float64(s.Inflight)
 	co.maxInfl = max(co.maxInfl, s.Inflight)

@@ -46,6 +46,7 @@ func (a *adaptive) startUp(co *cohort) {
 	// as long as it does not read significantly higher (below the
 	// capacity, none does, and the baseline gets the whole cohort).
 	q := max(1, int(startShare*float64(size)+0.5))
+	a.learnKinds(co, 0, q, 1)
 	base := &a.scratch[1]
 	base.reset()
 	base.addRange(co, 0, q)
@@ -166,7 +167,7 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		ramp = max(lim-int(a.est+0.5), 1)
 		kind, want = cohortUp, ramp+max(s.n, minWindow/2)
 	}
-	a.ring.push(from, from+uint64(min(want, maxCohort)), kind)
+	a.ring.push(from, from+uint64(min(want, maxCohort)), kind).off = a.kindOff
 	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), ramp: min(ramp, maxCohort/2), urgent: a.urgent, up: up}
 	a.urgent = false
 	a.limit.Store(int64(lim))
@@ -203,6 +204,7 @@ func (a *adaptive) endProbe(co *cohort) {
 	z := math.Sqrt(v + a.baseVar)
 	switch {
 	case a.pool.n == 0:
+		a.learnKinds(co, 0, co.size(), 1)
 		a.pool.add(co)
 		a.poolBase()
 	case urgent && a.slower(&s, z):
@@ -212,6 +214,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		// against the new baseline, still shows a queue (the backend
 		// also lost slots).
 		a.pool.reset()
+		a.learnKinds(co, 0, co.size(), 1)
 		a.pool.add(co)
 		a.poolBase()
 		l := &a.last
@@ -233,10 +236,12 @@ func (a *adaptive) endProbe(co *cohort) {
 	case math.Abs(s.stat-a.base) > 3*z:
 		// The backend changed: start the pool afresh.
 		a.pool.reset()
+		a.learnKinds(co, 0, co.size(), 1)
 		a.pool.add(co)
 		a.poolBase()
 		a.every = probeMinEvery
 	default:
+		a.learnKinds(co, 0, co.size(), kindWeight)
 		a.pool.add(co)
 		a.poolBase()
 		a.suspect = 0

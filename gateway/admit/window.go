@@ -53,7 +53,7 @@ func (w *window) add(co *cohort) { w.addRange(co, 0, co.size()) }
 // those not back yet count as pending (the slowest).
 func (w *window) addRange(co *cohort, lo, hi int) {
 	for i := lo; i < hi; i++ {
-		v := co.lat[i]
+		v := co.value(i)
 		switch {
 		case math.IsNaN(v):
 			w.pending++

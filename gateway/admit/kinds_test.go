@@ -1,0 +1,131 @@
+package admit
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// kindsStartUp runs a start-up cohort of limit tickets below the capacity
+// (no queue): every other ticket a stream whose first token takes ttft,
+// the rest plain calls of lognormal length around plain (σ 0.6). A plain
+// sample comes back in the order of its end, as the limiter would see it
+// (the cohort is judged when its fastest half is back). It returns the
+// limiter.
+func kindsStartUp(t *testing.T, limit int, ttft, plain float64, seed uint64) *adaptive {
+	t.Helper()
+	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Max: 8 * limit})
+	rng := rand.New(rand.NewPCG(seed, 1))
+	tickets := make([]uint64, limit)
+	for i := range tickets {
+		tickets[i] = a.Ticket()
+	}
+	type done struct {
+		at     float64
+		ticket uint64
+		infl   int
+		stream bool
+		lat    float64
+	}
+	var ends []done
+	for i, tk := range tickets {
+		if i%2 == 0 {
+			ends = append(ends, done{ttft * (1 + 0.05*rng.NormFloat64()), tk, i + 1, true, 0})
+			continue
+		}
+		l := plain * math.Exp(0.6*rng.NormFloat64()-0.18)
+		ends = append(ends, done{l, tk, i + 1, false, l})
+	}
+	// In order of their ends, as the limiter would see them.
+	for i := range ends {
+		for j := i + 1; j < len(ends); j++ {
+			if ends[j].at < ends[i].at {
+				ends[i], ends[j] = ends[j], ends[i]
+			}
+		}
+	}
+	start := clk.t
+	for _, d := range ends {
+		clk.t = start.Add(time.Duration(d.at * 1e9))
+		if d.stream {
+			a.OnLatency(d.ticket, d.infl, time.Duration(d.at*1e9))
+		} else {
+			a.OnSample(Sample{RTT: time.Duration(d.lat * 1e9), Inflight: d.infl, Ticket: d.ticket})
+		}
+	}
+	if !a.started {
+		t.Fatal("the start-up cohort was not judged")
+	}
+	return a
+}
+
+// TestKindsOffsetAtStartUp: the start-up measures how much longer a plain
+// call reads than a stream's first token with no queue, although its
+// cohort is judged long before the slow plain calls are back (they would
+// read the plain calls fast) — and only with both kinds.
+func TestKindsOffsetAtStartUp(t *testing.T) {
+	const ttft, plain = 0.4, 0.85
+	// The truth: the plain calls' fastest-half mean less the streams'.
+	rng := rand.New(rand.NewPCG(99, 1))
+	ps, ss := make([]float64, 100000), make([]float64, 100000)
+	for i := range ps {
+		ps[i] = plain * math.Exp(0.6*rng.NormFloat64()-0.18)
+		ss[i] = ttft * (1 + 0.05*rng.NormFloat64())
+	}
+	mp, _, _, _, _ := trimmedMean(ps, 0, 0.5)
+	ms, _, _, _, _ := trimmedMean(ss, 0, 0.5)
+	truth := mp - ms
+	var sum float64
+	const seeds = 8
+	for seed := range uint64(seeds) {
+		a := kindsStartUp(t, 512, ttft, plain, seed+1)
+		if !a.kindKnown {
+			t.Fatalf("seed %d: no offset after a start-up of both kinds", seed+1)
+		}
+		sum += a.kindOff
+	}
+	if got := sum / seeds; math.Abs(got-truth) > 0.25*truth {
+		t.Fatalf("mean offset %.3f s over %d seeds, want %.3f s ± 25 %%", got, seeds, truth)
+	}
+	t.Run("streams only", func(t *testing.T) {
+		a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: 64})
+		for i := range 64 {
+			tk := a.Ticket()
+			clk.add(time.Millisecond)
+			a.OnLatency(tk, i+1, time.Duration(ttft*1e9))
+		}
+		if a.kindKnown || a.kindOff != 0 {
+			t.Fatalf("an offset (%v, %v) with one kind", a.kindKnown, a.kindOff)
+		}
+	})
+}
+
+// TestKindsReadAlike: after a start-up of both kinds, a round trip of
+// plain calls only (P0's, say, served first) reads at the baseline, not
+// the plain calls' longer no-queue latency: the mix is not a queue.
+func TestKindsReadAlike(t *testing.T) {
+	const ttft, plain = 0.4, 0.85
+	a := kindsStartUp(t, 256, ttft, plain, 7)
+	rng := rand.New(rand.NewPCG(8, 1))
+	var co cohort
+	co.reset(0, 128, cohortRound)
+	co.off = a.kindOff
+	for i := range co.size() {
+		co.lat[i] = plain * math.Exp(0.6*rng.NormFloat64()-0.18)
+		co.plain[i], co.infl[i] = true, 100
+	}
+	var w window
+	w.add(&co)
+	s := w.stats(a.cfg.keep(), 0)
+	if d := s.stat - a.base; math.Abs(d) > 3*math.Hypot(s.se, math.Sqrt(a.baseVar))+0.02 {
+		t.Fatalf("plain calls with no queue read %.3f s against the baseline %.3f s (offset %.3f)", s.stat, a.base, a.kindOff)
+	}
+	// Without the offset they would read as a queue.
+	co.off = 0
+	w.reset()
+	w.add(&co)
+	if s := w.stats(a.cfg.keep(), 0); s.stat-a.base < 0.1 {
+		t.Fatalf("the test's plain calls read %.3f s without the offset, too close to the baseline %.3f s to test anything", s.stat, a.base)
+	}
+}
