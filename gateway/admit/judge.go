@@ -155,9 +155,14 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		}
 		a.ring.push(from, from+size, cohortRound).off = a.kindOff
 	}
-	if measured && !s.Dropped {
-		a.noteKind(s.Ticket, lat, s.Latency <= 0)
+	plain := s.Latency <= 0
+	switch {
+	case !measured:
+		lat = unmeasured
+	case s.Dropped:
+		lat = math.Inf(1)
 	}
+	a.noteKind(s.Ticket, lat, plain)
 	co := a.ring.find(s.Ticket)
 	if co == nil {
 		return // its cohort was judged already
@@ -167,15 +172,14 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		return // its latency came early (OnLatency)
 	}
 	co.got++
+	co.lat[i] = lat
 	if !measured {
-		co.lat[i] = unmeasured
 		return
 	}
 	if s.Dropped {
 		co.drops++
-		lat = math.Inf(1)
 	}
-	co.lat[i], co.infl[i], co.plain[i] = lat, int32(s.Inflight), s.Latency <= 0
+	co.infl[i], co.plain[i] = int32(s.Inflight), plain
 	co.n++
 	co.sumInfl += float64(s.Inflight)
 	co.maxInfl = max(co.maxInfl, s.Inflight)

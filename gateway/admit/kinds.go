@@ -57,7 +57,8 @@ func (a *adaptive) learnKinds(co *cohort, lo, hi int, w float64) {
 	}
 }
 
-// noteKind files a sample that came back for the learner.
+// noteKind files a ticket that came back (lat as a cohort keeps it:
+// unmeasured, +Inf when dropped) for the learner, so that it completes.
 func (a *adaptive) noteKind(ticket uint64, lat float64, plain bool) {
 	k := &a.kinds
 	if !k.active || ticket < k.from || ticket >= k.to || !math.IsNaN(k.lat[ticket-k.from]) {

@@ -1,8 +1,10 @@
 package admit
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -38,13 +40,7 @@ func kindsStartUp(t *testing.T, limit int, ttft, plain float64, seed uint64) *ad
 		ends = append(ends, done{l, tk, i + 1, false, l})
 	}
 	// In order of their ends, as the limiter would see them.
-	for i := range ends {
-		for j := i + 1; j < len(ends); j++ {
-			if ends[j].at < ends[i].at {
-				ends[i], ends[j] = ends[j], ends[i]
-			}
-		}
-	}
+	slices.SortFunc(ends, func(x, y done) int { return cmp.Compare(x.at, y.at) })
 	start := clk.t
 	for _, d := range ends {
 		clk.t = start.Add(time.Duration(d.at * 1e9))

@@ -95,7 +95,7 @@ func matrixCells(seed uint64) []simCell {
 	}
 	// Streams: time to first token + max_tokens 16–1024, judged by the
 	// TTFT; by the whole RTT to show why not; and mixed with plain calls
-	// of the same length (P0 all plain), judged by their RTT.
+	// (P0 all plain), judged by their RTT.
 	for _, mode := range []struct{ rttOnly, mixed bool }{{false, false}, {true, false}, {false, true}} {
 		for _, sg := range matrixSigmas {
 			for _, sl := range matrixSlots {

@@ -496,7 +496,6 @@ func (s *sim) arrive() {
 		p = P1
 	}
 	work, ttft := s.draw()
-	s.works = append(s.works, work)
 	*r = simReq{gen: r.gen, state: rsWaiting, prio: p, gw: s.arrRNG.IntN(len(s.gws)), arrive: s.now,
 		deadline: s.now + simDeadline*s.mean*s.multNow(), work: work, ttft: ttft}
 	if c.Mixed {
@@ -507,6 +506,7 @@ func (s *sim) arrive() {
 			r.work, r.ttft = simPlainLength*ttft, 0
 		}
 	}
+	s.works = append(s.works, r.work)
 	if s.now < s.frozen {
 		s.push(simEvent{at: s.frozen, kind: evAdmit, id: id, gen: r.gen})
 		return
