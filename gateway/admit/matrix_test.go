@@ -248,7 +248,7 @@ var ciShortfalls = map[int][]string{
 	0: {"start: settle", "change: settle", "return: settle", "return: limit CV", "goodput"},
 	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >", "return: limit CV"},
 	3: {"start: limit CV", "change: settle", "return: settle"},
-	4: {"start: limit CV", "change: settle", "change: fill", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "P0 success", "goodput"},
+	4: {"start: limit CV", "change: settle", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "P0 success", "goodput"},
 	5: {"P0 success"},
 	6: {"start: settle", "change: settle +Inf >", "return: settle +Inf >"},
 }
