@@ -228,9 +228,15 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		a.climb, a.short = 0, 0
 		a.every = probeMinEvery
-	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && a.pool.count > 1:
+	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && (a.pool.count > 1 || !a.scaled(&s)):
 		// Above the baseline: the probe may have run above a capacity
-		// that just fell. Believe it only when it repeats.
+		// that just fell. Believe it only when it repeats. The first
+		// probe after the start-up is believed at once when its spread
+		// grew with its level (the start-up measured a faster backend);
+		// not when the spread stayed, as a queue leaves it (lesson 07,
+		// traced: a probe that began as a node died read the new queue,
+		// replaced the start-up's baseline with it, and the limit
+		// climbed to twice the live slots).
 		a.suspect++
 		a.every = probeMinEvery
 	case math.Abs(s.stat-a.base) > 3*z:
@@ -264,15 +270,16 @@ func (a *adaptive) slower(s *windowStats, z float64) bool {
 	if s.stat <= a.base+congestionZ*z {
 		return false
 	}
-	if a.baseSW <= 0 {
-		return true
-	}
-	scaled := func(s *windowStats) bool {
-		return s.sw <= 0 || s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
-	}
 	// The window that cut (many requests) and the probe (unless too few
 	// for a spread: a winsorized deviation of a few is mostly noise).
-	return scaled(&a.last) && (s.n < minWindow/4 || scaled(s))
+	return a.scaled(&a.last) && (s.n < minWindow/4 || a.scaled(s))
+}
+
+// scaled reports whether s's spread grew with its level over the
+// baseline's, as a slowdown's does (see slower); true when either spread
+// is unknown.
+func (a *adaptive) scaled(s *windowStats) bool {
+	return a.baseSW <= 0 || s.sw <= 0 || s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
 }
 
 // endProbeUp judges a probe above the limit by the slope of the queue:
