@@ -228,7 +228,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		a.climb, a.short = 0, 0
 		a.every = probeMinEvery
-	case s.stat > a.base+congestionZ*z && a.suspect < probeRejects && (a.pool.count > 1 || !a.scaled(&s)):
+	case s.stat > a.base+congestionZ*z && a.suspectAbove(&s):
 		// Above the baseline: the probe may have run above a capacity
 		// that just fell. Believe it only when it repeats. The first
 		// probe after the start-up is believed at once when its spread
@@ -273,6 +273,14 @@ func (a *adaptive) slower(s *windowStats, z float64) bool {
 	// The window that cut (many requests) and the probe (unless too few
 	// for a spread: a winsorized deviation of a few is mostly noise).
 	return a.scaled(&a.last) && (s.n < minWindow/4 || a.scaled(s))
+}
+
+// suspectAbove reports whether a probe that read above the baseline is
+// held in doubt rather than believed (see endProbe): until probeRejects in
+// a row have, and the first after the start-up only when its spread did
+// not grow with its level.
+func (a *adaptive) suspectAbove(s *windowStats) bool {
+	return a.suspect < probeRejects && (a.pool.count > 1 || !a.scaled(s))
 }
 
 // scaled reports whether s's spread grew with its level over the
