@@ -134,49 +134,50 @@ type adaptive struct {
 	grants  *[grantRing]atomic.Int64 // grant times (UnixNano) by ticket mod grantRing
 	now     func() time.Time         // fixed (tests set a virtual clock before use)
 
-	mu        sync.Mutex
-	cfg       LimiterConfig // guarded by mu
-	step      stepFunc      // fixed
-	est       float64       // guarded by mu; the limit outside probes
-	started   bool          // guarded by mu; the start-up cohort was judged
-	ring      cohortRing    // guarded by mu; cohorts awaiting their requests
-	win       window        // guarded by mu; the measurement window
-	base      float64       // guarded by mu; the baseline statistic, seconds; 0 until known
-	baseVar   float64       // guarded by mu; its variance, s²
-	baseSW    float64       // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
-	noise     float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
-	x         float64       // guarded by mu; throughput, requests/s
-	xCount    int           // guarded by mu; samples since xAt
-	xAt       time.Time     // guarded by mu
-	capEst    float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
-	capVar    float64       // guarded by mu; its variance
-	climb     int           // guarded by mu; windows climbing in a row
-	short     float64       // guarded by mu; CUSUM of the queue's shortfall below the target
-	upOK      bool          // guarded by mu; a probe above the limit found room: the estimate may climb
-	wantUp    bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
-	ceil      float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
-	ceilAge   int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
-	ceilAt    uint64        // guarded by mu; the ticket count at which the ceiling lifts next
-	ceilWait  int           // guarded by mu; round trips at a new ceiling before it lifts
-	ceilLast  float64       // guarded by mu; the ceiling the last refusal set
-	cut       cutCheck      // guarded by mu; the slope check of the last cut
-	probe     prober        // guarded by mu
-	since     float64       // guarded by mu; round trips since the last probe
-	every     float64       // guarded by mu; round trips between probes now
-	suspect   int           // guarded by mu; probes in a row that read above the baseline
-	urgent    bool          // guarded by mu; a deep probe is due (see rebase)
-	kindOff   float64       // guarded by mu; plain calls' no-queue signal less streams' first tokens, seconds (see kinds.go)
-	kindKnown bool          // guarded by mu; kindOff was measured
-	kinds     kindLearner   // guarded by mu; the cohort kindOff is measured on
-	sinceUp   float64       // guarded by mu; round trips since the last probe above the limit
-	last      windowStats   // guarded by mu; the last conclusive window
-	restore   float64       // guarded by mu; the limit to return to if it finds a slower baseline
-	cutEst    float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
-	pool      basePool      // guarded by mu; the latest probes' samples
-	scratch   [2]window     // guarded by mu; windows for one-off statistics
-	swEst     float64       // guarded by mu; recent windows' winsorized deviation, seconds
-	lastAt    time.Time     // guarded by mu; the last sample's arrival
-	voidTo    uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
+	mu         sync.Mutex
+	cfg        LimiterConfig // guarded by mu
+	step       stepFunc      // fixed
+	est        float64       // guarded by mu; the limit outside probes
+	started    bool          // guarded by mu; the start-up cohort was judged
+	ring       cohortRing    // guarded by mu; cohorts awaiting their requests
+	win        window        // guarded by mu; the measurement window
+	base       float64       // guarded by mu; the baseline statistic, seconds; 0 until known
+	baseVar    float64       // guarded by mu; its variance, s²
+	baseSW     float64       // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
+	noise      float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
+	x          float64       // guarded by mu; throughput, requests/s
+	xCount     int           // guarded by mu; samples since xAt
+	xAt        time.Time     // guarded by mu
+	capEst     float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
+	capVar     float64       // guarded by mu; its variance
+	climb      int           // guarded by mu; windows climbing in a row
+	short      float64       // guarded by mu; CUSUM of the queue's shortfall below the target
+	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb
+	wantUp     bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
+	ceil       float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
+	ceilAge    int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
+	ceilAt     uint64        // guarded by mu; the ticket count at which the ceiling lifts next
+	ceilWait   int           // guarded by mu; round trips at a new ceiling before it lifts
+	ceilLast   float64       // guarded by mu; the ceiling the last refusal set
+	cut        cutCheck      // guarded by mu; the slope check of the last cut
+	probe      prober        // guarded by mu
+	since      float64       // guarded by mu; round trips since the last probe
+	every      float64       // guarded by mu; round trips between probes now
+	suspect    int           // guarded by mu; probes in a row that read above the baseline
+	urgent     bool          // guarded by mu; a deep probe is due (see rebase)
+	kindOff    float64       // guarded by mu; plain calls' no-queue signal less streams' first tokens, seconds (see kinds.go)
+	kindKnown  bool          // guarded by mu; kindOff was measured
+	kindLevels [2]kindLevel  // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference
+	kinds      kindLearner   // guarded by mu; the cohort kindOff is measured on
+	sinceUp    float64       // guarded by mu; round trips since the last probe above the limit
+	last       windowStats   // guarded by mu; the last conclusive window
+	restore    float64       // guarded by mu; the limit to return to if it finds a slower baseline
+	cutEst     float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
+	pool       basePool      // guarded by mu; the latest probes' samples
+	scratch    [2]window     // guarded by mu; windows for one-off statistics
+	swEst      float64       // guarded by mu; recent windows' winsorized deviation, seconds
+	lastAt     time.Time     // guarded by mu; the last sample's arrival
+	voidTo     uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
 }
 
 // stepFunc returns the limit after a conclusive window in steady state.

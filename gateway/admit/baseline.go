@@ -62,9 +62,30 @@ func (a *adaptive) shiftBase(v float64) {
 
 // poolBase sets the baseline from the pooled probe samples.
 func (a *adaptive) poolBase() {
+	if s, ok := a.poolStats(); ok {
+		a.setBase(s.stat, s.se*s.se)
+		a.baseSW = s.sw
+	}
+}
+
+// repoolBase moves the baseline to the pooled samples' statistic under a
+// new offset (see finishKinds), and nothing else: a probe in doubt stays
+// in doubt.
+func (a *adaptive) repoolBase() {
+	if s, ok := a.poolStats(); ok {
+		if debugBase != nil {
+			debugBase(a, s.stat, s.se*s.se)
+		}
+		a.shiftBase(s.stat)
+		a.baseVar, a.baseSW = s.se*s.se, s.sw
+	}
+}
+
+// poolStats returns the pooled samples' statistic under the offset now.
+func (a *adaptive) poolStats() (windowStats, bool) {
 	w := &a.scratch[0]
 	w.reset()
-	n := a.pool.samples(w.lat[:])
+	n := a.pool.samples(w.lat[:], a.kindOff)
 	w.n = n
 	for _, v := range w.lat[:n] {
 		if math.IsInf(v, 1) {
@@ -73,19 +94,18 @@ func (a *adaptive) poolBase() {
 	}
 	s := w.stats(a.cfg.keep(), 0)
 	a.fixSE(&s)
-	if s.n == 0 || math.IsInf(s.stat, 1) {
-		return
-	}
-	a.setBase(s.stat, s.se*s.se)
-	a.baseSW = s.sw
+	return s, s.n > 0 && !math.IsInf(s.stat, 1)
 }
 
 // basePool keeps the samples of the latest poolProbes probes (the
 // requests not back when a probe was judged count as slow: +Inf), so that
 // the baseline is the statistic of many samples, free of the small-sample
-// bias of one probe, and forgets old probes.
+// bias of one probe, and forgets old probes. It keeps plain calls' round
+// trips as measured, so that the baseline follows the offset as the
+// kinds' levels are learned (see finishKinds).
 type basePool struct {
 	lat   [maxBase]float64 // a FIFO: lat[head:head+n] (mod maxBase)
+	plain [maxBase]bool    // beside lat: a plain call's round trip, not offset
 	head  int
 	n     int
 	sizes [poolProbes]int // samples of each pooled probe, oldest first
@@ -100,11 +120,12 @@ func (p *basePool) drop(k int) {
 	p.n -= k
 }
 
-func (p *basePool) push(v float64) {
+func (p *basePool) push(v float64, plain bool) {
 	if p.n == maxBase {
 		p.drop(1)
 	}
-	p.lat[(p.head+p.n)%maxBase] = v
+	i := (p.head + p.n) % maxBase
+	p.lat[i], p.plain[i] = v, plain
 	p.n++
 }
 
@@ -118,13 +139,13 @@ func (p *basePool) add(co *cohort) {
 	}
 	k := 0
 	for i := range co.size() {
-		switch v := co.value(i); {
+		switch v := co.lat[i]; {
 		case v == unmeasured:
 		case math.IsNaN(v):
-			p.push(math.Inf(1)) // not back: slower than any kept
+			p.push(math.Inf(1), false) // not back: slower than any kept
 			k++
 		default:
-			p.push(v)
+			p.push(v, co.plain[i])
 			k++
 		}
 	}
@@ -132,28 +153,17 @@ func (p *basePool) add(co *cohort) {
 	p.count++
 }
 
-// addWindow pools a window's samples as one probe.
-func (p *basePool) addWindow(w *window) {
-	if p.count == poolProbes {
-		p.drop(p.sizes[0])
-		copy(p.sizes[:], p.sizes[1:])
-		p.count--
-	}
-	for _, v := range w.lat[:w.n] {
-		p.push(v)
-	}
-	for range w.pending {
-		p.push(math.Inf(1))
-	}
-	p.sizes[p.count] = w.n + w.pending
-	p.count++
-}
-
-// samples copies the pooled samples into dst.
-func (p *basePool) samples(dst []float64) int {
+// samples copies the pooled samples into dst as the statistics read
+// them: plain calls' less off.
+func (p *basePool) samples(dst []float64, off float64) int {
 	n := 0
 	for i := 0; i < p.n && n < len(dst); i++ {
-		dst[n] = p.lat[(p.head+i)%maxBase]
+		j := (p.head + i) % maxBase
+		v := p.lat[j]
+		if p.plain[j] && !math.IsInf(v, 1) {
+			v -= off
+		}
+		dst[n] = v
 		n++
 	}
 	return n

@@ -12,15 +12,44 @@ import (
 // follows the priorities, not the backend: P0 may be all plain calls, the
 // Bulkhead serves P0 first, and an overload guard that sheds P2 leaves
 // mostly P0 in flight. A queue adds the same wait to both. So the limiter
-// measures the kinds' offset where there is no queue (the start-up's first
-// quarter, probes below the capacity) and subtracts it from every plain
-// call's signal: both kinds then read alike, whatever the mix.
+// measures each kind's no-queue level (the start-up's first quarter,
+// probes below the capacity) and subtracts their difference, the offset,
+// from every plain call's signal: both kinds then read alike, whatever
+// the mix.
+//
+// A plain call's length may have a heavy tail (lesson 07: lognormal, p50
+// 0.85 s, p99 3.4 s), so one learner's level is noisy: the start-up's 39
+// plain calls in lesson 07 measured offsets of 0.11 and 0.30 s in two
+// runs around a truth near 0.17 s. A round trip of P0's plain calls only
+// then reads that error as a queue, or as none (traced: an urgent probe
+// after a node loss read 0.6 s against a 0.39 s baseline and restored the
+// limit to the lost capacity). So each kind's level pools every learner
+// that has enough of it — one of plain calls only, too, while the backend
+// is the one the baseline measured — weighted by its samples, an older
+// learner's weight shrinking by kindKeep with each new one.
 
 // minKind: the fewest samples of each kind an offset is measured on.
 const minKind = minWindow / 4
 
-// kindWeight: the weight of a probe's offset against the running one.
-const kindWeight = 0.25
+// kindKeep: the weight a learner's samples keep against each later
+// learner's (in the long run, one of as many samples gets a quarter).
+const kindKeep = 0.75
+
+// kindLevel pools one kind's no-queue level: the samples-weighted mean of
+// the learners' statistics.
+type kindLevel struct {
+	sum float64 // Σ weight × level
+	n   float64 // Σ weight (samples, shrunk by kindKeep per learner)
+}
+
+func (l *kindLevel) mean() float64 { return l.sum / l.n }
+
+func (l *kindLevel) add(level float64, n int) {
+	l.sum += level * float64(n)
+	l.n += float64(n)
+}
+
+func (l *kindLevel) shrink() { l.sum, l.n = l.sum*kindKeep, l.n*kindKeep }
 
 // kindLearner holds a no-queue cohort's samples until all are back: a
 // cohort is judged before its slow requests are, and plain calls come
@@ -32,20 +61,20 @@ type kindLearner struct {
 	lat      [maxCohort]float64 // by ticket offset; NaN until back, unmeasured, +Inf when dropped
 	plain    [maxCohort]bool
 	got      int
-	w        float64 // its weight against the running offset
+	fresh    bool // the backend changed: its levels replace the pooled ones
 }
 
-// learnKinds measures the offset on co's tickets [lo, hi), which found no
-// queue, once they are all back (see kindLearner), and merges it with
-// weight w (1: it replaces the running one). A learner still waiting is
-// judged with what it has (its missing requests counted as the slowest
-// plain calls).
-func (a *adaptive) learnKinds(co *cohort, lo, hi int, w float64) {
+// learnKinds measures the kinds' levels on co's tickets [lo, hi), which
+// found no queue, once they are all back (see kindLearner), and pools
+// them; fresh (the backend changed) replaces the pooled levels instead. A
+// learner still waiting is judged with what it has (its missing requests
+// counted as the slowest plain calls).
+func (a *adaptive) learnKinds(co *cohort, lo, hi int, fresh bool) {
 	if a.kinds.active {
 		a.finishKinds()
 	}
 	k := &a.kinds
-	k.active, k.from, k.to, k.got, k.w = true, co.from+uint64(lo), co.from+uint64(hi), 0, w
+	k.active, k.from, k.to, k.got, k.fresh = true, co.from+uint64(lo), co.from+uint64(hi), 0, fresh
 	for i := lo; i < hi; i++ {
 		k.lat[i-lo], k.plain[i-lo] = co.lat[i], co.plain[i]
 		if !math.IsNaN(co.lat[i]) {
@@ -71,9 +100,12 @@ func (a *adaptive) noteKind(ticket uint64, lat float64, plain bool) {
 	}
 }
 
-// finishKinds measures the learner's offset and applies it to every
-// cohort awaiting its requests; it changes nothing unless both kinds have
-// minKind samples.
+// finishKinds pools the learner's levels and applies the offset to every
+// cohort awaiting its requests and to the baseline's pool. A fresh
+// learner (or the first) needs both kinds, minKind samples each, and
+// replaces the levels; a later one adds the kinds it has minKind of (a
+// level measured alone is still the backend's: the probe it came from
+// read at the baseline). Otherwise nothing changes.
 func (a *adaptive) finishKinds() {
 	k := &a.kinds
 	k.active = false
@@ -82,17 +114,36 @@ func (a *adaptive) finishKinds() {
 	keep := a.cfg.keep()
 	streams, ns := kindStat(k.lat[:n], k.plain[:n], false, keep, buf)
 	plains, np := kindStat(k.lat[:n], k.plain[:n], true, keep, buf)
-	if ns < minKind || np < minKind {
+	lv := &a.kindLevels
+	switch {
+	case k.fresh || !a.kindKnown:
+		if ns < minKind || np < minKind {
+			return
+		}
+		lv[0], lv[1] = kindLevel{}, kindLevel{}
+	case ns < minKind && np < minKind:
 		return
+	default:
+		lv[0].shrink()
+		lv[1].shrink()
 	}
-	w := k.w
-	if !a.kindKnown {
-		w = 1
+	if ns >= minKind {
+		lv[0].add(streams, ns)
 	}
-	a.kindOff += w * (plains - streams - a.kindOff)
-	a.kindKnown = true
+	if np >= minKind {
+		lv[1].add(plains, np)
+	}
+	off := lv[1].mean() - lv[0].mean()
+	if debugKinds != nil {
+		debugKinds(a, streams, ns, plains, np, off)
+	}
+	changed := !a.kindKnown || off != a.kindOff
+	a.kindOff, a.kindKnown = off, true
 	for i := 0; i < a.ring.count; i++ {
-		a.ring.c[(a.ring.head+i)%numCohorts].off = a.kindOff
+		a.ring.c[(a.ring.head+i)%numCohorts].off = off
+	}
+	if changed && a.pool.n > 0 {
+		a.repoolBase()
 	}
 }
 

@@ -125,3 +125,103 @@ func TestKindsReadAlike(t *testing.T) {
 		t.Fatalf("the test's plain calls read %.3f s without the offset, too close to the baseline %.3f s to test anything", s.stat, a.base)
 	}
 }
+
+// plainCohort returns a cohort of n plain calls with no queue, all back:
+// lognormal lengths around plain (σ 0.6), as kindsStartUp draws them.
+func plainCohort(from uint64, n int, plain float64, rng *rand.Rand) *cohort {
+	co := new(cohort)
+	co.reset(from, from+uint64(n), cohortProbe)
+	for i := range n {
+		co.lat[i] = plain * math.Exp(0.6*rng.NormFloat64()-0.18)
+		co.plain[i], co.infl[i] = true, int32(i+1)
+		co.got++
+		co.n++
+	}
+	return co
+}
+
+// kindsTruth returns the offset the kinds' levels converge to: the plain
+// calls' fastest-half mean less the streams'.
+func kindsTruth(ttft, plain float64) float64 {
+	rng := rand.New(rand.NewPCG(99, 1))
+	ps, ss := make([]float64, 100000), make([]float64, 100000)
+	for i := range ps {
+		ps[i] = plain * math.Exp(0.6*rng.NormFloat64()-0.18)
+		ss[i] = ttft * (1 + 0.05*rng.NormFloat64())
+	}
+	mp, _, _, _, _ := trimmedMean(ps, 0, 0.5)
+	ms, _, _, _, _ := trimmedMean(ss, 0, 0.5)
+	return mp - ms
+}
+
+// TestKindsPoolLearners: the offset pools every learner — probes of plain
+// calls only too (P0's, served first while the limit is low) — so its
+// error shrinks as probes come back, where one learner's would stay. In
+// lesson 07 the start-up's 36 plain calls measured 0.11 and 0.30 s in two
+// runs around a truth near 0.17 s, and a later round trip of P0's plain
+// calls read the error as a queue.
+func TestKindsPoolLearners(t *testing.T) {
+	const ttft, plain = 0.4, 0.85
+	truth := kindsTruth(ttft, plain)
+	const seeds = 40
+	var before, after float64 // squared errors
+	for seed := range uint64(seeds) {
+		a := kindsStartUp(t, 288, ttft, plain, seed+1) // lesson 07: 72 tickets below the capacity
+		before += (a.kindOff - truth) * (a.kindOff - truth)
+		rng := rand.New(rand.NewPCG(seed+1, 2))
+		for p := range 2 {
+			a.learnKinds(plainCohort(uint64(1000+100*p), 62, plain, rng), 0, 62, false)
+		}
+		if a.kinds.active {
+			t.Fatal("a learner with every sample back is still waiting")
+		}
+		after += (a.kindOff - truth) * (a.kindOff - truth)
+	}
+	rb, ra := math.Sqrt(before/seeds), math.Sqrt(after/seeds)
+	t.Logf("offset rms error: start-up %.4f s, after two probes of plain calls %.4f s (truth %.3f s)", rb, ra, truth)
+	if ra > 0.7*rb {
+		t.Fatalf("two probes of 62 plain calls left the offset's rms error at %.4f s, %.0f %% of the start-up's %.4f s (want at most 70 %%)", ra, 100*ra/rb, rb)
+	}
+
+	t.Run("fresh needs both kinds", func(t *testing.T) {
+		a := kindsStartUp(t, 288, ttft, plain, 3)
+		off := a.kindOff
+		rng := rand.New(rand.NewPCG(3, 3))
+		a.learnKinds(plainCohort(1000, 62, 2*plain, rng), 0, 62, true)
+		if a.kindOff != off {
+			t.Fatalf("a fresh learner of plain calls only moved the offset %.3f → %.3f s: the streams' level it would pair with is the old backend's", off, a.kindOff)
+		}
+	})
+	t.Run("too few", func(t *testing.T) {
+		a := kindsStartUp(t, 288, ttft, plain, 4)
+		off := a.kindOff
+		rng := rand.New(rand.NewPCG(4, 3))
+		a.learnKinds(plainCohort(1000, minKind-1, 2*plain, rng), 0, minKind-1, false)
+		if a.kindOff != off {
+			t.Fatalf("%d plain calls moved the offset %.3f → %.3f s", minKind-1, off, a.kindOff)
+		}
+	})
+}
+
+// TestKindsBaselineFollowsOffset: the baseline's pool keeps plain calls'
+// round trips as measured, so when the offset moves, the baseline moves
+// with it (a pool of plain calls only by the whole step) instead of
+// holding samples offset by an old error.
+func TestKindsBaselineFollowsOffset(t *testing.T) {
+	const ttft, plain = 0.4, 0.85
+	a := kindsStartUp(t, 288, ttft, plain, 5)
+	rng := rand.New(rand.NewPCG(5, 2))
+	a.pool.reset()
+	a.pool.add(plainCohort(1000, 62, plain, rng))
+	a.poolBase()
+	base, off := a.base, a.kindOff
+	// A probe's learner whose plain calls are shorter moves the offset.
+	a.learnKinds(plainCohort(2000, 62, 0.7*plain, rng), 0, 62, false)
+	d := a.kindOff - off
+	if d > -0.01 {
+		t.Fatalf("the learner moved the offset by %.4f s; the test needs a clear step down", d)
+	}
+	if got := a.base - base; math.Abs(got+d) > 1e-9 {
+		t.Fatalf("the offset moved %.4f s and the baseline of plain calls only %.4f s; want %.4f s", d, got, -d)
+	}
+}

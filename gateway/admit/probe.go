@@ -46,7 +46,7 @@ func (a *adaptive) startUp(co *cohort) {
 	// as long as it does not read significantly higher (below the
 	// capacity, none does, and the baseline gets the whole cohort).
 	q := max(1, int(startShare*float64(size)+0.5))
-	a.learnKinds(co, 0, q, 1)
+	a.learnKinds(co, 0, q, true)
 	base := &a.scratch[1]
 	base.reset()
 	base.addRange(co, 0, q)
@@ -204,7 +204,7 @@ func (a *adaptive) endProbe(co *cohort) {
 	z := math.Sqrt(v + a.baseVar)
 	switch {
 	case a.pool.n == 0:
-		a.learnKinds(co, 0, co.size(), 1)
+		a.learnKinds(co, 0, co.size(), true)
 		a.pool.add(co)
 		a.poolBase()
 	case urgent && a.slower(&s, z):
@@ -214,7 +214,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		// against the new baseline, still shows a queue (the backend
 		// also lost slots).
 		a.pool.reset()
-		a.learnKinds(co, 0, co.size(), 1)
+		a.learnKinds(co, 0, co.size(), true)
 		a.pool.add(co)
 		a.poolBase()
 		l := &a.last
@@ -242,12 +242,12 @@ func (a *adaptive) endProbe(co *cohort) {
 	case math.Abs(s.stat-a.base) > 3*z:
 		// The backend changed: start the pool afresh.
 		a.pool.reset()
-		a.learnKinds(co, 0, co.size(), 1)
+		a.learnKinds(co, 0, co.size(), true)
 		a.pool.add(co)
 		a.poolBase()
 		a.every = probeMinEvery
 	default:
-		a.learnKinds(co, 0, co.size(), kindWeight)
+		a.learnKinds(co, 0, co.size(), false)
 		a.pool.add(co)
 		a.poolBase()
 		a.suspect = 0
@@ -350,6 +350,7 @@ var (
 	debugWindow     func(a *adaptive, s *windowStats, before float64)
 	debugUp         func(a *adaptive, s, last *windowStats)
 	debugProbeStart func(a *adaptive, lim int, up bool)
+	debugKinds      func(a *adaptive, streams float64, ns int, plains float64, np int, off float64)
 	debugStall      func(a *adaptive, gap float64)
 	debugRefused    func(a *adaptive, inflight int, ceil float64)
 )
