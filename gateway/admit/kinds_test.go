@@ -62,16 +62,7 @@ func kindsStartUp(t *testing.T, limit int, ttft, plain float64, seed uint64) *ad
 // read the plain calls fast) — and only with both kinds.
 func TestKindsOffsetAtStartUp(t *testing.T) {
 	const ttft, plain = 0.4, 0.85
-	// The truth: the plain calls' fastest-half mean less the streams'.
-	rng := rand.New(rand.NewPCG(99, 1))
-	ps, ss := make([]float64, 100000), make([]float64, 100000)
-	for i := range ps {
-		ps[i] = plain * math.Exp(0.6*rng.NormFloat64()-0.18)
-		ss[i] = ttft * (1 + 0.05*rng.NormFloat64())
-	}
-	mp, _, _, _, _ := trimmedMean(ps, 0, 0.5)
-	ms, _, _, _, _ := trimmedMean(ss, 0, 0.5)
-	truth := mp - ms
+	truth := kindsTruth(ttft, plain)
 	var sum float64
 	const seeds = 8
 	for seed := range uint64(seeds) {
