@@ -60,7 +60,9 @@ var (
 // slots × offered × initial limit, each with a node lost and back; then
 // every kind of capacity change × node overflow (queue, 429) × 1, 2, 3, 5
 // gateways over service time × sigma × slots, at 3× offered and the true
-// initial limit, with two priority mixes.
+// initial limit, with two priority mixes; then streams, alone and mixed
+// with plain calls, with a node lost and back, and the mixed ones also
+// under a slowdown and a cut in slots.
 func matrixCells(seed uint64) []simCell {
 	var cells []simCell
 	for _, m := range matrixMeans {
@@ -104,6 +106,17 @@ func matrixCells(seed uint64) []simCell {
 			for _, sl := range matrixSlots {
 				cells = append(cells, simCell{Mean: 1, Sigma: sg, Nodes: 3, Slots: sl, Offered: 3, Initial: 1,
 					Gateways: 1, Change: "loss", Stream: true, RTTOnly: mode.rttOnly, Mixed: mode.mixed, Seed: seed, Algo: AlgoGradient})
+			}
+		}
+	}
+	// The mix under the other changes: a slower backend moves both kinds'
+	// no-queue levels (the offset learned before it is the old backend's),
+	// fewer slots leave P0's plain calls most of what is admitted.
+	for _, ch := range []string{"slow", "slots"} {
+		for _, sg := range matrixSigmas {
+			for _, sl := range matrixSlots {
+				cells = append(cells, simCell{Mean: 1, Sigma: sg, Nodes: 3, Slots: sl, Offered: 3, Initial: 1,
+					Gateways: 1, Change: ch, Stream: true, Mixed: true, Seed: seed, Algo: AlgoGradient})
 			}
 		}
 	}
