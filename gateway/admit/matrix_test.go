@@ -480,7 +480,7 @@ func cellGroup(c simCell) string {
 	case c.Stream && c.RTTOnly:
 		return "streams judged by the whole RTT (contrast, not acceptance)"
 	case c.Stream && c.Mixed:
-		return "streams mixed with plain calls (P0 all plain), their no-queue offset measured and subtracted"
+		return "streams mixed with plain calls (P0 all plain), their no-queue offset measured and subtracted; a node lost, a slowdown, a cut in slots"
 	case c.Stream:
 		return "streams, max_tokens 16–1024, judged by time to first token"
 	case c.Change == "loss" && !c.Reject && c.Gateways == 1 && (c.Mix == defaultMix || c.Mix == [NumPriorities]float64{}):
