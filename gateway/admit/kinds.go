@@ -21,9 +21,8 @@ import (
 // 0.85 s, p99 3.4 s), so one learner's level is noisy: the start-up's 39
 // plain calls in lesson 07 measured offsets of 0.11 and 0.30 s in two
 // runs around a truth near 0.17 s. A round trip of P0's plain calls only
-// then reads that error as a queue, or as none (traced: an urgent probe
-// after a node loss read 0.6 s against a 0.39 s baseline and restored the
-// limit to the lost capacity). So each kind's level pools every learner
+// then reads that error as a queue, or as none (one run dragged the
+// baseline from 0.35 to 0.29 s so). So each kind's level pools every learner
 // that has enough of it — one of plain calls only, too, while the backend
 // is the one the baseline measured — weighted by its samples, an older
 // learner's weight shrinking by kindKeep with each new one.
@@ -134,9 +133,6 @@ func (a *adaptive) finishKinds() {
 		lv[1].add(plains, np)
 	}
 	off := lv[1].mean() - lv[0].mean()
-	if debugKinds != nil {
-		debugKinds(a, streams, ns, plains, np, off)
-	}
 	changed := !a.kindKnown || off != a.kindOff
 	a.kindOff, a.kindKnown = off, true
 	for i := 0; i < a.ring.count; i++ {

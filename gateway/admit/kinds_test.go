@@ -148,7 +148,7 @@ func kindsTruth(ttft, plain float64) float64 {
 // TestKindsPoolLearners: the offset pools every learner — probes of plain
 // calls only too (P0's, served first while the limit is low) — so its
 // error shrinks as probes come back, where one learner's would stay. In
-// lesson 07 the start-up's 36 plain calls measured 0.11 and 0.30 s in two
+// lesson 07 the start-up's 39 plain calls measured 0.11 and 0.30 s in two
 // runs around a truth near 0.17 s, and a later round trip of P0's plain
 // calls read the error as a queue.
 func TestKindsPoolLearners(t *testing.T) {

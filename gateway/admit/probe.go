@@ -350,7 +350,6 @@ var (
 	debugWindow     func(a *adaptive, s *windowStats, before float64)
 	debugUp         func(a *adaptive, s, last *windowStats)
 	debugProbeStart func(a *adaptive, lim int, up bool)
-	debugKinds      func(a *adaptive, streams float64, ns int, plains float64, np int, off float64)
 	debugStall      func(a *adaptive, gap float64)
 	debugRefused    func(a *adaptive, inflight int, ceil float64)
 )
