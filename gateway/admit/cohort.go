@@ -49,6 +49,24 @@ func (c *cohort) reset(from, to uint64, kind int) {
 
 func (c *cohort) size() int { return int(c.to - c.from) }
 
+// plainShare returns the share of plain calls among the measured samples
+// (0 when none).
+func (c *cohort) plainShare() float64 {
+	n, p := 0, 0
+	for i := range c.size() {
+		if v := c.lat[i]; v >= 0 && !math.IsInf(v, 1) {
+			n++
+			if c.plain[i] {
+				p++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(p) / float64(n)
+}
+
 // unmeasured marks a ticket that came back without a measurement.
 const unmeasured = -1.0
 

@@ -2,7 +2,6 @@ package admit
 
 import (
 	"math"
-	"slices"
 )
 
 // Two kinds of request share the latency signal: a stream's time to first
@@ -35,20 +34,45 @@ const minKind = minWindow / 4
 const kindKeep = 0.75
 
 // kindLevel pools one kind's no-queue level: the samples-weighted mean of
-// the learners' statistics.
+// the learners' statistics, and its variance.
 type kindLevel struct {
 	sum float64 // Σ weight × level
 	n   float64 // Σ weight (samples, shrunk by kindKeep per learner)
+	v2  float64 // Σ weight² × the variance of the learner's level
 }
 
 func (l *kindLevel) mean() float64 { return l.sum / l.n }
 
-func (l *kindLevel) add(level float64, n int) {
-	l.sum += level * float64(n)
-	l.n += float64(n)
+// variance returns the pooled level's variance (learners independent).
+func (l *kindLevel) variance() float64 { return l.v2 / (l.n * l.n) }
+
+func (l *kindLevel) add(level, se float64, n int) {
+	w := float64(n)
+	l.sum += level * w
+	l.n += w
+	l.v2 += w * w * se * se
 }
 
-func (l *kindLevel) shrink() { l.sum, l.n = l.sum*kindKeep, l.n*kindKeep }
+func (l *kindLevel) shrink() {
+	l.sum, l.n, l.v2 = l.sum*kindKeep, l.n*kindKeep, l.v2*kindKeep*kindKeep
+}
+
+// mixVar returns the variance the kinds' levels add to a statistic of a
+// round trip whose measured samples are a share plain of plain calls,
+// judged against the baseline: its streams read their level's error and
+// its plain calls the plain level's (through the offset), and the
+// baseline, measured on the learners' own samples, reads neither. A
+// heavy-tailed plain call's level is the noisy one: lesson 07's start-up
+// learns it from 39 plain calls (a standard error near 0.08 s, traced),
+// and a round trip of P0's plain calls only compares that error with its
+// own. 0 until the offset is known.
+func (a *adaptive) mixVar(plain float64) float64 {
+	if !a.kindKnown {
+		return 0
+	}
+	lv := &a.kindLevels
+	return (1-plain)*(1-plain)*lv[0].variance() + plain*plain*lv[1].variance()
+}
 
 // kindLearner holds a no-queue cohort's samples until all are back: a
 // cohort is judged before its slow requests are, and plain calls come
@@ -111,8 +135,8 @@ func (a *adaptive) finishKinds() {
 	n := int(k.to - k.from)
 	buf := a.scratch[1].sorted[:]
 	keep := a.cfg.keep()
-	streams, ns := kindStat(k.lat[:n], k.plain[:n], false, keep, buf)
-	plains, np := kindStat(k.lat[:n], k.plain[:n], true, keep, buf)
+	streams, ses, ns := kindStat(k.lat[:n], k.plain[:n], false, keep, buf)
+	plains, sep, np := kindStat(k.lat[:n], k.plain[:n], true, keep, buf)
 	lv := &a.kindLevels
 	switch {
 	case k.fresh || !a.kindKnown:
@@ -127,10 +151,10 @@ func (a *adaptive) finishKinds() {
 		lv[1].shrink()
 	}
 	if ns >= minKind {
-		lv[0].add(streams, ns)
+		lv[0].add(streams, ses, ns)
 	}
 	if np >= minKind {
-		lv[1].add(plains, np)
+		lv[1].add(plains, sep, np)
 	}
 	off := lv[1].mean() - lv[0].mean()
 	changed := !a.kindKnown || off != a.kindOff
@@ -144,12 +168,12 @@ func (a *adaptive) finishKinds() {
 }
 
 // kindStat returns the mean of the fastest keep share of one kind's
-// measured samples (as recorded, not offset) and their count, 0 when
-// fewer than minKind or than that share are back; buf is scratch. Samples
-// not back (NaN) count as plain calls slower than all (a stream's first
-// token comes early).
-func kindStat(lat []float64, plain []bool, wantPlain bool, keep float64, buf []float64) (float64, int) {
-	n, pending := 0, 0
+// measured samples (as recorded, not offset), its standard error and
+// their count; zeros when fewer than minKind or than that share are back;
+// buf is scratch. Samples not back (NaN) count as plain calls slower than
+// all (a stream's first token comes early).
+func kindStat(lat []float64, plain []bool, wantPlain bool, keep float64, buf []float64) (mean, se float64, n int) {
+	pending := 0
 	for i, v := range lat {
 		switch {
 		case math.IsNaN(v):
@@ -162,14 +186,12 @@ func kindStat(lat []float64, plain []bool, wantPlain bool, keep float64, buf []f
 	if !wantPlain {
 		pending = 0
 	}
-	k := max(1, int(keep*float64(n+pending)+0.5))
-	if n < minKind || k > n {
-		return 0, 0
+	if n < minKind || max(1, int(keep*float64(n+pending)+0.5)) > n {
+		return 0, 0, 0
 	}
-	slices.Sort(buf[:n])
-	var sum float64
-	for _, v := range buf[:k] {
-		sum += v
+	mean, sw, div, _, _ := trimmedMean(buf[:n], pending, keep)
+	if div > 0 {
+		se = sw / div
 	}
-	return sum / float64(k), n
+	return mean, se, n
 }

@@ -216,3 +216,47 @@ func TestKindsBaselineFollowsOffset(t *testing.T) {
 		t.Fatalf("the offset moved %.4f s and the baseline of plain calls only %.4f s; want %.4f s", d, got, -d)
 	}
 }
+
+// TestKindsUrgentProbeNoise: an urgent probe (after a cut that did not
+// lower the latency as a queue would) of plain calls only — P0's, served
+// first — compares its plain calls with the plain level the start-up
+// learned from 39 heavy-tailed ones, so the level's error is part of the
+// comparison: judged by the baseline's variance alone, the probe read
+// "slower backend" on an unchanged one in 23 of 200 start-ups and the
+// limit returned above the capacity (lesson 07, traced: 0.52 s against a
+// 0.37 s baseline, limit restored to 95 over 72 slots). A backend really
+// twice slower is still found every time.
+func TestKindsUrgentProbeNoise(t *testing.T) {
+	const ttft, plain, seeds = 0.4, 0.85, 200
+	verdicts := func(factor float64) int {
+		slower := 0
+		for seed := range uint64(seeds) {
+			a := kindsStartUp(t, 288, ttft, plain, seed+1) // lesson 07: 39 plain calls below the capacity
+			rng := rand.New(rand.NewPCG(seed+1, 5))
+			co := plainCohort(1000, 61, factor*plain, rng)
+			co.off = a.kindOff
+			a.probe, a.restore = prober{urgent: true}, 10*a.est
+			est := a.est
+			a.endProbe(co)
+			if a.est > 2*est {
+				slower++ // the limit returned toward restore
+			}
+		}
+		return slower
+	}
+	tests := []struct {
+		name   string
+		factor float64
+		lo, hi int // slower verdicts allowed, of seeds
+	}{
+		{"unchanged backend", 1, 0, seeds / 25},
+		{"twice slower", 2, seeds - seeds/50, seeds},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := verdicts(tt.factor); got < tt.lo || got > tt.hi {
+				t.Fatalf("%d of %d urgent probes of plain calls ×%.0f read a slower backend, want %d to %d", got, seeds, tt.factor, tt.lo, tt.hi)
+			}
+		})
+	}
+}

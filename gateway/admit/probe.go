@@ -201,7 +201,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		return
 	}
 	v := math.Max(s.se*s.se, 1e-18)
-	z := math.Sqrt(v + a.baseVar)
+	z := math.Sqrt(v + math.Max(a.baseVar, a.mixVar(co.plainShare())))
 	switch {
 	case a.pool.n == 0:
 		a.learnKinds(co, 0, co.size(), true)
