@@ -464,22 +464,28 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 	// The wait runs from the start of admission (now): the rate-limit
 	// and guard steps before the queue take microseconds.
 	g.m.queueWait[class].Observe(time.Since(now).Seconds())
-	switch {
-	case err == nil:
-		t.permit = p
-	case errors.Is(err, admit.ErrQueueFull):
-		return t, &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue full"}
-	case errors.Is(err, admit.ErrQueueTimeout):
-		return t, &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: classID(class).String() + " queue timeout"}
-	default: // the request's deadline passed or the client left while queued
-		return t, &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+	if err != nil {
+		return t, acquireShed(class, err)
 	}
+	t.permit = p
 	if s := g.reserveBudget(&t, id.Priority, tokens); s != nil {
 		t.permit.Release(admit.Sample{})
 		return ticket{}, s
 	}
 	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
+}
+
+// acquireShed is the shed for a failed wait in class's bulkhead queue.
+func acquireShed(class classID, err error) *shed {
+	switch {
+	case errors.Is(err, admit.ErrQueueFull):
+		return &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: class.String() + " queue full"}
+	case errors.Is(err, admit.ErrQueueTimeout):
+		return &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: class.String() + " queue timeout"}
+	default: // the request's deadline passed or the client left while queued
+		return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+	}
 }
 
 // release gives back what admitRequest took; s (RTT > 0) feeds the

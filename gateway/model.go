@@ -116,6 +116,7 @@ type callResult struct {
 	rtt     time.Duration
 	end     time.Time // when rtt was taken
 	dropped bool
+	refused bool // every node tried answered 429: none took the call
 	latency time.Duration
 	// used is the tokens the model reported (answer usage, a stream's
 	// usage chunk or its counted chunks) when hasUsage.
@@ -158,7 +159,10 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
-		return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		// The pool returns a 429 only when nothing better came: no node
+		// took the call.
+		refused := resp.StatusCode == http.StatusTooManyRequests
+		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
 	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
@@ -180,11 +184,52 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
+// requeue puts a call that no node took (see callResult.refused) back
+// into its class's bulkhead queue instead of failing it: every node was
+// full a moment ago, so the request waits for one of the requests in
+// flight to end and then for a place, first of its priority (see
+// admit.Bulkhead.Requeue), within the retry budget
+// (upstream.Pool.TryRequeue) and its deadline. The refusal also tells an
+// adaptive limit that the backends took no more (res is released on
+// permit as a dropped sample). It
+// returns true when x holds a place again (permit) and the call is to be
+// sent again; false with a nil shed when the refusal stands (no retry
+// token, retries off), false with the shed when the wait failed (queue
+// full or timeout, deadline): x is to be answered with it.
+func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bool, *shed) {
+	if !res.refused || x.ctx.Err() != nil || !g.pool.TryRequeue(int(x.id.Priority)) {
+		return false, nil
+	}
+	class := routeClass[x.route]
+	start := time.Now()
+	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample())
+	g.m.queueWait[class].Observe(time.Since(start).Seconds())
+	if err != nil {
+		return false, acquireShed(class, err)
+	}
+	*permit = p
+	return true, nil
+}
+
 // proxyJSON forwards body to path as a call of class and relays a JSON
-// answer; it reports the call for the limiter. stream is false here.
-func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte) callResult {
+// answer; it reports the call for the limiter (a call that no node took
+// waits for its place again on permit: see requeue). stream is false
+// here.
+func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit *admit.Permit) callResult {
 	callStart := time.Now()
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
+	for err != nil && res.refused {
+		again, s := g.requeue(x, permit, res)
+		if s != nil {
+			x.shed(s)
+			return callResult{}
+		}
+		if !again {
+			break
+		}
+		callStart = time.Now()
+		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, class, path, body)
+	}
 	if err != nil {
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
@@ -252,7 +297,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
-	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body)
+	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body, &t.permit)
 	g.releaseCall(&t, res)
 }
 
@@ -276,7 +321,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		return
 	}
 	if !cr.Stream {
-		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body)
+		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body, &t.permit)
 		g.releaseCall(&t, res)
 		return
 	}

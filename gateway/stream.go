@@ -102,6 +102,19 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 	callStart := time.Now()
 	m := g.meterStream(&body, cr)
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
+	for err != nil && res.refused {
+		// No node took it: wait for a place again (see requeue).
+		again, s := g.requeue(x, permit, res)
+		if s != nil {
+			x.shed(s)
+			return callResult{}
+		}
+		if !again {
+			break
+		}
+		callStart = time.Now()
+		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
+	}
 	if err != nil {
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())

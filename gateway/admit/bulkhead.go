@@ -76,7 +76,8 @@ type Bulkhead struct {
 	enabled  bool                    // guarded by mu
 	inflight int                     // guarded by mu
 	queues   [NumPriorities]waitList // guarded by mu
-	queued   int                     // guarded by mu; total waiters
+	queued   int                     // guarded by mu; total waiters in queues
+	parked   waitList                // guarded by mu; requeued waiters awaiting the next Release (see Requeue)
 }
 
 // NewBulkhead validates cfg and returns an enabled bulkhead.
@@ -120,6 +121,7 @@ func (p *Permit) Release(s Sample) {
 	lim.OnSample(s)
 	b.mu.Lock()
 	b.inflight--
+	b.unparkLocked()
 	b.dispatchLocked()
 	b.mu.Unlock()
 }
@@ -164,6 +166,82 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 		putWaiter(w)
 		return Permit{}, err
 	}
+	return b.wait(ctx, w)
+}
+
+// Requeue gives back the place of permit, a request of priority p that
+// found no backend to take it (every node answered 429: all were full a
+// moment ago), feeding the limiter s like Release, and waits for another
+// place for it: first for the next Release — a request that held a
+// backend's place ended, so one may have freed — and then like a waiter
+// of its priority, ahead of the others of that priority (it was admitted
+// before them). Waiting for a Release rather than for room below the
+// limit keeps a limit above the backends' places (a static one, or an
+// adaptive one before it has a baseline) from sending the request
+// straight back to a full backend; giving a place back through Requeue
+// wakes no one parked. With nothing else in flight there is no Release to
+// wait for: it waits as Acquire does. Errors as Acquire's; the queue's
+// size does not bound the requests awaiting a Release (they are at most
+// the places given back).
+func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sample) (Permit, error) {
+	if !p.Valid() {
+		return Permit{}, fmt.Errorf("bulkhead %q: invalid priority %d", b.name, uint8(p))
+	}
+	b.giveBack(permit, s)
+	if err := ctx.Err(); err != nil {
+		return Permit{}, err
+	}
+	b.mu.Lock()
+	if !b.parkable() {
+		b.mu.Unlock()
+		return b.Acquire(ctx, p)
+	}
+	w := getWaiter(p)
+	b.parkLocked(w)
+	return b.wait(ctx, w)
+}
+
+// giveBack releases permit as Release does, but wakes no one parked (see
+// Requeue): no backend place freed.
+func (b *Bulkhead) giveBack(permit *Permit, s Sample) {
+	if permit.b != b {
+		permit.Release(s)
+		return
+	}
+	s.Inflight, s.Ticket = permit.inflight, permit.ticket
+	lim := permit.lim
+	*permit = Permit{}
+	lim.OnSample(s)
+	b.mu.Lock()
+	b.inflight--
+	b.dispatchLocked()
+	b.mu.Unlock()
+}
+
+// parkable reports whether a requeued request waits for a Release (see
+// Requeue); mu held.
+func (b *Bulkhead) parkable() bool { return b.enabled && b.inflight > 0 }
+
+// parkLocked parks w until the next Release.
+func (b *Bulkhead) parkLocked(w *waiter) {
+	w.parked = true
+	b.parked.pushBack(w)
+}
+
+// unparkLocked moves the parked waiters to the front of their queues,
+// oldest first; mu held.
+func (b *Bulkhead) unparkLocked() {
+	for w := b.parked.tail; w != nil; w = b.parked.tail {
+		b.parked.remove(w)
+		w.parked = false
+		b.queues[w.prio].pushFront(w)
+		b.queued++
+	}
+}
+
+// wait blocks until w, queued or parked with mu held (wait unlocks it),
+// is decided, times out or ctx ends, and returns its permit or error.
+func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	timeout := b.cfg.QueueTimeout
 	b.mu.Unlock()
 
@@ -241,8 +319,14 @@ func (b *Bulkhead) enqueueLocked(w *waiter) error {
 	return nil
 }
 
-// removeLocked takes an undecided waiter out of its queue.
+// removeLocked takes an undecided waiter out of its queue (or the parked
+// list).
 func (b *Bulkhead) removeLocked(w *waiter) {
+	if w.parked {
+		b.parked.remove(w)
+		w.parked = false
+		return
+	}
 	b.queues[w.prio].remove(w)
 	b.queued--
 }

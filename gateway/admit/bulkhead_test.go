@@ -434,3 +434,136 @@ func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per Acquire+Release, want 0", a)
 	}
 }
+
+// requeueAsync starts Requeue of pm (priority p) and returns where its
+// result arrives.
+func requeueAsync(b *Bulkhead, ctx context.Context, name string, p Priority, pm Permit) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		np, err := b.Requeue(ctx, p, &pm, Sample{RTT: time.Millisecond, Dropped: true})
+		ch <- result{name, np, err}
+	}()
+	return ch
+}
+
+// waitParked waits until b holds n requeued waiters awaiting a Release.
+func waitParked(t *testing.T, b *Bulkhead, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		got := b.parked.n
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d parked, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// pending fails the test when ch has a result already.
+func pending(t *testing.T, ch <-chan result) {
+	t.Helper()
+	select {
+	case r := <-ch:
+		t.Fatalf("%s decided (err %v) before its turn", r.name, r.err)
+	default:
+	}
+}
+
+// TestBulkheadRequeue: a request every backend refused gives its place
+// back and waits for the next Release of a request that held one (not for
+// room below the limit, not for another refused one's place), then goes
+// first among its priority's waiters.
+func TestBulkheadRequeue(t *testing.T) {
+	ctx := context.Background()
+	t.Run("waits for a release, first of its priority", func(t *testing.T) {
+		b := newBH(t, 3, 10, 0)
+		served, _ := b.Acquire(ctx, P0)
+		r1, _ := b.Acquire(ctx, P1)
+		r2, _ := b.Acquire(ctx, P1)
+		ch1 := requeueAsync(b, ctx, "r1", P1, r1)
+		waitParked(t, b, 1)
+		ch2 := requeueAsync(b, ctx, "r2", P1, r2) // gives its place back: wakes no one parked
+		waitParked(t, b, 2)
+		if s := b.Stats(); s.Inflight != 1 {
+			t.Fatalf("Inflight = %d with two places given back, want 1", s.Inflight)
+		}
+		// Room below the limit is not what they wait for: arrivals take it.
+		w, err := b.Acquire(ctx, P1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := b.Acquire(ctx, P2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := enqueue(b, ctx, "late", P1)
+		waitQueued(t, b, [NumPriorities]int{0, 1, 0})
+		pending(t, ch1)
+		pending(t, ch2)
+		served.Release(Sample{RTT: time.Millisecond}) // a backend place freed
+		if r := recv(t, ch1); r.err != nil {
+			t.Fatalf("r1: %v", r.err)
+		} else {
+			defer r.permit.Release(Sample{})
+		}
+		pending(t, ch2)
+		pending(t, late)
+		w.Release(Sample{RTT: time.Millisecond})
+		if r := recv(t, ch2); r.err != nil {
+			t.Fatalf("r2: %v", r.err)
+		} else {
+			defer r.permit.Release(Sample{})
+		}
+		pending(t, late)
+		y.Release(Sample{RTT: time.Millisecond})
+		if r := recv(t, late); r.err != nil {
+			t.Fatalf("late: %v", r.err)
+		} else {
+			r.permit.Release(Sample{})
+		}
+	})
+	t.Run("nothing else in flight: a place at once", func(t *testing.T) {
+		b := newBH(t, 2, 10, 0)
+		pm, _ := b.Acquire(ctx, P0)
+		r := recv(t, requeueAsync(b, ctx, "r", P0, pm))
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if s := b.Stats(); s.Inflight != 1 {
+			t.Fatalf("Inflight = %d, want 1", s.Inflight)
+		}
+		r.permit.Release(Sample{})
+	})
+	t.Run("context ends while parked", func(t *testing.T) {
+		b := newBH(t, 2, 10, 0)
+		hold, _ := b.Acquire(ctx, P0)
+		defer hold.Release(Sample{})
+		pm, _ := b.Acquire(ctx, P0)
+		cctx, cancel := context.WithCancel(ctx)
+		ch := requeueAsync(b, cctx, "r", P0, pm)
+		waitParked(t, b, 1)
+		cancel()
+		if r := recv(t, ch); !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", r.err)
+		}
+		waitParked(t, b, 0)
+		if s := b.Stats(); s.Inflight != 1 || s.Queued() != 0 {
+			t.Fatalf("Stats() = %+v, want 1 in flight, none queued", s)
+		}
+	})
+	t.Run("queue timeout while parked", func(t *testing.T) {
+		b := newBH(t, 2, 10, 20*time.Millisecond)
+		hold, _ := b.Acquire(ctx, P0)
+		defer hold.Release(Sample{})
+		pm, _ := b.Acquire(ctx, P0)
+		if r := recv(t, requeueAsync(b, ctx, "r", P0, pm)); !errors.Is(r.err, ErrQueueTimeout) {
+			t.Fatalf("err = %v, want ErrQueueTimeout", r.err)
+		}
+		waitParked(t, b, 0)
+	})
+}

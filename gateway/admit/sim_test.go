@@ -523,6 +523,22 @@ func (s *sim) admit(id int32) {
 	}
 	w := &waiter{prio: p, notify: s.onDecide, id: int(id)}
 	pm, err, queued := g.bh.acquireAsync(w)
+	s.placed(id, w, pm, err, queued)
+}
+
+// requeue gives back a refused request's place (smp: the refusal) and
+// waits for another as the gateway does (see Bulkhead.Requeue).
+func (s *sim) requeue(id int32, smp Sample) {
+	r := &s.reqs[id]
+	g := &s.gws[r.gw]
+	w := &waiter{prio: r.prio, notify: s.onDecide, id: int(id)}
+	pm, err, queued := g.bh.requeueAsync(w, &r.permit, smp)
+	s.placed(id, w, pm, err, queued)
+}
+
+// placed acts on a request's acquisition: granted, queued or failed.
+func (s *sim) placed(id int32, w *waiter, pm Permit, err error, queued bool) {
+	r := &s.reqs[id]
 	switch {
 	case err != nil:
 		s.retire(id, "shed_queue_full")
@@ -691,15 +707,17 @@ func (s *sim) refused(id int32) {
 		s.send(id, true)
 		return
 	}
-	r.permit.Release(Sample{RTT: dur(s.now - r.sent), Dropped: true})
+	smp := Sample{RTT: dur(s.now - r.sent), Dropped: true}
 	if simRequeue429 && s.now < r.deadline && g.budget.TryWithdraw(int(r.prio)) {
 		// Every node refused: back to the gateway's queue, to be sent
-		// again once its limit admits it.
+		// again once a request in flight ended and a place is free (the
+		// gateway's requeue).
 		r.gen++
 		r.state = rsWaiting
-		s.admit(id)
+		s.requeue(id, smp)
 		return
 	}
+	r.permit.Release(smp)
 	s.retire(id, "error")
 }
 
@@ -711,8 +729,9 @@ var debugSimP0 func(s *sim, id int32, outcome string)
 var simRetry429 = true
 
 // simRequeue429: a request every node refused goes back to its gateway's
-// bulkhead queue (within the retry budget and its deadline).
-var simRequeue429 = false
+// bulkhead queue (within the retry budget and its deadline), as the
+// gateway does (Bulkhead.Requeue); tests switch it off to compare.
+var simRequeue429 = true
 
 // untried reports whether a live node is left that r was not sent to.
 func (s *sim) untried(r *simReq) bool {
@@ -944,6 +963,21 @@ func (b *Bulkhead) acquireAsync(w *waiter) (Permit, error, bool) {
 	if err := b.enqueueLocked(w); err != nil {
 		return Permit{}, err, false
 	}
+	return Permit{}, nil, true
+}
+
+// requeueAsync is Requeue for a caller that cannot block: it gives pm's
+// place back (feeding the limiter s) and parks w until the next Release
+// (queued true), or, with nothing else in flight, is acquireAsync.
+func (b *Bulkhead) requeueAsync(w *waiter, pm *Permit, s Sample) (Permit, error, bool) {
+	b.giveBack(pm, s)
+	b.mu.Lock()
+	if !b.parkable() {
+		b.mu.Unlock()
+		return b.acquireAsync(w)
+	}
+	defer b.mu.Unlock()
+	b.parkLocked(w)
 	return Permit{}, nil, true
 }
 

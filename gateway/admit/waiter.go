@@ -11,6 +11,7 @@ type waiter struct {
 	prio       Priority
 	prev, next *waiter
 	decided    bool          // granted (err == nil) or failed (err != nil)
+	parked     bool          // in the bulkhead's parked list, not a queue (see Bulkhead.Requeue)
 	err        error         // the decision
 	inflight   int           // in flight at grant
 	ticket     uint64        // the limiter's ticket at grant
@@ -44,7 +45,7 @@ func getWaiter(p Priority) *waiter {
 }
 
 func putWaiter(w *waiter) {
-	w.prev, w.next, w.decided, w.err, w.inflight, w.ticket = nil, nil, false, nil, 0, 0
+	w.prev, w.next, w.decided, w.parked, w.err, w.inflight, w.ticket = nil, nil, false, false, nil, 0, 0
 	waiterPool.Put(w)
 }
 
@@ -62,6 +63,17 @@ func (l *waitList) pushBack(w *waiter) {
 		l.head = w
 	}
 	l.tail = w
+	l.n++
+}
+
+func (l *waitList) pushFront(w *waiter) {
+	w.prev, w.next = nil, l.head
+	if l.head != nil {
+		l.head.prev = w
+	} else {
+		l.tail = w
+	}
+	l.head = w
 	l.n++
 }
 

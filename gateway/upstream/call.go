@@ -413,3 +413,22 @@ func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadlin
 	}
 	return timeout, hedgeDelay
 }
+
+// TryRequeue reports whether a call that no node took (every node tried
+// answered 429) may be sent again once its caller has waited for a place
+// below the limit, and takes a retry token for it when so: retries are
+// on, a 429 is retried (RetryOn) and the retry budget of prio has a token
+// (P0 keeps its reserve). It counts as a retry, sent or denied. It never
+// blocks.
+func (p *Pool) TryRequeue(prio int) bool {
+	prio = clampPriority(prio)
+	if !p.retriesOn.Load() || !p.retryOnRefused {
+		return false
+	}
+	if !p.budget.TryWithdraw(prio) {
+		p.retriesDenied[prio].Add(1)
+		return false
+	}
+	p.retriesSent[prio].Add(1)
+	return true
+}

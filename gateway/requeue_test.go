@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// TestRequeueRefusedEverywhere: a request that every node refused (429:
+// all slots busy, like a hosted API) waits in the gateway for a request in
+// flight to end and is sent again, instead of failing — on real nodes over
+// loopback, plain and streamed, with the gateway's limit above the nodes'
+// slots (a static limit, which a refusal does not lower). With the retry
+// defense off, or no retry token left, the refusal stands as before.
+func TestRequeueRefusedEverywhere(t *testing.T) {
+	tests := []struct {
+		name      string
+		stream    bool
+		retry     bool
+		minPerSec float64 // the retry budget's reserve
+		wantOK    int     // of calls
+	}{
+		{name: "plain calls wait and succeed", retry: true, minPerSec: 20, wantOK: 4},
+		{name: "streams wait and succeed", stream: true, retry: true, minPerSec: 20, wantOK: 4},
+		{name: "retry defense off: refused", retry: false, minPerSec: 20, wantOK: 1},
+		{name: "no retry token: refused", retry: true, minPerSec: 0, wantOK: 1},
+	}
+	const calls = 4
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := fakemodel.DefaultKnobs()
+			k.Slots, k.Overflow = 1, fakemodel.OverflowReject
+			k.Latency.Dist, k.Latency.FixedMs = fakemodel.DistFixed, 150
+			k.TTFTMs, k.TokensPerS = 150, 5000
+			node := startNode(t, k)
+			s := startGateway(t, func(c *gateway.Config) {
+				// Four places in front of one slot: the gateway admits
+				// what the node refuses.
+				lim := admit.BulkheadConfig{Limiter: admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: calls, Min: 1, Max: calls}, QueueSize: 16, QueueTimeout: 10 * time.Second}
+				c.Classes.AI, c.Classes.Stream = lim, lim
+				c.Upstream.RetryBudget.MinPerSecond = tt.minPerSec
+				c.Upstream.Hedge.Disabled = true
+				c.Defenses.Retry = tt.retry
+				c.Defenses.Guard, c.Defenses.RateLimit, c.Defenses.Fallback = false, false, false
+			}, node)
+			body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`
+			if tt.stream {
+				body = `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}],"max_tokens":4}`
+			}
+			var wg sync.WaitGroup
+			outcomes := make([]string, calls)
+			for i := range calls {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					req, _ := http.NewRequest(http.MethodPost, "http://"+s.Addr()+wire.PathChat, strings.NewReader(body))
+					req.Header.Set("Authorization", "Bearer k0")
+					req.Header.Set("Content-Type", "application/json")
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						outcomes[i] = "transport: " + err.Error()
+						return
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					o := resp.Header.Get(wire.HeaderOutcome)
+					if f := resp.Trailer.Get(wire.HeaderOutcomeFinal); f != "" {
+						o = f
+					}
+					outcomes[i] = fmt.Sprintf("%d %s", resp.StatusCode, o)
+					if tt.stream && resp.StatusCode == http.StatusOK && !strings.Contains(string(b), "[DONE]") {
+						outcomes[i] += " (stream cut)"
+					}
+				}()
+			}
+			wg.Wait()
+			ok := 0
+			for _, o := range outcomes {
+				if o == "200 ok" {
+					ok++
+				} else if o != "502 error" {
+					t.Errorf("outcome %q: want 200 ok, or 502 error for a refusal that stands", o)
+				}
+			}
+			if ok != tt.wantOK {
+				t.Fatalf("%d of %d calls ok (%v), want %d", ok, calls, outcomes, tt.wantOK)
+			}
+			sent := metric(t, s, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetrySent})
+			// One slot: each round serves one call and the rest wait again,
+			// one retry token each — 3 + 2 + 1. More would be calls sent
+			// straight back to the full node.
+			if max := float64(calls * (calls - 1) / 2); tt.wantOK == calls && (sent < calls-1 || sent > max) {
+				t.Errorf("retries sent %v, want %d to %v: each refused call takes a token to wait again, once per place freed", sent, calls-1, max)
+			}
+		})
+	}
+}
