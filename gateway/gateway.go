@@ -42,7 +42,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -474,18 +473,6 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 	}
 	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
-}
-
-// acquireShed is the shed for a failed wait in class's bulkhead queue.
-func acquireShed(class classID, err error) *shed {
-	switch {
-	case errors.Is(err, admit.ErrQueueFull):
-		return &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: class.String() + " queue full"}
-	case errors.Is(err, admit.ErrQueueTimeout):
-		return &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: class.String() + " queue timeout"}
-	default: // the request's deadline passed or the client left while queued
-		return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
-	}
 }
 
 // release gives back what admitRequest took; s (RTT > 0) feeds the

@@ -184,51 +184,15 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
-// requeue puts a call that no node took (see callResult.refused) back
-// into its class's bulkhead queue instead of failing it: every node was
-// full a moment ago, so the request waits for one of the requests in
-// flight to end and then for a place, first of its priority (see
-// admit.Bulkhead.Requeue), within the retry budget
-// (upstream.Pool.TryRequeue) and its deadline. The refusal also tells an
-// adaptive limit that the backends took no more (res is released on
-// permit as a dropped sample). It
-// returns true when x holds a place again (permit) and the call is to be
-// sent again; false with a nil shed when the refusal stands (no retry
-// token, retries off), false with the shed when the wait failed (queue
-// full or timeout, deadline): x is to be answered with it.
-func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bool, *shed) {
-	if !res.refused || x.ctx.Err() != nil || !g.pool.TryRequeue(int(x.id.Priority)) {
-		return false, nil
-	}
-	class := routeClass[x.route]
-	start := time.Now()
-	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample())
-	g.m.queueWait[class].Observe(time.Since(start).Seconds())
-	if err != nil {
-		return false, acquireShed(class, err)
-	}
-	*permit = p
-	return true, nil
-}
-
 // proxyJSON forwards body to path as a call of class and relays a JSON
 // answer; it reports the call for the limiter (a call that no node took
 // waits for its place again on permit: see requeue). stream is false
 // here.
 func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit *admit.Permit) callResult {
 	callStart := time.Now()
-	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
-	for err != nil && res.refused {
-		again, s := g.requeue(x, permit, res)
-		if s != nil {
-			x.shed(s)
-			return callResult{}
-		}
-		if !again {
-			break
-		}
-		callStart = time.Now()
-		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, class, path, body)
+	resp, res, o, err := g.callModelRequeued(x, permit, class, path, body, &callStart)
+	if errors.Is(err, errAnswered) {
+		return callResult{}
 	}
 	if err != nil {
 		if o == wire.OutcomeTimeout {

@@ -101,19 +101,9 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *admit.Permit) callResult {
 	callStart := time.Now()
 	m := g.meterStream(&body, cr)
-	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
-	for err != nil && res.refused {
-		// No node took it: wait for a place again (see requeue).
-		again, s := g.requeue(x, permit, res)
-		if s != nil {
-			x.shed(s)
-			return callResult{}
-		}
-		if !again {
-			break
-		}
-		callStart = time.Now()
-		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, wire.CallChatStream, wire.PathChat, body)
+	resp, res, o, err := g.callModelRequeued(x, permit, wire.CallChatStream, wire.PathChat, body, &callStart)
+	if errors.Is(err, errAnswered) {
+		return callResult{}
 	}
 	if err != nil {
 		if o == wire.OutcomeTimeout {

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// errAnswered says the request was answered already: its wait for a
+// place again failed and it was shed (see callModelRequeued).
+var errAnswered = errors.New("gateway: answered while waiting for a place again")
+
+// callModelRequeued is callModel for x, which holds permit: a call that no
+// node took waits for a place and goes again (see requeue) as long as it
+// may, *start moving to each new call's start. When the wait fails x is
+// answered with that shed and the error is errAnswered.
+func (g *Gateway) callModelRequeued(x *exchange, permit *admit.Permit, class, path string, body []byte, start *time.Time) (*http.Response, callResult, wire.Outcome, error) {
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
+	for err != nil && res.refused {
+		again, s := g.requeue(x, permit, res)
+		if s != nil {
+			x.shed(s)
+			return nil, callResult{}, wire.OutcomeError, errAnswered
+		}
+		if !again {
+			break
+		}
+		*start = time.Now()
+		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, class, path, body)
+	}
+	return resp, res, o, err
+}
+
+// requeue puts a call that no node took (see callResult.refused) back
+// into its class's bulkhead queue instead of failing it: every node was
+// full a moment ago, so the request waits for one of the requests in
+// flight to end and then for a place, first of its priority (see
+// admit.Bulkhead.Requeue), within the retry budget
+// (upstream.Pool.TryRequeue) and its deadline. The refusal also tells an
+// adaptive limit that the backends took no more (res is released on
+// permit as a dropped sample). It
+// returns true when x holds a place again (permit) and the call is to be
+// sent again; false with a nil shed when the refusal stands (no retry
+// token, retries off), false with the shed when the wait failed (queue
+// full or timeout, deadline): x is to be answered with it.
+func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bool, *shed) {
+	if !res.refused || x.ctx.Err() != nil || !g.pool.TryRequeue(int(x.id.Priority)) {
+		return false, nil
+	}
+	class := routeClass[x.route]
+	start := time.Now()
+	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample())
+	g.m.queueWait[class].Observe(time.Since(start).Seconds())
+	if err != nil {
+		return false, acquireShed(class, err)
+	}
+	*permit = p
+	return true, nil
+}
+
+// acquireShed is the shed for a failed wait in class's bulkhead queue.
+func acquireShed(class classID, err error) *shed {
+	switch {
+	case errors.Is(err, admit.ErrQueueFull):
+		return &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: class.String() + " queue full"}
+	case errors.Is(err, admit.ErrQueueTimeout):
+		return &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: class.String() + " queue timeout"}
+	default: // the request's deadline passed or the client left while queued
+		return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
+	}
+}
