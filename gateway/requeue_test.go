@@ -26,13 +26,16 @@ func TestRequeueRefusedEverywhere(t *testing.T) {
 		name      string
 		stream    bool
 		retry     bool
-		minPerSec float64 // the retry budget's reserve
-		wantOK    int     // of calls
+		minPerSec float64       // the retry budget's reserve
+		wait      time.Duration // the queue timeout
+		wantOK    int           // of calls
+		wantRest  string        // the others' status and outcome
 	}{
-		{name: "plain calls wait and succeed", retry: true, minPerSec: 20, wantOK: 4},
-		{name: "streams wait and succeed", stream: true, retry: true, minPerSec: 20, wantOK: 4},
-		{name: "retry defense off: refused", retry: false, minPerSec: 20, wantOK: 1},
-		{name: "no retry token: refused", retry: true, minPerSec: 0, wantOK: 1},
+		{name: "plain calls wait and succeed", retry: true, minPerSec: 20, wait: 10 * time.Second, wantOK: 4},
+		{name: "streams wait and succeed", stream: true, retry: true, minPerSec: 20, wait: 10 * time.Second, wantOK: 4},
+		{name: "the wait times out: shed", retry: true, minPerSec: 20, wait: 30 * time.Millisecond, wantOK: 1, wantRest: "503 shed_queue_timeout"},
+		{name: "retry defense off: refused", retry: false, minPerSec: 20, wait: 10 * time.Second, wantOK: 1, wantRest: "502 error"},
+		{name: "no retry token: refused", retry: true, minPerSec: 0, wait: 10 * time.Second, wantOK: 1, wantRest: "502 error"},
 	}
 	const calls = 4
 	for _, tt := range tests {
@@ -45,7 +48,7 @@ func TestRequeueRefusedEverywhere(t *testing.T) {
 			s := startGateway(t, func(c *gateway.Config) {
 				// Four places in front of one slot: the gateway admits
 				// what the node refuses.
-				lim := admit.BulkheadConfig{Limiter: admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: calls, Min: 1, Max: calls}, QueueSize: 16, QueueTimeout: 10 * time.Second}
+				lim := admit.BulkheadConfig{Limiter: admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: calls, Min: 1, Max: calls}, QueueSize: 16, QueueTimeout: tt.wait}
 				c.Classes.AI, c.Classes.Stream = lim, lim
 				c.Upstream.RetryBudget.MinPerSecond = tt.minPerSec
 				c.Upstream.Hedge.Disabled = true
@@ -87,12 +90,16 @@ func TestRequeueRefusedEverywhere(t *testing.T) {
 			for _, o := range outcomes {
 				if o == "200 ok" {
 					ok++
-				} else if o != "502 error" {
-					t.Errorf("outcome %q: want 200 ok, or 502 error for a refusal that stands", o)
+				} else if o != tt.wantRest {
+					t.Errorf("outcome %q: want 200 ok or %q", o, tt.wantRest)
 				}
 			}
 			if ok != tt.wantOK {
 				t.Fatalf("%d of %d calls ok (%v), want %d", ok, calls, outcomes, tt.wantOK)
+			}
+			// Every call ends in exactly one outcome, waits included.
+			if n := metric(t, s, wire.MetricRequests, nil); n != calls {
+				t.Errorf("%s counts %v outcomes for %d calls", wire.MetricRequests, n, calls)
 			}
 			sent := metric(t, s, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetrySent})
 			// One slot: each round serves one call and the rest wait again,
