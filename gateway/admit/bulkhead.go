@@ -50,7 +50,7 @@ type BulkheadStats struct {
 	Enabled    bool               `json:"enabled"`
 	Inflight   int                `json:"inflight"`
 	Limit      int                `json:"limit"`
-	QueueDepth [NumPriorities]int `json:"queue_depth"` // waiters by priority
+	QueueDepth [NumPriorities]int `json:"queue_depth"` // waiters by priority, requeued ones awaiting a Release included (see Requeue)
 	QueueSize  int                `json:"queue_size"`
 }
 
@@ -412,6 +412,11 @@ func (b *Bulkhead) Stats() BulkheadStats {
 	}
 	for i := range b.queues {
 		s.QueueDepth[i] = b.queues[i].n
+	}
+	// Requeued requests awaiting a Release wait too (at most the places
+	// in flight: a short walk).
+	for w := b.parked.head; w != nil; w = w.next {
+		s.QueueDepth[w.prio]++
 	}
 	return s
 }

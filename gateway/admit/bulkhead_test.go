@@ -502,7 +502,7 @@ func TestBulkheadRequeue(t *testing.T) {
 			t.Fatal(err)
 		}
 		late := enqueue(b, ctx, "late", P1)
-		waitQueued(t, b, [NumPriorities]int{0, 1, 0})
+		waitQueued(t, b, [NumPriorities]int{0, 3, 0}) // the two parked count as waiting
 		pending(t, ch1)
 		pending(t, ch2)
 		served.Release(Sample{RTT: time.Millisecond}) // a backend place freed
