@@ -100,13 +100,23 @@ func resetNode(t *testing.T) (url string, hits *atomic.Int64) {
 // deadURL returns a loopback URL where nothing listens.
 func deadURL(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return deadURLs(t, 1)[0]
+}
+
+// deadURLs returns n distinct addresses where nothing listens: ports
+// held open together (so distinct), then freed.
+func deadURLs(t *testing.T, n int) []string {
+	t.Helper()
+	urls := make([]string, n)
+	for i := range urls {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		urls[i] = "http://" + ln.Addr().String()
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
+	return urls
 }
 
 func newPool(t *testing.T, cfg Config, opts ...Option) *Pool {
@@ -262,8 +272,10 @@ func TestPoolRetriesConnectionFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkGoroutines(t)
-			badURL, badHits := tt.bad(t)
+			// The good node first: a bad address made first is a port
+			// freed again, which the good node's listener could take.
 			good := newTestNode(t)
+			badURL, badHits := tt.bad(t)
 			p := newPool(t, Config{
 				Nodes:       []string{badURL, good.srv.URL},
 				RetryBudget: RetryBudgetConfig{MinPerSecond: 10}, // reserve 100 retries
@@ -388,7 +400,7 @@ func TestPoolRetryBudgetStorm(t *testing.T) {
 	}{{0, 100}, {1, 50}, {2, 50}} {
 		t.Run(fmt.Sprintf("P%d", tt.priority), func(t *testing.T) {
 			checkGoroutines(t)
-			p := newPool(t, Config{Nodes: []string{deadURL(t), deadURL(t), deadURL(t)}}, WithClock(newFakeClock()))
+			p := newPool(t, Config{Nodes: deadURLs(t, 3)}, WithClock(newFakeClock()))
 			p.SetBreakerEnabled(false)
 			const n = 1000
 			for range n {
