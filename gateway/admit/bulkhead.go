@@ -107,7 +107,8 @@ type Permit struct {
 
 // Release gives the place back, feeds the limiter s (with s.Inflight and
 // s.Ticket set from the grant; s.RTT ≤ 0 means the request never reached
-// the backend: no measurement), and grants the best waiter. It clears p,
+// the backend: no measurement), moves the requests parked by Requeue to
+// the front of their queues, and grants the best waiter. It clears p,
 // so releasing the same Permit twice is harmless; do not release copies
 // of one Permit.
 func (p *Permit) Release(s Sample) {
