@@ -60,25 +60,28 @@ func (a *adaptive) shiftBase(v float64) {
 	a.base = v
 }
 
-// poolBase sets the baseline from the pooled probe samples.
+// poolBase sets the baseline from the pooled probe samples; a probe held
+// in doubt is forgotten.
 func (a *adaptive) poolBase() {
-	if s, ok := a.poolStats(); ok {
-		a.setBase(s.stat, s.se*s.se)
-		a.baseSW = s.sw
+	if a.repoolBase() {
+		a.suspect = 0
 	}
 }
 
-// repoolBase moves the baseline to the pooled samples' statistic under a
-// new offset (see finishKinds), and nothing else: a probe in doubt stays
-// in doubt.
-func (a *adaptive) repoolBase() {
-	if s, ok := a.poolStats(); ok {
-		if debugBase != nil {
-			debugBase(a, s.stat, s.se*s.se)
-		}
-		a.shiftBase(s.stat)
-		a.baseVar, a.baseSW = s.se*s.se, s.sw
+// repoolBase moves the baseline to the pooled samples' statistic (under a
+// new offset, see finishKinds) and reports whether there was one; a probe
+// in doubt stays in doubt.
+func (a *adaptive) repoolBase() bool {
+	s, ok := a.poolStats()
+	if !ok {
+		return false
 	}
+	if debugBase != nil {
+		debugBase(a, s.stat, s.se*s.se)
+	}
+	a.shiftBase(s.stat)
+	a.baseVar, a.baseSW = s.se*s.se, s.sw
+	return true
 }
 
 // poolStats returns the pooled samples' statistic under the offset now.

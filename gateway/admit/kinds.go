@@ -63,9 +63,9 @@ func (l *kindLevel) shrink() {
 // its plain calls the plain level's (through the offset), and the
 // baseline, measured on the learners' own samples, reads neither. A
 // heavy-tailed plain call's level is the noisy one: lesson 07's start-up
-// learns it from 39 plain calls (a standard error near 0.08 s, traced),
-// and a round trip of P0's plain calls only compares that error with its
-// own. 0 until the offset is known.
+// learns it from 39 plain calls (standard errors of 0.06–0.10 s in four
+// traced runs), and a round trip of P0's plain calls only compares that
+// error with its own. 0 until the offset is known.
 func (a *adaptive) mixVar(plain float64) float64 {
 	if !a.kindKnown {
 		return 0

@@ -217,12 +217,10 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	}
 	switch kind {
 	case kindRetry:
-		if !p.budget.TryWithdraw(s.prio) {
-			p.retriesDenied[s.prio].Add(1)
+		if !p.withdrawRetry(s.prio) {
 			p.release(pk)
 			return nil, errNotSent
 		}
-		p.retriesSent[s.prio].Add(1)
 	case kindHedge:
 		if !p.hedges.TryWithdraw(HighestPriority) {
 			p.hedgesDenied.Add(1)
@@ -416,15 +414,20 @@ func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadlin
 
 // TryRequeue reports whether a call that no node took (every node tried
 // answered 429) may be sent again once its caller has waited for a place
-// below the limit, and takes a retry token for it when so: retries are
-// on, a 429 is retried (RetryOn) and the retry budget of prio has a token
-// (P0 keeps its reserve). It counts as a retry, sent or denied. It never
-// blocks.
+// (see admit.Bulkhead.Requeue), and takes a retry token for it when so:
+// retries are on, a 429 is retried (RetryOn) and the retry budget of prio
+// has a token (P0 keeps its reserve). It counts as a retry, sent or
+// denied. It never blocks.
 func (p *Pool) TryRequeue(prio int) bool {
-	prio = clampPriority(prio)
 	if !p.retriesOn.Load() || !p.retryOnRefused {
 		return false
 	}
+	return p.withdrawRetry(clampPriority(prio))
+}
+
+// withdrawRetry takes a retry token of prio from the budget and counts
+// the retry, sent or denied.
+func (p *Pool) withdrawRetry(prio int) bool {
 	if !p.budget.TryWithdraw(prio) {
 		p.retriesDenied[prio].Add(1)
 		return false
