@@ -89,7 +89,11 @@ import (
 //     capacity by a noise margin for one cohort; its requests found no
 //     queue. The result is merged by inverse variance. Probes come every
 //     few round trips while the baseline is young and back off (up to
-//     probeMaxEvery round trips) while they keep confirming it.
+//     probeMaxEvery round trips) while they keep confirming it. A probe
+//     that reads well above the baseline is held in doubt (it may have
+//     met a capacity that just fell) and joins the pool with the next
+//     probe merged, unless the capacity changed between them: dropping
+//     it would censor the noise's upper tail and hold the baseline low.
 //   - Slower or fewer: a backend that gets slower lengthens every
 //     request, which a window reads as a queue, so the limit would cut as
 //     if slots were lost. Every change down (and every cut whose next
@@ -174,6 +178,7 @@ type adaptive struct {
 	restore    float64       // guarded by mu; the limit to return to if it finds a slower baseline
 	cutEst     float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
 	pool       basePool      // guarded by mu; the latest probes' samples
+	held       basePool      // guarded by mu; the probes held in doubt since the last merge (suspect of them)
 	scratch    [2]window     // guarded by mu; windows for one-off statistics
 	swEst      float64       // guarded by mu; recent windows' winsorized deviation, seconds
 	lastAt     time.Time     // guarded by mu; the last sample's arrival

@@ -21,6 +21,7 @@ func (a *adaptive) rebase(s *windowStats) {
 				// slower. A deep probe decides; if it finds a slower
 				// baseline, the limit returns to where it was.
 				a.urgent, a.restore = true, ck.from
+				a.forgetDoubt()
 			}
 		}
 	}
@@ -48,7 +49,14 @@ func (a *adaptive) setBase(v, variance float64) {
 	a.shiftBase(v)
 	a.baseVar = variance
 	a.baseSW = 0
+	a.forgetDoubt()
+}
+
+// forgetDoubt forgets the probes held in doubt (see endProbe): the
+// baseline moved, or the capacity changed since they ran.
+func (a *adaptive) forgetDoubt() {
 	a.suspect = 0
+	a.held.reset()
 }
 
 // shiftBase moves the baseline to v and the capacity estimate with it:
@@ -64,7 +72,7 @@ func (a *adaptive) shiftBase(v float64) {
 // in doubt is forgotten.
 func (a *adaptive) poolBase() {
 	if a.repoolBase() {
-		a.suspect = 0
+		a.forgetDoubt()
 	}
 }
 
@@ -154,6 +162,25 @@ func (p *basePool) add(co *cohort) {
 	}
 	p.sizes[p.count] = k
 	p.count++
+}
+
+// addPool pools the probes of q after p's, oldest first.
+func (p *basePool) addPool(q *basePool) {
+	at := 0
+	for _, k := range q.sizes[:q.count] {
+		if p.count == poolProbes {
+			p.drop(p.sizes[0])
+			copy(p.sizes[:], p.sizes[1:])
+			p.count--
+		}
+		for i := range k {
+			j := (q.head + at + i) % maxBase
+			p.push(q.lat[j], q.plain[j])
+		}
+		at += k
+		p.sizes[p.count] = k
+		p.count++
+	}
 }
 
 // samples copies the pooled samples into dst as the statistics read

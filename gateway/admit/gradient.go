@@ -112,6 +112,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 				// (Right after a climb, the queue is the climb's overshoot.)
 				// (A chain of cuts keeps the first limit to return to.)
 				a.urgent, a.restore = true, math.Max(a.est, a.restore)
+				a.forgetDoubt()
 			}
 			a.capEst, a.capVar = c, changeVar*r
 			a.climb, a.short, a.upOK = 0, 0, false

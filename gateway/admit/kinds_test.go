@@ -13,8 +13,8 @@ import (
 // (no queue): every other ticket a stream whose first token takes ttft,
 // the rest plain calls of lognormal length around plain (σ 0.6). A plain
 // sample comes back in the order of its end, as the limiter would see it
-// (the cohort is judged when its fastest half is back). It returns the
-// limiter.
+// (the cohort is judged when its fastest half is back); with ttft 0 every
+// ticket is a plain call. It returns the limiter.
 func kindsStartUp(t *testing.T, limit int, ttft, plain float64, seed uint64) *adaptive {
 	t.Helper()
 	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Max: 8 * limit})
@@ -32,7 +32,7 @@ func kindsStartUp(t *testing.T, limit int, ttft, plain float64, seed uint64) *ad
 	}
 	var ends []done
 	for i, tk := range tickets {
-		if i%2 == 0 {
+		if i%2 == 0 && ttft > 0 {
 			ends = append(ends, done{ttft * (1 + 0.05*rng.NormFloat64()), tk, i + 1, true, 0})
 			continue
 		}

@@ -237,17 +237,30 @@ func (a *adaptive) endProbe(co *cohort) {
 		// traced: a probe that began as a node died read the new queue,
 		// replaced the start-up's baseline with it, and the limit
 		// climbed to twice the live slots).
+		// Its samples are held: if the next probe is merged with no
+		// change of capacity between them, this one was the noise's
+		// upper tail and joins the pool too (leaving it out would bias
+		// the baseline low, and a baseline that reads low keeps a phantom
+		// queue that holds the limit down: traced, a start at a quarter
+		// of 3×64 slots whose start-up read the baseline 2 standard
+		// errors low climbed to 0.6 of the slots in 300 service times).
 		a.suspect++
+		a.held.add(co)
 		a.every = probeMinEvery
 	case math.Abs(s.stat-a.base) > 3*z:
-		// The backend changed: start the pool afresh.
+		// The backend changed: start the pool afresh (with the probes
+		// held in doubt when they read above the baseline as this one).
 		a.pool.reset()
 		a.learnKinds(co, 0, co.size(), true)
+		if s.stat > a.base {
+			a.pool.addPool(&a.held)
+		}
 		a.pool.add(co)
 		a.poolBase()
 		a.every = probeMinEvery
 	default:
 		a.learnKinds(co, 0, co.size(), false)
+		a.pool.addPool(&a.held)
 		a.pool.add(co)
 		a.poolBase()
 		a.suspect = 0

@@ -259,6 +259,8 @@ type sim struct {
 	frozen   float64 // the gateways are frozen until then
 }
 
+var debugSimCreated func(s *sim)
+
 // runSim plays one cell.
 func runSim(c simCell) (*simResult, error) {
 	if c.Gateways < 1 {
@@ -271,6 +273,9 @@ func runSim(c simCell) (*simResult, error) {
 		cell:    c,
 		arrRNG:  rand.New(rand.NewPCG(c.Seed, 0x5eed0001)),
 		workRNG: rand.New(rand.NewPCG(c.Seed, 0x5eed0002)),
+	}
+	if debugSimCreated != nil {
+		debugSimCreated(s)
 	}
 	s.mean = c.Mean
 	if c.Stream {

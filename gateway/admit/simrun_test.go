@@ -45,7 +45,24 @@ func TestSimOne(t *testing.T) {
 		c.Mix = [NumPriorities]float64{m, 0.3, 0.7 - m}
 	}
 	defer sim429FromEnv()()
-	if os.Getenv("DEBUGW") != "" {
+	keepOverride = envF("KEEP", 0)
+	defer func() { keepOverride = 0 }()
+	var cur *sim
+	debugSimCreated = func(s *sim) { cur = s }
+	defer func() { debugSimCreated = nil }()
+	if os.Getenv("DEBUGQ") != "" {
+		debugWindow = func(a *adaptive, s *windowStats, before float64) {
+			if cur == nil || cur.cell.Algo == AlgoStatic {
+				return
+			}
+			q, busy := 0, 0
+			for _, n := range cur.nodes {
+				q += len(n.queue)
+				busy += n.busy
+			}
+			fmt.Printf("QTRUE %.2f infl=%.1f Q=%.2f qse=%.2f trueq=%d busy=%d cap=%.1f\n", cur.now, s.inflight, s.queue, s.queueSE, q, busy, a.capEst)
+		}
+	} else if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
 			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
 				dbgID(a), a.ceil, a.Safe(), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
