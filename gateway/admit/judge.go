@@ -117,7 +117,7 @@ func (a *adaptive) OnSample(s Sample) {
 func (a *adaptive) stalled(now time.Time) {
 	last := a.lastAt
 	a.lastAt = now
-	if last.IsZero() || a.x == 0 || now.Sub(last).Seconds()*a.x <= stallGap {
+	if last.IsZero() || a.x == 0 || now.Sub(last).Seconds()*a.expectedRate() <= stallGap {
 		return
 	}
 	if debugStall != nil {
@@ -135,6 +135,21 @@ func (a *adaptive) stalled(now time.Time) {
 		a.probe = prober{}
 		a.store()
 	}
+}
+
+// expectedRate returns the completions per second to expect now: the
+// throughput measured, scaled down by the limit when the limit is below
+// the concurrency it was measured at. A cut (an urgent probe far below
+// the last window's concurrency) lowers the completions' rate at once
+// while the throughput measured still holds the old one; against that,
+// the ordinary gaps of the fewer requests in flight read as stalls, which
+// voided each urgent probe after a slowdown ×3 and let the cuts go on
+// (traced: 3×64 slots, the limit 202 → 88 → 41 → 18 → 10 → 6, P0 89 %).
+func (a *adaptive) expectedRate() float64 {
+	if infl := a.last.inflight; infl > 0 {
+		return a.x * math.Min(1, float64(a.limit.Load())/infl)
+	}
+	return a.x
 }
 
 // record files a sample in its cohort, creating round-trip cohorts up to

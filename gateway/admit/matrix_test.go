@@ -266,7 +266,6 @@ var ciShortfalls = map[int][]string{
 	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >", "return: fill", "return: limit CV"},
 	3: {"start: limit CV", "change: settle", "return: settle"},
 	4: {"start: limit CV", "change: settle", "change: limit CV", "return: settle", "return: fill", "return: limit CV", "P0 success", "goodput"},
-	5: {"return: fill"},
 	6: {"start: settle", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >"}, // CV 0.109 since probes held in doubt join the pool
 }
 
