@@ -275,7 +275,8 @@ const (
 	// initial limit give the first baseline.
 	startShare = 0.25
 	// stallGap: a gap between two samples longer than this many mean
-	// intervals between completions (1/X) is a stall of the gateway
+	// intervals between completions (1/X, at the limit now: see
+	// expectedRate) is a stall of the gateway
 	// itself (a GC pause, a starved CPU; for Poisson completions its odds
 	// are e^−stallGap): the requests in flight through it measured the
 	// stall, not the backend.

@@ -143,11 +143,7 @@ func (p *basePool) push(v float64, plain bool) {
 // add pools a cohort's samples as one probe, forgetting the oldest probe
 // beyond poolProbes.
 func (p *basePool) add(co *cohort) {
-	if p.count == poolProbes {
-		p.drop(p.sizes[0])
-		copy(p.sizes[:], p.sizes[1:])
-		p.count--
-	}
+	p.makeRoom()
 	k := 0
 	for i := range co.size() {
 		switch v := co.lat[i]; {
@@ -164,15 +160,20 @@ func (p *basePool) add(co *cohort) {
 	p.count++
 }
 
+// makeRoom forgets the oldest probe when poolProbes are pooled.
+func (p *basePool) makeRoom() {
+	if p.count == poolProbes {
+		p.drop(p.sizes[0])
+		copy(p.sizes[:], p.sizes[1:])
+		p.count--
+	}
+}
+
 // addPool pools the probes of q after p's, oldest first.
 func (p *basePool) addPool(q *basePool) {
 	at := 0
 	for _, k := range q.sizes[:q.count] {
-		if p.count == poolProbes {
-			p.drop(p.sizes[0])
-			copy(p.sizes[:], p.sizes[1:])
-			p.count--
-		}
+		p.makeRoom()
 		for i := range k {
 			j := (q.head + at + i) % maxBase
 			p.push(q.lat[j], q.plain[j])
