@@ -254,11 +254,15 @@ const (
 	// in, so that it remembers about 1/(probeForget−1) probes.
 	probeForget = 1.1
 	// probeUpEvery: cohorts (half round trips) between probes above the
-	// limit, while demand fills it and nothing was refused: capacity that
-	// came back (a node, slots) is found within a few round trips, as
-	// BBR's bandwidth probe every 8 round trips finds it. A probe above
-	// the limit costs a round trip or two of a small queue.
+	// limit, while demand fills it, nothing was refused and no queue shows
+	// (see dueUp): capacity that came back (a node, slots) is found within
+	// a few round trips, as BBR's bandwidth probe every 8 round trips
+	// finds it. A probe above the limit costs a round trip or two of a
+	// small queue. upSkipMax: while a queue shows, one runs every
+	// upSkipMax × probeUpEvery cohorts all the same (a queue read from a
+	// baseline that sits low is not there).
 	probeUpEvery = 8
+	upSkipMax    = 4
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1
