@@ -417,8 +417,10 @@ func (a *adaptive) closeWindow(lim int) {
 // every few round trips (traced: 200 ms, σ 0.5, 3×4 slots; the limit's
 // CV 0.15–0.23, never within ±15 % for long). But a queue read from a
 // baseline that sits low is not there, and only a probe above finds the
-// room it hides (a return of slots found that way 20 service times
-// later, traced: σ 0.9, 3×16 slots): hence the backstop.
+// room it hides (traced: σ 0.9, 3×16 slots cut to a quarter and back —
+// without the backstop the return was not found in the 40 service times
+// left, the limit at 22 over 48; with it, at the phase's end): hence the
+// backstop.
 func (a *adaptive) dueUp(s *windowStats) bool {
 	if !s.used || a.ceil != 0 {
 		return false
