@@ -169,8 +169,11 @@ func (p *basePool) makeRoom() {
 	}
 }
 
-// addPool pools the probes of q after p's, oldest first.
+// addPool moves the probes of q into p after p's, oldest first, and
+// empties q (so that they cannot be pooled twice: a merge whose pool has
+// no statistic, every sample dropped, does not forget the doubt).
 func (p *basePool) addPool(q *basePool) {
+	defer q.reset()
 	at := 0
 	for _, k := range q.sizes[:q.count] {
 		p.makeRoom()
