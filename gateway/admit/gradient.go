@@ -96,8 +96,11 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			// low: a probe above the limit tells (see endProbeUp).
 			a.wantUp = true
 			a.filter(c, r)
-		case a.short > climbAfter && !s.visible():
-			// Capacity came back: climb, doubling each window.
+		case a.climb > 0 && a.roomSinceLast(s) || a.short > climbAfter && !s.visible():
+			// Capacity came back: climb, doubling each window, while the
+			// queue shows no more than before the step (a queue read
+			// against the baseline may be the baseline's error; its growth
+			// with the step is not).
 			a.climb++
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
 			a.capEst = math.Max(a.capEst, c) + math.Min(step, maxClimb*a.capEst+1)
@@ -125,6 +128,20 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 	}
 	a.capVar += drift * drift * a.capEst * a.capEst
 	return a.capEst + a.target(s)
+}
+
+// roomSinceLast reports whether window s, admitted at a higher
+// concurrency than the last, shows the backend took the added requests
+// with less than slopeShare of them queued (a standard error below that
+// line): the same test as a probe above the limit (see endProbeUp).
+func (a *adaptive) roomSinceLast(s *windowStats) bool {
+	l := &a.last
+	if l.n == 0 || s.congested() {
+		return false
+	}
+	dn := s.inflight - l.inflight
+	noise := math.Hypot(s.winSE, l.winSE)
+	return dn >= 2*noise && s.queue-l.queue < slopeShare*dn-noise
 }
 
 // filter merges an observation c of the capacity, of variance r.
