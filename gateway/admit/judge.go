@@ -293,14 +293,18 @@ func (a *adaptive) judge(co *cohort) {
 // small exactly when the window's statistic is low by chance, which would
 // make a chance-low baseline look precise.
 func (a *adaptive) fixSE(s *windowStats) {
-	if s.sw <= 0 || s.div <= 0 {
+	if s.div <= 0 {
 		return
 	}
-	w := math.Min(1, float64(s.n)/float64(maxCohort/4))
-	if a.swEst == 0 {
-		a.swEst = s.sw
-	} else {
-		a.swEst += 0.25 * w * (s.sw - a.swEst)
+	// A window of a request or two has no spread of its own (its
+	// winsorized deviation is 0): its error is the pooled one alone.
+	if s.sw > 0 {
+		w := math.Min(1, float64(s.n)/float64(maxCohort/4))
+		if a.swEst == 0 {
+			a.swEst = s.sw
+		} else {
+			a.swEst += 0.25 * w * (s.sw - a.swEst)
+		}
 	}
 	s.se = math.Max(s.se, a.swEst/s.div)
 }
