@@ -28,7 +28,9 @@ import "math"
 // capacity ≥ inflight: when the queue's shortfall below the target,
 // accumulated (a CUSUM), passes climbAfter standard errors, the estimate
 // climbs, by a standard error and then doubling each window (at most
-// maxClimbShift times), until the queue shows again. Capacity that comes
+// maxClimbShift times), until the queue shows again and grew with the
+// last step (see roomSinceLast: a queue read against a baseline that sits
+// low shows without growing). Capacity that comes
 // back (a node, slots) is found by the probes above the limit, every
 // probeUpEvery cohorts while demand fills it (BBR's bandwidth probe): one
 // whose queue grew less than half the requests it added found room, and
