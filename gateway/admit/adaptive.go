@@ -155,6 +155,8 @@ type adaptive struct {
 	capEst     float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
 	capVar     float64       // guarded by mu; its variance
 	climb      int           // guarded by mu; windows climbing in a row
+	climbWait  bool          // guarded by mu; the climb just stepped: a window admitted mostly below the new limit waits for the next
+	slowStart  bool          // guarded by mu; the start-up's climb, no queue seen since the start: each step doubles the estimate
 	short      float64       // guarded by mu; CUSUM of the queue's shortfall below the target
 	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb
 	wantUp     bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
@@ -175,6 +177,7 @@ type adaptive struct {
 	kinds      kindLearner   // guarded by mu; the cohort kindOff is measured on
 	sinceUp    float64       // guarded by mu; round trips since the last probe above the limit
 	last       windowStats   // guarded by mu; the last conclusive window
+	startWin   windowStats   // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
 	restore    float64       // guarded by mu; the limit to return to if it finds a slower baseline
 	cutEst     float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
 	pool       basePool      // guarded by mu; the latest probes' samples
@@ -267,7 +270,8 @@ const (
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1
 	// startClimb: a start below capacity climbs as if startClimb windows
-	// had already: its first step doubles the limit.
+	// had already: its first step is the largest a climb takes (maxClimb),
+	// and the next ones double the estimate (see Gradient).
 	startClimb = 3
 	// startZ: a later quarter of the start-up cohort reads as queued when
 	// its statistic is this many standard errors above the earlier

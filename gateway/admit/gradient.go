@@ -30,7 +30,11 @@ import "math"
 // climbs, by a standard error and then doubling each window (at most
 // maxClimbShift times), until the queue shows again and grew with the
 // last step (see roomSinceLast: a queue read against a baseline that sits
-// low shows without growing). Capacity that comes
+// low shows without growing). A start-up that showed no queue climbs the
+// same way, but after its first step (a quarter, so that a start at the
+// capacity overshoots no further than any climb) each step doubles the
+// estimate, TCP's slow start, until the queue grows with a step; the
+// window that shows it measures the capacity. Capacity that comes
 // back (a node, slots) is found by the probes above the limit, every
 // probeUpEvery cohorts while demand fills it (BBR's bandwidth probe): one
 // whose queue grew less than half the requests it added found room, and
@@ -92,7 +96,15 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		}
 		nu := c - a.capEst
 		v := a.capVar + r
+		slow := a.slowStart
+		a.slowStart = false // unless this window steps the climb
 		switch {
+		case a.climbWait && slow && !s.congested() && s.inflight+2*math.Hypot(s.winSE, a.last.winSE) < a.est:
+			// The climb's last step is not in this window yet (its
+			// requests were mostly admitted before the limit rose): the
+			// next window judges it.
+			a.climbWait, a.slowStart = false, true
+			return a.est
 		case a.short > climbAfter && !s.visible() && !a.upOK:
 			// Capacity may have come back, or the small queue kept reads
 			// low: a probe above the limit tells (see endProbeUp).
@@ -105,7 +117,16 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			// with the step is not).
 			a.climb++
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
-			a.capEst = math.Max(a.capEst, c) + math.Min(step, maxClimb*a.capEst+1)
+			limit := maxClimb*a.capEst + 1
+			a.slowStart = slow
+			if slow && a.climb > startClimb+1 {
+				// No queue seen since the start: the capacity is at
+				// least twice as far as the start's (TCP's slow start);
+				// the overshoot, one window, measures it.
+				limit = a.capEst
+			}
+			a.capEst = math.Max(a.capEst, c) + math.Min(step, limit)
+			a.climbWait = true
 			a.capVar = math.Max(a.capVar, r)
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			// A change: the window that shows it mixes requests from
@@ -128,16 +149,22 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			}
 		}
 	}
+	if a.climb == 0 {
+		a.slowStart, a.climbWait = false, false
+	}
 	a.capVar += drift * drift * a.capEst * a.capEst
 	return a.capEst + a.target(s)
 }
 
 // roomSinceLast reports whether window s, admitted at a higher
-// concurrency than the last, shows the backend took the added requests
+// concurrency than the last (the first: than the start-up's), shows the backend took the added requests
 // with less than slopeShare of them queued (a standard error below that
 // line): the same test as a probe above the limit (see endProbeUp).
 func (a *adaptive) roomSinceLast(s *windowStats) bool {
 	l := &a.last
+	if l.n == 0 {
+		l = &a.startWin // the first window after the start-up
+	}
 	if l.n == 0 || s.congested() {
 		return false
 	}

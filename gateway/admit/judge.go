@@ -395,7 +395,7 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
 		switch {
-		case a.urgent || a.since >= a.every && s.used:
+		case a.urgent || a.since >= a.every && s.used && !a.slowStart:
 			// Only while demand fills the limit: a probe under low demand
 			// would measure a quieter machine than the loaded one (the
 			// lab's processes share the CPUs) and make demand wait.

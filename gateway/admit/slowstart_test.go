@@ -1,0 +1,122 @@
+package admit
+
+import (
+	"math"
+	"testing"
+)
+
+// slowStarted returns a Gradient's state right after a start-up cohort of
+// 48 that showed no queue (see startUp): the climb begun, the start-up's
+// window as the last one.
+func slowStarted(t *testing.T) *adaptive {
+	t.Helper()
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 1, Max: 1000}, gradientStep)
+	a.capEst, a.capVar, a.noise = 48, 1, 1
+	a.est = 48
+	a.short, a.climb, a.upOK, a.slowStart = 2*climbAfter, startClimb, true, true
+	a.startWin = windowStats{n: 48, inflight: 24, winSE: 1, queueSE: 1.5}
+	return a
+}
+
+// climbWindow is a window at the limit whose queue reads queue requests.
+func climbWindow(inflight, queue float64) *windowStats {
+	return &windowStats{n: 48, inflight: inflight, queue: queue, winSE: 1, queueSE: 1.5, target: 1, used: true}
+}
+
+// TestSlowStartDoubles: a start-up without a queue climbs by a quarter
+// first (a start at the capacity overshoots by no more than a climb after
+// a return does), then, while the queue does not grow with the step,
+// doubles the capacity estimate each window (TCP's slow start: a start at
+// a quarter of 3×64 slots took 40 service times at a quarter a window); a
+// window that shows the queue grew with the step ends it. A window
+// admitted mostly below the limit the step set waits for the next.
+func TestSlowStartDoubles(t *testing.T) {
+	a := slowStarted(t)
+	step := func(s *windowStats) {
+		a.est = gradientStep(a, s)
+		a.last = *s
+	}
+	step(climbWindow(48, 0.5))
+	if want := 48 + maxClimb*48 + 1; math.Abs(a.capEst-want) > 1e-9 {
+		t.Fatalf("first step: capacity estimate %.1f, want %.1f (a quarter)", a.capEst, want)
+	}
+	before, climb := a.capEst, a.climb
+	step(climbWindow(50, 1))
+	if a.capEst != before || a.climb != climb || !a.slowStart {
+		t.Fatalf("a window admitted below the step's limit: capacity %.1f (was %.1f), climb %d (was %d), slow start %v; want it held",
+			a.capEst, before, a.climb, climb, a.slowStart)
+	}
+	step(climbWindow(62, 1.5))
+	if want := 2 * before; math.Abs(a.capEst-want) > 1e-9 {
+		t.Fatalf("second step: capacity estimate %.1f, want %.1f (doubled)", a.capEst, want)
+	}
+	step(climbWindow(124, 60))
+	if a.slowStart || a.climb != 0 {
+		t.Fatalf("the queue grew with the step: slow start %v, climb %d; want both over", a.slowStart, a.climb)
+	}
+	if a.capEst > 100 {
+		t.Fatalf("after the overshoot: capacity estimate %.1f, want it measured below the 124 in flight", a.capEst)
+	}
+
+	// A climb after a return (no slow start) keeps its steps at a quarter.
+	b := slowStarted(t)
+	b.slowStart = false
+	b.est = gradientStep(b, climbWindow(48, 0.5))
+	b.last = *climbWindow(48, 0.5)
+	first := b.capEst
+	b.est = gradientStep(b, climbWindow(62, 1))
+	if want := first + maxClimb*first + 1; math.Abs(b.capEst-want) > 1e-9 {
+		t.Fatalf("a climb outside the start: capacity estimate %.1f, want %.1f (a quarter more)", b.capEst, want)
+	}
+}
+
+// TestProbeBelowAtMostHalfDeep: a probe below the capacity goes at most
+// half of it deep. Traced (200 ms, σ 0.9, 3×16 slots cut to a quarter,
+// CI seed 7): the window that saw the cut read a capacity of 6.7 with a
+// margin of 3, the urgent probe ran at a limit of 1 for 8 service times
+// while the nodes drained, and P0 waiting at the gateway timed out (P0
+// success 0.981).
+func TestProbeBelowAtMostHalfDeep(t *testing.T) {
+	for _, urgent := range []bool{true, false} {
+		a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 1, Max: 1000}, gradientStep)
+		a.capEst, a.est, a.noise, a.urgent = 6.7, 7.7, 9, urgent
+		a.startProbe(&windowStats{target: 1, baseSE: 1}, false)
+		if want := int(math.Ceil(6.7 / 2)); a.probe.limit != want {
+			t.Fatalf("urgent %v: probe limit %d, want %d (half the capacity estimate)", urgent, a.probe.limit, want)
+		}
+	}
+	// A narrow margin sets the depth as before.
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 1, Max: 1000}, gradientStep)
+	a.capEst, a.est, a.noise = 46, 48, 1
+	a.startProbe(&windowStats{target: 2, baseSE: 1}, false)
+	if want := int(math.Floor(46 - 2*math.Sqrt2)); a.probe.limit != want {
+		t.Fatalf("a narrow margin: probe limit %d, want %d", a.probe.limit, want)
+	}
+}
+
+// TestUpProbeCountsPending: a probe above the limit whose slowest
+// requests are not back when it is judged is judged all the same (they
+// count at the statistic's cut): on a heavy tail a probe of minWindow/2
+// requests measured fewer, and on a small backend every probe above went
+// unjudged. Here 10 of 16 are back, with no more queue than the window
+// before at 6 requests fewer in flight: room.
+func TestUpProbeCountsPending(t *testing.T) {
+	const base, ramp, judged, back = 0.1, 6, minWindow / 2, 10
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 12, Min: 1, Max: 1000}, gradientStep)
+	a.base, a.baseVar, a.x, a.capEst, a.est = base, 1e-6, 100, 12, 13
+	a.last = windowStats{n: 32, inflight: 12, winSE: 0.5, queueSE: 0.6, target: 1}
+	co := new(cohort)
+	co.reset(100, 100+ramp+judged, cohortUp)
+	for i := range ramp + back {
+		co.lat[i] = base * (1 + 0.05*math.Sin(float64(i)))
+		co.infl[i] = 18
+		co.got++
+		co.n++
+	}
+	a.probe = prober{phase: probeWaiting, limit: 18, from: 100, want: ramp + judged, ramp: ramp, up: true}
+	a.endProbeUp(co)
+	if !a.upOK || a.capEst < 17 {
+		t.Fatalf("after a probe with %d of %d back and no queue growth: upOK %v, capacity estimate %.1f; want room, the estimate at the probe's 18",
+			back, judged, a.upOK, a.capEst)
+	}
+}
