@@ -157,9 +157,10 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 }
 
 // roomSinceLast reports whether window s, admitted at a higher
-// concurrency than the last (the first: than the start-up's), shows the backend took the added requests
-// with less than slopeShare of them queued (a standard error below that
-// line): the same test as a probe above the limit (see endProbeUp).
+// concurrency than the last (the first window: than the start-up's),
+// shows the backend took the added requests with less than slopeShare of
+// them queued (a standard error below that line): the same test as a
+// probe above the limit (see endProbeUp).
 func (a *adaptive) roomSinceLast(s *windowStats) bool {
 	l := &a.last
 	if l.n == 0 {

@@ -7,7 +7,7 @@ import (
 
 // slowStarted returns a Gradient's state right after a start-up cohort of
 // 48 that showed no queue (see startUp): the climb begun, the start-up's
-// window as the last one.
+// window to judge the first window against.
 func slowStarted(t *testing.T) *adaptive {
 	t.Helper()
 	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 1, Max: 1000}, gradientStep)
