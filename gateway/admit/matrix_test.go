@@ -264,7 +264,7 @@ func sim429FromEnv() func() {
 var ciShortfalls = map[int][]string{
 	0: {"start: fill", "start: limit CV", "change: settle +Inf >", "return: settle +Inf >", "return: fill", "goodput"}, // seed 7's draw since the slow start; on seeds 4–23 the mean ratio to the static semaphore is 0.912 (0.887 before), the start's fill 0.961 (0.922)
 	1: {"start: settle +Inf >", "start: limit CV", "change: settle +Inf >", "change: limit CV", "return: settle", "return: fill", "return: limit CV"},
-	2: {"return: settle", "goodput"}, // 16.7 > 15 service times and 0.966 since the slow start: seed 7's draw
+	2: {"return: settle", "goodput"}, // 16.7 > 15 service times and 0.966 since the eleventh pass: seed 7's draw (seeds 4–43: the return settles in time in 33 of 40, 30 before; ≥ 0.97 × static in 34, 34 before)
 	3: {"start: limit CV", "return: settle", "goodput"},
 	4: {"change: settle +Inf >", "change: fill", "change: limit CV", "return: settle", "P0 success", "goodput"}, // P0 0.991: the window that saw the cut took 12 service times (its round trips slowed 4× by the nodes' queue) and P0 waited at the gateway while the nodes drained
 	6: {"start: settle +Inf >", "change: settle +Inf >", "change: limit CV", "return: settle +Inf >"},
