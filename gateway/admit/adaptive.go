@@ -155,7 +155,7 @@ type adaptive struct {
 	capEst     float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
 	capVar     float64       // guarded by mu; its variance
 	climb      int           // guarded by mu; windows climbing in a row
-	climbWait  bool          // guarded by mu; the climb just stepped: in a slow start, a window admitted mostly below the new limit waits for the next
+	climbWait  bool          // guarded by mu; the slow start just stepped: a window admitted mostly below the new limit waits for the next (once)
 	slowStart  bool          // guarded by mu; the start-up's climb, no queue seen since the start: each step doubles the estimate
 	short      float64       // guarded by mu; CUSUM of the queue's shortfall below the target
 	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb

@@ -126,7 +126,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 				limit = a.capEst
 			}
 			a.capEst = math.Max(a.capEst, c) + math.Min(step, limit)
-			a.climbWait = true
+			a.climbWait = slow
 			a.capVar = math.Max(a.capVar, r)
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			// A change: the window that shows it mixes requests from
@@ -150,8 +150,9 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		}
 	}
 	if a.climb == 0 {
-		a.slowStart, a.climbWait = false, false
+		a.slowStart = false
 	}
+	a.climbWait = a.climbWait && a.slowStart
 	a.capVar += drift * drift * a.capEst * a.capEst
 	return a.capEst + a.target(s)
 }
