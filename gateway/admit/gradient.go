@@ -110,11 +110,12 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			// low: a probe above the limit tells (see endProbeUp).
 			a.wantUp = true
 			a.filter(c, r)
-		case a.climb > 0 && a.roomSinceLast(s) || a.short > climbAfter && !s.visible():
+		case a.climb > 0 && (a.roomSinceLast(s) || slow && a.notGrownSinceLast(s)) || a.short > climbAfter && !s.visible():
 			// Capacity came back: climb, doubling each window, while the
 			// queue shows no more than before the step (a queue read
 			// against the baseline may be the baseline's error; its growth
-			// with the step is not).
+			// with the step is not). The slow start goes on until the
+			// queue clearly grew with a step (see notGrownSinceLast).
 			a.climb++
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
 			limit := maxClimb*a.capEst + 1
@@ -163,16 +164,36 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 // them queued (a standard error below that line): the same test as a
 // probe above the limit (see endProbeUp).
 func (a *adaptive) roomSinceLast(s *windowStats) bool {
+	excess, noise, ok := a.growthSinceLast(s)
+	return ok && excess < -noise
+}
+
+// notGrownSinceLast reports whether window s, admitted at a higher
+// concurrency than the last, does not show the queue clearly grown with
+// the step (a standard error above slopeShare of it): the slow start's
+// test, which ends on evidence of a queue, as TCP's ends on a loss, not
+// on a window too noisy to show room.
+func (a *adaptive) notGrownSinceLast(s *windowStats) bool {
+	excess, noise, ok := a.growthSinceLast(s)
+	return ok && excess < noise
+}
+
+// growthSinceLast compares window s with the last (the first window
+// after the start-up: with the start-up's): ok when s was admitted at
+// least two standard errors higher and shows no congestion; excess is
+// the queue's growth less slopeShare of the step in flight, noise the
+// two readings' standard error.
+func (a *adaptive) growthSinceLast(s *windowStats) (excess, noise float64, ok bool) {
 	l := &a.last
 	if l.n == 0 {
 		l = &a.startWin // the first window after the start-up
 	}
 	if l.n == 0 || s.congested() {
-		return false
+		return 0, 0, false
 	}
 	dn := s.inflight - l.inflight
-	noise := math.Hypot(s.winSE, l.winSE)
-	return dn >= 2*noise && s.queue-l.queue < slopeShare*dn-noise
+	noise = math.Hypot(s.winSE, l.winSE)
+	return s.queue - l.queue - slopeShare*dn, noise, dn >= 2*noise
 }
 
 // filter merges an observation c of the capacity, of variance r.

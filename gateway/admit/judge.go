@@ -218,6 +218,17 @@ func (a *adaptive) refused(inflight int) {
 		}
 		a.probe = prober{}
 		a.short, a.upOK, a.wantUp = 0, false, false
+		// But refused above the estimate, it proved the room below: every
+		// request up to there was taken. A backend that answers 429 when
+		// full keeps no queue for the latency to show its capacity by
+		// (traced: 3×64 slots answering 429, a node back: the probe was
+		// refused at 193, the estimate stayed at 170, the ceiling of 192
+		// above it was dropped, and the limit stayed at 0.88 of the
+		// slots); the estimate takes the ceiling, less the queue there was.
+		if c := ceil - math.Max(a.last.queue, 0); c > a.capEst && ceil > a.est {
+			a.capEst = c
+			a.est = clampF(c+a.target(&a.last), a.cfg.Min, a.cfg.Max)
+		}
 	}
 	if a.ceilAge > 0 {
 		// A lifted ceiling was refused. At the level refused before, the

@@ -120,3 +120,40 @@ func TestUpProbeCountsPending(t *testing.T) {
 			back, judged, a.upOK, a.capEst)
 	}
 }
+
+// TestSlowStartEndsOnGrowth: the slow start ends when a step shows the
+// queue grew with it, not when a window fails to show clear room. Traced
+// (200 ms, σ 0.25, a start at a quarter of 3×64 slots, 1.2× offered): a
+// window 10 requests up read a queue of 3.9 ± 3.1, inside the noise of
+// both readings, ended the slow start at 65 over 192 slots, and the limit
+// took 30 service times more to reach them. Outside the slow start the
+// same window ends a climb, as before.
+func TestSlowStartEndsOnGrowth(t *testing.T) {
+	// 12 more in flight than the last window, the queue 4 more, each
+	// reading ±2: within the noise of half the step, neither clear room
+	// (4 < 6 − 2.8) nor clear growth (4 < 6 + 2.8).
+	inconclusive := &windowStats{n: 48, inflight: 72, queue: 4, winSE: 2, queueSE: 3, target: 3, used: true}
+	for _, slow := range []bool{true, false} {
+		a := slowStarted(t)
+		a.slowStart = slow
+		a.climb = startClimb + 1
+		a.capEst, a.est = 64, 65
+		a.last = windowStats{n: 48, inflight: 60, queue: 0, winSE: 2, queueSE: 3, target: 3, used: true}
+		a.est = gradientStep(a, inconclusive)
+		if slow && (a.capEst < 2*64 || !a.slowStart) {
+			t.Fatalf("slow start, an inconclusive window: capacity estimate %.1f, slow start %v; want it doubled past %d, the slow start on", a.capEst, a.slowStart, 2*64)
+		}
+		if !slow && a.climb != 0 {
+			t.Fatalf("a climb outside the slow start, an inconclusive window: climb %d, capacity estimate %.1f; want the climb over", a.climb, a.capEst)
+		}
+	}
+	// Clear growth ends the slow start.
+	a := slowStarted(t)
+	a.climb = startClimb + 1
+	a.capEst, a.est = 64, 65
+	a.last = windowStats{n: 48, inflight: 60, queue: 0, winSE: 2, queueSE: 3, target: 3, used: true}
+	a.est = gradientStep(a, &windowStats{n: 48, inflight: 72, queue: 10, winSE: 2, queueSE: 3, target: 3, used: true})
+	if a.slowStart || a.climb != 0 {
+		t.Fatalf("the queue grew by 10 with a step of 12: slow start %v, climb %d; want both over", a.slowStart, a.climb)
+	}
+}

@@ -1,0 +1,44 @@
+package admit
+
+import "testing"
+
+// TestRefusedProbeAboveLifts: a probe above the limit refused at a
+// concurrency above the estimate proved the room below it (every request
+// up to there was taken), so the capacity estimate rises to the refusal's
+// ceiling; refused at or below the estimate, nothing rises. A backend
+// that answers 429 when full keeps no queue, so the latency never shows
+// the capacity: traced (200 ms, σ 0.9, 3×64 slots answering 429, a node
+// lost and back), the probe's refusal at 193 set a ceiling of 192, the
+// estimate stayed at 170 under it, the ceiling was dropped as above the
+// estimate, and the limit stayed at 0.88 of the slots.
+func TestRefusedProbeAboveLifts(t *testing.T) {
+	tests := []struct {
+		name      string
+		refusedAt int
+		wantCap   float64 // the capacity estimate after (at least)
+		wantLimit int64
+	}{
+		{"above the estimate", 193, 192, 192},
+		{"at the estimate", 171, 161, 170},
+		{"below the estimate", 150, 161, 149},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 170, Min: 1, Max: 1000}, gradientStep)
+			a.capEst, a.est, a.capVar, a.noise = 161, 170, 4, 4
+			a.last = windowStats{n: 64, inflight: 166, queue: 0, winSE: 2, queueSE: 3, target: 9, used: true}
+			a.probe = prober{phase: probeRunning, limit: 198, up: true}
+			a.refused(tt.refusedAt)
+			if a.probe.phase != probeIdle {
+				t.Fatalf("the probe above goes on after a refusal")
+			}
+			if a.capEst < tt.wantCap-1e-9 || tt.refusedAt <= 171 && a.capEst != 161 {
+				t.Fatalf("refused at %d: capacity estimate %.1f, want %.0f", tt.refusedAt, a.capEst, tt.wantCap)
+			}
+			a.store()
+			if got := a.limit.Load(); got != tt.wantLimit {
+				t.Fatalf("refused at %d: limit %d, want %d (the ceiling below the refusal, or the estimate)", tt.refusedAt, got, tt.wantLimit)
+			}
+		})
+	}
+}
