@@ -267,7 +267,7 @@ var ciShortfalls = map[int][]string{
 	2: {"return: settle", "goodput"}, // 16.7 > 15 service times and 0.966 since the eleventh pass: seed 7's draw (seeds 4–43: the return settles in time in 33 of 40, 30 before; ≥ 0.97 × static in 34, 34 before)
 	3: {"start: limit CV", "return: settle", "goodput"},
 	4: {"change: settle +Inf >", "change: fill", "change: limit CV", "return: settle", "P0 success", "goodput"}, // P0 0.991: the window that saw the cut took 12 service times (its round trips slowed 4× by the nodes' queue) and P0 waited at the gateway while the nodes drained
-	6: {"start: settle +Inf >", "change: settle +Inf >", "return: settle +Inf >"}, // the change's limit CV 0.092 since the twelfth pass (0.114 before)
+	6: {"start: settle +Inf >", "change: settle +Inf >", "return: settle +Inf >"},                               // the change's limit CV 0.092 since the twelfth pass (0.114 before)
 }
 
 // Floors every CI cell holds, short of the acceptance: a collapse of the
