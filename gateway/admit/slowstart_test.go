@@ -130,8 +130,8 @@ func TestUpProbeCountsPending(t *testing.T) {
 // same window ends a climb, as before.
 func TestSlowStartEndsOnGrowth(t *testing.T) {
 	// 12 more in flight than the last window, the queue 4 more, each
-	// reading ±2: within the noise of half the step, neither clear room
-	// (4 < 6 − 2.8) nor clear growth (4 < 6 + 2.8).
+	// reading ±2: within the noise of half the step (6 ± 2.8), neither
+	// clear room (a growth under 3.2) nor clear growth (over 8.8).
 	inconclusive := &windowStats{n: 48, inflight: 72, queue: 4, winSE: 2, queueSE: 3, target: 3, used: true}
 	for _, slow := range []bool{true, false} {
 		a := slowStarted(t)
