@@ -157,3 +157,48 @@ func TestSlowStartEndsOnGrowth(t *testing.T) {
 		t.Fatalf("the queue grew by 10 with a step of 12: slow start %v, climb %d; want both over", a.slowStart, a.climb)
 	}
 }
+
+// TestPhantomQueueAtMinimum: a limit held at its minimum by a baseline
+// read low (every window a phantom queue) cannot probe below to measure
+// the baseline again; a probe above that finds clear room shows the
+// queue was not there, and the baseline takes the last window's
+// statistic, the capacity moving up with it. Traced in lesson 04 (main's
+// code at issue 9's twelfth pass, one run in about forty): the start-up
+// read a queue, the limit fell to its minimum of 8 over 48 slots and
+// stayed there for the whole run, P0 0.595. Above the minimum nothing
+// changes (a probe below measures the baseline there).
+func TestPhantomQueueAtMinimum(t *testing.T) {
+	const base, truth, ramp, judged = 0.1, 0.13, 2, minWindow / 2
+	for _, atMin := range []bool{true, false} {
+		cfg := LimiterConfig{Algorithm: AlgoGradient, Limit: 48, Min: 8, Max: 128}
+		a := newAdaptive(cfg, gradientStep)
+		a.base, a.baseVar, a.x = base, 1e-6, 100
+		a.capEst, a.est = 5, 8
+		if !atMin {
+			a.capEst, a.est = 20, 23
+		}
+		inflight := a.est
+		// The last window: no queue at all, read against the low
+		// baseline as (0.13 − 0.1) × 100 = 3 requests.
+		a.last = windowStats{n: 32, inflight: inflight, stat: truth, se: 0.002, winSE: 0.2, queue: (truth - base) * 100, queueSE: 0.3, target: 1, used: true}
+		co := new(cohort)
+		co.reset(100, 100+ramp+judged, cohortUp)
+		for i := range ramp + judged {
+			co.lat[i] = truth * (1 + 0.01*math.Sin(float64(i)))
+			co.infl[i] = int32(inflight) + ramp
+			co.got++
+			co.n++
+		}
+		a.probe = prober{phase: probeWaiting, limit: int(inflight) + ramp, from: 100, want: ramp + judged, ramp: ramp, up: true}
+		a.endProbeUp(co)
+		if !a.upOK {
+			t.Fatalf("at the minimum %v: the probe above found no room", atMin)
+		}
+		if atMin && (math.Abs(a.base-truth) > 0.002 || a.capEst < 7.5) {
+			t.Fatalf("at the minimum: baseline %.4f, capacity estimate %.1f; want the baseline at the last window's %.3f and the capacity up by the phantom queue of 3", a.base, a.capEst, truth)
+		}
+		if !atMin && a.base != base {
+			t.Fatalf("above the minimum: baseline %.4f, want it kept at %.3f (a probe below measures it)", a.base, base)
+		}
+	}
+}
