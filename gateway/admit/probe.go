@@ -365,25 +365,26 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		// the queue it had; climb from there.
 		a.short, a.upOK = 2*climbAfter, true
 		a.every = probeMinEvery
-		if a.est < float64(a.cfg.Min)+1 && l.queue > visibleZ*l.queueSE && l.stat > a.base && s.queue-l.queue < slopeShare*dn-noise {
+		// Clear room: the growth a standard error below the test's line.
+		clear := s.queue-l.queue < slopeShare*dn-noise
+		if clear && a.est < float64(a.cfg.Min)+1 && l.queue > visibleZ*l.queueSE && l.stat > a.base {
 			// At the minimum no probe below can go lower to measure the
 			// baseline again, and clear room above means no queue below:
-			// the last window's queue was the baseline's error. A
-			// baseline read low by chance (traced, lesson 04: the
-			// start-up read a queue that was not there, the limit fell
-			// to its minimum of 8 over 48 slots and stayed there for
-			// the whole run, P0 0.595) keeps such a phantom queue for
-			// good. The last window's statistic is a no-queue reading:
-			// the baseline, and the capacity measured against the old
-			// one moves with it (see shiftBase).
+			// the last window's queue was the baseline's error, which a
+			// baseline read low by chance keeps for good (seen in lesson
+			// 04: the limit cut from 48 to 15 during the start-up with
+			// the nodes' queues empty, then at its minimum of 8 over 48
+			// slots for the whole run, P0 0.595). The last window's
+			// statistic is a no-queue reading: the baseline, and the
+			// capacity measured against the old one moves with it (see
+			// shiftBase).
 			a.pool.reset()
 			a.setBase(l.stat, l.se*l.se)
 			a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}
-		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && s.queue-l.queue < slopeShare*dn-noise {
-			// Clear room (the growth a standard error below the test's
-			// line): the estimate takes the probe's level at once; a
-			// marginal one only lets the climb start.
+		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clear {
+			// Clear room: the estimate takes the probe's level at once;
+			// a marginal one only lets the climb start.
 			a.capEst = c
 			a.est = clampF(c+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}

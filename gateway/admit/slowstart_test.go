@@ -162,11 +162,13 @@ func TestSlowStartEndsOnGrowth(t *testing.T) {
 // read low (every window a phantom queue) cannot probe below to measure
 // the baseline again; a probe above that finds clear room shows the
 // queue was not there, and the baseline takes the last window's
-// statistic, the capacity moving up with it. Traced in lesson 04 (main's
-// code at issue 9's twelfth pass, one run in about forty): the start-up
-// read a queue, the limit fell to its minimum of 8 over 48 slots and
-// stayed there for the whole run, P0 0.595. Above the minimum nothing
-// changes (a probe below measures the baseline there).
+// statistic, the capacity moving up with it. Seen in lesson 04 (the
+// code before issue 9's twelfth pass, one of its 11 full-length runs that
+// day; read off the run's samples, not traced inside the limiter): the
+// limit cut from 48 to 15 during the start-up with the nodes' queues
+// empty, then sat at its minimum of 8 over 48 slots for the whole run,
+// P0 0.595. Above the minimum nothing changes (a probe below measures the
+// baseline there).
 func TestPhantomQueueAtMinimum(t *testing.T) {
 	const base, truth, ramp, judged = 0.1, 0.13, 2, minWindow / 2
 	for _, atMin := range []bool{true, false} {
