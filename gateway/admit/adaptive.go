@@ -155,6 +155,7 @@ type adaptive struct {
 	capEst     float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
 	capVar     float64       // guarded by mu; its variance
 	climb      int           // guarded by mu; windows climbing in a row
+	partial    bool          // guarded by mu; the window just judged held the slow start's last step only in part: last stays the step's reference
 	climbWait  bool          // guarded by mu; the slow start just stepped: a window admitted mostly below the new limit waits for the next (once)
 	slowStart  bool          // guarded by mu; the start-up's climb, no queue seen since the start: each step doubles the estimate
 	short      float64       // guarded by mu; CUSUM of the queue's shortfall below the target

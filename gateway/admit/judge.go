@@ -390,7 +390,7 @@ func (a *adaptive) closeWindow(lim int) {
 			a.ceil = 0
 			a.safe.Store(0)
 		}
-		a.last = s
+		a.noteLast(&s)
 		if debugWindow != nil {
 			debugWindow(a, &s, before)
 		}
@@ -406,10 +406,7 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
 		switch {
-		case a.urgent || a.since >= a.every && s.used && !a.slowStart:
-			// Only while demand fills the limit: a probe under low demand
-			// would measure a quieter machine than the loaded one (the
-			// lab's processes share the CPUs) and make demand wait.
+		case a.dueDown(&s):
 			a.startProbe(&s, false)
 		case a.dueUp(&s):
 			a.startProbe(&s, true)
@@ -422,8 +419,33 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 }
 
+// noteLast makes window s the last, the reference the next window's
+// growth is judged against (see growthSinceLast), unless s held the slow
+// start's step only in part (see gradientStep).
+func (a *adaptive) noteLast(s *windowStats) {
+	if !a.partial {
+		a.last = *s
+	}
+	a.partial = false
+}
+
+// dueDown reports whether a probe below the limit is due after window s:
+// an urgent one at once; a scheduled one every a.every round trips, only
+// while demand fills the limit (a probe under low demand would measure a
+// quieter machine than the loaded one — the lab's processes share the
+// CPUs — and make demand wait), and not while the limit climbs (the
+// slow start, a climb, a probe above that found room): a climb's next
+// window measures its step, and a probe below in between cost it two
+// windows a time (traced: 200 ms, σ 0.5, 3×64 slots cut to a quarter and
+// back — the return took 27 service times to settle with three such
+// probes, 18 without).
+func (a *adaptive) dueDown(s *windowStats) bool {
+	return a.urgent || a.since >= a.every && s.used && !a.slowStart && a.climb == 0 && !a.upOK
+}
+
 // dueUp reports whether a probe above the limit is due after window s:
-// only while demand fills the limit and no refusal's ceiling rules, when
+// only while demand fills the limit, no refusal's ceiling rules and the
+// slow start is over (its own steps probe above, doubling), when
 // the queue's shortfall asked for one (wantUp), or probeUpEvery cohorts
 // after the last if s shows no queue (upSkipMax times that if it does).
 // A queue in sight says the limit already runs above the capacity:
@@ -437,7 +459,7 @@ func (a *adaptive) closeWindow(lim int) {
 // left, the limit at 22 over 48; with it, at the phase's end): hence the
 // backstop.
 func (a *adaptive) dueUp(s *windowStats) bool {
-	if !s.used || a.ceil != 0 {
+	if !s.used || a.ceil != 0 || a.slowStart {
 		return false
 	}
 	return a.wantUp || a.sinceUp >= probeUpEvery && (!s.visible() || a.sinceUp >= upSkipMax*probeUpEvery)

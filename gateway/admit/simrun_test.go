@@ -83,6 +83,19 @@ func TestSimOne(t *testing.T) {
 			fmt.Printf("%s REFUSED infl=%d ceil %.1f -> %.1f est=%.1f lim=%d\n", dbgID(a), inflight, ceil, a.ceil, a.est, a.Limit())
 		}
 		debugUp = func(a *adaptive, s, l *windowStats) {
+			waited, nw, nq := 0.0, 0, 0
+			var works []float64
+			for t := probeFrom + probeRamp; t < probeFrom+probeWant; t++ {
+				if w, ok := debugWaits[t]; ok {
+					waited += w[0]
+					works = append(works, w[1])
+					nw++
+					if w[0] > 1e-9 {
+						nq++
+					}
+				}
+			}
+			fmt.Printf("  up tickets %d..%d: %d started, %d waited, mean wait %.4f, works trimmed %.4f pending %d\n", probeFrom+probeRamp, probeFrom+probeWant, nw, nq, waited/float64(max(nw, 1)), trimmedOf(works), a.scratch[0].pending)
 			fmt.Printf("%s UP n=%d infl=%.1f stat=%.4f x=%.1f base=%.4f Q=%.2f qse=%.2f | last infl=%.1f stat=%.4f x=%.1f Q=%.2f qse=%.2f\n", dbgID(a), s.n, s.inflight, s.stat, s.x, a.base, s.queue, s.queueSE, l.inflight, l.stat, l.x, l.queue, l.queueSE)
 		}
 		debugBase = func(a *adaptive, v, variance float64) {
@@ -103,8 +116,8 @@ func TestSimOne(t *testing.T) {
 			fmt.Printf("%s PROBE lim=%d n=%d stat=%.4f se=%.4f base=%.4f\n", dbgID(a), a.probe.limit, n, stat, se, a.base)
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
-			probeFrom, probeWant = a.probe.from, uint64(a.probe.want)
-			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f\n", dbgID(a), lim, up, a.probe.urgent, a.est)
+			probeFrom, probeWant, probeRamp = a.probe.from, uint64(a.probe.want), uint64(a.probe.ramp)
+			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f every=%.0f since=%.0f sinceUp=%.0f\n", dbgID(a), lim, up, a.probe.urgent, a.est, a.every, a.since, a.sinceUp)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		defer func() {
@@ -117,9 +130,24 @@ func TestSimOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	adSim := cur
 	st := c
 	st.Algo = AlgoStatic
 	rs, _ := runSim(st)
+	if bin := envF("BINS", 0); bin > 0 {
+		// ok completions by bins of BINS mean service times: adaptive / static.
+		count := func(xs []float64) map[int]int {
+			m := map[int]int{}
+			for _, at := range xs {
+				m[int(at/c.Mean/bin)]++
+			}
+			return m
+		}
+		a, b := count(adSim.okAt), count(cur.okAt)
+		for k := 0; k <= int(cur.now/c.Mean/bin); k++ {
+			fmt.Printf("bin %5.0f ok %6d static %6d short %6d\n", float64(k)*bin, a[k], b[k], b[k]-a[k])
+		}
+	}
 	fmt.Println(c)
 	for i, p := range r.Phases {
 		fmt.Printf("phase %d truth %d settle %.1f fill %.3f cv %.3f meanLim %.1f | static fill %.3f\n", i, p.Truth, p.Settle, p.Fill, p.CV, p.MeanLim, rs.Phases[i].Fill)
@@ -189,7 +217,7 @@ func trimmedOf(xs []float64) float64 {
 	return sum / float64(k)
 }
 
-var probeFrom, probeWant uint64
+var probeFrom, probeWant, probeRamp uint64
 
 var dbgIDs = map[*adaptive]int{}
 

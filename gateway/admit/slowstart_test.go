@@ -34,7 +34,7 @@ func TestSlowStartDoubles(t *testing.T) {
 	a := slowStarted(t)
 	step := func(s *windowStats) {
 		a.est = gradientStep(a, s)
-		a.last = *s
+		a.noteLast(s)
 	}
 	step(climbWindow(48, 0.5))
 	if want := 48 + maxClimb*48 + 1; math.Abs(a.capEst-want) > 1e-9 {
@@ -45,6 +45,9 @@ func TestSlowStartDoubles(t *testing.T) {
 	if a.capEst != before || a.climb != climb || !a.slowStart {
 		t.Fatalf("a window admitted below the step's limit: capacity %.1f (was %.1f), climb %d (was %d), slow start %v; want it held",
 			a.capEst, before, a.climb, climb, a.slowStart)
+	}
+	if a.last.inflight != 48 {
+		t.Fatalf("after a window admitted below the step's limit: the reference has %.0f in flight, want 48 (the window before the step)", a.last.inflight)
 	}
 	step(climbWindow(62, 1.5))
 	if want := 2 * before; math.Abs(a.capEst-want) > 1e-9 {
@@ -155,6 +158,68 @@ func TestSlowStartEndsOnGrowth(t *testing.T) {
 	a.est = gradientStep(a, &windowStats{n: 48, inflight: 72, queue: 10, winSE: 2, queueSE: 3, target: 3, used: true})
 	if a.slowStart || a.climb != 0 {
 		t.Fatalf("the queue grew by 10 with a step of 12: slow start %v, climb %d; want both over", a.slowStart, a.climb)
+	}
+}
+
+// TestSlowStartThroughSmallStep: a window whose step from the last is too
+// small for the two windows' noise to tell (a window that ran partly
+// below the step's limit) does not end the slow start, even where its
+// queue, read against a baseline, shows (a start-up's baseline a few
+// standard errors low shows a phantom queue); a congested one does.
+// Traced (200 ms, σ 0.9, a start at a quarter of 3×64 slots): a window
+// 11 requests above the last, each reading ±4.5, ended the slow start at
+// 65 over 192 slots.
+func TestSlowStartThroughSmallStep(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		queue float64
+		on    bool
+	}{
+		{"a visible queue, not congested", 5, true},
+		{"congested", 12, false},
+	} {
+		a := slowStarted(t)
+		a.climb = startClimb + 1
+		a.capEst, a.est = 64, 65
+		a.last = windowStats{n: 48, inflight: 68, queue: 2, winSE: 2, queueSE: 3, target: 3, used: true}
+		// 4 up: under two standard errors of the difference (5.7).
+		a.est = gradientStep(a, &windowStats{n: 48, inflight: 72, queue: tc.queue, winSE: 2, queueSE: 3, target: 3, used: true})
+		if tc.on && (!a.slowStart || a.capEst < 2*64) {
+			t.Errorf("%s: slow start %v, capacity estimate %.1f; want the slow start on, doubled past %d", tc.name, a.slowStart, a.capEst, 2*64)
+		}
+		if !tc.on && (a.slowStart || a.climb != 0) {
+			t.Errorf("%s: slow start %v, climb %d; want both over", tc.name, a.slowStart, a.climb)
+		}
+	}
+}
+
+// TestNoProbesAgainstTheClimb: a scheduled probe below waits while the
+// limit climbs (the slow start, a climb, a probe above that found room);
+// an urgent one does not; no probe above runs in the slow start, whose
+// own steps probe above.
+func TestNoProbesAgainstTheClimb(t *testing.T) {
+	s := &windowStats{n: 48, inflight: 48, queue: 0, winSE: 1, queueSE: 1.5, target: 1, used: true}
+	for _, tc := range []struct {
+		name             string
+		set              func(a *adaptive)
+		wantDown, wantUp bool
+	}{
+		{"steady", func(a *adaptive) {}, true, true},
+		{"slow start", func(a *adaptive) { a.slowStart = true }, false, false},
+		{"climbing", func(a *adaptive) { a.climb = 2 }, false, true},
+		{"room found above", func(a *adaptive) { a.upOK = true }, false, true},
+		{"climbing, urgent", func(a *adaptive) { a.climb, a.urgent = 2, true }, true, true},
+	} {
+		a := slowStarted(t)
+		a.climb, a.upOK, a.slowStart = 0, false, false
+		a.since, a.every, a.sinceUp = 100, probeMinEvery, 100
+		tc.set(a)
+		if got := a.dueDown(s); got != tc.wantDown {
+			t.Errorf("%s: probe below due %v, want %v", tc.name, got, tc.wantDown)
+		}
+		if got := a.dueUp(s); got != tc.wantUp {
+			t.Errorf("%s: probe above due %v, want %v", tc.name, got, tc.wantUp)
+		}
 	}
 }
 
