@@ -16,20 +16,12 @@ func TestPhaseShort(t *testing.T) {
 	if os.Getenv("PHASESHORT") == "" {
 		t.Skip()
 	}
-	var cur *sim
-	debugSimCreated = func(s *sim) { cur = s }
-	defer func() { debugSimCreated = nil }()
 	seed := uint64(envF("SEED", 1))
 	for _, c := range matrixCells(seed) {
-		r, err := runSim(c)
+		r, rs, ad, ss, err := runPair(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ad := cur
-		st := c
-		st.Algo = AlgoStatic
-		rs, _ := runSim(st)
-		ss := cur
 		per := func(s *sim) []int {
 			n := make([]int, len(s.phaseEnd))
 			for _, at := range s.okAt {

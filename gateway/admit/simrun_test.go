@@ -126,14 +126,10 @@ func TestSimOne(t *testing.T) {
 		}()
 	}
 	simTraceMean = c.Mean
-	r, err := runSim(c)
+	r, rs, adSim, stSim, err := runPair(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	adSim := cur
-	st := c
-	st.Algo = AlgoStatic
-	rs, _ := runSim(st)
 	if bin := envF("BINS", 0); bin > 0 {
 		// ok completions by bins of BINS mean service times: adaptive / static.
 		count := func(xs []float64) map[int]int {
@@ -143,8 +139,8 @@ func TestSimOne(t *testing.T) {
 			}
 			return m
 		}
-		a, b := count(adSim.okAt), count(cur.okAt)
-		for k := 0; k <= int(cur.now/c.Mean/bin); k++ {
+		a, b := count(adSim.okAt), count(stSim.okAt)
+		for k := 0; k <= int(stSim.now/c.Mean/bin); k++ {
 			fmt.Printf("bin %5.0f ok %6d static %6d short %6d\n", float64(k)*bin, a[k], b[k], b[k]-a[k])
 		}
 	}
@@ -161,6 +157,30 @@ func TestSimOne(t *testing.T) {
 		}
 		fmt.Println()
 	}
+}
+
+// runPair plays cell c with its limiter and with the static semaphore
+// on the same draws, and returns both results and both sims.
+func runPair(c simCell) (res, static *simResult, ad, st *sim, err error) {
+	prev := debugSimCreated
+	var cur *sim
+	debugSimCreated = func(s *sim) {
+		cur = s
+		if prev != nil {
+			prev(s)
+		}
+	}
+	defer func() { debugSimCreated = prev }()
+	if res, err = runSim(c); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ad = cur
+	sc := c
+	sc.Algo = AlgoStatic
+	if static, err = runSim(sc); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return res, static, ad, cur, nil
 }
 
 // The guard of the simulation: the gateway's defaults (gateway.DefaultConfig:
