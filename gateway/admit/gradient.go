@@ -168,10 +168,11 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 // concurrency than the last (the first window: than the start-up's),
 // shows the backend took the added requests with less than slopeShare of
 // them queued (a standard error below that line): the same test as a
-// probe above the limit (see endProbeUp).
+// probe above the limit (see endProbeUp). A step under two standard
+// errors of the two readings tells nothing.
 func (a *adaptive) roomSinceLast(s *windowStats) bool {
-	excess, noise, ok := a.growthSinceLast(s)
-	return ok && excess < -noise
+	excess, noise, step, ok := a.growthSinceLast(s)
+	return ok && step >= 2*noise && excess < -noise
 }
 
 // notGrownSinceLast reports whether window s, admitted at a higher
@@ -181,31 +182,25 @@ func (a *adaptive) roomSinceLast(s *windowStats) bool {
 // start's test, which ends on evidence of a queue, as TCP's ends on a
 // loss, not on a window too noisy to show room.
 func (a *adaptive) notGrownSinceLast(s *windowStats) bool {
-	excess, noise, ok := a.growthSinceLast(s)
-	if !ok {
-		// A step too small for the window's noise to tell is no
-		// evidence of a queue either; a congested window is.
-		return !s.congested() && (a.last.n > 0 || a.startWin.n > 0)
-	}
-	return excess < noise
+	excess, noise, step, ok := a.growthSinceLast(s)
+	return ok && (step < 2*noise || excess < noise)
 }
 
 // growthSinceLast compares window s with the last (the first window
-// after the start-up: with the start-up's): ok when s was admitted at
-// least two standard errors higher and shows no congestion; excess is
-// the queue's growth less slopeShare of the step in flight, noise the
-// two readings' standard error.
-func (a *adaptive) growthSinceLast(s *windowStats) (excess, noise float64, ok bool) {
+// after the start-up: with the start-up's): ok when there is one and s
+// shows no congestion; excess is the queue's growth less slopeShare of
+// the step in flight, noise the two readings' standard error.
+func (a *adaptive) growthSinceLast(s *windowStats) (excess, noise, step float64, ok bool) {
 	l := &a.last
 	if l.n == 0 {
 		l = &a.startWin // the first window after the start-up
 	}
 	if l.n == 0 || s.congested() {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
-	dn := s.inflight - l.inflight
+	step = s.inflight - l.inflight
 	noise = math.Hypot(s.winSE, l.winSE)
-	return s.queue - l.queue - slopeShare*dn, noise, dn >= 2*noise
+	return s.queue - l.queue - slopeShare*step, noise, step, true
 }
 
 // filter merges an observation c of the capacity, of variance r.

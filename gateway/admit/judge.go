@@ -437,10 +437,10 @@ func (a *adaptive) noteLast(s *windowStats) {
 // slow start, a climb, a probe above that found room): a climb's next
 // window measures its step, and a probe below in between cost it two
 // windows a time (traced: 200 ms, σ 0.5, 3×64 slots cut to a quarter and
-// back — the return took 27 service times to settle with three such
+// back — the return took 26 service times to settle with three such
 // probes, 18 without).
 func (a *adaptive) dueDown(s *windowStats) bool {
-	return a.urgent || a.since >= a.every && s.used && !a.slowStart && a.climb == 0 && !a.upOK
+	return a.urgent || a.since >= a.every && s.used && a.climb == 0 && !a.upOK // the slow start is a climb
 }
 
 // dueUp reports whether a probe above the limit is due after window s:

@@ -366,8 +366,8 @@ func (a *adaptive) endProbeUp(co *cohort) {
 		a.short, a.upOK = 2*climbAfter, true
 		a.every = probeMinEvery
 		// Clear room: the growth a standard error below the test's line.
-		clear := s.queue-l.queue < slopeShare*dn-noise
-		if clear && a.est < float64(a.cfg.Min)+1 && l.queue > visibleZ*l.queueSE && l.stat > a.base {
+		clearRoom := s.queue-l.queue < slopeShare*dn-noise
+		if clearRoom && a.est < float64(a.cfg.Min)+1 && l.queue > visibleZ*l.queueSE && l.stat > a.base {
 			// At the minimum no probe below can go lower to measure the
 			// baseline again, and clear room above means no queue below:
 			// the last window's queue was the baseline's error, which a
@@ -382,7 +382,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 			a.setBase(l.stat, l.se*l.se)
 			a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}
-		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clear {
+		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clearRoom {
 			// Clear room: the estimate takes the probe's level at once;
 			// a marginal one only lets the climb start.
 			a.capEst = c

@@ -167,7 +167,7 @@ func TestSlowStartEndsOnGrowth(t *testing.T) {
 // queue, read against a baseline, shows (a start-up's baseline a few
 // standard errors low shows a phantom queue); a congested one does.
 // Traced (200 ms, σ 0.9, a start at a quarter of 3×64 slots): a window
-// 11 requests above the last, each reading ±4.5, ended the slow start at
+// 11 requests above the last, each reading ±3.5–4.5, ended the slow start at
 // 65 over 192 slots.
 func TestSlowStartThroughSmallStep(t *testing.T) {
 	for _, tc := range []struct {
@@ -205,7 +205,7 @@ func TestNoProbesAgainstTheClimb(t *testing.T) {
 		wantDown, wantUp bool
 	}{
 		{"steady", func(a *adaptive) {}, true, true},
-		{"slow start", func(a *adaptive) { a.slowStart = true }, false, false},
+		{"slow start", func(a *adaptive) { a.slowStart, a.climb = true, startClimb }, false, false},
 		{"climbing", func(a *adaptive) { a.climb = 2 }, false, true},
 		{"room found above", func(a *adaptive) { a.upOK = true }, false, true},
 		{"climbing, urgent", func(a *adaptive) { a.climb, a.urgent = 2, true }, true, true},
