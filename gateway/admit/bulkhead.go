@@ -15,6 +15,9 @@ var (
 	ErrQueueFull = errors.New("admit: bulkhead queue full")
 	// ErrQueueTimeout: the request waited QueueTimeout without a permit.
 	ErrQueueTimeout = errors.New("admit: bulkhead queue timeout")
+	// ErrNotRequeued (Requeue only): nothing else was in flight to wait
+	// for and the caller's pay refused a retry; the place was given back.
+	ErrNotRequeued = errors.New("admit: not requeued: nothing in flight and no retry to pay with")
 )
 
 // BulkheadConfig configures a Bulkhead.
@@ -180,11 +183,18 @@ func (b *Bulkhead) Acquire(ctx context.Context, p Priority) (Permit, error) {
 // limit keeps a limit above the backends' places (a static one, or an
 // adaptive one before it has a baseline) from sending the request
 // straight back to a full backend; giving a place back through Requeue
-// wakes no one parked. With nothing else in flight there is no Release to
-// wait for: it waits as Acquire does. Errors as Acquire's; the queue's
-// size does not bound the requests awaiting a Release (they are at most
-// the places given back).
-func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sample) (Permit, error) {
+// wakes no one parked. The queue's size does not bound the requests
+// awaiting a Release (they are at most the places given back).
+//
+// A wait for a Release costs nothing: the backends' own completions pace
+// the requests that go again, so they cannot add to an overload. With
+// nothing else in flight there is no Release to wait for, and the
+// request would go straight back: Requeue calls pay (the caller's retry
+// token; nil: granted) and, granted, waits as Acquire does; refused, it
+// returns ErrNotRequeued, the place given back, and moves the requests
+// parked before (no Release will come for them) to the front of their
+// queues. Other errors as Acquire's.
+func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sample, pay func() bool) (Permit, error) {
 	if !p.Valid() {
 		return Permit{}, fmt.Errorf("bulkhead %q: invalid priority %d", b.name, uint8(p))
 	}
@@ -193,13 +203,27 @@ func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sa
 		return Permit{}, err
 	}
 	b.mu.Lock()
-	if !b.parkable() {
-		b.mu.Unlock()
+	if b.parkable() {
+		w := getWaiter(p)
+		b.parkLocked(w)
+		return b.wait(ctx, w)
+	}
+	b.mu.Unlock()
+	if pay == nil || pay() {
 		return b.Acquire(ctx, p)
 	}
-	w := getWaiter(p)
-	b.parkLocked(w)
-	return b.wait(ctx, w)
+	b.wakeParked()
+	return Permit{}, ErrNotRequeued
+}
+
+// wakeParked moves the parked requests to the front of their queues and
+// dispatches: a requeue that was refused leaves nothing in flight whose
+// Release they could wait for (see Requeue).
+func (b *Bulkhead) wakeParked() {
+	b.mu.Lock()
+	b.unparkLocked()
+	b.dispatchLocked()
+	b.mu.Unlock()
 }
 
 // giveBack releases permit as Release does, but wakes no one parked (see

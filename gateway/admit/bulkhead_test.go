@@ -435,12 +435,12 @@ func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 	}
 }
 
-// requeueAsync starts Requeue of pm (priority p) and returns where its
-// result arrives.
-func requeueAsync(b *Bulkhead, ctx context.Context, name string, p Priority, pm Permit) <-chan result {
+// requeueAsync starts Requeue of pm (priority p, paying with pay) and
+// returns where its result arrives.
+func requeueAsync(b *Bulkhead, ctx context.Context, name string, p Priority, pm Permit, pay func() bool) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
-		np, err := b.Requeue(ctx, p, &pm, Sample{RTT: time.Millisecond, Dropped: true})
+		np, err := b.Requeue(ctx, p, &pm, Sample{RTT: time.Millisecond, Dropped: true}, pay)
 		ch <- result{name, np, err}
 	}()
 	return ch
@@ -480,14 +480,17 @@ func pending(t *testing.T, ch <-chan result) {
 // first among its priority's waiters.
 func TestBulkheadRequeue(t *testing.T) {
 	ctx := context.Background()
-	t.Run("waits for a release, first of its priority", func(t *testing.T) {
+	// noPay fails the test if a requeue that can wait for a Release asks
+	// for a retry token: that wait is free.
+	noPay := func() bool { t.Error("pay called by a requeue that could wait for a Release"); return false }
+	t.Run("waits for a release, first of its priority, free", func(t *testing.T) {
 		b := newBH(t, 3, 10, 0)
 		served, _ := b.Acquire(ctx, P0)
 		r1, _ := b.Acquire(ctx, P1)
 		r2, _ := b.Acquire(ctx, P1)
-		ch1 := requeueAsync(b, ctx, "r1", P1, r1)
+		ch1 := requeueAsync(b, ctx, "r1", P1, r1, noPay)
 		waitParked(t, b, 1)
-		ch2 := requeueAsync(b, ctx, "r2", P1, r2) // gives its place back: wakes no one parked
+		ch2 := requeueAsync(b, ctx, "r2", P1, r2, noPay) // gives its place back: wakes no one parked
 		waitParked(t, b, 2)
 		if s := b.Stats(); s.Inflight != 1 {
 			t.Fatalf("Inflight = %d with two places given back, want 1", s.Inflight)
@@ -527,17 +530,39 @@ func TestBulkheadRequeue(t *testing.T) {
 			r.permit.Release(Sample{})
 		}
 	})
-	t.Run("nothing else in flight: a place at once", func(t *testing.T) {
+	t.Run("nothing else in flight: pays, then a place at once", func(t *testing.T) {
 		b := newBH(t, 2, 10, 0)
 		pm, _ := b.Acquire(ctx, P0)
-		r := recv(t, requeueAsync(b, ctx, "r", P0, pm))
+		paid := 0
+		r := recv(t, requeueAsync(b, ctx, "r", P0, pm, func() bool { paid++; return true }))
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if s := b.Stats(); s.Inflight != 1 {
-			t.Fatalf("Inflight = %d, want 1", s.Inflight)
+		if s := b.Stats(); s.Inflight != 1 || paid != 1 {
+			t.Fatalf("Inflight = %d, paid %d times; want 1, 1", s.Inflight, paid)
 		}
 		r.permit.Release(Sample{})
+	})
+	t.Run("nothing else in flight, no token: not requeued, the parked woken", func(t *testing.T) {
+		b := newBH(t, 2, 10, 0)
+		a, _ := b.Acquire(ctx, P1)
+		c, _ := b.Acquire(ctx, P0)
+		chA := requeueAsync(b, ctx, "a", P1, a, noPay)
+		waitParked(t, b, 1)
+		// c is the last in flight: no Release will come for a, and c
+		// cannot wait for one.
+		r := recv(t, requeueAsync(b, ctx, "c", P0, c, func() bool { return false }))
+		if !errors.Is(r.err, ErrNotRequeued) || r.permit != (Permit{}) {
+			t.Fatalf("c: %+v, want ErrNotRequeued and no permit", r)
+		}
+		ra := recv(t, chA)
+		if ra.err != nil {
+			t.Fatalf("a, parked before: %v, want a place", ra.err)
+		}
+		if s := b.Stats(); s.Inflight != 1 || s.Queued() != 0 {
+			t.Fatalf("Stats() = %+v, want a in flight, none queued", s)
+		}
+		ra.permit.Release(Sample{})
 	})
 	t.Run("context ends while parked", func(t *testing.T) {
 		b := newBH(t, 2, 10, 0)
@@ -545,7 +570,7 @@ func TestBulkheadRequeue(t *testing.T) {
 		defer hold.Release(Sample{})
 		pm, _ := b.Acquire(ctx, P0)
 		cctx, cancel := context.WithCancel(ctx)
-		ch := requeueAsync(b, cctx, "r", P0, pm)
+		ch := requeueAsync(b, cctx, "r", P0, pm, noPay)
 		waitParked(t, b, 1)
 		cancel()
 		if r := recv(t, ch); !errors.Is(r.err, context.Canceled) {
@@ -561,7 +586,7 @@ func TestBulkheadRequeue(t *testing.T) {
 		hold, _ := b.Acquire(ctx, P0)
 		defer hold.Release(Sample{})
 		pm, _ := b.Acquire(ctx, P0)
-		if r := recv(t, requeueAsync(b, ctx, "r", P0, pm)); !errors.Is(r.err, ErrQueueTimeout) {
+		if r := recv(t, requeueAsync(b, ctx, "r", P0, pm, noPay)); !errors.Is(r.err, ErrQueueTimeout) {
 			t.Fatalf("err = %v, want ErrQueueTimeout", r.err)
 		}
 		waitParked(t, b, 0)

@@ -242,17 +242,21 @@ func inParallel(n, workers int, f func(i int) error) error {
 
 // sim429FromEnv applies the 429 experiments' switches (NOREQUEUE429: a
 // request every node refused fails instead of going back to its
-// gateway's queue; NORETRY429: a 429 is not retried on another node) and
-// returns the undo.
+// gateway's queue; PAIDREQUEUE429: every such requeue takes a retry
+// token; NORETRY429: a 429 is not retried on another node) and returns
+// the undo.
 func sim429FromEnv() func() {
-	requeue, retry := simRequeue429, simRetry429
+	requeue, paid, retry := simRequeue429, simRequeuePaid, simRetry429
 	if os.Getenv("NOREQUEUE429") != "" {
 		simRequeue429 = false
+	}
+	if os.Getenv("PAIDREQUEUE429") != "" {
+		simRequeuePaid = true
 	}
 	if os.Getenv("NORETRY429") != "" {
 		simRetry429 = false
 	}
-	return func() { simRequeue429, simRetry429 = requeue, retry }
+	return func() { simRequeue429, simRequeuePaid, simRetry429 = requeue, paid, retry }
 }
 
 // ciShortfalls lists, per cell of ciCells (by index), the acceptance

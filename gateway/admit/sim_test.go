@@ -2,6 +2,7 @@ package admit
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -532,13 +533,18 @@ func (s *sim) admit(id int32) {
 }
 
 // requeue gives back a refused request's place (smp: the refusal) and
-// waits for another as the gateway does (see Bulkhead.Requeue).
-func (s *sim) requeue(id int32, smp Sample) {
+// waits for another as the gateway does (see Bulkhead.Requeue); false:
+// not requeued (nothing in flight, pay refused), the caller fails it.
+func (s *sim) requeue(id int32, smp Sample, pay func() bool) bool {
 	r := &s.reqs[id]
 	g := &s.gws[r.gw]
 	w := &waiter{prio: r.prio, notify: s.onDecide, id: int(id)}
-	pm, err, queued := g.bh.requeueAsync(w, &r.permit, smp)
+	pm, err, queued := g.bh.requeueAsync(w, &r.permit, smp, pay)
+	if errors.Is(err, ErrNotRequeued) {
+		return false
+	}
 	s.placed(id, w, pm, err, queued)
+	return true
 }
 
 // placed acts on a request's acquisition: granted, queued or failed.
@@ -713,13 +719,27 @@ func (s *sim) refused(id int32) {
 		return
 	}
 	smp := Sample{RTT: dur(s.now - r.sent), Dropped: true}
-	if simRequeue429 && s.now < r.deadline && g.budget.TryWithdraw(int(r.prio)) {
+	if simRequeue429 && s.now < r.deadline {
 		// Every node refused: back to the gateway's queue, to be sent
 		// again once a request in flight ended and a place is free (the
-		// gateway's requeue).
+		// gateway's requeue): free while it waits for such a Release,
+		// a retry token when nothing else is in flight (see
+		// Bulkhead.Requeue).
+		pay := func() bool { return g.budget.TryWithdraw(int(r.prio)) }
+		if simRequeuePaid {
+			if !pay() {
+				r.permit.Release(smp)
+				s.retire(id, "error")
+				return
+			}
+			pay = nil
+		}
 		r.gen++
 		r.state = rsWaiting
-		s.requeue(id, smp)
+		if s.requeue(id, smp, pay) {
+			return
+		}
+		s.retire(id, "error")
 		return
 	}
 	r.permit.Release(smp)
@@ -737,6 +757,11 @@ var simRetry429 = true
 // bulkhead queue (within the retry budget and its deadline), as the
 // gateway does (Bulkhead.Requeue); tests switch it off to compare.
 var simRequeue429 = true
+
+// simRequeuePaid: every requeue takes a retry token, even one that waits
+// for a Release (the gateway before the fourteenth pass); tests switch it
+// on to compare.
+var simRequeuePaid = false
 
 // untried reports whether a live node is left that r was not sent to.
 func (s *sim) untried(r *simReq) bool {
@@ -973,17 +998,22 @@ func (b *Bulkhead) acquireAsync(w *waiter) (Permit, error, bool) {
 
 // requeueAsync is Requeue for a caller that cannot block: it gives pm's
 // place back (feeding the limiter s) and parks w until the next Release
-// (queued true), or, with nothing else in flight, is acquireAsync.
-func (b *Bulkhead) requeueAsync(w *waiter, pm *Permit, s Sample) (Permit, error, bool) {
+// (queued true), or, with nothing else in flight, is acquireAsync if pay
+// grants it (else ErrNotRequeued).
+func (b *Bulkhead) requeueAsync(w *waiter, pm *Permit, s Sample, pay func() bool) (Permit, error, bool) {
 	b.giveBack(pm, s)
 	b.mu.Lock()
-	if !b.parkable() {
-		b.mu.Unlock()
+	if b.parkable() {
+		defer b.mu.Unlock()
+		b.parkLocked(w)
+		return Permit{}, nil, true
+	}
+	b.mu.Unlock()
+	if pay == nil || pay() {
 		return b.acquireAsync(w)
 	}
-	defer b.mu.Unlock()
-	b.parkLocked(w)
-	return Permit{}, nil, true
+	b.wakeParked()
+	return Permit{}, ErrNotRequeued, false
 }
 
 // cancelWait removes an undecided waiter; false when it was decided.

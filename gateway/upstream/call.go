@@ -412,14 +412,21 @@ func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadlin
 	return timeout, hedgeDelay
 }
 
-// TryRequeue reports whether a call that no node took (every node tried
-// answered 429) may be sent again once its caller has waited for a place
-// (see admit.Bulkhead.Requeue), and takes a retry token for it when so:
-// retries are on, a 429 is retried (RetryOn) and the retry budget of prio
-// has a token (P0 keeps its reserve). It counts as a retry, sent or
-// denied. It never blocks.
+// Requeues reports whether a call that no node took (every node tried
+// answered 429) may wait for a place and be sent again (see
+// admit.Bulkhead.Requeue): retries are on and a 429 is retried (RetryOn).
+// A wait for a place that a request in flight frees costs no retry token
+// (the backends' completions pace it); one with nothing in flight to wait
+// for pays with TryRequeue. It never blocks.
+func (p *Pool) Requeues() bool { return p.retriesOn.Load() && p.retryOnRefused }
+
+// TryRequeue reports whether a call that no node took may be sent again
+// at once, with nothing in flight to wait for (see Requeues), and takes a
+// retry token for it when so: Requeues and the retry budget of prio has a
+// token (P0 keeps its reserve). It counts as a retry, sent or denied. It
+// never blocks.
 func (p *Pool) TryRequeue(prio int) bool {
-	if !p.retriesOn.Load() || !p.retryOnRefused {
+	if !p.Requeues() {
 		return false
 	}
 	return p.withdrawRetry(clampPriority(prio))

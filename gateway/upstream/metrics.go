@@ -15,7 +15,7 @@ var (
 	descInflight = prometheus.NewDesc(wire.MetricUpstreamInflight,
 		"Requests outstanding on the model node (until the response body is closed).", []string{wire.LabelNode}, nil)
 	descRetries = prometheus.NewDesc(wire.MetricRetries,
-		"Retries of failed attempts, and waits for a place again of calls every node refused (429), by call priority: sent, or denied by the retry budget.", []string{wire.LabelPriority, wire.LabelResult}, nil)
+		"Retries of failed attempts, and calls every node refused (429) sent again with nothing in flight to wait for (a wait for a place a call in flight frees is free), by call priority: sent, or denied by the retry budget.", []string{wire.LabelPriority, wire.LabelResult}, nil)
 	descAttempts = prometheus.NewDesc(wire.MetricUpstreamAttempts,
 		"Attempts sent to model nodes, by kind: first, retry, hedge.", []string{wire.LabelKind}, nil)
 	descFailures = prometheus.NewDesc(wire.MetricUpstreamAttemptFailures,

@@ -281,7 +281,7 @@ func GatewayMetrics() []Metric {
 		{MetricUpstreamAttemptTimeout, TypeGauge, []string{LabelNode, LabelCallClass}, "attempt timeout derived now from the node's latency for the call class, before the caller's deadline cuts it (0: not enough samples yet)"},
 		{MetricUpstreamHedgeDelay, TypeGauge, []string{LabelNode, LabelCallClass}, "delay after which a P0 attempt on the node is hedged, for the call class (0: not enough samples yet)"},
 		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
-		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts, and waits for a place again of calls every node refused (429), by the call's priority: `sent`, or `denied` by the retry budget"},
+		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts, and calls every node refused (429) sent again with nothing in flight to wait for (a wait for a place a call in flight frees is free), by the call's priority: `sent`, or `denied` by the retry budget"},
 		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
 		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},
 		{MetricUpstreamHedges, TypeCounter, []string{LabelResult}, "hedged attempts: `sent`, `won` (answered first), `denied` by the hedge budget"},
