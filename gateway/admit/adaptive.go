@@ -164,8 +164,6 @@ type adaptive struct {
 	ceil       float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
 	ceilAge    int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
 	ceilAt     uint64        // guarded by mu; the ticket count at which the ceiling lifts next
-	ceilWait   int           // guarded by mu; round trips at a new ceiling before it lifts
-	ceilLast   float64       // guarded by mu; the ceiling the last refusal set
 	cut        cutCheck      // guarded by mu; the slope check of the last cut
 	probe      prober        // guarded by mu
 	since      float64       // guarded by mu; round trips since the last probe
