@@ -80,3 +80,29 @@ func TestFreeRequeueKeepsP0ThroughACut(t *testing.T) {
 		t.Errorf("free requeues: goodput %d, want ≥ %d (paid)", free.Goodput, paid.Goodput)
 	}
 }
+
+// TestCeilingLiftsEveryTwoRoundTrips: after a refusal the ceiling lifts
+// once two round trips' tickets at it went out with no refusal, and a
+// lift refused at the same level waits the same two round trips again,
+// not twice as long each time (up to 8 round trips, before the fourteenth
+// pass): a refused lift costs a few calls a free wait for a place, and
+// the longer wait delayed finding capacity that came back.
+func TestCeilingLiftsEveryTwoRoundTrips(t *testing.T) {
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 75, Min: 1, Max: 1000}, gradientStep)
+	a.capEst, a.est = 70, 75
+	a.refused(49)
+	for round := range 4 {
+		if a.ceil != 48 {
+			t.Fatalf("round %d: ceiling %.0f, want 48", round, a.ceil)
+		}
+		if wait := a.ceilAt - a.tickets.Load(); wait != 2*48 {
+			t.Fatalf("round %d: the ceiling lifts after %d tickets, want %d (two round trips at 48)", round, wait, 2*48)
+		}
+		a.tickets.Store(a.ceilAt)
+		a.liftCeil()
+		if a.ceil != 49 || a.Limit() != 49 {
+			t.Fatalf("round %d: after the wait the ceiling %.0f, limit %d; want 49, 49", round, a.ceil, a.Limit())
+		}
+		a.refused(49) // the lift found nothing: refused at the level before
+	}
+}
