@@ -719,27 +719,21 @@ func (s *sim) refused(id int32) {
 		return
 	}
 	smp := Sample{RTT: dur(s.now - r.sent), Dropped: true}
-	if simRequeue429 && s.now < r.deadline {
+	if simRequeue429 && s.now < r.deadline && (!simRequeuePaid || g.budget.TryWithdraw(int(r.prio))) {
 		// Every node refused: back to the gateway's queue, to be sent
 		// again once a request in flight ended and a place is free (the
 		// gateway's requeue): free while it waits for such a Release,
 		// a retry token when nothing else is in flight (see
-		// Bulkhead.Requeue).
+		// Bulkhead.Requeue; simRequeuePaid took one already).
 		pay := func() bool { return g.budget.TryWithdraw(int(r.prio)) }
 		if simRequeuePaid {
-			if !pay() {
-				r.permit.Release(smp)
-				s.retire(id, "error")
-				return
-			}
 			pay = nil
 		}
 		r.gen++
 		r.state = rsWaiting
-		if s.requeue(id, smp, pay) {
-			return
+		if !s.requeue(id, smp, pay) {
+			s.retire(id, "error")
 		}
-		s.retire(id, "error")
 		return
 	}
 	r.permit.Release(smp)
