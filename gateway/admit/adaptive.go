@@ -124,7 +124,8 @@ import (
 // its concurrency, so the limit gets a ceiling one below it at once, and
 // a probe above the limit ends there (a node that refuses queues nothing,
 // so the probe's latency would read as room). The ceiling is also the
-// safe level (see SafeLimiter): above it only P2 explores. It is lifted
+// safe level (see SafeLimiter): P0 and P1 hold no more places than it,
+// and P2 explores above it. It is lifted
 // by round trips at it, not by windows (those are sized for the estimate
 // and span many round trips when the ceiling is far below it): two round
 // trips' tickets without a refusal confirm it, and it rises by one, then

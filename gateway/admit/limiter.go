@@ -73,9 +73,13 @@ type LatencyObserver interface {
 
 // SafeLimiter is implemented by a Limiter that explores above the
 // concurrency the backend last took without refusing (429): Safe returns
-// that concurrency, or 0 when there is no such restriction. Between Safe
-// and Limit the Bulkhead admits only P2, so that a refusal while the
-// limiter looks for capacity costs a P2 request, never a P0.
+// that concurrency, or 0 when there is no such restriction. The Bulkhead
+// admits at most Safe P0 and P1 requests at once, and P2 in the places
+// they leave, up to Limit: P2 explores above the safe level, so that a
+// refusal while the limiter looks for capacity falls mostly on P2, and a
+// freed place goes to a waiting P0 or P1 first as long as fewer than
+// Safe of them are in flight (P2 that refill the places above the safe
+// level never starve them).
 type SafeLimiter interface {
 	Safe() int
 }

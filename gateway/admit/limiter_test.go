@@ -178,9 +178,9 @@ func TestAdaptiveRefusal(t *testing.T) {
 	}
 }
 
-// TestBulkheadSafeLevel: above the limiter's safe level only P2 is
-// admitted (it may be refused), even while P0 and P1 wait for a place
-// below it.
+// TestBulkheadSafeLevel: while P0 and P1 hold the limiter's safe level's
+// places, only P2 is admitted above it (it may be refused), even while P0
+// and P1 wait for a place below it.
 func TestBulkheadSafeLevel(t *testing.T) {
 	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
 	if err != nil {
@@ -225,6 +225,56 @@ func TestBulkheadSafeLevel(t *testing.T) {
 	}
 	if err := <-waited; err != nil {
 		t.Fatalf("the waiting P0: %v", err)
+	}
+}
+
+// TestBulkheadSafeLevelNoStarvation: P2 explorers that hold the places
+// above the safe level do not starve a waiting P0: a freed place goes to
+// the P0 (fewer than the safe level of P0 and P1 are in flight), not to
+// the P2 waiting beside it.
+func TestBulkheadSafeLevelNoStarvation(t *testing.T) {
+	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := adaptiveOf(b.Limiter())
+	a.safe.Store(2)
+	ctx := context.Background()
+	var held []Permit
+	for range 4 { // two below the safe level, two exploring above it
+		p, err := b.Acquire(ctx, P2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p)
+	}
+	got := make(chan Priority, 2)
+	for _, p := range []Priority{P2, P0} {
+		go func() {
+			pm, err := b.Acquire(ctx, p)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got <- p
+			pm.Release(Sample{})
+		}()
+		want := [NumPriorities]int{}
+		want[P2] = 1
+		if p == P0 {
+			want[P0] = 1
+		}
+		waitQueued(t, b, want)
+	}
+	held[0].Release(Sample{}) // three in flight: above the safe level
+	if p := <-got; p != P0 {
+		t.Fatalf("a place above the safe level, no P0 or P1 in flight, went to %v before the waiting P0", p)
+	}
+	for _, p := range held[1:] {
+		p.Release(Sample{})
+	}
+	if p := <-got; p != P2 {
+		t.Fatalf("second grant %v, want the P2", p)
 	}
 }
 

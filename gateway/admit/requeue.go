@@ -77,10 +77,14 @@ func (b *Bulkhead) giveBack(permit *Permit, s Sample) {
 	}
 	s.Inflight, s.Ticket = permit.inflight, permit.ticket
 	lim := permit.lim
+	prio := permit.prio
 	*permit = Permit{}
 	lim.OnSample(s)
 	b.mu.Lock()
 	b.inflight--
+	if prio != P2 {
+		b.urgentIn--
+	}
 	b.dispatchLocked()
 	b.mu.Unlock()
 }
