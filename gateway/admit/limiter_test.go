@@ -182,21 +182,9 @@ func TestAdaptiveRefusal(t *testing.T) {
 // places, only P2 is admitted above it (it may be refused), even while P0
 // and P1 wait for a place below it.
 func TestBulkheadSafeLevel(t *testing.T) {
-	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := adaptiveOf(b.Limiter())
-	a.safe.Store(2)
+	b := safeLevelBulkhead(t)
 	ctx := context.Background()
-	var held []Permit
-	for range 2 {
-		p, err := b.Acquire(ctx, P0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
+	held := acquireN(t, b, 2, P0)
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	if _, err := b.Acquire(short, P0); err == nil {
@@ -233,21 +221,9 @@ func TestBulkheadSafeLevel(t *testing.T) {
 // the P0 (fewer than the safe level of P0 and P1 are in flight), not to
 // the P2 waiting beside it.
 func TestBulkheadSafeLevelNoStarvation(t *testing.T) {
-	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := adaptiveOf(b.Limiter())
-	a.safe.Store(2)
+	b := safeLevelBulkhead(t)
 	ctx := context.Background()
-	var held []Permit
-	for range 4 { // two below the safe level, two exploring above it
-		p, err := b.Acquire(ctx, P2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, p)
-	}
+	held := acquireN(t, b, 4, P2) // two below the safe level, two exploring above it
 	got := make(chan Priority, 2)
 	for _, p := range []Priority{P2, P0} {
 		go func() {
@@ -276,6 +252,32 @@ func TestBulkheadSafeLevelNoStarvation(t *testing.T) {
 	if p := <-got; p != P2 {
 		t.Fatalf("second grant %v, want the P2", p)
 	}
+}
+
+// safeLevelBulkhead returns a bulkhead of limit 4 whose limiter's safe
+// level is 2 (as after a refusal).
+func safeLevelBulkhead(t *testing.T) *Bulkhead {
+	t.Helper()
+	b, err := NewBulkhead("ai", BulkheadConfig{Limiter: LimiterConfig{Algorithm: AlgoGradient, Limit: 4}, QueueSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adaptiveOf(b.Limiter()).safe.Store(2)
+	return b
+}
+
+// acquireN acquires n places of priority p at once.
+func acquireN(t *testing.T, b *Bulkhead, n int, p Priority) []Permit {
+	t.Helper()
+	var held []Permit
+	for range n {
+		pm, err := b.Acquire(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, pm)
+	}
+	return held
 }
 
 // TestAdaptiveOnLatency: a stream's time to first token judges its cohort
