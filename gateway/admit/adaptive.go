@@ -171,6 +171,7 @@ type adaptive struct {
 	every      float64       // guarded by mu; round trips between probes now
 	suspect    int           // guarded by mu; probes in a row that read above the baseline
 	urgent     bool          // guarded by mu; a deep probe is due (see rebase)
+	urgentLong bool          // guarded by mu; the urgent probe checks a cut under a refusal's ceiling: at least minWindow/4 requests
 	kindOff    float64       // guarded by mu; plain calls' no-queue signal less streams' first tokens, seconds (see kinds.go)
 	kindKnown  bool          // guarded by mu; kindOff was measured
 	kindLevels [2]kindLevel  // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference

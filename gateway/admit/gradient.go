@@ -138,11 +138,20 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 		case nu*nu > changeZ*changeZ*v && s.queue > 2*s.queueSE:
 			// A change: the window that shows it mixes requests from
 			// before and after it, so the next windows outweigh it.
-			if c < a.capEst && a.climb == 0 && a.probe.phase == probeIdle {
+			if under := a.climb != 0 && a.ceil > 0 && a.ceil < a.est; c < a.capEst && (a.climb == 0 || under) && a.probe.phase == probeIdle {
+				a.urgentLong = under
 				// Fewer slots, or a slower backend (its longer requests
 				// read as a queue)? A probe below the capacity c tells
 				// (see endProbe): there a queue is gone, a slowdown stays.
-				// (Right after a climb, the queue is the climb's overshoot.)
+				// (Right after a climb, the queue is the climb's overshoot,
+				// unless a refusal's ceiling held the limit below the
+				// climbing estimate: then nothing overshot. A backend that
+				// answers 429 shows no queue, so the estimate climbs above
+				// the ceiling for good, and a slowdown read as a queue cut
+				// it unchecked — traced, 200 ms, σ 0.5, 3×4 slots answering
+				// 429, 3× slower: the estimate 21 over a ceiling of 12 cut
+				// to 8.9, then 5.5, 4.1; P0 0.931, the slowdown's fill 0.59.
+				// Its probe is a long one: see startProbe.)
 				// (A chain of cuts keeps the first limit to return to.)
 				a.urgent, a.restore = true, math.Max(a.est, a.restore)
 				a.forgetDoubt()
