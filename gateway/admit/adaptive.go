@@ -129,7 +129,7 @@ import (
 // by round trips at it, not by windows (those are sized for the estimate
 // and span many round trips when the ceiling is far below it): two round
 // trips' tickets without a refusal confirm it, and it rises by one, then
-// doubling each round trip, until a refusal or the estimate. A window
+// doubles each round trip, until a refusal or the estimate. A window
 // with more than dropShare drops (time-outs, errors) is congested
 // whatever its latency.
 type adaptive struct {

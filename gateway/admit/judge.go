@@ -256,14 +256,26 @@ const ceilWait = 2
 
 // liftCeil lifts the ceiling after refusals, by round trips at it: once
 // ceilWait round trips' tickets (ceilWait × the ceiling) went out without
-// a refusal it is safe and rises by one, then doubling each further round
-// trip, to find capacity that came back; reaching the estimate, it goes.
+// a refusal it is safe and rises by one; taken, the backend has room
+// again, and the ceiling doubles each further round trip (TCP's slow
+// start), to find capacity that came back; reaching the estimate, it
+// goes. Rising by 1, 2, 4, … instead, the ceiling took 8 round trips
+// from a quarter of the slots back to them (traced: 200 ms, σ 0.5, 3×64
+// slots answering 429 cut to 16 each and back, seed 1 — 1,070 of the
+// run's 1,145 ok calls short of the static semaphore were lost in the 10
+// service times after the return; doubling, 0.969 of its goodput against
+// 0.951). At a steady capacity the first step, one, is refused, and a
+// refusal starts the count again.
 func (a *adaptive) liftCeil() {
 	if a.ceil == 0 || a.tickets.Load() < a.ceilAt {
 		return
 	}
 	a.safe.Store(int64(a.ceil + 0.5))
-	a.ceil += float64(int(1) << min(a.ceilAge, maxClimbShift))
+	if a.ceilAge == 0 {
+		a.ceil++
+	} else {
+		a.ceil *= 2
+	}
 	a.ceilAge++
 	a.ceilAt = a.tickets.Load() + uint64(a.ceil+0.5)
 	if a.ceil >= a.est {

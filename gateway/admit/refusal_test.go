@@ -119,3 +119,28 @@ func TestCeilingLiftsEveryTwoRoundTrips(t *testing.T) {
 		a.refused(49) // the lift found nothing: refused at the level before
 	}
 }
+
+// TestCeilingDoublesOnceTaken: a lift that goes through without a refusal
+// shows the backend has room again; from there the ceiling doubles each
+// round trip at it (1, 2, 4, … more took 8 round trips from a quarter of
+// the slots back to them), until it reaches the estimate and goes.
+func TestCeilingDoublesOnceTaken(t *testing.T) {
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 200, Min: 1, Max: 1000}, gradientStep)
+	a.capEst, a.est = 190, 200
+	a.refused(49)
+	for i, want := range []float64{49, 98, 196} {
+		a.tickets.Store(a.ceilAt)
+		a.liftCeil()
+		if a.ceil != want || a.Limit() != int(want) {
+			t.Fatalf("lift %d: ceiling %.0f, limit %d; want %.0f", i+1, a.ceil, a.Limit(), want)
+		}
+		if got := float64(a.Safe()); i > 0 && got != want/2 {
+			t.Fatalf("lift %d: safe level %.0f, want %.0f (the level taken)", i+1, got, want/2)
+		}
+	}
+	a.tickets.Store(a.ceilAt)
+	a.liftCeil()
+	if a.ceil != 0 || a.Safe() != 0 || a.Limit() != 200 {
+		t.Fatalf("past the estimate: ceiling %.0f, safe %d, limit %d; want none, none, 200", a.ceil, a.Safe(), a.Limit())
+	}
+}
