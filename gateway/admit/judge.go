@@ -258,14 +258,10 @@ const ceilWait = 2
 // ceilWait round trips' tickets (ceilWait × the ceiling) went out without
 // a refusal it is safe and rises by one; taken, the backend has room
 // again, and the ceiling doubles each further round trip (TCP's slow
-// start), to find capacity that came back; reaching the estimate, it
-// goes. Rising by 1, 2, 4, … instead, the ceiling took 8 round trips
-// from a quarter of the slots back to them (traced: 200 ms, σ 0.5, 3×64
-// slots answering 429 cut to 16 each and back, seed 1 — 1,070 of the
-// run's 1,145 ok calls short of the static semaphore were lost in the 10
-// service times after the return; doubling, 0.969 of its goodput against
-// 0.951). At a steady capacity the first step, one, is refused, and a
-// refusal starts the count again.
+// start; by 1, 2, 4, … it took 8 round trips from a quarter of the slots
+// back to them: see TestCeilingDoublesOnceTaken); reaching the estimate,
+// it goes. At a steady capacity the first step is refused, and a refusal
+// starts the count again.
 func (a *adaptive) liftCeil() {
 	if a.ceil == 0 || a.tickets.Load() < a.ceilAt {
 		return
