@@ -157,7 +157,7 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		a.since = 0
 	}
 	if (!up && float64(lim) >= a.est) || a.ring.count == numCohorts {
-		a.urgent, a.restore = false, 0
+		a.urgent, a.urgentLong, a.restore = false, false, 0
 		return
 	}
 	from := a.tickets.Load()
