@@ -129,7 +129,10 @@ import (
 // by round trips at it, not by windows (those are sized for the estimate
 // and span many round trips when the ceiling is far below it): two round
 // trips' tickets without a refusal confirm it, and it rises by one, then
-// doubles each round trip, until a refusal or the estimate. A window
+// doubles each round trip, until a refusal or the estimate. On a backend
+// that refused, the latency's level is its speed, not a queue: while the
+// ceiling holds (and in a slow start after a refusal) each window's queue
+// is measured from the last window's statistic (see queueBase). A window
 // with more than dropShare drops (time-outs, errors) is congested
 // whatever its latency.
 type adaptive struct {
@@ -163,6 +166,7 @@ type adaptive struct {
 	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb
 	wantUp     bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
 	ceil       float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
+	refusing   bool          // guarded by mu; a request was refused (a failure faster than the baseline): the backend refuses at its capacity (see queueBase)
 	ceilAge    int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
 	ceilAt     uint64        // guarded by mu; the ticket count at which the ceiling lifts next
 	cut        cutCheck      // guarded by mu; the slope check of the last cut

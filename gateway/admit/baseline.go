@@ -221,3 +221,30 @@ func (a *adaptive) estimateLimit() (float64, bool) {
 	defer a.mu.Unlock()
 	return a.est, a.probe.phase == probeRunning
 }
+
+// queueBase returns the no-queue statistic a window's queue is measured
+// from, and its variance: the baseline; or, on a backend that refuses at
+// its capacity (429), the last window's statistic when that reads above
+// the baseline and is finite (framed) — while a refusal's ceiling holds
+// the limit, and during a slow start once a refusal came.
+//
+// Such a backend keeps no queue: the level of its latency above the
+// baseline is its speed, and a slowdown read as a queue cut the limit
+// under the ceiling until a probe below told the two apart (traced:
+// 200 ms, σ 0.5, 3×16 slots answering 429, mixed priorities, 3× slower and
+// back, seed 1: the return settled in 30 service times, 0.947 of the
+// static semaphore's goodput; framed, in 8, 0.984). A queue there would
+// show as growth from one window to the next, which is what a framed
+// window measures, as HyStart judges each round's delay against the last
+// round's (RFC 9406). Queueing backends keep the baseline: framing their
+// slow start too (its baseline, the start-up's, often reads a few
+// standard errors low) gained as many cells of the matrix but cost the
+// guard's slow heavy-tailed workload (TestGuardShedsOnlyExcess: 0.946 of
+// the capacity at 3× offered, against 0.952).
+func (a *adaptive) queueBase() (base, variance float64, framed bool) {
+	l := &a.last
+	if (a.ceil > 0 || a.slowStart && a.refusing) && l.n > 0 && l.stat > a.base && !math.IsInf(l.stat, 1) {
+		return l.stat, l.se * l.se, true
+	}
+	return a.base, a.baseVar, false
+}

@@ -209,7 +209,11 @@ func (a *adaptive) growthSinceLast(s *windowStats) (excess, noise, step float64,
 	}
 	step = s.inflight - l.inflight
 	noise = math.Hypot(s.winSE, l.winSE)
-	return s.queue - l.queue - slopeShare*step, noise, step, true
+	lq := l.queue
+	if s.framed {
+		lq = 0 // s's queue is measured from l's statistic (see queueBase)
+	}
+	return s.queue - lq - slopeShare*step, noise, step, true
 }
 
 // filter merges an observation c of the capacity, of variance r.

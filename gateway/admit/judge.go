@@ -208,6 +208,7 @@ func (a *adaptive) refused(inflight int) {
 		defer debugRefused(a, inflight, a.ceil)
 	}
 	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
+	a.refusing = true
 	if a.probe.up && a.probe.phase != probeIdle {
 		// A probe above the limit was refused: there is no room above.
 		// It ends now; its round trip is judged as any other.
@@ -483,12 +484,13 @@ func (a *adaptive) estimate(s *windowStats) {
 	// state x × stat < inflight (stat is the fastest half's latency), so
 	// only such a transient window hits the bound; it is censored (see
 	// gradientStep).
-	s.queue = (s.stat - a.base) * s.x
+	base, baseVar, framed := a.queueBase()
+	s.queue, s.framed = (s.stat-base)*s.x, framed
 	if hi := math.Max(s.inflight-s.x*a.base, 0); s.queue > hi {
 		s.queue, s.censored = hi, true
 	}
 	s.winSE = s.x * s.se
-	s.baseSE = s.x * math.Sqrt(a.baseVar)
+	s.baseSE = s.x * math.Sqrt(baseVar)
 	s.queueSE = math.Hypot(s.winSE, s.baseSE)
 	if a.noise == 0 {
 		a.noise = s.winSE * s.winSE

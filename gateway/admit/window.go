@@ -19,6 +19,7 @@ type windowStats struct {
 	baseSE   float64 // the part from the baseline's (common to every window until it changes)
 	target   float64 // the queue to keep at the backend, requests
 	used     bool    // some request saw the limit full
+	framed   bool    // queue is measured from the last window's statistic, not the baseline (see adaptive.queueBase)
 	censored bool    // the queue estimate exceeded its bound, inflight − x·base (see estimate)
 	rts      int     // round trips pooled
 	cut      float64 // the slowest latency the statistic keeps, seconds
