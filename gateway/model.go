@@ -126,7 +126,7 @@ type callResult struct {
 
 // sample is the limiter's view of the call.
 func (r callResult) sample() admit.Sample {
-	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped, End: r.end}
+	return admit.Sample{RTT: r.rtt, Latency: r.latency, Dropped: r.dropped, Refused: r.refused, End: r.end}
 }
 
 // callModel makes one upstream call of priority prio and call class (a

@@ -130,9 +130,10 @@ import (
 // and span many round trips when the ceiling is far below it): two round
 // trips' tickets without a refusal confirm it, and it rises by one, then
 // doubles each round trip, until a refusal or the estimate. On a backend
-// that refused, the latency's level is its speed, not a queue: while the
-// ceiling holds (and in a slow start after a refusal) each window's queue
-// is measured from the last window's statistic (see queueBase). A window
+// that answered 429 (a dead node's fast errors are refusals too, but not
+// that), the latency's level is its speed, not a queue: while the ceiling
+// holds, and in a slow start, each window's queue is measured from the
+// last window's statistic (see queueBase). A window
 // with more than dropShare drops (time-outs, errors) is congested
 // whatever its latency.
 type adaptive struct {
@@ -166,7 +167,7 @@ type adaptive struct {
 	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb
 	wantUp     bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
 	ceil       float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
-	refusing   bool          // guarded by mu; a request was refused (a failure faster than the baseline): the backend refuses at its capacity (see queueBase)
+	refusing   bool          // guarded by mu; the backend answered that it is full (Sample.Refused): it refuses at its capacity, queueing nothing (see queueBase)
 	ceilAge    int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
 	ceilAt     uint64        // guarded by mu; the ticket count at which the ceiling lifts next
 	cut        cutCheck      // guarded by mu; the slope check of the last cut

@@ -223,10 +223,10 @@ func (a *adaptive) estimateLimit() (float64, bool) {
 }
 
 // queueBase returns the no-queue statistic a window's queue is measured
-// from, and its variance: the baseline; or, on a backend that refuses at
-// its capacity (429), the last window's statistic when that reads above
-// the baseline and is finite (framed) — while a refusal's ceiling holds
-// the limit, and during a slow start once a refusal came.
+// from, and its variance: the baseline; or, on a backend that answered
+// that it is full (429, Sample.Refused), the last window's statistic when
+// that reads above the baseline and is finite (framed) — while a
+// refusal's ceiling holds the limit, and during a slow start.
 //
 // Such a backend keeps no queue: the level of its latency above the
 // baseline is its speed, and a slowdown read as a queue cut the limit
@@ -243,7 +243,7 @@ func (a *adaptive) estimateLimit() (float64, bool) {
 // the capacity at 3× offered, against 0.952).
 func (a *adaptive) queueBase() (base, variance float64, framed bool) {
 	l := &a.last
-	if (a.ceil > 0 || a.slowStart && a.refusing) && l.n > 0 && l.stat > a.base && !math.IsInf(l.stat, 1) {
+	if a.refusing && (a.ceil > 0 || a.slowStart) && l.n > 0 && l.stat > a.base && !math.IsInf(l.stat, 1) {
 		return l.stat, l.se * l.se, true
 	}
 	return a.base, a.baseVar, false

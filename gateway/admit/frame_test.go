@@ -3,14 +3,16 @@ package admit
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // TestQueueBaseFramesRefusingBackends: a window's queue is measured from
-// the baseline, except on a backend that refused — while a refusal's
-// ceiling holds, or in a slow start after a refusal — where the last
-// window's statistic is the frame when it reads above the baseline. A
-// slowdown under the ceiling (the last window as slow as this one) then
-// reads no queue; against the baseline it read 4 requests.
+// the baseline, except on a backend that answered 429 — while a refusal's
+// ceiling holds, or in a slow start — where the last window's statistic
+// is the frame when it reads above the baseline. A slowdown under the
+// ceiling (the last window as slow as this one) then reads no queue;
+// against the baseline it read 4 requests. A ceiling set by fast errors
+// alone (a dead node's) keeps the baseline.
 func TestQueueBaseFramesRefusingBackends(t *testing.T) {
 	const base, slow = 0.1, 0.2
 	for _, tt := range []struct {
@@ -25,6 +27,7 @@ func TestQueueBaseFramesRefusingBackends(t *testing.T) {
 		{"a slow start, no refusal", 0, true, false, slow, 4},
 		{"under a ceiling", 12, false, true, slow, 0},
 		{"a slow start after a refusal", 0, true, true, slow, 0},
+		{"under a ceiling of fast errors, no 429", 12, false, false, slow, 4},
 		{"after a refusal, the ceiling gone", 0, false, true, slow, 4},
 		{"under a ceiling, no last window", 12, false, true, 0, 4},
 		{"under a ceiling, the last window below the baseline", 12, false, true, 0.09, 4},
@@ -63,5 +66,25 @@ func TestRefusingBackendSlowdownIsNotCut(t *testing.T) {
 	a.estimate(&s)
 	if est := gradientStep(a, &s); est < 12 || a.urgent {
 		t.Fatalf("estimate %.1f (urgent probe %v) after a window as slow as the last under the ceiling, want ≥ 12 and no probe", est, a.urgent)
+	}
+}
+
+// TestOnly429MakesARefusingBackend: every drop faster than the baseline
+// sets a refusal's ceiling, but only one the backend answered as full
+// (Sample.Refused: 429 from every node tried) makes it a refusing backend
+// whose latency's level is its speed (see adaptive.queueBase); a dead
+// node's fast errors do not (in lesson 07 they held the frame while the
+// survivors queued, and the limit did not settle after the kill).
+func TestOnly429MakesARefusingBackend(t *testing.T) {
+	for _, refused := range []bool{false, true} {
+		a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 20, Min: 1, Max: 100}, gradientStep)
+		a.base = 0.1
+		a.OnSample(Sample{RTT: time.Millisecond, Inflight: 15, Dropped: true, Refused: refused, Ticket: 0})
+		if a.ceil != 14 {
+			t.Fatalf("refused %v: ceiling %.0f, want 14", refused, a.ceil)
+		}
+		if a.refusing != refused {
+			t.Fatalf("refused %v: refusing backend %v, want %v", refused, a.refusing, refused)
+		}
 	}
 }

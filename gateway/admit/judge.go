@@ -99,6 +99,7 @@ func (a *adaptive) OnSample(s Sample) {
 	}
 	lat := s.signal().Seconds()
 	if measured && s.Dropped && a.base > 0 && lat < a.base && s.Inflight > 1 {
+		a.refusing = a.refusing || s.Refused
 		a.refused(s.Inflight)
 	}
 	if p := &a.probe; p.phase == probeRunning && a.tickets.Load() >= p.from+uint64(p.want) {
@@ -208,7 +209,6 @@ func (a *adaptive) refused(inflight int) {
 		defer debugRefused(a, inflight, a.ceil)
 	}
 	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
-	a.refusing = true
 	if a.probe.up && a.probe.phase != probeIdle {
 		// A probe above the limit was refused: there is no room above.
 		// It ends now; its round trip is judged as any other.

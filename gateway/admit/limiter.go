@@ -25,6 +25,11 @@ type Sample struct {
 	// Dropped reports a failure that signals overload: the deadline
 	// passed, or the backend refused (429) or failed (5xx).
 	Dropped bool
+	// Refused reports a drop because the backend answered that it is full
+	// (429 from every node tried): it refuses at its capacity rather than
+	// queueing (see adaptive.queueBase). A dead node's fast errors are
+	// not refusals of this kind.
+	Refused bool
 	// End is when the call ended, if the caller read the clock for its RTT
 	// anyway; zero means the limiter reads it (a clock read is a large
 	// part of a sample's cost).

@@ -718,7 +718,7 @@ func (s *sim) refused(id int32) {
 		s.send(id, true)
 		return
 	}
-	smp := Sample{RTT: dur(s.now - r.sent), Dropped: true}
+	smp := Sample{RTT: dur(s.now - r.sent), Dropped: true, Refused: true}
 	if simRequeue429 && s.now < r.deadline && (!simRequeuePaid || g.budget.TryWithdraw(int(r.prio))) {
 		// Every node refused: back to the gateway's queue, to be sent
 		// again once a request in flight ended and a place is free (the
