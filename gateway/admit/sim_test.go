@@ -215,6 +215,7 @@ type simReq struct {
 	sent     float64 // when the upstream call started
 	tried    uint32  // the nodes the call was sent to, a bit each
 	started  float64 // when a node slot took it
+	finished float64 // when the node finished it
 	permit   Permit
 	w        *waiter
 }
@@ -249,12 +250,12 @@ type sim struct {
 	workRNG  *rand.Rand // service times
 	decided  []*waiter  // waiters decided inside a bulkhead call
 	res      simResult
-	okAt     []float64 // completion times of ok requests
-	okWork   []float64 // their service times (as served)
-	admitted []float64 // arrival → answer of ok requests, seconds
-	works    []float64 // service times drawn (unloaded distribution)
-	lat      []float64 // limit trace
-	latT     []float64 // its times
+	okAt     []float64    // completion times of ok requests (at the gateway)
+	okServed [][2]float64 // their slot time at the node, [started, finished)
+	admitted []float64    // arrival → answer of ok requests, seconds
+	works    []float64    // service times drawn (unloaded distribution)
+	lat      []float64    // limit trace
+	latT     []float64    // its times
 	phaseEnd []float64
 	capNow   int
 	frozen   float64 // the gateways are frozen until then
@@ -478,7 +479,7 @@ func (s *sim) retire(id int32, outcome string) {
 		s.res.OK[r.prio]++
 		s.res.Goodput++
 		s.okAt = append(s.okAt, s.now)
-		s.okWork = append(s.okWork, r.work*s.nodes[r.node].mult)
+		s.okServed = append(s.okServed, [2]float64{r.started, r.finished})
 		s.admitted = append(s.admitted, s.now-r.arrive)
 	}
 	r.gen++
@@ -662,6 +663,7 @@ func (s *sim) done(id int32) {
 	ni := r.node
 	nd := &s.nodes[ni]
 	nd.busy--
+	r.finished = s.now
 	s.nextAt(ni)
 	if r.state == rsZombie {
 		r.gen++
@@ -938,9 +940,9 @@ func (s *sim) finish(mults []float64) {
 			pr.CV = math.Sqrt(math.Max(0, sq/float64(n)-m*m)) / m
 		}
 		busy := 0.0
-		for i, at := range s.okAt {
+		for _, sv := range s.okServed {
 			// The part of its service inside [from, end).
-			busy += math.Max(0, math.Min(at, end)-math.Max(at-s.okWork[i], from))
+			busy += math.Max(0, math.Min(sv[1], end)-math.Max(sv[0], from))
 		}
 		if end > from {
 			// The slot-time the ok requests took ÷ the slot-time there
