@@ -38,7 +38,8 @@ func newSlotPool(limit int) *slotPool {
 // acquire takes a slot, or applies the overflow policy when none is free:
 // reject returns errNoSlot; bounded returns errNoSlot when queueSize
 // requests already wait; queue waits without bound. A waiter leaves the
-// queue when ctx is done only if abandon is true (ctx.Err() is returned);
+// queue when ctx is done only if abandon is true (ctx.Err() is returned,
+// and a slot granted as its client left goes to the next waiter);
 // otherwise it keeps its place even after its client left. closed aborts
 // every wait (errClosed).
 func (p *slotPool) acquire(ctx context.Context, overflow string, queueSize int, abandon bool, closed <-chan struct{}) error {
@@ -68,10 +69,16 @@ func (p *slotPool) acquire(ctx context.Context, overflow string, queueSize int, 
 	}
 	select {
 	case <-w.ready:
+		if abandon && ctx.Err() != nil {
+			// The client left as the slot came (select picks either when
+			// both are ready): pass the slot on rather than serve nobody.
+			p.release()
+			return ctx.Err()
+		}
 		return nil
 	case <-done:
 		if p.leave(w, e) {
-			return nil // granted at the same moment: the caller must serve or release
+			p.release() // granted at the same moment: pass it on
 		}
 		return ctx.Err()
 	case <-closed:
