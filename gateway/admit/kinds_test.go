@@ -203,7 +203,7 @@ func TestKindsBaselineFollowsOffset(t *testing.T) {
 	a := kindsStartUp(t, 288, ttft, plain, 5)
 	rng := rand.New(rand.NewPCG(5, 2))
 	a.pool.reset()
-	a.pool.add(plainCohort(1000, 62, plain, rng))
+	a.pool.add(plainCohort(1000, 62, plain, rng), a.cfg.keep())
 	a.poolBase()
 	base, off := a.base, a.kindOff
 	// A probe's learner whose plain calls are shorter moves the offset.

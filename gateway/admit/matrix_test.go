@@ -356,7 +356,8 @@ func TestLimiterMatrix(t *testing.T) {
 
 // BenchmarkLimiterMatrix runs the whole matrix once and prints its table
 // (go test -run '^$' -bench LimiterMatrix -benchtime 1x ./gateway/admit).
-// LEVEE_MATRIX=short runs the CI subset, LEVEE_MATRIX=mid the 200 ms cells
+// LEVEE_MATRIX=short runs the CI subset, LEVEE_MATRIX=heldout the held-out
+// workloads instead of the matrix (see heldout_test.go), LEVEE_MATRIX=mid the 200 ms cells
 // and the streams (the simulation is scale-free in time: a 5 s cell plays as
 // its 200 ms twin; 20 ms cells differ only by their 3 s settle allowance),
 // LEVEE_MATRIX=gw the cells of 429 nodes or several gateways,
@@ -373,6 +374,8 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 	switch name := os.Getenv("LEVEE_MATRIX"); {
 	case name == "short":
 		cells = ciCells()
+	case name == "heldout":
+		cells = heldOutCells(uint64(envF("LEVEE_MATRIX_SEED", 1)))
 	case name == "dev":
 		cells = nil
 		for _, sg := range matrixSigmas {
@@ -390,7 +393,7 @@ func BenchmarkLimiterMatrix(b *testing.B) {
 	case matrixSubsets[name] != nil:
 		cells = slices.DeleteFunc(cells, func(c simCell) bool { return !matrixSubsets[name](c) })
 	case name != "":
-		b.Fatalf("LEVEE_MATRIX=%q: want short, dev, gw, change, streams or mid", name)
+		b.Fatalf("LEVEE_MATRIX=%q: want short, heldout, dev, gw, change, streams or mid", name)
 	}
 	for b.Loop() {
 		results, err := runCells(cells, runtime.GOMAXPROCS(0))

@@ -87,7 +87,7 @@ func (a *adaptive) startUp(co *cohort) {
 	a.pool.reset()
 	start := *co
 	start.to = start.from + uint64(hi)
-	a.pool.add(&start)
+	a.pool.add(&start, c.keep())
 	if hi >= size {
 		// No queue anywhere: below capacity, climb at once, by a quarter
 		// and then doubling each window (TCP's slow start) until the
@@ -235,7 +235,7 @@ func (a *adaptive) endProbe(co *cohort) {
 	switch {
 	case a.pool.n == 0:
 		a.learnKinds(co, 0, co.size(), true)
-		a.pool.add(co)
+		a.pool.add(co, a.cfg.keep())
 		a.poolBase()
 	case urgent && a.slower(&s, z):
 		// A slower backend: same slots, longer requests. The window that
@@ -245,7 +245,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		// also lost slots).
 		a.pool.reset()
 		a.learnKinds(co, 0, co.size(), true)
-		a.pool.add(co)
+		a.pool.add(co, a.cfg.keep())
 		a.poolBase()
 		l := &a.last
 		hi := math.Max(restore-a.target(&s), a.capEst)
@@ -275,7 +275,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		// of 3×64 slots whose start-up read the baseline 2 standard
 		// errors low climbed to 0.6 of the slots in 300 service times).
 		a.suspect++
-		a.held.add(co)
+		a.held.add(co, a.cfg.keep())
 		a.every = probeMinEvery
 	case math.Abs(s.stat-a.base) > 3*z:
 		// The backend changed: start the pool afresh (with the probes
@@ -285,13 +285,13 @@ func (a *adaptive) endProbe(co *cohort) {
 		if s.stat > a.base {
 			a.pool.addPool(&a.held)
 		}
-		a.pool.add(co)
+		a.pool.add(co, a.cfg.keep())
 		a.poolBase()
 		a.every = probeMinEvery
 	default:
 		a.learnKinds(co, 0, co.size(), false)
 		a.pool.addPool(&a.held)
-		a.pool.add(co)
+		a.pool.add(co, a.cfg.keep())
 		a.poolBase()
 		a.suspect = 0
 		if math.Abs(s.stat-a.base) < z {

@@ -34,7 +34,7 @@ func TestSimOne(t *testing.T) {
 	if os.Getenv("SIMONE") == "" {
 		t.Skip()
 	}
-	c := simCell{Mean: envF("MEAN", 0.2), Sigma: envF("SIGMA", 0.5), Nodes: 3, Slots: int(envF("SLOTS", 16)),
+	c := simCell{Mean: envF("MEAN", 0.2), Sigma: envF("SIGMA", 0.5), Nodes: int(envF("NODES", 3)), Slots: int(envF("SLOTS", 16)),
 		Offered: envF("OFFERED", 3), Initial: envF("INIT", 1), Gateways: int(envF("GW", 1)), Change: os.Getenv("CHANGE"), ChangeAt: envF("CHANGEAT", 0),
 		Reject: os.Getenv("REJECT") != "", Stream: os.Getenv("STREAM") != "", RTTOnly: os.Getenv("RTTONLY") != "", Mixed: os.Getenv("MIXED") != "", Guard: os.Getenv("GUARD") != "",
 		Seed: uint64(envF("SEED", 1)), Algo: os.Getenv("ALGO")}
