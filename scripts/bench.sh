@@ -17,6 +17,8 @@ bench -bench '^Benchmark(Bulkhead|Guard|Budget)' ./gateway/admit
 bench -bench '^Benchmark(LocalAllow|TimeRateAllow)$' ./gateway/ratelimit
 echo "== adaptive limit: the workload matrix of issue 9 (deterministic simulation, virtual time; LEVEE_MATRIX=short for the CI subset, LEVEE_MATRIX_ALL=1 for every cell)"
 go test -run '^$' -bench '^BenchmarkLimiterMatrix$' -benchtime 1x -timeout 60m ./gateway/admit | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \|BenchmarkLimiterMatrix\)'
+echo "== adaptive limit: held-out workloads, on none of the matrix's axis values (same acceptance; LEVEE_MATRIX_SEED for another seed)"
+LEVEE_MATRIX=heldout go test -run '^$' -bench '^BenchmarkLimiterMatrix$' -benchtime 1x -timeout 60m ./gateway/admit | grep -v '^\(goos\|goarch\|pkg\|cpu\|PASS\|ok \|BenchmarkLimiterMatrix\)'
 echo "== rate-limit decisions per store kind (redis-server, embedded \`levee redis\`, 3-master cluster), 64 concurrent callers (needs redis-server)"
 bench -bench '^Benchmark(Redis|Local)Allow64$' -benchtime 1s ./gateway/ratelimit
 echo "== upstream pool: tuned vs default transport"
