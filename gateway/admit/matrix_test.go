@@ -359,7 +359,7 @@ func TestLimiterMatrix(t *testing.T) {
 // LEVEE_MATRIX=short runs the CI subset, LEVEE_MATRIX=heldout the held-out
 // workloads instead of the matrix (see heldout_test.go), LEVEE_MATRIX=mid the 200 ms cells
 // and the streams (the simulation is scale-free in time: a 5 s cell plays as
-// its 200 ms twin; 20 ms cells differ only by their 3 s settle allowance),
+// its 200 ms twin in distribution, not cell by cell; 20 ms cells differ only by their 3 s settle allowance),
 // LEVEE_MATRIX=gw the cells of 429 nodes or several gateways,
 // LEVEE_MATRIX=streams the streams,
 // LEVEE_MATRIX=change the capacity changes on queueing nodes behind one
