@@ -65,11 +65,14 @@ func (a *adaptive) setBase(v, variance float64) {
 	a.forgetDoubt()
 }
 
-// forgetDoubt forgets the probes held in doubt (see endProbe): the
-// baseline moved, or the capacity changed since they ran.
+// forgetDoubt forgets the probes held in doubt and an urgent question
+// asked again (see endProbe): the baseline moved, or the capacity changed
+// since they ran.
 func (a *adaptive) forgetDoubt() {
 	a.suspect = 0
 	a.held.reset()
+	a.asked = 0
+	a.asking.reset()
 }
 
 // shiftBase moves the baseline to v and the capacity estimate with it:

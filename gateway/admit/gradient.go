@@ -75,6 +75,11 @@ const (
 )
 
 func gradientStep(a *adaptive, s *windowStats) float64 {
+	if a.asked > 0 {
+		// An urgent probe's question is open (see endProbe): a window
+		// now reads a slowdown, if that is what it is, as a queue again.
+		return a.est
+	}
 	r := s.winSE * s.winSE
 	c := s.inflight - s.queue
 	if s.censored && a.capEst > 0 {
