@@ -36,6 +36,18 @@ func (a *adaptive) rebase(s *windowStats) {
 		a.setBase(s.stat, s.se*s.se)
 		if faster {
 			a.capEst = capEst
+		} else if a.capEst > 0 {
+			// Whichever it was, that window ran s.inflight requests at
+			// what is now the no-queue latency: the capacity is at least
+			// that. The shift above judges the throughput's growth
+			// against the last window's, which may have held part of the
+			// speed-up already; then it measured the capacity at the
+			// minimum (traced: 500 ms, σ 0.7, 2×8 slots answering 429 at
+			// 2× offered, 3× slower and back, seed 2 — the window after
+			// the return read 0.25 s against a baseline of 0.98 at 33
+			// requests a second, the last at 19.4: the capacity 19.5
+			// shifted to 1, the limit at 0.19 of the slots to the end).
+			a.capEst = math.Max(a.capEst, s.inflight)
 		}
 		s.queue = 0
 		a.every, a.since = probeMinEvery, 0
