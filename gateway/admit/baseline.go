@@ -120,18 +120,24 @@ func (a *adaptive) repoolBase() bool {
 	return true
 }
 
-// poolStats returns the pooled samples' statistic under the offset now.
-func (a *adaptive) poolStats() (windowStats, bool) {
+// poolWindow returns a scratch window holding p's samples under the
+// offset now (those not back count as drops).
+func (a *adaptive) poolWindow(p *basePool) *window {
 	w := &a.scratch[0]
 	w.reset()
-	n := a.pool.samples(w.lat[:], a.kindOff)
+	n := p.samples(w.lat[:], a.kindOff)
 	w.n = n
 	for _, v := range w.lat[:n] {
 		if math.IsInf(v, 1) {
 			w.drops++
 		}
 	}
-	s := w.stats(a.cfg.keep(), 0)
+	return w
+}
+
+// poolStats returns the pooled samples' statistic under the offset now.
+func (a *adaptive) poolStats() (windowStats, bool) {
+	s := a.poolWindow(&a.pool).stats(a.cfg.keep(), 0)
 	a.fixSE(&s)
 	return s, s.n > 0 && !math.IsInf(s.stat, 1)
 }

@@ -346,15 +346,7 @@ func (a *adaptive) endProbe(co *cohort) {
 // askedStats returns the statistic of an urgent probe asked again: its
 // samples and those of the earlier probes of the same question.
 func (a *adaptive) askedStats(co *cohort) windowStats {
-	w := &a.scratch[0]
-	w.reset()
-	n := a.asking.samples(w.lat[:], a.kindOff)
-	w.n = n
-	for _, x := range w.lat[:n] {
-		if math.IsInf(x, 1) {
-			w.drops++
-		}
-	}
+	w := a.poolWindow(&a.asking)
 	w.addRange(co, 0, co.size())
 	w.rts = 1
 	s := w.stats(a.cfg.keep(), 0)
