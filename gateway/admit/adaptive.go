@@ -192,7 +192,7 @@ type adaptive struct {
 	swEst      float64       // guarded by mu; recent windows' winsorized deviation, seconds
 	lastAt     time.Time     // guarded by mu; the last sample's arrival
 	voidTo     uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
-	asked      int           // guarded by mu; times the urgent probe's question was asked again (see endProbe); while > 0 the windows leave the estimate alone
+	asked      int           // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
 	asking     basePool      // guarded by mu; the samples of the question's earlier probes
 }
 
@@ -262,7 +262,7 @@ const (
 	// run above a capacity that just fell).
 	probeRejects = 2
 	// maxAsk: times an urgent probe that neither confirms nor overturns
-	// the cut before it is asked again (see endProbe).
+	// the cut before it is asked again (see askAgain).
 	maxAsk = 2
 	// probeForget grows the baseline's variance before a probe is merged
 	// in, so that it remembers about 1/(probeForget−1) probes.

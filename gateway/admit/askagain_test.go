@@ -5,7 +5,7 @@ import "testing"
 // TestUrgentProbeAskedAgain: a slowdown ×3 whose first urgent probe is too
 // small to tell it from a queue (a handful of requests with a heavy tail)
 // keeps the limit at the slots: the question is asked again before the
-// windows cut further (see endProbe). Before, such a probe was pooled as
+// windows cut further (see askAgain). Before, such a probe was pooled as
 // a no-queue reading and the cuts went on: fill 0.219 and P0 0.657 in the
 // first cell, fill 0.682 in the second (whose probes of 14 and 12
 // requests read their spread 1.8 and 2.4 times the baseline's, where 2.4

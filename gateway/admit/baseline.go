@@ -78,7 +78,7 @@ func (a *adaptive) setBase(v, variance float64) {
 }
 
 // forgetDoubt forgets the probes held in doubt and an urgent question
-// asked again (see endProbe): the baseline moved, or the capacity changed
+// asked again (see askAgain): the baseline moved, or the capacity changed
 // since they ran.
 func (a *adaptive) forgetDoubt() {
 	a.suspect = 0

@@ -75,20 +75,17 @@ const (
 )
 
 func gradientStep(a *adaptive, s *windowStats) float64 {
-	if a.asked > 0 {
-		// An urgent probe's question is open (see endProbe): a window
+	if a.asked > 0 || s.censored && a.capEst > 0 {
+		// An urgent probe's question is open (see askAgain): a window
 		// now reads a slowdown, if that is what it is, as a queue again.
-		return a.est
-	}
-	r := s.winSE * s.winSE
-	c := s.inflight - s.queue
-	if s.censored && a.capEst > 0 {
-		// The window's wait does not fit its throughput (its requests
+		// Or the window's wait does not fit its throughput (its requests
 		// were admitted far above the capacity, before a cut): it
 		// measures nothing but a large queue, which the limit already
 		// left. The next windows, admitted at the limit, tell.
 		return a.est
 	}
+	r := s.winSE * s.winSE
+	c := s.inflight - s.queue
 	switch {
 	case a.capEst == 0:
 		a.capEst, a.capVar = c, r

@@ -230,47 +230,15 @@ func (a *adaptive) endProbe(co *cohort) {
 	if s.n == 0 || math.IsInf(s.stat, 1) {
 		return
 	}
-	v := math.Max(s.se*s.se, 1e-18)
-	z := math.Sqrt(v + math.Max(a.baseVar, a.mixVar(co.plainShare())))
+	z := a.probeZ(co, &s)
 	if urgent && a.asked > 0 {
 		// The same question asked again: judged on all its probes'
 		// samples.
 		s = a.askedStats(co)
-		v = math.Max(s.se*s.se, 1e-18)
-		z = math.Sqrt(v + math.Max(a.baseVar, a.mixVar(co.plainShare())))
+		z = a.probeZ(co, &s)
 	}
-	if urgent && a.asked < maxAsk && co.n < minWindow/2 && a.scaled(&a.last) && s.stat > a.base+z && !a.slower(&s, z) {
-		// The window that cut had a slowdown's spread, and the probe reads
-		// neither at the baseline (the cut stands) nor clearly slower (the
-		// limit returns): fewer than minWindow/2 requests, too few to tell,
-		// as on a small backend with a heavy tail. Taken as a no-queue
-		// reading, such a probe moved the baseline part of the way, the
-		// next window read the rest of a slowdown as a queue and cut again,
-		// and the next probe, shallower, told less (traced: 500 ms, σ 0.7,
-		// 4×8 slots answering 429 at 5× offered, 3× slower, seed 3: 13
-		// requests, 0.56 s ± 0.23 against a baseline of 0.21 s; the limit
-		// fell to 0.22 of the slots, P0 0.657). So the question is asked
-		// again at the same depth, the windows leaving the estimate alone
-		// until it is answered (see gradientStep). Asked again whatever
-		// the probe's size, the no-fault probes after ordinary cuts (about
-		// 30 requests) cost the guard's workload its fill (200 ms, σ 0.5,
-		// 3×16 slots at 1.2×: 0.949 over ten seeds against 0.954); whatever
-		// the cut window's spread, P0 in 9 cell-seeds of the matrix, on 3×4
-		// slots and behind several gateways, whose probes read the other
-		// gateways' queue.
-		a.urgent, a.restore = true, restore
-		a.startProbe(&a.last, false)
-		if a.probe.phase == probeRunning {
-			a.asking.add(co, a.cfg.keep())
-			a.asked++
-			return
-		}
-		a.urgent, a.restore = false, 0 // no probe possible now: judge what there is
-	}
-	if urgent && a.asked > 0 {
-		// Answered: its earlier probes join this one wherever it goes.
-		a.held.addPool(&a.asking)
-		a.asked = 0
+	if urgent && a.askAgain(co, &s, z, restore) {
+		return
 	}
 	switch {
 	case a.pool.n == 0:
@@ -341,6 +309,53 @@ func (a *adaptive) endProbe(co *cohort) {
 			a.every = probeMinEvery
 		}
 	}
+}
+
+// probeZ returns the standard error of probe co's statistic s against
+// the baseline: its own, the baseline's and the kinds' mix's.
+func (a *adaptive) probeZ(co *cohort, s *windowStats) float64 {
+	v := math.Max(s.se*s.se, 1e-18)
+	return math.Sqrt(v + math.Max(a.baseVar, a.mixVar(co.plainShare())))
+}
+
+// askAgain reports whether the urgent probe co, statistic s, is asked
+// again: it starts the same probe once more and holds co's samples. When
+// it is not, a question asked before is answered by this probe: its
+// earlier probes are held to join it wherever it goes.
+//
+// The window that cut had a slowdown's spread, and the probe reads
+// neither at the baseline (the cut stands) nor clearly slower (the limit
+// returns): fewer than minWindow/2 requests, too few to tell, as on a
+// small backend with a heavy tail. Taken as a no-queue reading, such a
+// probe moved the baseline part of the way, the next window read the rest
+// of a slowdown as a queue and cut again, and the next probe, shallower,
+// told less (traced: 500 ms, σ 0.7, 4×8 slots answering 429 at 5×
+// offered, 3× slower, seed 3: 13 requests, 0.56 s ± 0.23 against a
+// baseline of 0.21 s; the limit fell to 0.22 of the slots, P0 0.657). So
+// the question is asked again at the same depth, at most maxAsk times,
+// the windows leaving the estimate alone until it is answered (see
+// gradientStep). Asked again whatever the probe's size, the no-fault
+// probes after ordinary cuts (about 30 requests) cost the guard's
+// workload its fill (200 ms, σ 0.5, 3×16 slots at 1.2×: 0.949 over ten
+// seeds against 0.954); whatever the cut window's spread, P0 in 9
+// cell-seeds of the matrix, on 3×4 slots and behind several gateways,
+// whose probes read the other gateways' queue.
+func (a *adaptive) askAgain(co *cohort, s *windowStats, z, restore float64) bool {
+	if a.asked < maxAsk && co.n < minWindow/2 && a.scaled(&a.last) && s.stat > a.base+z && !a.slower(s, z) {
+		a.urgent, a.restore = true, restore
+		a.startProbe(&a.last, false)
+		if a.probe.phase == probeRunning {
+			a.asking.add(co, a.cfg.keep())
+			a.asked++
+			return true
+		}
+		a.urgent, a.restore = false, 0 // no probe possible now: judge what there is
+	}
+	if a.asked > 0 {
+		a.held.addPool(&a.asking)
+		a.asked = 0
+	}
+	return false
 }
 
 // askedStats returns the statistic of an urgent probe asked again: its
