@@ -18,18 +18,27 @@ func TestUrgentProbeAskedAgain(t *testing.T) {
 	for _, c := range cells {
 		c.Gateways, c.Algo = 1, AlgoGradient
 		t.Run(c.String(), func(t *testing.T) {
-			r, err := runSim(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := r.Phases[1] // the slowdown
-			t.Logf("slowdown: fill %.3f, mean limit %.1f over %d slots; P0 %.4f", p.Fill, p.MeanLim, p.Truth, r.P0())
-			if p.Fill < 0.9 || p.MeanLim < 0.8*float64(p.Truth) {
-				t.Errorf("slowdown: fill %.3f, mean limit %.1f over %d slots; want ≥ 0.9 and ≥ 0.8 × the slots", p.Fill, p.MeanLim, p.Truth)
-			}
+			r := phaseKeepsSlots(t, c, 1, "slowdown")
 			if r.P0() < 0.99 {
 				t.Errorf("P0 %.4f, want ≥ 0.99", r.P0())
 			}
 		})
 	}
+}
+
+// phaseKeepsSlots plays cell c and fails t unless its phase (0 the start,
+// 1 the change, 2 the return) fills ≥ 0.9 of the slots with a mean limit
+// ≥ 0.8 × the slots: a limit that collapsed there reads far below both.
+func phaseKeepsSlots(t *testing.T, c simCell, phase int, name string) *simResult {
+	t.Helper()
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Phases[phase]
+	t.Logf("%s: fill %.3f, mean limit %.1f over %d slots; P0 %.4f", name, p.Fill, p.MeanLim, p.Truth, r.P0())
+	if p.Fill < 0.9 || p.MeanLim < 0.8*float64(p.Truth) {
+		t.Errorf("%s: fill %.3f, mean limit %.1f over %d slots; want ≥ 0.9 and ≥ 0.8 × the slots", name, p.Fill, p.MeanLim, p.Truth)
+	}
+	return r
 }
