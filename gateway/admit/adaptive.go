@@ -185,6 +185,7 @@ type adaptive struct {
 	last       windowStats   // guarded by mu; the last conclusive window
 	startWin   windowStats   // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
 	restore    float64       // guarded by mu; the limit to return to if it finds a slower baseline
+	underCeil  float64       // guarded by mu; the refusal's ceiling that held the limit below the estimate when the cut came (0: none); the limit returns under it
 	cutEst     float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
 	pool       basePool      // guarded by mu; the latest probes' samples
 	held       basePool      // guarded by mu; the probes held in doubt since the last merge (suspect of them)
@@ -192,6 +193,7 @@ type adaptive struct {
 	swEst      float64       // guarded by mu; recent windows' winsorized deviation, seconds
 	lastAt     time.Time     // guarded by mu; the last sample's arrival
 	voidTo     uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
+	ceilPeak   int           // guarded by mu; the most requests in flight a sample saw since the ceiling last lifted (see liftCeil)
 	asked      int           // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
 	asking     basePool      // guarded by mu; the samples of the question's earlier probes
 }

@@ -20,7 +20,7 @@ func (a *adaptive) rebase(s *windowStats) {
 				// Not a queue, or not only: the backend may have got
 				// slower. A deep probe decides; if it finds a slower
 				// baseline, the limit returns to where it was.
-				a.urgent, a.restore = true, ck.from
+				a.urgent, a.restore, a.underCeil = true, ck.from, ck.ceil
 				a.forgetDoubt()
 			}
 		}

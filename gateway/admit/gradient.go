@@ -155,7 +155,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 				// to 8.9, then 5.5, 4.1; P0 0.931, the slowdown's fill 0.59.
 				// Its probe is a long one: see startProbe.)
 				// (A chain of cuts keeps the first limit to return to.)
-				a.urgent, a.restore = true, math.Max(a.est, a.restore)
+				a.returnTo(a.est, a.ceil)
 				a.forgetDoubt()
 			}
 			a.capEst, a.capVar = c, changeVar*r

@@ -107,6 +107,9 @@ func (a *adaptive) OnSample(s Sample) {
 		p.phase = probeWaiting
 		a.store()
 	}
+	if a.ceil > 0 {
+		a.ceilPeak = max(a.ceilPeak, s.Inflight)
+	}
 	a.liftCeil()
 	a.record(&s, lat, measured)
 	a.judgeReady(now)
@@ -199,89 +202,6 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 	co.n++
 	co.sumInfl += float64(s.Inflight)
 	co.maxInfl = max(co.maxInfl, s.Inflight)
-}
-
-// refused handles a request refused at concurrency inflight: the backend
-// took no more, so the limit gets a ceiling one below it at once (see
-// adaptive).
-func (a *adaptive) refused(inflight int) {
-	if debugRefused != nil {
-		defer debugRefused(a, inflight, a.ceil)
-	}
-	ceil := math.Max(float64(inflight-1), float64(a.cfg.Min))
-	if a.probe.up && a.probe.phase != probeIdle {
-		// A probe above the limit was refused: there is no room above.
-		// It ends now; its round trip is judged as any other.
-		for i := 0; i < a.ring.count; i++ {
-			if co := &a.ring.c[(a.ring.head+i)%numCohorts]; co.kind == cohortUp {
-				co.kind = cohortRound
-			}
-		}
-		a.probe = prober{}
-		a.short, a.upOK, a.wantUp = 0, false, false
-		// But refused above the estimate, it proved the room below: every
-		// request up to there was taken. A backend that answers 429 when
-		// full keeps no queue for the latency to show its capacity by
-		// (traced: 3×64 slots answering 429, a node back: the probe was
-		// refused at 193, the estimate stayed at 170, the ceiling of 192
-		// above it was dropped, and the limit stayed at 0.88 of the
-		// slots); the estimate takes the ceiling, less the queue there was.
-		if c := ceil - math.Max(a.last.queue, 0); c > a.capEst && ceil > a.est {
-			a.capEst = c
-			a.est = clampF(c+a.target(&a.last), a.cfg.Min, a.cfg.Max)
-		}
-	}
-	if a.ceil == 0 || ceil < a.ceil {
-		a.ceil = ceil
-		a.safe.Store(int64(ceil + 0.5))
-		a.cut.armed = false
-		if a.probe.phase != probeRunning {
-			a.store()
-		}
-	}
-	a.ceilAge = 0
-	a.ceilAt = a.tickets.Load() + uint64(ceilWait)*uint64(a.ceil+0.5)
-}
-
-// ceilWait: round trips at a ceiling without a refusal before it is safe
-// and lifts. A lift refused at the level refused before used to wait
-// twice as long before the next (up to 8 round trips), so that a steady
-// backend was not refused every few round trips; since a call every node
-// refused waits for a place without a retry token (see
-// Bulkhead.Requeue), such a refusal costs a few calls a short wait, and
-// the backoff only delayed finding capacity that came back (traced:
-// 200 ms, σ 0.5, 3×64 slots answering 429 cut to 16 each and back — the
-// ceiling of 48 lifted 3.7 service times after the slots returned, and
-// the return cost 5 % of the run's goodput).
-const ceilWait = 2
-
-// liftCeil lifts the ceiling after refusals, by round trips at it: once
-// ceilWait round trips' tickets (ceilWait × the ceiling) went out without
-// a refusal it is safe and rises by one; taken, the backend has room
-// again, and the ceiling doubles each further round trip (TCP's slow
-// start; by 1, 2, 4, … it took 8 round trips from a quarter of the slots
-// back to them: see TestCeilingDoublesOnceTaken); reaching the estimate,
-// it goes. At a steady capacity the first step is refused, and a refusal
-// starts the count again.
-func (a *adaptive) liftCeil() {
-	if a.ceil == 0 || a.tickets.Load() < a.ceilAt {
-		return
-	}
-	a.safe.Store(int64(a.ceil + 0.5))
-	if a.ceilAge == 0 {
-		a.ceil++
-	} else {
-		a.ceil *= 2
-	}
-	a.ceilAge++
-	a.ceilAt = a.tickets.Load() + uint64(a.ceil+0.5)
-	if a.ceil >= a.est {
-		a.ceil = 0
-		a.safe.Store(0)
-	}
-	if a.probe.phase != probeRunning {
-		a.store()
-	}
 }
 
 // judge takes a complete (or evicted) cohort.
@@ -387,7 +307,10 @@ func (a *adaptive) closeWindow(lim int) {
 		a.cut.armed = false
 	} else {
 		a.rebase(&s)
-		before := a.est
+		before, ceil := a.est, a.ceil
+		if ceil >= before {
+			ceil = 0
+		}
 		a.est = clampF(a.step(a, &s), c.Min, c.Max)
 		if a.ceil >= a.est {
 			// The estimate fell to the ceiling: it rules again.
@@ -404,8 +327,9 @@ func (a *adaptive) closeWindow(lim int) {
 			from := before
 			if a.cut.armed {
 				from = math.Max(from, a.cut.from)
+				ceil = math.Max(ceil, a.cut.ceil)
 			}
-			a.cut = cutCheck{armed: true, from: from, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
+			a.cut = cutCheck{armed: true, from: from, ceil: ceil, inflight: s.inflight, stat: s.stat, x: s.x, se: s.se}
 		}
 	}
 	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {

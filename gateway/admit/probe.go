@@ -27,6 +27,7 @@ type prober struct {
 type cutCheck struct {
 	armed    bool
 	from     float64 // the limit before the cut
+	ceil     float64 // the refusal's ceiling that held the limit below the estimate then (0: none)
 	inflight float64 // the cut window's mean in flight
 	stat     float64 // its statistic
 	x        float64 // its throughput
@@ -157,7 +158,7 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		a.since = 0
 	}
 	if (!up && float64(lim) >= a.est) || a.ring.count == numCohorts {
-		a.urgent, a.urgentLong, a.restore = false, false, 0
+		a.urgent, a.urgentLong, a.restore, a.underCeil = false, false, 0, 0
 		return
 	}
 	from := a.tickets.Load()
@@ -214,8 +215,8 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 // cut; well above it (see slower), the backend got slower, its statistic
 // is the new baseline and the limit returns.
 func (a *adaptive) endProbe(co *cohort) {
-	urgent, restore := a.probe.urgent, a.restore
-	a.probe, a.restore = prober{}, 0
+	urgent, restore, underCeil := a.probe.urgent, a.restore, a.underCeil
+	a.probe, a.restore, a.underCeil = prober{}, 0, 0
 	a.since = 0
 	w := &a.scratch[0]
 	w.reset()
@@ -238,6 +239,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		z = a.probeZ(co, &s)
 	}
 	if urgent && a.askAgain(co, &s, z, restore) {
+		a.underCeil = underCeil
 		return
 	}
 	switch {
@@ -267,6 +269,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		a.climb, a.short, a.slowStart = 0, 0, false
 		a.every = probeMinEvery
+		a.returnUnder(underCeil)
 	case s.stat > a.base+congestionZ*z && a.suspectAbove(&s):
 		// Above the baseline: the probe may have run above a capacity
 		// that just fell. Believe it only when it repeats. The first
@@ -349,7 +352,7 @@ func (a *adaptive) askAgain(co *cohort, s *windowStats, z, restore float64) bool
 			a.asked++
 			return true
 		}
-		a.urgent, a.restore = false, 0 // no probe possible now: judge what there is
+		a.urgent, a.restore, a.underCeil = false, 0, 0 // no probe possible now: judge what there is
 	}
 	if a.asked > 0 {
 		a.held.addPool(&a.asking)

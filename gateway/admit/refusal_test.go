@@ -147,3 +147,84 @@ func TestCeilingDoublesOnceTaken(t *testing.T) {
 		t.Fatalf("past the estimate: ceiling %.0f, safe %d, limit %d; want none, none, 200", a.ceil, a.Safe(), a.Limit())
 	}
 }
+
+// TestTakenCeilingLiftsTheEstimate: on a backend that answers 429, a
+// doubling lift that demand filled and that reached the estimate takes
+// the estimate with it (see liftCeil); without the demand, or on a
+// backend that never refused, the ceiling goes as before.
+func TestTakenCeilingLiftsTheEstimate(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		refusing  bool
+		peak      int     // the most in flight a sample saw at each ceiling: -1 fills it
+		wantCeil  float64 // after the doubling lift that reaches the estimate (12)
+		wantLimit int
+	}{
+		{"answers 429, demand fills the ceiling", true, -1, 18, 18},
+		{"answers 429, demand below the ceiling", true, 5, 0, 12},
+		{"never refused (a refusal's ceiling from fast failures)", false, -1, 0, 12},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 12, Min: 1, Max: 1000}, gradientStep)
+			a.capEst, a.est, a.refusing = 11, 12, tt.refusing
+			a.refused(9) // ceiling 8
+			for lift := range 2 {
+				a.ceilPeak = tt.peak
+				if tt.peak < 0 {
+					a.ceilPeak = int(a.ceil)
+				}
+				a.tickets.Store(a.ceilAt)
+				a.liftCeil()
+				if lift == 0 && a.ceil != 9 {
+					t.Fatalf("first lift: ceiling %.0f, want 9", a.ceil)
+				}
+			}
+			if a.ceil != tt.wantCeil || a.Limit() != tt.wantLimit {
+				t.Fatalf("ceiling %.0f, limit %d; want %.0f, %d", a.ceil, a.Limit(), tt.wantCeil, tt.wantLimit)
+			}
+			if tt.wantCeil > 0 && (a.est != tt.wantCeil+1 || a.capEst != tt.wantCeil) {
+				t.Fatalf("estimate %.1f, capacity %.1f; want %.0f, %.0f", a.est, a.capEst, tt.wantCeil+1, tt.wantCeil)
+			}
+		})
+	}
+}
+
+// TestRefusingReturnFindsTheSlots: the held-out cell whose limit sat at
+// 0.48 of the slots after they came back (see liftCeil) finds them.
+func TestRefusingReturnFindsTheSlots(t *testing.T) {
+	c := simCell{Mean: 0.5, Sigma: 0.7, Nodes: 4, Slots: 8, Offered: 2, Initial: 2, Reject: true, Change: "slots", Seed: 1, Gateways: 1, Algo: AlgoGradient}
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Phases[2] // the return
+	t.Logf("return: fill %.3f, mean limit %.1f over %d slots", p.Fill, p.MeanLim, p.Truth)
+	if p.Fill < 0.9 || p.MeanLim < 0.8*float64(p.Truth) {
+		t.Errorf("return: fill %.3f, mean limit %.1f over %d slots; want ≥ 0.9 and ≥ 0.8 × the slots", p.Fill, p.MeanLim, p.Truth)
+	}
+}
+
+// TestSlowdownReturnsUnderTheCeiling: behind several gateways in front of
+// nodes that answer 429, a limit returning from a slowdown returns under
+// the refusal's ceiling it held when the cut came (see returnUnder).
+// Returned to the estimate above it, one gateway took the places another
+// held: in the first cell 156 of the 192 and P0, which asks 0.45 of
+// them, 0.960; 0.986 in the second.
+func TestSlowdownReturnsUnderTheCeiling(t *testing.T) {
+	for _, c := range []simCell{
+		{Mean: 0.2, Sigma: 0.5, Nodes: 3, Slots: 64, Offered: 3, Initial: 1, Reject: true, Change: "slow", Seed: 1, Gateways: 2},
+		{Mean: 5, Sigma: 0.25, Nodes: 3, Slots: 64, Offered: 3, Initial: 1, Reject: true, Change: "slow", Seed: 1, Gateways: 3},
+	} {
+		c.Algo = AlgoGradient
+		t.Run(c.String(), func(t *testing.T) {
+			r, err := runSim(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("P0 %.4f (demand %.2f of the capacity); slowdown fill %.3f", r.P0(), r.P0Demand, r.Phases[1].Fill)
+			if r.P0() < 0.999 || r.Phases[1].Fill < 0.95 {
+				t.Errorf("P0 %.4f, slowdown fill %.3f; want ≥ 0.999 and ≥ 0.95", r.P0(), r.Phases[1].Fill)
+			}
+		})
+	}
+}
