@@ -152,6 +152,7 @@ type adaptive struct {
 	win        window        // guarded by mu; the measurement window
 	base       float64       // guarded by mu; the baseline statistic, seconds; 0 until known
 	baseVar    float64       // guarded by mu; its variance, s²
+	baseX      float64       // guarded by mu; the throughput when the baseline last moved, requests/s
 	baseSW     float64       // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
 	noise      float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
 	x          float64       // guarded by mu; throughput, requests/s

@@ -290,16 +290,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.held.add(co, a.cfg.keep())
 		a.every = probeMinEvery
 	case math.Abs(s.stat-a.base) > 3*z:
-		// The backend changed: start the pool afresh (with the probes
-		// held in doubt when they read above the baseline as this one).
-		a.pool.reset()
-		a.learnKinds(co, 0, co.size(), true)
-		if s.stat > a.base {
-			a.pool.addPool(&a.held)
-		}
-		a.pool.add(co, a.cfg.keep())
-		a.poolBase()
-		a.every = probeMinEvery
+		a.changedBase(co, s.stat)
 	default:
 		a.learnKinds(co, 0, co.size(), false)
 		a.pool.addPool(&a.held)

@@ -60,3 +60,48 @@ func TestReturnFromSlowdownKeepsTheSlots(t *testing.T) {
 	c := simCell{Mean: 0.5, Sigma: 0.7, Nodes: 2, Slots: 8, Offered: 2, Initial: 0.5, Reject: true, Change: "slow", Seed: 2, Gateways: 1, Algo: AlgoGradient}
 	phaseKeepsSlots(t, c, 2, "return")
 }
+
+// TestSpedUp: a baseline below the old one is the backend's new speed
+// when the throughput grew with it since the baseline last moved, and the
+// old baseline's error when it did not.
+func TestSpedUp(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		base, baseX float64 // the baseline and the throughput when it moved
+		x, v        float64 // the throughput now and the new baseline
+		want        bool
+	}{
+		{"3× faster, throughput ×2.75", 0.68, 20, 55, 0.21, true},
+		{"3× faster, throughput as before (the old baseline read high)", 0.68, 20, 21, 0.21, false},
+		{"slower", 0.21, 55, 20, 0.68, false},
+		{"no throughput when the baseline moved", 0.68, 0, 55, 0.21, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 32, Min: 1, Max: 1000}, gradientStep)
+			a.base, a.baseX, a.x = tt.base, tt.baseX, tt.x
+			if got := a.spedUp(tt.v); got != tt.want {
+				t.Fatalf("spedUp(%.2f) = %v, want %v", tt.v, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProbeFindsFasterBackend: the held-out cell whose limit fell to 0.4
+// of the slots when a slowdown ×3 ended: the window after the return read
+// between the two speeds, and the scheduled probe below that read the new
+// speed moved the baseline from 0.68 s to 0.21 s and the capacity with it
+// by the difference × the throughput, 31.6 → 6.7 requests, although the
+// throughput had grown threefold with the speed (see spedUp). Before,
+// the return's fill 0.408 and its mean limit 13.3 of 32 slots.
+func TestProbeFindsFasterBackend(t *testing.T) {
+	c := simCell{Mean: 0.5, Sigma: 0.7, Nodes: 4, Slots: 8, Offered: 5, Initial: 0.5, Change: "slow", Seed: 3, Gateways: 1, Algo: AlgoGradient}
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := r.Phases[2]
+	t.Logf("return: fill %.3f, mean limit %.1f over %d slots", p.Fill, p.MeanLim, p.Truth)
+	if p.Fill < 0.85 || p.MeanLim < 0.8*float64(p.Truth) {
+		t.Errorf("return: fill %.3f, mean limit %.1f over %d slots; want ≥ 0.85 and ≥ 0.8 × the slots", p.Fill, p.MeanLim, p.Truth)
+	}
+}
