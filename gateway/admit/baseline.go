@@ -31,7 +31,7 @@ func (a *adaptive) rebase(s *windowStats) {
 		// requests), the capacity in requests stays; otherwise the
 		// baseline was too high, and the capacity measured against it
 		// moves with it (see shiftBase).
-		capEst, faster := a.capEst, a.last.x > 0 && s.x-a.last.x > slopeShare*(a.base/s.stat-1)*a.last.x
+		capEst, faster := a.capEst, a.spedUp(s.stat, a.last.x, s.x)
 		a.pool.reset()
 		a.setBase(s.stat, s.se*s.se)
 		if faster {
@@ -107,7 +107,7 @@ func (a *adaptive) shiftBase(v float64) {
 // the throughput had grown from 20 to 55 a second; the return's fill
 // 0.408).
 func (a *adaptive) changedBase(co *cohort, stat float64) {
-	capEst, faster := a.capEst, a.spedUp(stat)
+	capEst, faster := a.capEst, a.spedUp(stat, a.baseX, a.x)
 	a.pool.reset()
 	a.learnKinds(co, 0, co.size(), true)
 	if stat > a.base {
@@ -121,12 +121,14 @@ func (a *adaptive) changedBase(co *cohort, stat float64) {
 	a.every = probeMinEvery
 }
 
-// spedUp reports whether the throughput grew, since the baseline last
-// moved, as much as a backend faster by base/v would make it at the same
-// concurrency (same slots, shorter requests): then a baseline v below the
-// old one is the backend's new speed, not the old baseline's error.
-func (a *adaptive) spedUp(v float64) bool {
-	return a.baseX > 0 && v < a.base && a.x-a.baseX > slopeShare*(a.base/v-1)*a.baseX
+// spedUp reports whether the throughput grew from x0 to x as much as a
+// backend faster by base/v would make it at the same concurrency (same
+// slots, shorter requests): then a baseline v below the old one is the
+// backend's new speed, not the old baseline's error. A window judges it
+// against the last window's throughput (see rebase), a probe against the
+// throughput when the baseline last moved (see changedBase).
+func (a *adaptive) spedUp(v, x0, x float64) bool {
+	return x0 > 0 && v < a.base && x-x0 > slopeShare*(a.base/v-1)*x0
 }
 
 // poolBase sets the baseline from the pooled probe samples; a probe held

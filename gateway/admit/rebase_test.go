@@ -78,8 +78,8 @@ func TestSpedUp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 32, Min: 1, Max: 1000}, gradientStep)
-			a.base, a.baseX, a.x = tt.base, tt.baseX, tt.x
-			if got := a.spedUp(tt.v); got != tt.want {
+			a.base = tt.base
+			if got := a.spedUp(tt.v, tt.baseX, tt.x); got != tt.want {
 				t.Fatalf("spedUp(%.2f) = %v, want %v", tt.v, got, tt.want)
 			}
 		})
