@@ -172,7 +172,12 @@ func (a *adaptive) record(s *Sample, lat float64, measured bool) {
 		if s.Ticket >= from+uint64(numCohorts)*size {
 			from = s.Ticket // far ahead (lost samples): start afresh
 		}
-		a.ring.push(from, from+size, cohortRound).off = a.kindOff
+		kind := cohortRound
+		if a.restartUp {
+			kind, a.restartUp = cohortStart, false
+			size = uint64(min(max(int(a.est+0.5), 1), maxCohort))
+		}
+		a.ring.push(from, from+size, kind).off = a.kindOff
 	}
 	plain := s.Latency <= 0
 	switch {

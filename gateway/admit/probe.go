@@ -55,7 +55,11 @@ func (a *adaptive) startUp(co *cohort) {
 	a.noteCut(b.cut)
 	a.fixSE(&b)
 	if b.n == 0 || math.IsInf(b.stat, 1) {
-		return // nothing measured: the next windows will see
+		// Nothing measured (every request refused or dropped): the
+		// start-up asks again with the next cohort. Without a baseline a
+		// window reads its whole concurrency as a queue.
+		a.restartUp = true
+		return
 	}
 	hi := q
 	if size < minWindow {

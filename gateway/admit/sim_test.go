@@ -389,6 +389,9 @@ func runSim(c simCell) (*simResult, error) {
 			for i := range s.gws {
 				l += s.gws[i].bh.Limiter().Limit()
 			}
+			if debugTick != nil {
+				debugTick(s)
+			}
 			s.lat = append(s.lat, float64(l))
 			s.latT = append(s.latT, s.now)
 			s.push(simEvent{at: s.now + simTick*s.mean*s.multNow(), kind: evTick})

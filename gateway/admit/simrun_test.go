@@ -23,6 +23,8 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
+var debugTick func(s *sim)
+
 func envF(name string, def float64) float64 {
 	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
 		return v
@@ -124,6 +126,24 @@ func TestSimOne(t *testing.T) {
 			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0 = nil, nil, nil, nil, nil, nil, nil, nil
 			debugWaits = nil
 		}()
+	}
+	if every := envF("DUMPA", 0); every > 0 {
+		next := 0.0
+		debugTick = func(s *sim) {
+			if s.cell.Algo == AlgoStatic || s.now < next {
+				return
+			}
+			next = s.now + every*s.mean
+			for i := range s.gws {
+				g, ok := s.gws[i].bh.Limiter().(*Gradient)
+				if !ok {
+					continue
+				}
+				a := g.adaptive
+				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d winrts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.rts, s.gws[i].bh.Stats().Inflight)
+			}
+		}
+		defer func() { debugTick = nil }()
 	}
 	simTraceMean = c.Mean
 	r, rs, adSim, stSim, err := runPair(c)
