@@ -92,7 +92,9 @@ func (a *adaptive) OnSample(s Sample) {
 		a.xAt = now
 	}
 	a.stalled(now)
-	a.xCount++
+	if !s.Refused {
+		a.xCount++
+	}
 	measured := s.RTT > 0
 	if measured && c.TimeoutMs > 0 && s.RTT > time.Duration(c.TimeoutMs)*time.Millisecond {
 		s.Dropped = true
@@ -111,7 +113,7 @@ func (a *adaptive) OnSample(s Sample) {
 		a.ceilPeak = max(a.ceilPeak, s.Inflight)
 	}
 	a.liftCeil()
-	a.record(&s, lat, measured)
+	a.record(&s, lat, measured && !s.Refused)
 	a.judgeReady(now)
 }
 
