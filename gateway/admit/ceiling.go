@@ -75,8 +75,8 @@ const ceilWait = 2
 // (ceilPeak) and that reached the estimate lifts the estimate with it
 // instead: such a backend keeps no queue whose latency would show its
 // capacity, and the estimate may have fallen while the ceiling held (a
-// window with refusals backs it off) with nothing to raise it when the
-// slots come back. Dropping the ceiling there left the limit to the
+// latency window backs it off; before the twenty-third pass a window of
+// refusals did too) with nothing to raise it when the slots come back. Dropping the ceiling there left the limit to the
 // latency windows, which on a heavy tail read a baseline's error as a
 // queue and held it (traced: 500 ms, σ 0.7, 4×8 slots answering 429 at
 // 2× offered, a start at twice the slots, the slots cut to a quarter and

@@ -93,6 +93,9 @@ func (a *adaptive) OnSample(s Sample) {
 	}
 	a.stalled(now)
 	if !s.Refused {
+		// A call every node refused (429) did not complete: counted, a
+		// gateway refused in a loop read a throughput many times the
+		// backend's, and its queue with it.
 		a.xCount++
 	}
 	measured := s.RTT > 0
@@ -113,6 +116,14 @@ func (a *adaptive) OnSample(s Sample) {
 		a.ceilPeak = max(a.ceilPeak, s.Inflight)
 	}
 	a.liftCeil()
+	// A refusal is the ceiling's (above), not a window's: it measures no
+	// latency, and as a dropped sample a burst of them (slots cut on
+	// nodes that answer 429) made window after window congested, each
+	// backing the estimate off a tenth and starting a probe refused as
+	// well — to the minimum within two service times, where one request at
+	// a time climbs back slowly (traced: 500 ms, σ 0.7, 4×8 slots cut to
+	// a quarter behind two gateways: one sat at 1 after the slots came
+	// back). Its ticket is counted back, unmeasured.
 	a.record(&s, lat, measured && !s.Refused)
 	a.judgeReady(now)
 }
