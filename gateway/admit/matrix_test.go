@@ -28,7 +28,8 @@ import (
 //     service times' draws, a few per cent either way on small backends;
 //   - settled within max(3 s, 15 mean service times): the limit's trailing
 //     median (over simTrail mean service times) stays within ±15 % (at least
-//     ±1) of the live slots from then to the phase's end;
+//     ±2 requests, simSettleFloor) of the live slots from then to the
+//     phase's end;
 //   - the limit's coefficient of variation ≤ 10 % once settled (over the
 //     same span as the fill);
 //   - P0 success ≥ 99.9 % wherever P0 asks for ≤ 60 % of the smallest
