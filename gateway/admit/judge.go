@@ -103,7 +103,11 @@ func (a *adaptive) OnSample(s Sample) {
 		s.Dropped = true
 	}
 	lat := s.signal().Seconds()
-	if measured && s.Dropped && a.base > 0 && lat < a.base && s.Inflight > 1 {
+	// A fast drop is a refusal; alone in flight only when the nodes said
+	// so (429): its ceiling is then the minimum — nothing else holds the
+	// limit of a gateway that gets a call at a time or none (see record
+	// below).
+	if measured && s.Dropped && a.base > 0 && lat < a.base && (s.Inflight > 1 || s.Refused) {
 		a.refusing = a.refusing || s.Refused
 		a.refused(s.Inflight)
 	}

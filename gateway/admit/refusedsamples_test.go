@@ -85,3 +85,29 @@ func TestRefusingCutReturns(t *testing.T) {
 		t.Errorf("return fill %.3f, goodput %.3f of the static semaphore's; want ≥ 0.95 and ≥ 0.97", ret.Fill, ratio)
 	}
 }
+
+// TestRefusedAloneSetsTheCeiling: a call refused by every node while it
+// was the gateway's only one in flight sets the ceiling at the minimum.
+// Once refusals stopped counting as a window's drops (which backed the
+// estimate off), nothing else held such a gateway's limit: behind five
+// gateways in front of 3 × 4 slots cut to a quarter, each gateway holding
+// one call or none, the summed limit floated at 16 over the 3 slots, the
+// excess calls cycling through refusals.
+func TestRefusedAloneSetsTheCeiling(t *testing.T) {
+	a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 6, Min: 1, Max: 100}, gradientStep)
+	a.base = 0.1
+	a.OnSample(Sample{RTT: time.Millisecond, Inflight: 1, Dropped: true, Refused: true, Ticket: 0})
+	if a.ceil != 1 || a.Limit() != 1 {
+		t.Fatalf("refused alone: ceiling %.0f, limit %d; want 1 and 1", a.ceil, a.Limit())
+	}
+	c := simCell{Mean: 0.2, Sigma: 0.5, Nodes: 3, Slots: 4, Offered: 3, Initial: 1, Reject: true, Change: "slots", Seed: 1, Gateways: 5, Algo: AlgoGradient}
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := r.Phases[1]
+	t.Logf("under the cut: the summed limit's mean %.1f over %d slots", cut.MeanLim, cut.Truth)
+	if cut.MeanLim > float64(c.Gateways)+1 {
+		t.Errorf("under the cut: summed limit %.1f over %d slots, want at most %d (a call each, and one more)", cut.MeanLim, cut.Truth, c.Gateways+1)
+	}
+}
