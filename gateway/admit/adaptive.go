@@ -148,7 +148,7 @@ type adaptive struct {
 	step       stepFunc      // fixed
 	est        float64       // guarded by mu; the limit outside probes
 	started    bool          // guarded by mu; the start-up cohort was judged
-	restartUp  bool          // guarded by mu; the start-up cohort measured nothing (every request refused or dropped): the next cohort is a start-up again
+	restartUp  bool          // guarded by mu; the start-up cohort measured nothing (its first requests refused, dropped or not back): the next cohort is a start-up again
 	ring       cohortRing    // guarded by mu; cohorts awaiting their requests
 	win        window        // guarded by mu; the measurement window
 	base       float64       // guarded by mu; the baseline statistic, seconds; 0 until known

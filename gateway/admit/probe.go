@@ -55,9 +55,10 @@ func (a *adaptive) startUp(co *cohort) {
 	a.noteCut(b.cut)
 	a.fixSE(&b)
 	if b.n == 0 || math.IsInf(b.stat, 1) {
-		// Nothing measured (every request refused or dropped): the
-		// start-up asks again with the next cohort. Without a baseline a
-		// window reads its whole concurrency as a queue.
+		// Nothing measured (the first requests refused, dropped or not
+		// back yet — behind other gateways' queues): the start-up asks
+		// again with the next cohort. Without a baseline a window reads
+		// its whole concurrency as a queue.
 		a.restartUp = true
 		return
 	}
