@@ -76,8 +76,9 @@ const ceilWait = 2
 // instead: such a backend keeps no queue whose latency would show its
 // capacity, and the estimate may have fallen while the ceiling held (a
 // latency window backs it off; before the twenty-third pass a window of
-// refusals did too) with nothing to raise it when the slots come back. Dropping the ceiling there left the limit to the
-// latency windows, which on a heavy tail read a baseline's error as a
+// refusals did too) with nothing to raise it when the slots come back.
+// Dropping the ceiling there left the limit to the latency windows,
+// which on a heavy tail read a baseline's error as a
 // queue and held it (traced: 500 ms, σ 0.7, 4×8 slots answering 429 at
 // 2× offered, a start at twice the slots, the slots cut to a quarter and
 // back, seed 1 — the estimate backed off from 36 to 12 under the
