@@ -93,9 +93,9 @@ func (a *adaptive) OnSample(s Sample) {
 	}
 	a.stalled(now)
 	if !s.Refused {
-		// A call every node refused (429) did not complete: counted, a
-		// gateway refused in a loop read a throughput many times the
-		// backend's, and its queue with it.
+		// A call every node refused (429) did not complete: counted,
+		// refusals read as completions (one after each call doubled the
+		// throughput) and the queue, throughput × wait, with them.
 		a.xCount++
 	}
 	measured := s.RTT > 0
