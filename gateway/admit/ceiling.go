@@ -78,12 +78,11 @@ const ceilWait = 2
 // latency window backs it off; before the twenty-third pass a window of
 // refusals did too) with nothing to raise it when the slots come back.
 // Dropping the ceiling there left the limit to the latency windows,
-// which on a heavy tail read a baseline's error as a
-// queue and held it (traced: 500 ms, σ 0.7, 4×8 slots answering 429 at
-// 2× offered, a start at twice the slots, the slots cut to a quarter and
-// back, seed 1 — the estimate backed off from 36 to 12 under the
-// ceiling of 8, the ceiling went at 18, and the limit sat at 0.48 of the
-// slots to the end). Following it, the ceiling doubles on until a
+// which on a heavy tail read a baseline's error as a queue and held it
+// (traced: 500 ms, σ 0.7, 4×8 slots answering 429 at 2× offered, a start
+// at twice the slots, the slots cut to a quarter and back, seed 1 — the
+// estimate backed off from 36 to 12 under the ceiling of 8, the ceiling
+// went at 18, and the limit sat at 0.48 of the slots to the end). Following it, the ceiling doubles on until a
 // refusal finds the slots. (An estimate floated above the ceiling this
 // way was never tried there: a limit returning from a slowdown returns
 // under the ceiling, not to it — see returnUnder.)

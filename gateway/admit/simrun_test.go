@@ -135,11 +135,10 @@ func TestSimOne(t *testing.T) {
 			}
 			next = s.now + every*s.mean
 			for i := range s.gws {
-				g, ok := s.gws[i].bh.Limiter().(*Gradient)
-				if !ok {
+				a := adaptiveOf(s.gws[i].bh.Limiter())
+				if a == nil {
 					continue
 				}
-				a := g.adaptive
 				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d winrts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.rts, s.gws[i].bh.Stats().Inflight)
 			}
 		}
