@@ -84,7 +84,9 @@ import (
 //     each next quarter of the start-up cohort joins it unless it reads
 //     significantly higher (below the capacity, none does); the cohort's
 //     upper half past them gives the first queue estimate, and the limit
-//     moves to the capacity at once.
+//     moves to the capacity at once; a cohort with no queue at all moves
+//     it to 1/startShare of the initial limit, the most capacity that
+//     allows for (see Gradient).
 //   - Probes (BBR's ProbeRTT): the limit drops below the estimated
 //     capacity by a noise margin for one cohort; its requests found no
 //     queue. The result is merged by inverse variance. Probes come every
@@ -144,60 +146,64 @@ type adaptive struct {
 	now     func() time.Time         // fixed (tests set a virtual clock before use)
 
 	mu         sync.Mutex
-	cfg        LimiterConfig // guarded by mu
-	step       stepFunc      // fixed
-	est        float64       // guarded by mu; the limit outside probes
-	started    bool          // guarded by mu; the start-up cohort was judged
-	restartUp  bool          // guarded by mu; the start-up cohort measured nothing (its first requests refused, dropped or not back): the next cohort is a start-up again
-	ring       cohortRing    // guarded by mu; cohorts awaiting their requests
-	win        window        // guarded by mu; the measurement window
-	base       float64       // guarded by mu; the baseline statistic, seconds; 0 until known
-	baseVar    float64       // guarded by mu; its variance, s²
-	baseX      float64       // guarded by mu; the throughput when the baseline last moved, requests/s
-	baseSW     float64       // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
-	noise      float64       // guarded by mu; smoothed variance of a window's own queue error, requests²
-	x          float64       // guarded by mu; throughput, requests/s
-	xCount     int           // guarded by mu; samples since xAt
-	xAt        time.Time     // guarded by mu
-	capEst     float64       // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
-	capVar     float64       // guarded by mu; its variance
-	climb      int           // guarded by mu; windows climbing in a row
-	partial    bool          // guarded by mu; the window just judged held the slow start's last step only in part: last stays the step's reference
-	climbWait  bool          // guarded by mu; the slow start just stepped: a window admitted mostly below the new limit waits for the next (once)
-	slowStart  bool          // guarded by mu; the start-up's climb, no queue seen since the start: each step doubles the estimate
-	short      float64       // guarded by mu; CUSUM of the queue's shortfall below the target
-	upOK       bool          // guarded by mu; a probe above the limit found room: the estimate may climb
-	wantUp     bool          // guarded by mu; the shortfall asks a probe above the limit whether there is room
-	ceil       float64       // guarded by mu; the limit's ceiling after a refusal; 0: none
-	refusing   bool          // guarded by mu; the backend answered that it is full (Sample.Refused): it refuses at its capacity, queueing nothing (see queueBase)
-	ceilAge    int           // guarded by mu; windows since the ceiling was set or a refusal renewed it
-	ceilAt     uint64        // guarded by mu; the ticket count at which the ceiling lifts next
-	cut        cutCheck      // guarded by mu; the slope check of the last cut
-	probe      prober        // guarded by mu
-	since      float64       // guarded by mu; round trips since the last probe
-	every      float64       // guarded by mu; round trips between probes now
-	suspect    int           // guarded by mu; probes in a row that read above the baseline
-	urgent     bool          // guarded by mu; a deep probe is due (see rebase)
-	urgentLong bool          // guarded by mu; the urgent probe checks a cut under a refusal's ceiling: at least minWindow/4 requests
-	kindOff    float64       // guarded by mu; plain calls' no-queue signal less streams' first tokens, seconds (see kinds.go)
-	kindKnown  bool          // guarded by mu; kindOff was measured
-	kindLevels [2]kindLevel  // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference
-	kinds      kindLearner   // guarded by mu; the cohort kindOff is measured on
-	sinceUp    float64       // guarded by mu; round trips since the last probe above the limit
-	last       windowStats   // guarded by mu; the last conclusive window
-	startWin   windowStats   // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
-	restore    float64       // guarded by mu; the limit to return to if it finds a slower baseline
-	underCeil  float64       // guarded by mu; the refusal's ceiling that held the limit below the estimate when the cut came (0: none); the limit returns under it
-	cutEst     float64       // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
-	pool       basePool      // guarded by mu; the latest probes' samples
-	held       basePool      // guarded by mu; the probes held in doubt since the last merge (suspect of them)
-	scratch    [2]window     // guarded by mu; windows for one-off statistics
-	swEst      float64       // guarded by mu; recent windows' winsorized deviation, seconds
-	lastAt     time.Time     // guarded by mu; the last sample's arrival
-	voidTo     uint64        // guarded by mu; cohorts with tickets below it saw a stall: not judged
-	ceilPeak   int           // guarded by mu; the most requests in flight a sample saw since the ceiling last lifted (see liftCeil)
-	asked      int           // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
-	asking     basePool      // guarded by mu; the samples of the question's earlier probes
+	cfg        LimiterConfig   // guarded by mu
+	step       stepFunc        // fixed
+	est        float64         // guarded by mu; the limit outside probes
+	started    bool            // guarded by mu; the start-up cohort was judged
+	restartUp  bool            // guarded by mu; the start-up cohort measured nothing (its first requests refused, dropped or not back): the next cohort is a start-up again
+	ring       cohortRing      // guarded by mu; cohorts awaiting their requests
+	win        window          // guarded by mu; the measurement window
+	base       float64         // guarded by mu; the baseline statistic, seconds; 0 until known
+	baseVar    float64         // guarded by mu; its variance, s²
+	baseX      float64         // guarded by mu; the throughput when the baseline last moved, requests/s
+	baseSW     float64         // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
+	noise      float64         // guarded by mu; smoothed variance of a window's own queue error, requests²
+	x          float64         // guarded by mu; throughput, requests/s
+	xCount     int             // guarded by mu; samples since xAt
+	xAt        time.Time       // guarded by mu
+	capEst     float64         // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
+	capVar     float64         // guarded by mu; its variance
+	climb      int             // guarded by mu; windows climbing in a row
+	partial    bool            // guarded by mu; the window just judged held the slow start's last step only in part: last stays the step's reference
+	climbWait  bool            // guarded by mu; the slow start just stepped: a window admitted mostly below the new limit waits for the next (once)
+	slowStart  bool            // guarded by mu; the start-up's climb, no queue seen since the start: the queue's growth with each step ends it
+	short      float64         // guarded by mu; CUSUM of the queue's shortfall below the target
+	upOK       bool            // guarded by mu; a probe above the limit found room: the estimate may climb
+	wantUp     bool            // guarded by mu; the shortfall asks a probe above the limit whether there is room
+	ceil       float64         // guarded by mu; the limit's ceiling after a refusal; 0: none
+	refusing   bool            // guarded by mu; the backend answered that it is full (Sample.Refused): it refuses at its capacity, queueing nothing (see queueBase)
+	ceilAge    int             // guarded by mu; windows since the ceiling was set or a refusal renewed it
+	ceilAt     uint64          // guarded by mu; the ticket count at which the ceiling lifts next
+	cut        cutCheck        // guarded by mu; the slope check of the last cut
+	probe      prober          // guarded by mu
+	since      float64         // guarded by mu; round trips since the last probe
+	every      float64         // guarded by mu; round trips between probes now
+	suspect    int             // guarded by mu; probes in a row that read above the baseline
+	urgent     bool            // guarded by mu; a deep probe is due (see rebase)
+	urgentLong bool            // guarded by mu; the urgent probe checks a cut under a refusal's ceiling: at least minWindow/4 requests
+	kindOff    float64         // guarded by mu; plain calls' no-queue signal less streams' first tokens, seconds (see kinds.go)
+	kindKnown  bool            // guarded by mu; kindOff was measured
+	kindLevels [2]kindLevel    // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference
+	kinds      kindLearner     // guarded by mu; the cohort kindOff is measured on
+	sinceUp    float64         // guarded by mu; round trips since the last probe above the limit
+	last       windowStats     // guarded by mu; the last conclusive window
+	startWin   windowStats     // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
+	restore    float64         // guarded by mu; the limit to return to if it finds a slower baseline
+	underCeil  float64         // guarded by mu; the refusal's ceiling that held the limit below the estimate when the cut came (0: none); the limit returns under it
+	cutEst     float64         // guarded by mu; recent cohorts' cut (the slowest latency kept), seconds
+	pool       basePool        // guarded by mu; the latest probes' samples
+	held       basePool        // guarded by mu; the probes held in doubt since the last merge (suspect of them)
+	scratch    [2]window       // guarded by mu; windows for one-off statistics
+	swEst      float64         // guarded by mu; recent windows' winsorized deviation, seconds
+	lastAt     time.Time       // guarded by mu; the last sample's arrival
+	voidTo     uint64          // guarded by mu; cohorts with tickets below it saw a stall: not judged
+	ceilPeak   int             // guarded by mu; the most requests in flight a sample saw since the ceiling last lifted (see liftCeil)
+	asked      int             // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
+	asking     basePool        // guarded by mu; the samples of the question's earlier probes
+	climbBuf   [2]climbSamples // guarded by mu; while the slow start climbs, the samples of last (climbBuf[climbAt]) and of the window just closed (see poolClimbRef)
+	climbAt    int             // guarded by mu
+	refBelow   bool            // guarded by mu; the slow start's step showed climbBuf[climbAt] below the capacity: pool it
+	stepAt     uint64          // guarded by mu; the first ticket admitted after the slow start's last step
 }
 
 // stepFunc returns the limit after a conclusive window in steady state.
@@ -284,9 +290,9 @@ const (
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1
-	// startClimb: a start below capacity climbs as if startClimb windows
-	// had already: its first step is the largest a climb takes (maxClimb),
-	// and the next ones double the estimate (see Gradient).
+	// startClimb: after the start-up's jump the slow start climbs as if
+	// startClimb windows had already: each step is the largest a climb
+	// takes (maxClimb; see Gradient).
 	startClimb = 3
 	// startZ: a later quarter of the start-up cohort reads as queued when
 	// its statistic is this many standard errors above the earlier

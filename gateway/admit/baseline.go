@@ -254,6 +254,24 @@ func (p *basePool) add(co *cohort, keep float64) {
 	p.count++
 }
 
+// extend adds samples (and pending more, slower than any) to the latest
+// probe pooled, as far as they fit.
+func (p *basePool) extend(lat []float64, pending int) {
+	k := 0
+	for _, v := range lat {
+		if p.n == maxBase {
+			break
+		}
+		p.push(v, false)
+		k++
+	}
+	for ; pending > 0 && p.n < maxBase; pending-- {
+		p.push(math.Inf(1), false)
+		k++
+	}
+	p.sizes[p.count-1] += k
+}
+
 // makeRoom forgets the oldest probe when poolProbes are pooled.
 func (p *basePool) makeRoom() {
 	if p.count == poolProbes {

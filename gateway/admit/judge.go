@@ -239,6 +239,16 @@ func (a *adaptive) judge(co *cohort) {
 	case cohortUp:
 		a.endProbeUp(co)
 	default:
+		if a.slowStart && a.climbWait && co.from < a.stepAt {
+			// Admitted before the slow start's last step: it measures
+			// the old concurrency (below the capacity if the step is),
+			// not the step. Pooled in a window, such cohorts held it
+			// open for up to three round trips, the used limit not
+			// reached (traced: 200 ms, σ 0.5, a start at a quarter of
+			// 3×64 slots: 1.4 service times from a step to the next).
+			a.climbBuf[a.climbAt].addCohort(co)
+			return
+		}
 		a.win.add(co)
 		a.win.rts++
 		a.closeWindow(int(a.est + 0.5))
@@ -318,6 +328,7 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 	a.since += float64(w.rts)
 	a.sinceUp += float64(w.rts)
+	a.climbBuf[1-a.climbAt].take(w, a.slowStart)
 	w.reset()
 	if s.n == 0 {
 		return
@@ -339,7 +350,11 @@ func (a *adaptive) closeWindow(lim int) {
 			a.ceil = 0
 			a.safe.Store(0)
 		}
+		moved := a.poolClimbRef()
 		a.noteLast(&s)
+		if moved {
+			a.estimate(&a.last) // against the baseline now, as the next window will be
+		}
 		if debugWindow != nil {
 			debugWindow(a, &s, before)
 		}
@@ -375,6 +390,11 @@ func (a *adaptive) closeWindow(lim int) {
 func (a *adaptive) noteLast(s *windowStats) {
 	if !a.partial {
 		a.last = *s
+		a.climbAt = 1 - a.climbAt
+	} else {
+		// A window at the step's old concurrency: below the capacity
+		// when the step is.
+		a.climbBuf[a.climbAt].join(&a.climbBuf[1-a.climbAt])
 	}
 	a.partial = false
 }

@@ -95,24 +95,7 @@ func (a *adaptive) startUp(co *cohort) {
 	start.to = start.from + uint64(hi)
 	a.pool.add(&start, c.keep())
 	if hi >= size {
-		// No queue anywhere: below capacity, climb at once, by a quarter
-		// and then doubling each window (TCP's slow start) until the
-		// queue grows with a step (see Gradient).
-		a.capEst, a.capVar = a.est, b.se*b.se*a.x*a.x
-		a.short = 2 * climbAfter
-		a.climb = startClimb
-		a.upOK = true
-		a.slowStart = true
-		// The next window's queue is judged by its growth from here
-		// (see roomSinceLast), not by its level: a start-up's baseline
-		// is often a few standard errors off (traced: 200 ms, σ 0.5, a
-		// start at a quarter of 3×64 slots: 0.102–0.137 s over 8 seeds
-		// against ≈ 0.12 s with no queue), and the phantom queue of a
-		// low one ended the climb at the first window.
-		a.startWin = b
-		a.startWin.x = a.throughput()
-		a.estimate(&a.startWin)
-		a.store()
+		a.slowStartFrom(&b)
 		return
 	}
 	// The queue: the cohort's last half past the baseline's tickets.

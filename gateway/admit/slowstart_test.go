@@ -23,14 +23,12 @@ func climbWindow(inflight, queue float64) *windowStats {
 	return &windowStats{n: 48, inflight: inflight, queue: queue, winSE: 1, queueSE: 1.5, target: 1, used: true}
 }
 
-// TestSlowStartDoubles: a start-up without a queue climbs by a quarter
-// first (a start at the capacity overshoots by no more than a climb after
-// a return does), then, while the queue does not grow with the step,
-// doubles the capacity estimate each window (TCP's slow start: a start at
-// a quarter of 3×64 slots took 40 service times at a quarter a window); a
-// window that shows the queue grew with the step ends it. A window
-// admitted mostly below the limit the step set waits for the next.
-func TestSlowStartDoubles(t *testing.T) {
+// TestSlowStartClimbsByQuarters: after the start-up's jump (see
+// TestStartUpJumps) the slow start climbs by quarters while the queue does
+// not grow with the step; a window admitted mostly below the limit the
+// step set waits for the next; a window that shows the queue grew with the
+// step ends it.
+func TestSlowStartClimbsByQuarters(t *testing.T) {
 	a := slowStarted(t)
 	step := func(s *windowStats) {
 		a.est = gradientStep(a, s)
@@ -50,26 +48,47 @@ func TestSlowStartDoubles(t *testing.T) {
 		t.Fatalf("after a window admitted below the step's limit: the reference has %.0f in flight, want 48 (the window before the step)", a.last.inflight)
 	}
 	step(climbWindow(62, 1.5))
-	if want := 2 * before; math.Abs(a.capEst-want) > 1e-9 {
-		t.Fatalf("second step: capacity estimate %.1f, want %.1f (doubled)", a.capEst, want)
+	if want := before + maxClimb*before + 1; math.Abs(a.capEst-want) > 1e-9 {
+		t.Fatalf("second step: capacity estimate %.1f, want %.1f (a quarter again)", a.capEst, want)
 	}
-	step(climbWindow(124, 60))
+	step(climbWindow(78, 40))
 	if a.slowStart || a.climb != 0 {
 		t.Fatalf("the queue grew with the step: slow start %v, climb %d; want both over", a.slowStart, a.climb)
 	}
-	if a.capEst > 100 {
-		t.Fatalf("after the overshoot: capacity estimate %.1f, want it measured below the 124 in flight", a.capEst)
+	if a.capEst > 60 {
+		t.Fatalf("after the overshoot: capacity estimate %.1f, want it measured below the 78 in flight", a.capEst)
+	}
+}
+
+// TestSlowStartEndsWhereTheQueueGrew: a step whose queue grew clearly
+// (growZ standard errors), if by less than half the step, reached the
+// capacity: the slow start ends there instead of stepping past it for a
+// window after the limit had settled. Before, only a growth of half the
+// step ended it: here the estimate went on from 78 to 98.
+func TestSlowStartEndsWhereTheQueueGrew(t *testing.T) {
+	a := slowStarted(t)
+	a.last = *climbWindow(62, 0.5)
+	a.climb = startClimb + 1
+	// 16 more in flight, the queue 3 more: 1.4 standard errors of the two
+	// windows' noise (each 1) times growZ's 2 over, a fifth of the step.
+	s := climbWindow(78, 3.5)
+	a.capEst = 78
+	a.est = gradientStep(a, s)
+	if a.slowStart {
+		t.Fatalf("the queue grew by 3 with a step of 16 (noise 1.4): still in the slow start, capacity estimate %.1f", a.capEst)
+	}
+	if a.capEst > 78 {
+		t.Errorf("capacity estimate %.1f after the step that reached the capacity, want at most the 78 in flight", a.capEst)
 	}
 
-	// A climb after a return (no slow start) keeps its steps at a quarter.
+	// A growth within the noise climbs on.
 	b := slowStarted(t)
-	b.slowStart = false
-	b.est = gradientStep(b, climbWindow(48, 0.5))
-	b.last = *climbWindow(48, 0.5)
-	first := b.capEst
-	b.est = gradientStep(b, climbWindow(62, 1))
-	if want := first + maxClimb*first + 1; math.Abs(b.capEst-want) > 1e-9 {
-		t.Fatalf("a climb outside the start: capacity estimate %.1f, want %.1f (a quarter more)", b.capEst, want)
+	b.last = *climbWindow(62, 0.5)
+	b.climb = startClimb + 1
+	b.capEst = 78
+	b.est = gradientStep(b, climbWindow(78, 2))
+	if !b.slowStart || b.capEst <= 78 {
+		t.Errorf("the queue grew by 1.5 (noise 1.4): slow start %v, capacity estimate %.1f; want a step on", b.slowStart, b.capEst)
 	}
 }
 
@@ -143,8 +162,8 @@ func TestSlowStartEndsOnGrowth(t *testing.T) {
 		a.capEst, a.est = 64, 65
 		a.last = windowStats{n: 48, inflight: 60, queue: 0, winSE: 2, queueSE: 3, target: 3, used: true}
 		a.est = gradientStep(a, inconclusive)
-		if slow && (a.capEst < 2*64 || !a.slowStart) {
-			t.Fatalf("slow start, an inconclusive window: capacity estimate %.1f, slow start %v; want it doubled past %d, the slow start on", a.capEst, a.slowStart, 2*64)
+		if want := 72 - 4 + maxClimb*64 + 1; slow && (math.Abs(a.capEst-want) > 1e-9 || !a.slowStart) {
+			t.Fatalf("slow start, an inconclusive window: capacity estimate %.1f, slow start %v; want a quarter's step to %.1f, the slow start on", a.capEst, a.slowStart, want)
 		}
 		if !slow && a.climb != 0 {
 			t.Fatalf("a climb outside the slow start, an inconclusive window: climb %d, capacity estimate %.1f; want the climb over", a.climb, a.capEst)
@@ -184,8 +203,8 @@ func TestSlowStartThroughSmallStep(t *testing.T) {
 		a.last = windowStats{n: 48, inflight: 68, queue: 2, winSE: 2, queueSE: 3, target: 3, used: true}
 		// 4 up: under two standard errors of the difference (5.7).
 		a.est = gradientStep(a, &windowStats{n: 48, inflight: 72, queue: tc.queue, winSE: 2, queueSE: 3, target: 3, used: true})
-		if tc.on && (!a.slowStart || a.capEst < 2*64) {
-			t.Errorf("%s: slow start %v, capacity estimate %.1f; want the slow start on, doubled past %d", tc.name, a.slowStart, a.capEst, 2*64)
+		if want := 72 - tc.queue + maxClimb*64 + 1; tc.on && (!a.slowStart || math.Abs(a.capEst-want) > 1e-9) {
+			t.Errorf("%s: slow start %v, capacity estimate %.1f; want the slow start on, a quarter's step to %.1f", tc.name, a.slowStart, a.capEst, want)
 		}
 		if !tc.on && (a.slowStart || a.climb != 0) {
 			t.Errorf("%s: slow start %v, climb %d; want both over", tc.name, a.slowStart, a.climb)

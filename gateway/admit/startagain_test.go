@@ -76,3 +76,28 @@ func TestRefusedStartUpMeasures(t *testing.T) {
 		}
 	}
 }
+
+// TestStartUpJumps: a start-up cohort with no queue at all says the
+// capacity is at least the initial limit; the limit jumps at once to
+// 1/startShare of it, the most the start-up's baseline allows for.
+// Before, it climbed from the initial limit by a quarter, then doubling,
+// a step every window or two: a start at a quarter of the capacity spent
+// about six service times below it.
+func TestStartUpJumps(t *testing.T) {
+	const limit = 12
+	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
+	var tickets []uint64
+	for range limit {
+		tickets = append(tickets, a.Ticket())
+	}
+	for i, tk := range tickets {
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		a.OnSample(Sample{RTT: time.Duration(90+i) * time.Millisecond, Inflight: limit, Ticket: tk})
+	}
+	if want := int(limit / startShare); a.Limit() != want {
+		t.Errorf("limit %d after a start-up cohort of %d with no queue, want %d", a.Limit(), limit, want)
+	}
+	if !a.slowStart {
+		t.Errorf("not in the slow start after the jump: the queue's growth with the next steps is what ends it")
+	}
+}
