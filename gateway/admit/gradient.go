@@ -196,11 +196,12 @@ func (a *adaptive) notGrownSinceLast(s *windowStats) bool {
 	excess, noise, step, ok := a.growthSinceLast(s)
 	if grown := excess + slopeShare*step; ok && grown > growZ*noise {
 		// The queue grew, if by less than the step: the step reached
-		// the capacity. Climbing on, the next step overshot it by a
-		// quarter for a window after the limit had settled (traced:
-		// 200 ms, σ 0.25, a start at a quarter of 3×16 slots at 1.2×
-		// offered: the jump landed at the 48 slots, the next window
-		// read no growth, the step to 104 put the limit's CV at 0.20).
+		// the capacity. Climbing on, the next step overshoots it for a
+		// window after the limit has settled, and the limit's CV takes
+		// it (traced with doubling steps after the jump: 200 ms, σ 0.25,
+		// a start at a quarter of 3×16 slots at 1.2× offered — the jump
+		// landed at the 48 slots, the step to 104 put the CV at 0.20;
+		// the matrix's seeds 1–3 gained 12 cell-seeds with this test).
 		return false
 	}
 	return ok && (step < 2*noise || excess < noise)

@@ -91,7 +91,9 @@ func (c *climbSamples) join(o *climbSamples) {
 // 0.137 s over 8 seeds against 0.12 s with no queue), and a low one held
 // the limit below the capacity until the probes below had corrected it;
 // every window of the climb below the capacity read no queue as well
-// (that trace: 0.1019 s from the start-up, 0.1207 s after the climb).
+// (TestSlowStartPoolsItsWindows: from a sixteenth of 3×64 slots, 2.0 %
+// off the no-queue statistic on average when the slow start ends, 9.2 %
+// with the start-up's alone).
 func (a *adaptive) poolClimbRef() bool {
 	below := a.refBelow
 	a.refBelow = false
