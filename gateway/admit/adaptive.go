@@ -201,7 +201,7 @@ type adaptive struct {
 	asked      int             // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
 	asking     basePool        // guarded by mu; the samples of the question's earlier probes
 	climbBuf   [2]climbSamples // guarded by mu; while the slow start climbs, the samples of last (climbBuf[climbAt]) and of the window just closed (see poolClimbRef)
-	climbAt    int             // guarded by mu
+	climbAt    int             // guarded by mu; which of climbBuf holds last's samples
 	refBelow   bool            // guarded by mu; the slow start's step showed climbBuf[climbAt] below the capacity: pool it
 	stepAt     uint64          // guarded by mu; the first ticket admitted after the slow start's last step
 }

@@ -63,14 +63,15 @@ func TestSlowStartClimbsByQuarters(t *testing.T) {
 // TestSlowStartEndsWhereTheQueueGrew: a step whose queue grew clearly
 // (growZ standard errors), if by less than half the step, reached the
 // capacity: the slow start ends there instead of stepping past it for a
-// window after the limit had settled. Before, only a growth of half the
-// step ended it: here the estimate went on from 78 to 98.
+// window after the limit had settled. Without the test (a growth of half
+// the step ends the slow start) the estimate steps on a quarter, to 98.5;
+// the code before the pass doubled it, to 156.
 func TestSlowStartEndsWhereTheQueueGrew(t *testing.T) {
 	a := slowStarted(t)
 	a.last = *climbWindow(62, 0.5)
 	a.climb = startClimb + 1
-	// 16 more in flight, the queue 3 more: 1.4 standard errors of the two
-	// windows' noise (each 1) times growZ's 2 over, a fifth of the step.
+	// 16 more in flight, the queue 3 more (a fifth of the step): the two
+	// windows' noise is √2 (each 1), and 3 > growZ × √2 ≈ 2.8.
 	s := climbWindow(78, 3.5)
 	a.capEst = 78
 	a.est = gradientStep(a, s)
