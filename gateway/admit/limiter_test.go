@@ -117,6 +117,15 @@ func newAdaptiveForTest(t *testing.T, cfg LimiterConfig) (*adaptive, *fakeClock)
 	return a, clk
 }
 
+// takeTickets admits n requests to a and returns their tickets.
+func takeTickets(a *adaptive, n int) []uint64 {
+	tickets := make([]uint64, n)
+	for i := range tickets {
+		tickets[i] = a.Ticket()
+	}
+	return tickets
+}
+
 // TestAdaptiveStartUpFindsCapacity: a start-up cohort admitted one by one
 // up to an initial limit of 4× the capacity (C = 20): the first C found
 // free slots, the rest waited (n − C) completions. The baseline comes from
@@ -126,10 +135,7 @@ func TestAdaptiveStartUpFindsCapacity(t *testing.T) {
 	const c, service = 20, 100 * time.Millisecond
 	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: 4 * c, Max: 400})
 	x := float64(c) / service.Seconds() // completions per second
-	var tickets []uint64
-	for range 4 * c {
-		tickets = append(tickets, a.Ticket())
-	}
+	tickets := takeTickets(a, 4*c)
 	for i, tk := range tickets {
 		n := i + 1
 		// A little spread (±5 %) so the statistic has a deviation.
@@ -284,10 +290,7 @@ func acquireN(t *testing.T, b *Bulkhead, n int, p Priority) []Permit {
 // before the stream ends (the release then only counts it out).
 func TestAdaptiveOnLatency(t *testing.T) {
 	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: 8})
-	var tickets []uint64
-	for range 8 {
-		tickets = append(tickets, a.Ticket())
-	}
+	tickets := takeTickets(a, 8)
 	for i, tk := range tickets {
 		clk.add(10 * time.Millisecond)
 		a.OnLatency(tk, i+1, 50*time.Millisecond)

@@ -18,10 +18,7 @@ func TestRefusalsAreNotMeasurements(t *testing.T) {
 	const limit = 20
 	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 100})
 	// The start-up: every request taken, 100 ms, no queue.
-	var tickets []uint64
-	for range limit {
-		tickets = append(tickets, a.Ticket())
-	}
+	tickets := takeTickets(a, limit)
 	clk.t = clk.t.Add(100 * time.Millisecond)
 	for _, tk := range tickets {
 		a.OnSample(Sample{RTT: 100 * time.Millisecond, Inflight: limit, Ticket: tk})

@@ -26,10 +26,7 @@ func TestStartUpAsksAgain(t *testing.T) {
 	}
 	// The next requests are taken: 100 ms each, no queue.
 	for round := range 4 {
-		var tickets []uint64
-		for range a.Limit() {
-			tickets = append(tickets, a.Ticket())
-		}
+		tickets := takeTickets(a, a.Limit())
 		clk.t = clk.t.Add(100 * time.Millisecond)
 		for _, tk := range tickets {
 			a.OnSample(Sample{RTT: 100 * time.Millisecond, Inflight: len(tickets), Ticket: tk})
@@ -86,10 +83,7 @@ func TestRefusedStartUpMeasures(t *testing.T) {
 func TestStartUpJumps(t *testing.T) {
 	const limit = 12
 	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
-	var tickets []uint64
-	for range limit {
-		tickets = append(tickets, a.Ticket())
-	}
+	tickets := takeTickets(a, limit)
 	for i, tk := range tickets {
 		clk.t = clk.t.Add(10 * time.Millisecond)
 		a.OnSample(Sample{RTT: time.Duration(90+i) * time.Millisecond, Inflight: limit, Ticket: tk})
