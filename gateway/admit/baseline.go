@@ -31,7 +31,8 @@ func (a *adaptive) rebase(s *windowStats) {
 		// requests), the capacity in requests stays; otherwise the
 		// baseline was too high, and the capacity measured against it
 		// moves with it (see shiftBase).
-		capEst, faster := a.capEst, a.spedUp(s.stat, a.last.x, s.x)
+		capEst, faster := a.capEst, a.spedUp(s.stat, a.base, a.last.x, s.x)
+		from := [2]float64{a.base, a.baseX}
 		a.pool.reset()
 		a.setBase(s.stat, s.se*s.se)
 		if faster {
@@ -63,6 +64,10 @@ func (a *adaptive) rebase(s *windowStats) {
 		// already read the speed.
 		if faster && !a.refusing {
 			a.urgent = true
+			// The capacity kept was measured against the baseline before
+			// this window: the urgent probe judges its speed-up from there
+			// (see endProbe).
+			a.fastFrom = from
 		}
 	}
 }
@@ -107,7 +112,7 @@ func (a *adaptive) shiftBase(v float64) {
 // the throughput had grown from 20 to 55 a second; the return's fill
 // 0.408).
 func (a *adaptive) changedBase(co *cohort, stat float64) {
-	capEst, faster := a.capEst, a.spedUp(stat, a.baseX, a.x)
+	capEst, faster := a.capEst, a.spedUp(stat, a.base, a.baseX, a.x)
 	a.pool.reset()
 	a.learnKinds(co, 0, co.size(), true)
 	if stat > a.base {
@@ -122,13 +127,13 @@ func (a *adaptive) changedBase(co *cohort, stat float64) {
 }
 
 // spedUp reports whether the throughput grew from x0 to x as much as a
-// backend faster by base/v would make it at the same concurrency (same
-// slots, shorter requests): then a baseline v below the old one is the
+// backend faster by base0/v would make it at the same concurrency (same
+// slots, shorter requests): then a baseline v below base0 is the
 // backend's new speed, not the old baseline's error. A window judges it
 // against the last window's throughput (see rebase), a probe against the
 // throughput when the baseline last moved (see changedBase).
-func (a *adaptive) spedUp(v, x0, x float64) bool {
-	return x0 > 0 && v < a.base && x-x0 > slopeShare*(a.base/v-1)*x0
+func (a *adaptive) spedUp(v, base0, x0, x float64) bool {
+	return x0 > 0 && v < base0 && x-x0 > slopeShare*(base0/v-1)*x0
 }
 
 // poolBase sets the baseline from the pooled probe samples; a probe held

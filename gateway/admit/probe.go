@@ -11,6 +11,19 @@ const (
 	probeWaiting // the limit is back; the probe's cohort is awaited
 )
 
+// probeAboveRoundTrips bounds a probe above the limit, past its ramp, to
+// this many round trips of calls (of the estimate). Bounded by the last
+// window's sample count alone, a probe after a long window stayed above
+// the limit for several round trips (traced: 200 ms, σ 0.5, 3×16 queueing
+// slots, a node lost: 97 calls, 4.5 service times, and the loss phase
+// settled after 39.6 of them). One round trip was too few samples where
+// the service time spreads most: the guard's cell (1 s, σ 0.9, 3×24
+// queueing slots, 3× offered) read 0.948 of the capacity over 10 seeds
+// (want ≥ 0.95); with 1.5 it reads 0.951, as with 2 and 3. On the matrix
+// (seeds 1–3) 1 round trip met every criterion in 932 cell-seeds, 1.5 in
+// 930, 2 in 920.
+const probeAboveRoundTrips = 1.5
+
 // prober is one baseline probe in progress.
 type prober struct {
 	phase  int
@@ -180,11 +193,11 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		// queue of waiters takes the room); they join a backend queue, if
 		// any, behind the requests already in flight, so from the next
 		// ticket on every request sees the raised concurrency. The rest is
-		// judged against the last window: as many samples as it had (at
-		// least minWindow/2), so that both sides of the slope test are
-		// equally precise.
+		// judged against the last window: as many samples as it had, but
+		// at most probeAboveRoundTrips round trips' (of the estimate) and
+		// at least minWindow/2.
 		ramp = max(lim-int(a.est+0.5), 1)
-		kind, want = cohortUp, ramp+max(s.n, minWindow/2)
+		kind, want = cohortUp, ramp+max(min(s.n, int(probeAboveRoundTrips*a.est+0.5)), minWindow/2)
 	}
 	a.ring.push(from, from+uint64(min(want, maxCohort)), kind).off = a.kindOff
 	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), ramp: min(ramp, maxCohort/2), urgent: a.urgent, up: up}
@@ -203,8 +216,8 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 // cut; well above it (see slower), the backend got slower, its statistic
 // is the new baseline and the limit returns.
 func (a *adaptive) endProbe(co *cohort) {
-	urgent, restore, underCeil := a.probe.urgent, a.restore, a.underCeil
-	a.probe, a.restore, a.underCeil = prober{}, 0, 0
+	urgent, restore, underCeil, fastFrom := a.probe.urgent, a.restore, a.underCeil, a.fastFrom
+	a.probe, a.restore, a.underCeil, a.fastFrom = prober{}, 0, 0, [2]float64{}
 	a.since = 0
 	w := &a.scratch[0]
 	w.reset()
@@ -229,6 +242,28 @@ func (a *adaptive) endProbe(co *cohort) {
 	if urgent && a.askAgain(co, &s, z, restore) {
 		a.underCeil = underCeil
 		return
+	}
+	if fastFrom[1] > 0 {
+		// The urgent probe after a window that read the backend faster
+		// (see rebase): the capacity kept in requests was measured
+		// against the baseline before that window, and a window that ran
+		// while the speed changed reads between the two speeds. A probe
+		// that reads the rest of the speed-up moves the baseline again;
+		// judged against that window alone, its throughput had not grown
+		// and the capacity shifted with the baseline, though nothing had
+		// been measured against the window's reading (traced: 500 ms,
+		// σ 0.7, 4×8 queueing slots at 5× offered, 3× slower and back,
+		// seed 3, probes above bounded to 1.5 round trips — the window
+		// read 0.42 s against 0.68 as the throughput grew from 22 to 52 a
+		// second, the probe 0.23 s, the capacity 30.7 shifted to 21.5;
+		// the return's fill 0.691). Judged from the baseline before the
+		// window, the capacity stays.
+		base, capEst := a.base, a.capEst
+		defer func() {
+			if a.base < base && a.spedUp(a.base, fastFrom[0], fastFrom[1], a.x) {
+				a.capEst = math.Max(a.capEst, capEst)
+			}
+		}()
 	}
 	switch {
 	case a.pool.n == 0:

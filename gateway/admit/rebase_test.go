@@ -2,6 +2,7 @@ package admit
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -79,7 +80,7 @@ func TestSpedUp(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 32, Min: 1, Max: 1000}, gradientStep)
 			a.base = tt.base
-			if got := a.spedUp(tt.v, tt.baseX, tt.x); got != tt.want {
+			if got := a.spedUp(tt.v, a.base, tt.baseX, tt.x); got != tt.want {
 				t.Fatalf("spedUp(%.2f) = %v, want %v", tt.v, got, tt.want)
 			}
 		})
@@ -103,5 +104,46 @@ func TestProbeFindsFasterBackend(t *testing.T) {
 	t.Logf("return: fill %.3f, mean limit %.1f over %d slots", p.Fill, p.MeanLim, p.Truth)
 	if p.Fill < 0.85 || p.MeanLim < 0.8*float64(p.Truth) {
 		t.Errorf("return: fill %.3f, mean limit %.1f over %d slots; want ≥ 0.85 and ≥ 0.8 × the slots", p.Fill, p.MeanLim, p.Truth)
+	}
+}
+
+// TestUrgentProbeJudgesFromBeforeTheFasterWindow: a window that ran while
+// the backend sped up read between the two speeds and became the
+// baseline, the capacity kept in requests; the urgent probe it asked
+// reads the rest of the speed-up. Judged from the baseline before that
+// window, where the throughput grew with the speed, the capacity stays;
+// where it did not, or with no such window (a baseline read high), the
+// capacity moves with the baseline (see shiftBase).
+func TestUrgentProbeJudgesFromBeforeTheFasterWindow(t *testing.T) {
+	slow, between, fast := kindsTruth(0, 1.0), kindsTruth(0, 0.6), kindsTruth(0, 0.3)
+	for _, tt := range []struct {
+		name     string
+		fastFrom [2]float64 // the baseline and throughput before the window
+		stays    bool
+	}{
+		{"the throughput grew 22 → 55 a second with the speed", [2]float64{slow, 22}, true},
+		{"the throughput grew 50 → 55 a second only", [2]float64{slow, 50}, false},
+		{"no window read the backend faster", [2]float64{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := kindsStartUp(t, 64, 0, 0.6, 1)
+			a.base, a.baseVar, a.baseX, a.x = between, 0.02*0.02, 52, 55
+			a.capEst, a.fastFrom = 30, tt.fastFrom
+			a.pool.reset()
+			a.forgetDoubt()
+			a.probe = prober{urgent: true}
+			co := plainCohort(1000, 24, 0.3, rand.New(rand.NewPCG(1, 3)))
+			co.off = a.kindOff
+			a.endProbe(co)
+			if a.base > (between+fast)/2 {
+				t.Fatalf("the probe did not move the baseline: %.3f s (the window's %.3f, the probe's truth %.3f)", a.base, between, fast)
+			}
+			if stays := a.capEst == 30; stays != tt.stays {
+				t.Errorf("capacity %.1f after the baseline moved %.3f → %.3f s, want it kept: %v", a.capEst, between, a.base, tt.stays)
+			}
+			if a.fastFrom != ([2]float64{}) {
+				t.Errorf("fastFrom %v outlived the probe", a.fastFrom)
+			}
+		})
 	}
 }

@@ -37,3 +37,33 @@ func TestDueUp(t *testing.T) {
 		})
 	}
 }
+
+// TestProbeAboveIsBoundedInRoundTrips: past its ramp a probe above takes
+// the last window's sample count, at most probeAboveRoundTrips round
+// trips' (of the estimate) and at least minWindow/2.
+func TestProbeAboveIsBoundedInRoundTrips(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		n     int
+		est   float64
+		after int // tickets past the ramp
+	}{
+		{"a long window: 1.5 round trips", 200, 40, 60},
+		{"a short window: its count", 50, 40, 50},
+		{"a tiny window: minWindow/2", 5, 40, minWindow / 2},
+		{"a small estimate: minWindow/2", 200, 4, minWindow / 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 40, Min: 1, Max: 1000}, gradientStep)
+			a.started = true
+			a.est, a.capEst, a.noise = tt.est, tt.est-1, 0.5
+			a.startProbe(&windowStats{n: tt.n, target: 1, baseSE: 0.3, winSE: 0.5}, true)
+			if a.probe.phase != probeRunning || !a.probe.up {
+				t.Fatalf("no probe above running: %+v", a.probe)
+			}
+			if got := a.probe.want - a.probe.ramp; got != tt.after {
+				t.Fatalf("the probe takes %d tickets past its ramp of %d, want %d", got, a.probe.ramp, tt.after)
+			}
+		})
+	}
+}
