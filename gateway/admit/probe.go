@@ -12,16 +12,20 @@ const (
 )
 
 // probeAboveRoundTrips bounds a probe above the limit, past its ramp, to
-// this many round trips of calls (of the estimate). Bounded by the last
-// window's sample count alone, a probe after a long window stayed above
-// the limit for several round trips (traced: 200 ms, σ 0.5, 3×16 queueing
-// slots, a node lost: 97 calls, 4.5 service times, and the loss phase
-// settled after 39.6 of them). One round trip was too few samples where
-// the service time spreads most: the guard's cell (1 s, σ 0.9, 3×24
-// queueing slots, 3× offered) read 0.948 of the capacity over 10 seeds
-// (want ≥ 0.95); with 1.5 it reads 0.951, as with 2 and 3. On the matrix
-// (seeds 1–3) 1 round trip met every criterion in 932 cell-seeds, 1.5 in
-// 930, 2 in 920.
+// this many round trips of calls (of the estimate), or minWindow calls
+// where that is more. Bounded by the last window's sample count alone, a
+// probe after a long window stayed above the limit for several round
+// trips (traced: 200 ms, σ 0.5, 3×16 queueing slots, a node lost: 97
+// calls, 4.5 service times, and the loss phase settled after 39.6 of
+// them). One round trip was too few samples where the service time
+// spreads most: the guard's cell (1 s, σ 0.9, 3×24 queueing slots, 3×
+// offered) read 0.948 of the capacity over 10 seeds (want ≥ 0.95); 1.5
+// reads 0.951, as 2 and 3 do. Below minWindow calls the slope test could
+// not tell a small backend's room from its noise: at limit 9 over 8 slots
+// (500 ms, σ 0.7, 4×8 slots cut to a quarter and back, held-out seed 1)
+// probes above of 16 calls read no room for 64 service times after the
+// slots came back, and the return's fill fell to 0.451 (0.945 with a
+// window's count; 0.948 with minWindow).
 const probeAboveRoundTrips = 1.5
 
 // prober is one baseline probe in progress.
@@ -194,10 +198,10 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 		// any, behind the requests already in flight, so from the next
 		// ticket on every request sees the raised concurrency. The rest is
 		// judged against the last window: as many samples as it had, but
-		// at most probeAboveRoundTrips round trips' (of the estimate) and
-		// at least minWindow/2.
+		// at most probeAboveRoundTrips round trips' (of the estimate) or
+		// minWindow, whichever is more, and at least minWindow/2.
 		ramp = max(lim-int(a.est+0.5), 1)
-		kind, want = cohortUp, ramp+max(min(s.n, int(probeAboveRoundTrips*a.est+0.5)), minWindow/2)
+		kind, want = cohortUp, ramp+max(min(s.n, max(int(probeAboveRoundTrips*a.est+0.5), minWindow)), minWindow/2)
 	}
 	a.ring.push(from, from+uint64(min(want, maxCohort)), kind).off = a.kindOff
 	a.probe = prober{phase: probeRunning, limit: lim, from: from, want: min(want, maxCohort), ramp: min(ramp, maxCohort/2), urgent: a.urgent, up: up}

@@ -40,7 +40,8 @@ func TestDueUp(t *testing.T) {
 
 // TestProbeAboveIsBoundedInRoundTrips: past its ramp a probe above takes
 // the last window's sample count, at most probeAboveRoundTrips round
-// trips' (of the estimate) and at least minWindow/2.
+// trips' (of the estimate) or minWindow, whichever is more, and at least
+// minWindow/2.
 func TestProbeAboveIsBoundedInRoundTrips(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -49,9 +50,10 @@ func TestProbeAboveIsBoundedInRoundTrips(t *testing.T) {
 		after int // tickets past the ramp
 	}{
 		{"a long window: 1.5 round trips", 200, 40, 60},
-		{"a short window: its count", 50, 40, 50},
+		{"a shorter window: its count", 50, 40, 50},
 		{"a tiny window: minWindow/2", 5, 40, minWindow / 2},
-		{"a small estimate: minWindow/2", 200, 4, minWindow / 2},
+		{"a small estimate, a long window: minWindow", 200, 4, minWindow},
+		{"a small estimate, a short window: its count", 20, 4, 20},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 40, Min: 1, Max: 1000}, gradientStep)
