@@ -156,7 +156,7 @@ type adaptive struct {
 	base       float64         // guarded by mu; the baseline statistic, seconds; 0 until known
 	baseVar    float64         // guarded by mu; its variance, s²
 	baseX      float64         // guarded by mu; the throughput when the baseline last moved, requests/s
-	fastFrom   [2]float64      // guarded by mu; the baseline and throughput a window read faster moved from, the capacity kept in requests, until the urgent probe it asked ends (zero: none)
+	fastFrom   [2]float64      // guarded by mu; the baseline and throughput before a window that read the backend faster (its capacity kept in requests) became the baseline; cleared when the urgent probe it asked ends (zero: none)
 	baseSW     float64         // guarded by mu; the baseline samples' winsorized deviation, seconds; 0: unknown
 	noise      float64         // guarded by mu; smoothed variance of a window's own queue error, requests²
 	x          float64         // guarded by mu; throughput, requests/s

@@ -372,17 +372,18 @@ func (a *adaptive) queueBase() (base, variance float64, framed bool) {
 // judgeFromBeforeFaster runs when the urgent probe after a window that
 // read the backend faster (see rebase) has been judged: base and capEst
 // are the baseline and capacity before the probe was judged, from the
-// baseline and throughput before that window. The capacity kept in requests was measured against
-// the baseline before the window, and a window that ran while the speed
-// changed reads between the two speeds. A probe that reads the rest of
-// the speed-up moves the baseline again; judged against that window
-// alone, its throughput had not grown and the capacity shifted with the
-// baseline, though nothing had been measured against the window's reading
-// (traced: 500 ms, σ 0.7, 4×8 queueing slots at 5× offered, 3× slower and
-// back, seed 3, probes above bounded to 1.5 round trips — the window read
-// 0.42 s against 0.68 as the throughput grew from 22 to 52 a second, the
-// probe 0.23 s, the capacity 30.7 shifted to 21.5; the return's fill
-// 0.691). Judged from the baseline before the window, the capacity stays.
+// baseline and throughput before that window. The capacity kept in
+// requests was measured against the baseline before the window, and a
+// window that ran while the speed changed reads between the two speeds.
+// A probe that reads the rest of the speed-up moves the baseline again;
+// judged against that window alone, its throughput had not grown and the
+// capacity shifted with the baseline, though nothing had been measured
+// against the window's reading (traced: 500 ms, σ 0.7, 4×8 queueing
+// slots at 5× offered, 3× slower and back, seed 3, probes above bounded
+// to 1.5 round trips — the window read 0.42 s against 0.68 as the
+// throughput grew from 22 to 52 a second, the probe 0.23 s, the capacity
+// 30.7 shifted to 21.5; the return's fill 0.691). Judged from the
+// baseline before the window, the capacity stays.
 func (a *adaptive) judgeFromBeforeFaster(from [2]float64, base, capEst float64) {
 	if a.base < base && a.spedUp(a.base, from[0], from[1], a.x) {
 		a.capEst = math.Max(a.capEst, capEst)
