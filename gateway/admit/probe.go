@@ -106,7 +106,7 @@ func (a *adaptive) startUp(co *cohort) {
 		a.fixSE(&b)
 		hi = next
 	}
-	a.setBase(b.stat, b.se*b.se)
+	a.setBase(b.stat, b.se*b.se, b.sw)
 	a.pool.reset()
 	start := *co
 	start.to = start.from + uint64(hi)
@@ -382,10 +382,20 @@ func (a *adaptive) askedStats(co *cohort) windowStats {
 // queue would be gone at its depth, and its spread grew with its level (a
 // slowdown lengthens every request by the same factor, so the spread
 // scales; a queue left by others adds about the same wait to every
-// request, so the spread stays).
+// request, so the spread stays) or the backend refuses rather than
+// queueing.
 func (a *adaptive) slower(s *windowStats, z float64) bool {
 	if s.stat <= a.base+congestionZ*z {
 		return false
+	}
+	if a.refusing {
+		// A backend that refuses at its capacity keeps no queue, its own
+		// or other gateways': a reading above the baseline below the
+		// capacity is a slowdown, whatever the spread of a few samples
+		// says (traced: 200 ms, σ 0.25, 3×64 slots answering 429 behind
+		// two gateways, 3× slower, seed 2 — a probe of 17 read 3.17 ×
+		// the baseline with 1.62 × its spread, the cut stood, P0 0.986).
+		return true
 	}
 	// The window that cut (many requests) and the probe (unless too few
 	// for a spread: a winsorized deviation of a few is mostly noise).
@@ -466,7 +476,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 			// capacity measured against the old one moves with it (see
 			// shiftBase).
 			a.pool.reset()
-			a.setBase(l.stat, l.se*l.se)
+			a.setBase(l.stat, l.se*l.se, l.sw)
 			a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}
 		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clearRoom {

@@ -95,3 +95,29 @@ func TestStartUpJumps(t *testing.T) {
 		t.Errorf("not in the slow start after the jump: the queue's growth with the next steps is what ends it")
 	}
 }
+
+// TestStartUpKeepsSpread: the start-up's baseline keeps its samples'
+// spread with its level, so that the first urgent probe that reads the
+// queue other gateways keep (the latency shifted, the spread not) is not
+// taken for a slower backend (see setBase and scaled).
+func TestStartUpKeepsSpread(t *testing.T) {
+	const limit = 12
+	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
+	tickets := takeTickets(a, limit)
+	for i, tk := range tickets {
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		a.OnSample(Sample{RTT: time.Duration(80+4*(i%6)) * time.Millisecond, Inflight: limit, Ticket: tk})
+	}
+	if a.base == 0 || a.baseSW <= 0 {
+		t.Fatalf("after the start-up: baseline %.4f s, spread %.4f s; want both measured", a.base, a.baseSW)
+	}
+	queued := windowStats{n: 40, stat: a.base + 0.05, sw: a.baseSW}
+	slowed := windowStats{n: 40, stat: 1.5 * a.base, sw: 1.5 * a.baseSW}
+	if a.scaled(&queued) {
+		t.Errorf("a reading shifted by a queue (%.4f s, spread %.4f s) passes for a slowdown's against the start-up's baseline (%.4f s, spread %.4f s)",
+			queued.stat, queued.sw, a.base, a.baseSW)
+	}
+	if !a.scaled(&slowed) {
+		t.Errorf("a reading 1.5× slower with its spread does not pass for a slowdown's")
+	}
+}
