@@ -74,6 +74,18 @@ func TestRefusedStartUpMeasures(t *testing.T) {
 	}
 }
 
+// startUpCohort returns a Gradient at initial limit limit after a
+// start-up cohort at that concurrency whose i-th call took rtt(i).
+func startUpCohort(t *testing.T, limit int, rtt func(i int) time.Duration) *adaptive {
+	t.Helper()
+	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
+	for i, tk := range takeTickets(a, limit) {
+		clk.t = clk.t.Add(10 * time.Millisecond)
+		a.OnSample(Sample{RTT: rtt(i), Inflight: limit, Ticket: tk})
+	}
+	return a
+}
+
 // TestStartUpJumps: a start-up cohort with no queue at all says the
 // capacity is at least the initial limit; the limit jumps at once to
 // 1/startShare of it, the most the start-up's baseline allows for.
@@ -82,12 +94,7 @@ func TestRefusedStartUpMeasures(t *testing.T) {
 // about six service times below it.
 func TestStartUpJumps(t *testing.T) {
 	const limit = 12
-	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
-	tickets := takeTickets(a, limit)
-	for i, tk := range tickets {
-		clk.t = clk.t.Add(10 * time.Millisecond)
-		a.OnSample(Sample{RTT: time.Duration(90+i) * time.Millisecond, Inflight: limit, Ticket: tk})
-	}
+	a := startUpCohort(t, limit, func(i int) time.Duration { return time.Duration(90+i) * time.Millisecond })
 	if want := int(limit / startShare); a.Limit() != want {
 		t.Errorf("limit %d after a start-up cohort of %d with no queue, want %d", a.Limit(), limit, want)
 	}
@@ -101,13 +108,7 @@ func TestStartUpJumps(t *testing.T) {
 // queue other gateways keep (the latency shifted, the spread not) is not
 // taken for a slower backend (see setBase and scaled).
 func TestStartUpKeepsSpread(t *testing.T) {
-	const limit = 12
-	a, clk := newAdaptiveForTest(t, LimiterConfig{Algorithm: AlgoGradient, Limit: limit, Min: 1, Max: 1000})
-	tickets := takeTickets(a, limit)
-	for i, tk := range tickets {
-		clk.t = clk.t.Add(10 * time.Millisecond)
-		a.OnSample(Sample{RTT: time.Duration(80+4*(i%6)) * time.Millisecond, Inflight: limit, Ticket: tk})
-	}
+	a := startUpCohort(t, 12, func(i int) time.Duration { return time.Duration(80+4*(i%6)) * time.Millisecond })
 	if a.base == 0 || a.baseSW <= 0 {
 		t.Fatalf("after the start-up: baseline %.4f s, spread %.4f s; want both measured", a.base, a.baseSW)
 	}
