@@ -34,7 +34,7 @@ func (a *adaptive) rebase(s *windowStats) {
 		capEst, faster := a.capEst, a.spedUp(s.stat, a.base, a.last.x, s.x)
 		from := [2]float64{a.base, a.baseX}
 		a.pool.reset()
-		a.setBase(s.stat, s.se*s.se, s.sw)
+		a.setBase(s.stat, s.se*s.se)
 		if faster {
 			a.capEst = capEst
 		} else if a.capEst > 0 {
@@ -72,21 +72,13 @@ func (a *adaptive) rebase(s *windowStats) {
 	}
 }
 
-// setBase moves the baseline to v, of variance variance, measured by
-// samples whose winsorized deviation is sw. The spread is kept with the
-// level: without it (0: unknown) every reading above the baseline passes
-// for a slowdown's (see scaled), and an urgent probe that read the queue
-// other gateways keep was taken for a slower backend (traced: 200 ms,
-// σ 0.25, 3×64 queueing slots behind three gateways, a node lost, seed 1 —
-// the start-up's baselines of 0.151–0.161 s replaced by 0.218–0.270 s, the
-// summed limit 1.34 × the slots through the loss).
-func (a *adaptive) setBase(v, variance, sw float64) {
+func (a *adaptive) setBase(v, variance float64) {
 	if debugBase != nil {
 		debugBase(a, v, variance)
 	}
 	a.shiftBase(v)
 	a.baseVar = variance
-	a.baseSW = sw
+	a.baseSW = 0
 	a.forgetDoubt()
 }
 

@@ -106,7 +106,7 @@ func (a *adaptive) startUp(co *cohort) {
 		a.fixSE(&b)
 		hi = next
 	}
-	a.setBase(b.stat, b.se*b.se, b.sw)
+	a.setBase(b.stat, b.se*b.se)
 	a.pool.reset()
 	start := *co
 	start.to = start.from + uint64(hi)
@@ -376,6 +376,37 @@ func (a *adaptive) askedStats(co *cohort) windowStats {
 	return s
 }
 
+// slower reports whether a probe below the capacity (see startProbe:
+// urgent) shows a slower backend rather than the queue the cut before it
+// assumed: its latency reads significantly above the baseline although a
+// queue would be gone at its depth, and its spread grew with its level (a
+// slowdown lengthens every request by the same factor, so the spread
+// scales; a queue left by others adds about the same wait to every
+// request, so the spread stays).
+func (a *adaptive) slower(s *windowStats, z float64) bool {
+	if s.stat <= a.base+congestionZ*z {
+		return false
+	}
+	// The window that cut (many requests) and the probe (unless too few
+	// for a spread: a winsorized deviation of a few is mostly noise).
+	return a.scaled(&a.last) && (s.n < minWindow/4 || a.scaled(s))
+}
+
+// suspectAbove reports whether a probe that read above the baseline is
+// held in doubt rather than believed (see endProbe): until probeRejects in
+// a row have, and the first after the start-up only when its spread did
+// not grow with its level.
+func (a *adaptive) suspectAbove(s *windowStats) bool {
+	return a.suspect < probeRejects && (a.pool.count > 1 || !a.scaled(s))
+}
+
+// scaled reports whether s's spread grew with its level over the
+// baseline's, as a slowdown's does (see slower); true when either spread
+// is unknown.
+func (a *adaptive) scaled(s *windowStats) bool {
+	return a.baseSW <= 0 || s.sw <= 0 || s.sw/a.baseSW >= 1+slopeShare*(s.stat/a.base-1)
+}
+
 // endProbeUp judges a probe above the limit by the slope of the queue:
 // between the last window and the probe's, a queue grows by every request
 // added (slope 1) while the backend is full, and not at all while it has
@@ -435,7 +466,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 			// capacity measured against the old one moves with it (see
 			// shiftBase).
 			a.pool.reset()
-			a.setBase(l.stat, l.se*l.se, l.sw)
+			a.setBase(l.stat, l.se*l.se)
 			a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		}
 		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clearRoom {
