@@ -205,6 +205,7 @@ type adaptive struct {
 	climbAt    int             // guarded by mu; which of climbBuf holds last's samples
 	refBelow   bool            // guarded by mu; the slow start's step showed climbBuf[climbAt] below the capacity: pool it
 	stepAt     uint64          // guarded by mu; the first ticket admitted after the slow start's last step
+	slowerRef  slowerProbe     // guarded by mu; the urgent probe that read the backend slower, until the next probe below ends (limit 0: none)
 }
 
 // stepFunc returns the limit after a conclusive window in steady state.

@@ -220,8 +220,8 @@ func (a *adaptive) startProbe(s *windowStats, up bool) {
 // cut; well above it (see slower), the backend got slower, its statistic
 // is the new baseline and the limit returns.
 func (a *adaptive) endProbe(co *cohort) {
-	urgent, restore, underCeil, fastFrom := a.probe.urgent, a.restore, a.underCeil, a.fastFrom
-	a.probe, a.restore, a.underCeil, a.fastFrom = prober{}, 0, 0, [2]float64{}
+	urgent, restore, underCeil, fastFrom, lim, ref := a.probe.urgent, a.restore, a.underCeil, a.fastFrom, a.probe.limit, a.slowerRef
+	a.probe, a.restore, a.underCeil, a.fastFrom, a.slowerRef = prober{}, 0, 0, [2]float64{}, slowerProbe{}
 	a.since = 0
 	w := &a.scratch[0]
 	w.reset()
@@ -250,6 +250,10 @@ func (a *adaptive) endProbe(co *cohort) {
 	if fastFrom[1] > 0 {
 		defer a.judgeFromBeforeFaster(fastFrom, a.base, a.capEst)
 	}
+	if ref.contradicted(lim, &s) { // the slower reading was a queue's
+		a.changedBase(co, s.stat)
+		return
+	}
 	switch {
 	case a.pool.n == 0:
 		a.learnKinds(co, 0, co.size(), true)
@@ -277,6 +281,7 @@ func (a *adaptive) endProbe(co *cohort) {
 		a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
 		a.climb, a.short, a.slowStart = 0, 0, false
 		a.every = probeMinEvery
+		a.slowerRef = slowerProbe{limit: lim, stat: s.stat, se: s.se}
 		a.returnUnder(underCeil)
 	case s.stat > a.base+congestionZ*z && a.suspectAbove(&s):
 		// Above the baseline: the probe may have run above a capacity
