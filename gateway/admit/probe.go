@@ -223,12 +223,8 @@ func (a *adaptive) endProbe(co *cohort) {
 	urgent, restore, underCeil, fastFrom, lim, ref := a.probe.urgent, a.restore, a.underCeil, a.fastFrom, a.probe.limit, a.slowerRef
 	a.probe, a.restore, a.underCeil, a.fastFrom, a.slowerRef = prober{}, 0, 0, [2]float64{}, slowerProbe{}
 	a.since = 0
-	w := &a.scratch[0]
-	w.reset()
-	w.addRange(co, 0, co.size())
-	w.rts = 1
-	s := w.stats(a.cfg.keep(), 0)
-	a.fixSE(&s)
+	a.scratch[0].reset()
+	s := a.probeStats(&a.scratch[0], co, 0)
 	defer a.store()
 	if debugProbe != nil {
 		debugProbe(a, s.n, s.stat, s.se)
@@ -373,8 +369,13 @@ func (a *adaptive) askAgain(co *cohort, s *windowStats, z, restore float64) bool
 // askedStats returns the statistic of an urgent probe asked again: its
 // samples and those of the earlier probes of the same question.
 func (a *adaptive) askedStats(co *cohort) windowStats {
-	w := a.poolWindow(&a.asking)
-	w.addRange(co, 0, co.size())
+	return a.probeStats(a.poolWindow(&a.asking), co, 0)
+}
+
+// probeStats adds co's samples from its from-th ticket on to w and
+// returns w's statistic as a probe's: one round trip.
+func (a *adaptive) probeStats(w *window, co *cohort, from int) windowStats {
+	w.addRange(co, from, co.size())
 	w.rts = 1
 	s := w.stats(a.cfg.keep(), 0)
 	a.fixSE(&s)
@@ -426,10 +427,7 @@ func (a *adaptive) endProbeUp(co *cohort) {
 	// Past its first round trip, which ramps the concurrency up.
 	w := &a.scratch[0]
 	w.reset()
-	w.addRange(co, ramp, co.size())
-	w.rts = 1
-	s := w.stats(a.cfg.keep(), 0)
-	a.fixSE(&s)
+	s := a.probeStats(w, co, ramp)
 	s.x = a.throughput()
 	a.estimate(&s)
 	l := a.last
