@@ -324,11 +324,17 @@ func (a *adaptive) store() {
 	if a.probe.phase == probeRunning {
 		return
 	}
+	a.limit.Store(a.restingLimit())
+}
+
+// restingLimit is the limit outside probes: the estimate under the
+// refusal's ceiling, if any. Guarded by mu.
+func (a *adaptive) restingLimit() int64 {
 	l := a.est
 	if a.ceil > 0 {
 		l = math.Min(l, a.ceil)
 	}
-	a.limit.Store(int64(math.Max(1, l+0.5)))
+	return int64(math.Max(1, l+0.5))
 }
 
 // estimateLimit returns the limit outside probes and whether a probe

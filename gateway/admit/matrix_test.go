@@ -369,7 +369,8 @@ func TestLimiterMatrix(t *testing.T) {
 // gateway at 200 ms, LEVEE_MATRIX=dev a few cells shaped by OFFERED, INIT,
 // GW, CHANGE, REJECT and STREAM on three seeds; LEVEE_MATRIX_SEED picks
 // another seed (default 1); LEVEE_MATRIX_ALL=1 prints every cell, not only
-// the failing ones and the summary.
+// the failing ones and the summary; LEVEE_MATRIX_TRACE=estimate judges the
+// settle and the CV on the limit outside probes (see traceEstimate).
 func BenchmarkLimiterMatrix(b *testing.B) {
 	keepOverride = envF("KEEP", 0)
 	defer sim429FromEnv()()

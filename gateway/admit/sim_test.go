@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"time"
 
@@ -387,7 +388,7 @@ func runSim(c simCell) (*simResult, error) {
 		case evTick:
 			l := 0
 			for i := range s.gws {
-				l += s.gws[i].bh.Limiter().Limit()
+				l += tracedLimit(s.gws[i].bh.Limiter())
 			}
 			if debugTick != nil {
 				debugTick(s)
@@ -969,6 +970,24 @@ func (s *sim) finish(mults []float64) {
 }
 
 // adaptiveOf returns l's adaptive machinery, or nil.
+// traceEstimate, set by LEVEE_MATRIX_TRACE=estimate, traces each
+// adaptive limiter's estimate as the limit outside probes would be, in
+// place of its limit: a diagnostic of how much of the settle and the CV
+// the probes' excursions cost. The gateways admit as always, so fill, P0
+// and goodput read the same.
+var traceEstimate = os.Getenv("LEVEE_MATRIX_TRACE") == "estimate"
+
+// tracedLimit is what the simulation's limit trace records for l.
+func tracedLimit(l Limiter) int {
+	a := adaptiveOf(l)
+	if a == nil || !traceEstimate {
+		return l.Limit()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return int(a.restingLimit())
+}
+
 func adaptiveOf(l Limiter) *adaptive {
 	switch v := l.(type) {
 	case *Gradient:
