@@ -164,6 +164,7 @@ type adaptive struct {
 	xAt        time.Time       // guarded by mu
 	capEst     float64         // guarded by mu; the capacity estimate, requests (Gradient); 0 until observed
 	capVar     float64         // guarded by mu; its variance
+	climbVar   float64         // guarded by mu; the variance of the last climb's step, (step/2)², until a window weighs it (filter, or a change)
 	climb      int             // guarded by mu; windows climbing in a row
 	partial    bool            // guarded by mu; the window just judged held the slow start's last step only in part: last stays the step's reference
 	climbWait  bool            // guarded by mu; the slow start just stepped: a window admitted mostly below the new limit waits for the next (once)
