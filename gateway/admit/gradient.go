@@ -133,19 +133,7 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 			step := math.Max(math.Max(s.winSE, 1), climbStep*a.capEst) * float64(int(1)<<min(a.climb-1, maxClimbShift))
 			limit := maxClimb*a.capEst + 1
 			a.slowStart = slow
-			a.capEst = math.Max(a.capEst, c) + math.Min(step, limit)
-			// The step is a guess, not a measurement: the capacity lies
-			// somewhere in it, so the window that next reads a queue
-			// weighs against it as against a standard error of half the
-			// step. Weighed with the filter's variance alone, the
-			// windows after an overshoot moved it a quarter to a half of
-			// the way back each (traced: 200 ms, σ 0.25, 3×4 queueing
-			// slots, a node's return: the estimate climbed to 15.6 over
-			// 12 slots and came down 0.2–0.6 of a request a window; the
-			// limit outside probes sat above the settle band for about
-			// 10 service times, and the return settled in 21 of them,
-			// against 13.7 with the step's variance).
-			a.climbVar = math.Pow(math.Min(step, limit)/2, 2)
+			a.stepUp(c, math.Min(step, limit))
 			a.climbWait = slow
 			a.stepAt = a.tickets.Load()
 			a.capVar = math.Max(a.capVar, r)
@@ -238,6 +226,22 @@ func (a *adaptive) growthSinceLast(s *windowStats) (excess, noise, step float64,
 		lq = 0 // s's queue is measured from l's statistic (see queueBase)
 	}
 	return s.queue - lq - slopeShare*step, noise, step, true
+}
+
+// stepUp takes a climb's step from the capacity c a window read (or the
+// estimate, if higher). The step is a guess, not a measurement: the
+// capacity lies somewhere in it, so the window that next weighs the
+// capacity does so against a standard error of half the step
+// (climbVar). Weighed with the filter's variance alone, the windows
+// after an overshoot moved the estimate a quarter to a half of the way
+// back each (traced: 200 ms, σ 0.25, 3×4 queueing slots, a node's
+// return: the estimate climbed to 15.6 over 12 slots and came down
+// 0.2–0.6 of a request a window; the limit outside probes sat above the
+// settle band for about 10 service times, and the return settled in 21
+// of them, against 13.7 with the step's variance).
+func (a *adaptive) stepUp(c, step float64) {
+	a.capEst = math.Max(a.capEst, c) + step
+	a.climbVar = step * step / 4
 }
 
 // filter merges an observation c of the capacity, of variance r; a
