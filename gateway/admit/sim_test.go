@@ -969,7 +969,6 @@ func (s *sim) finish(mults []float64) {
 	}
 }
 
-// adaptiveOf returns l's adaptive machinery, or nil.
 // traceEstimate, set by LEVEE_MATRIX_TRACE=estimate, traces each
 // adaptive limiter's estimate as the limit outside probes would be, in
 // place of its limit: a diagnostic of how much of the settle and the CV
@@ -988,6 +987,7 @@ func tracedLimit(l Limiter) int {
 	return int(a.restingLimit())
 }
 
+// adaptiveOf returns l's adaptive machinery, or nil.
 func adaptiveOf(l Limiter) *adaptive {
 	switch v := l.(type) {
 	case *Gradient:
