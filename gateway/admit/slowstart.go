@@ -14,7 +14,6 @@ import "math"
 // 3×64 slots: 0.95 of the static semaphore's, against 0.98 from a start at
 // the capacity).
 func (a *adaptive) slowStartFrom(b *windowStats) {
-	n0 := a.est
 	a.capEst, a.capVar = a.est/startShare, b.se*b.se*a.x*a.x
 	a.est = clampF(a.capEst, a.cfg.Min, a.cfg.Max)
 	a.short = 2 * climbAfter
@@ -33,7 +32,6 @@ func (a *adaptive) slowStartFrom(b *windowStats) {
 	a.startWin.x = a.throughput()
 	a.estimate(&a.startWin)
 	a.store()
-	a.armJump(n0, a.now())
 }
 
 // climbSamples holds a window's samples while the slow start climbs, so
