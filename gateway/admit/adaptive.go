@@ -207,6 +207,10 @@ type adaptive struct {
 	refBelow   bool            // guarded by mu; the slow start's step showed climbBuf[climbAt] below the capacity: pool it
 	stepAt     uint64          // guarded by mu; the first ticket admitted after the slow start's last step
 	slowerRef  slowerProbe     // guarded by mu; the urgent probe that read the backend slower, until the next probe below ends (limit 0: none)
+	jump       jumpCheck       // guarded by mu; the start-up's jump, judged by the throughput (see jumpCheck)
+	done       uint64          // guarded by mu; calls completed (not refused), ever
+	released   uint64          // guarded by mu; samples released, ever: tickets − released are in flight
+	sawStream  bool            // guarded by mu; a stream's first token was reported (see OnLatency)
 }
 
 // stepFunc returns the limit after a conclusive window in steady state.

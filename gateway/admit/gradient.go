@@ -34,7 +34,8 @@ import "math"
 // 1/startShare of its initial limit (the most capacity the start-up's
 // baseline allows for), then climbs the same way by quarters until the
 // queue grows with a step; the window that shows it, or the jump's
-// overshoot, measures the capacity. Capacity that comes
+// overshoot, measures the capacity — or, sooner, the completions' rate,
+// which does not grow with an overshoot (see jumpCheck). Capacity that comes
 // back (a node, slots) is found by the probes above the limit, every
 // probeUpEvery cohorts while demand fills it (BBR's bandwidth probe): one
 // whose queue grew less than half the requests it added found room, and

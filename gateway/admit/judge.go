@@ -39,6 +39,7 @@ func (a *adaptive) OnLatency(ticket uint64, inflight int, latency time.Duration)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stalled(now)
+	a.sawStream = true
 	a.record(&Sample{RTT: latency, Latency: latency, Inflight: inflight, Ticket: ticket}, latency.Seconds(), true)
 	a.judgeReady(now)
 }
@@ -92,7 +93,9 @@ func (a *adaptive) OnSample(s Sample) {
 		a.xAt = now
 	}
 	a.stalled(now)
+	a.released++
 	if !s.Refused {
+		a.done++
 		// A call every node refused (429) did not complete: counted,
 		// refusals read as completions (one after each call doubled the
 		// throughput) and the queue, throughput × wait, with them.
@@ -130,6 +133,7 @@ func (a *adaptive) OnSample(s Sample) {
 	// back). Its ticket is counted back, unmeasured.
 	a.record(&s, lat, measured && !s.Refused)
 	a.judgeReady(now)
+	a.checkJump(now)
 }
 
 // stalled notes a sample's arrival; after a gap of more than stallGap

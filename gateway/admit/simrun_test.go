@@ -122,8 +122,11 @@ func TestSimOne(t *testing.T) {
 			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f every=%.0f since=%.0f sinceUp=%.0f\n", dbgID(a), lim, up, a.probe.urgent, a.est, a.every, a.since, a.sinceUp)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
+		debugJump = func(a *adaptive, growth, done, want float64, cut bool) {
+			fmt.Printf("%s JUMP growth=%.2f done=%.0f want=%.1f cut=%v n0=%.1f est=%.1f x0=%.1f span=%.3f\n", dbgID(a), growth, done, want, cut, a.jump.n0, a.est, a.jump.x0, a.jump.span)
+		}
 		defer func() {
-			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0 = nil, nil, nil, nil, nil, nil, nil, nil
+			debugWindow, debugBase, debugProbe, debugUp, debugProbeStart, debugStall, debugRefused, debugSimP0, debugJump = nil, nil, nil, nil, nil, nil, nil, nil, nil
 			debugWaits = nil
 		}()
 	}

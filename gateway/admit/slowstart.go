@@ -7,13 +7,15 @@ import "math"
 // initial limit, and at most 1/startShare of it, as that baseline assumes:
 // the estimate jumps there at once (the overshoot of a start at the
 // capacity, one window, measures it: a queue on nodes that queue, refusals
-// on nodes that answer 429), then climbs by quarters until the queue grows
+// on nodes that answer 429; on plain calls the completions' rate tells
+// sooner, see jumpCheck), then climbs by quarters until the queue grows
 // with a step (see Gradient). Doubling from the initial limit took a start
 // at a quarter of the capacity three steps of about two service times
 // each: 2–3 % of the goodput of a run of 160 service times (200 ms, σ 0.5,
 // 3×64 slots: 0.95 of the static semaphore's, against 0.98 from a start at
 // the capacity).
 func (a *adaptive) slowStartFrom(b *windowStats) {
+	n0 := a.est
 	a.capEst, a.capVar = a.est/startShare, b.se*b.se*a.x*a.x
 	a.est = clampF(a.capEst, a.cfg.Min, a.cfg.Max)
 	a.short = 2 * climbAfter
@@ -32,6 +34,7 @@ func (a *adaptive) slowStartFrom(b *windowStats) {
 	a.startWin.x = a.throughput()
 	a.estimate(&a.startWin)
 	a.store()
+	a.armJump(n0, a.now())
 }
 
 // climbSamples holds a window's samples while the slow start climbs, so
