@@ -20,6 +20,19 @@ func firstBack(r *simResult, truth, mean float64) (jumped bool, back float64) {
 	return jumped, math.Inf(1)
 }
 
+// runJumpChecked plays c and counts its jump checks and those that cut.
+func runJumpChecked(c simCell) (r *simResult, checked, cut int, err error) {
+	debugJump = func(a *adaptive, growth, done, want float64, cutNow bool) {
+		checked++
+		if cutNow {
+			cut++
+		}
+	}
+	defer func() { debugJump = nil }()
+	r, err = runSim(c)
+	return r, checked, cut, err
+}
+
 // TestJumpCheckEndsOvershoot: gateways that start at their share of the
 // slots see no queue and jump to four times their limit; the completions'
 // rate, which does not grow, brings the limit back within a few service
@@ -29,15 +42,7 @@ func firstBack(r *simResult, truth, mean float64) (jumped bool, back float64) {
 func TestJumpCheckEndsOvershoot(t *testing.T) {
 	for _, gw := range []int{1, 2} {
 		c := simCell{Mean: 0.2, Sigma: 0.25, Nodes: 3, Slots: 64, Offered: 3, Initial: 1, Gateways: gw, Change: "loss", Seed: 1, Algo: AlgoGradient}
-		var checked, cut int
-		debugJump = func(a *adaptive, growth, done, want float64, cutNow bool) {
-			checked++
-			if cutNow {
-				cut++
-			}
-		}
-		r, err := runSim(c)
-		debugJump = nil
+		r, checked, cut, err := runJumpChecked(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,15 +72,7 @@ func TestJumpCheckEndsOvershoot(t *testing.T) {
 func TestJumpCheckKeepsRoom(t *testing.T) {
 	for _, sigma := range []float64{0.25, 0.5, 0.9} {
 		c := simCell{Mean: 0.2, Sigma: sigma, Nodes: 3, Slots: 64, Offered: 3, Initial: 0.25, Gateways: 1, Change: "loss", Seed: 1, Algo: AlgoGradient}
-		var checked, cut int
-		debugJump = func(a *adaptive, growth, done, want float64, cutNow bool) {
-			checked++
-			if cutNow {
-				cut++
-			}
-		}
-		_, err := runSim(c)
-		debugJump = nil
+		_, checked, cut, err := runJumpChecked(c)
 		if err != nil {
 			t.Fatal(err)
 		}
