@@ -73,7 +73,8 @@ func (a *adaptive) checkJump(now time.Time) {
 		return
 	case j.phase == jumpArmed:
 		j.phase, j.from, j.done0 = jumpCounting, now, a.done
-		j.inflight = float64(a.tickets.Load() - a.released)
+		// Every release carries a ticket; should one not, no growth is read.
+		j.inflight = max(float64(a.tickets.Load())-float64(a.released), 0)
 		return
 	}
 	d := now.Sub(j.from).Seconds()
