@@ -32,6 +32,19 @@ const (
 	jumpCounting
 )
 
+// Jump check constants (dimensionless).
+const (
+	// jumpFilled: below this growth of the concurrency, demand did not
+	// fill the jump and the rate could not grow; nothing is judged.
+	jumpFilled = 1.5
+	// jumpRoomShare: a rate short of the rate before the jump plus this
+	// share of the concurrency's growth shows no room. At a growth of
+	// about 4 a start into room read 2.7–3.9 times the rate expected with
+	// none, a start at the slots 0.9–1.2 (3×16 and 3×64 slots, σ
+	// 0.25–0.9): the line at 1.75 lies between.
+	jumpRoomShare = 0.25
+)
+
 // armJump starts the jump check at the slow start's jump from limit n0.
 // The count opens a recent cut (about the service time's median) after
 // the jump, when calls that found room have begun to complete, and lasts
@@ -60,8 +73,7 @@ func (a *adaptive) armJump(n0 float64, now time.Time) {
 // a rate that did not grow by a quarter of the concurrency's growth ends
 // the slow start at the capacity the rate shows (the limit before the
 // jump × the rate's growth), and the windows start from the next ticket.
-// Not where demand did not fill the jump (the concurrency grew less than
-// 1.5×): the rate could not grow.
+// Not where demand did not fill the jump (see jumpFilled).
 func (a *adaptive) checkJump(now time.Time) {
 	j := &a.jump
 	switch {
@@ -85,14 +97,15 @@ func (a *adaptive) checkJump(now time.Time) {
 	r := j.inflight / j.n0 // the concurrency's growth
 	n := float64(a.done - j.done0)
 	e0 := j.x0 * d // the completions to expect with no room
-	// Room for a quarter of the growth would show well above this.
-	cut := r >= 1.5 && n < e0*(1+(r-1)/4)
+	cut := r >= jumpFilled && n < e0*(1+jumpRoomShare*(r-1))
 	if debugJump != nil {
 		debugJump(a, r, n, e0, cut)
 	}
 	if !cut {
 		return
 	}
+	// The capacity the rate shows, and its variance from the count's
+	// (Poisson) noise.
 	c := j.n0 * math.Max(1, n/e0)
 	a.capEst, a.capVar, a.climbVar = c, j.n0*j.n0*n/(e0*e0), 0
 	a.climb, a.short, a.upOK, a.wantUp = 0, 0, false, false
