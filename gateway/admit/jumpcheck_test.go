@@ -3,6 +3,7 @@ package admit
 import (
 	"math"
 	"testing"
+	"time"
 )
 
 // firstBack returns the mean service times from the start until the
@@ -98,6 +99,26 @@ func TestJumpCheckVoidsTheJumpsWindows(t *testing.T) {
 		}
 		if f := r.Phases[0].Fill; f < 0.95 {
 			t.Errorf("seed %d: the start's fill %.3f, want ≥ 0.95", seed, f)
+		}
+	}
+}
+
+// TestJumpCheckBoundsTheRateBefore: the rate measured at the jump is the
+// start-up's first wave, which completes together (traced: a start at 12
+// calls of 0.2 s read 122 completions a second); the count expects the
+// rate Little's law allows, the limit ÷ the cut, where that is lower.
+func TestJumpCheckBoundsTheRateBefore(t *testing.T) {
+	for _, tc := range []struct {
+		measured, want float64
+	}{
+		{measured: 122, want: 60}, // the first wave: bounded
+		{measured: 45, want: 45},  // below the bound: as measured
+	} {
+		a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 12, Min: 1, Max: 100}, gradientStep)
+		a.x, a.cutEst = tc.measured, 0.2
+		a.armJump(12, time.Unix(0, 0))
+		if a.jump.phase != jumpArmed || math.Abs(a.jump.x0-tc.want) > 1e-9 {
+			t.Errorf("measured %.0f a second: the count expects %.1f (phase %d), want %.1f", tc.measured, a.jump.x0, a.jump.phase, tc.want)
 		}
 	}
 }
