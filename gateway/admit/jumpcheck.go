@@ -40,8 +40,8 @@ const (
 	// jumpRoomShare: a rate short of the rate before the jump plus this
 	// share of the concurrency's growth shows no room. At a growth of
 	// about 4 a start into room read 2.7–3.9 times the rate expected with
-	// none, a start at the slots 0.9–1.2 (3×16 and 3×64 slots, σ
-	// 0.25–0.9): the line at 1.75 lies between.
+	// none (3×16 and 3×64 slots), a start at the slots 0.8–1.2 (3×4, 3×16
+	// and 3×64 slots; σ 0.25–0.9 for both): the line at 1.75 lies between.
 	jumpRoomShare = 0.25
 )
 
@@ -54,18 +54,16 @@ const (
 func (a *adaptive) armJump(n0 float64, now time.Time) {
 	// The rate measured so far is mostly the start-up's first wave,
 	// which completes together (traced: 3×16 slots, a start at 12: 122
-	// completions a second against the 60 of 12 calls of 0.2 s, which
-	// read a jump into room as none). Little's law bounds it: n0 calls in
-	// flight, none queued, complete n0 ÷ the mean service time a second,
-	// and the cut (about the median) is at most that mean for a
+	// completions a second against the 60 of 12 calls of 0.2 s: a jump
+	// into room then read 2.2 times the rate expected with none, near the
+	// line, against 3.4 with the bound). Little's law bounds it: n0 calls
+	// in flight, none queued, complete n0 ÷ the mean service time a
+	// second, and the cut (about the median) is at most that mean for a
 	// right-skewed service time.
-	x0 := a.x
-	if a.cutEst > 0 {
-		x0 = math.Min(x0, n0/a.cutEst)
-	}
-	if jumpCheckOff || a.kindKnown || a.sawStream || x0 <= 0 || a.cutEst <= 0 || n0 <= 0 {
+	if jumpCheckOff || a.sawStream || a.x <= 0 || a.cutEst <= 0 || n0 <= 0 {
 		return
 	}
+	x0 := math.Min(a.x, n0/a.cutEst)
 	a.jump = jumpCheck{phase: jumpArmed, n0: n0, x0: x0, from: now.Add(time.Duration(a.cutEst * 1e9)), span: math.Max(a.cutEst, minWindow/x0)}
 }
 
