@@ -118,11 +118,12 @@ type Gateway struct {
 	press      *pressure.Generator
 	lat        latencyTracker
 
-	defenses    atomic.Uint32
-	subcalls    *subcallPool  // agent sub-calls: amplification cap and bounded queue
-	nodeSignals *nodeSignals  // the model nodes' backpressure signal
-	agentSeq    atomic.Uint64 // complex agent requests seen at red
-	aiLimitRef  atomic.Int64  // configured ai limit: reference of inflight_ratio
+	defenses     atomic.Uint32
+	subcalls     *subcallPool  // agent sub-calls: amplification cap and bounded queue
+	nodeSignals  *nodeSignals  // the model nodes' backpressure signal
+	agentSeq     atomic.Uint64 // complex agent requests seen at red
+	aiLimitRef   atomic.Int64  // configured ai limit: reference of inflight_ratio
+	lastRotation atomic.Int64  // nodes in rotation last told to the limiters, ≥ 1 (see onRotation)
 
 	limMu sync.Mutex // serializes admin changes of limits and thresholds
 
@@ -172,7 +173,8 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 		g.store, g.storeCloser = st, closer
 	}
 
-	g.pool, err = upstream.New(normalizedUpstream(cfg.Upstream), append([]upstream.Option{upstream.WithLogger(g.log)}, o.upstreamOpts...)...)
+	g.lastRotation.Store(int64(len(cfg.Upstream.Nodes)))
+	g.pool, err = upstream.New(normalizedUpstream(cfg.Upstream), append([]upstream.Option{upstream.WithLogger(g.log), upstream.WithRotationHook(g.onRotation)}, o.upstreamOpts...)...)
 	if err != nil {
 		g.closeStore()
 		return nil, fmt.Errorf("gateway: %w", err)

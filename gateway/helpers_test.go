@@ -34,6 +34,7 @@ type fakeModel struct {
 	queued    atomic.Int64
 
 	status   atomic.Int32 // when non-zero, answer this status at once
+	sick     atomic.Bool  // when set, /healthz answers 503
 	arrivals atomic.Int64 // model calls received (predict + chat)
 	inflight atomic.Int64 // arrived, not yet answered (in queue or slot)
 	maxInfl  atomic.Int64
@@ -57,6 +58,10 @@ func (f *fakeModel) addr() string { return strings.TrimPrefix(f.srv.URL, "http:/
 
 func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/healthz" {
+		if f.sick.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 		return
 	}

@@ -818,10 +818,12 @@ func (s *sim) phase(i int) {
 		if back {
 			nd.up, nd.busy, nd.queue = true, 0, nil
 			s.capNow = c.Nodes * c.Slots
+			s.resized(c.Nodes-1, c.Nodes)
 			return
 		}
 		s.kill(0)
 		s.capNow = (c.Nodes - 1) * c.Slots
+		s.resized(c.Nodes, c.Nodes-1)
 	case "slow":
 		m := 3.0
 		if back {
@@ -842,6 +844,24 @@ func (s *sim) phase(i int) {
 		s.capNow = c.Nodes * sl
 	}
 }
+
+// resized tells the gateways' limiters that the nodes in rotation went
+// from from to to (the balancer knows at once).
+func (s *sim) resized(from, to int) {
+	if !simResize {
+		return
+	}
+	for i := range s.gws {
+		if rz, ok := s.gws[i].bh.Limiter().(Resizer); ok {
+			rz.Resize(from, to)
+		}
+	}
+}
+
+// simResize: the gateways tell their limiters when a node leaves or
+// rejoins the rotation (the balancer knows at once: see Resizer); tests
+// switch it off to compare.
+var simResize = true
 
 // kill SIGKILLs node ni: its requests see a reset; each is retried on
 // another node within its gateway's retry budget, else fails (no sample).

@@ -46,7 +46,7 @@ func TestSimOne(t *testing.T) {
 	if m := envF("MIXP0", 0); m > 0 {
 		c.Mix = [NumPriorities]float64{m, 0.3, 0.7 - m}
 	}
-	defer sim429FromEnv()()
+	defer simSwitchesFromEnv()()
 	keepOverride = envF("KEEP", 0)
 	defer func() { keepOverride = 0 }()
 	var cur *sim

@@ -61,6 +61,7 @@ func (p *Pool) checkAll(ctx context.Context) {
 			}
 			if was := n.up.Swap(up); was != up {
 				p.log.Info("upstream health", "node", n.addr, "up", up)
+				p.noteRotation()
 			}
 		})
 	}

@@ -82,6 +82,10 @@ type Pool struct {
 
 	retryOnRefused bool // a 429 is retried (RetryOn)
 
+	onRotation func(from, to int) // see WithRotationHook; nil: none
+	rotMu      sync.Mutex         // serializes onRotation's calls
+	rotation   int                // guarded by rotMu; nodes in rotation last reported
+
 	breakerOn atomic.Bool
 	retriesOn atomic.Bool
 
@@ -168,7 +172,9 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	p.outliers = newOutliers(cfg.Outlier, p.clock, p.nodes)
 	p.outliers.log = func(n *node, from, to EjectionState, reason string) {
 		p.log.Info("upstream outlier", "node", n.addr, "from", from.String(), "to", to.String(), "reason", reason)
+		p.noteRotation()
 	}
+	p.rotation = len(p.nodes)
 	p.outliers.setEnabled(!cfg.Outlier.Disabled)
 	return p, nil
 }
