@@ -6,7 +6,8 @@ import "math"
 // backends serving it: a node out of rotation (dead, ejected) or back in
 // it. The balancer knows at once; the latency shows a loss only once the
 // survivors' queue has grown, and a return only to a probe above the
-// limit. Resize never blocks on the request path and never allocates.
+// limit. Resize holds the limiter's lock briefly, as OnSample does, and
+// never allocates.
 type Resizer interface {
 	// Resize reports that the backends serving the limiter went from
 	// from to to (both ≥ 1; other values are ignored).
