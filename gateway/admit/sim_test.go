@@ -31,6 +31,7 @@ type simCell struct {
 	Sigma    float64 // lognormal sigma of the service time
 	Nodes    int
 	Slots    int     // per node
+	Node0    float64 // node 0's slots × Slots (0: as the others); node 0 is the one a loss takes
 	Reject   bool    // a full node answers 429 at once (else it queues, FIFO)
 	Offered  float64 // arrival rate × the initial capacity
 	Initial  float64 // initial limit × the true capacity (each gateway: its share)
@@ -46,12 +47,40 @@ type simCell struct {
 	Algo     string // gradient, aimd, static (the static limit is the true capacity)
 }
 
+// nodeSlots returns node i's slots.
+func (c simCell) nodeSlots(i int) int {
+	if i == 0 && c.Node0 > 0 {
+		return max(1, int(c.Node0*float64(c.Slots)+0.5))
+	}
+	return c.Slots
+}
+
+// slotsWith returns the slots of the nodes, node 0 left out unless with0,
+// each cut to a quarter when quarter.
+func (c simCell) slotsWith(with0, quarter bool) int {
+	n := 0
+	for i := range c.Nodes {
+		if i == 0 && !with0 {
+			continue
+		}
+		sl := c.nodeSlots(i)
+		if quarter {
+			sl = max(1, sl/4)
+		}
+		n += sl
+	}
+	return n
+}
+
 func (c simCell) String() string {
 	over := "queue"
 	if c.Reject {
 		over = "429"
 	}
 	s := fmt.Sprintf("mean=%s σ=%.2g %d×%d %s offered=%.1f× init=%.2g× gw=%d", fmtSeconds(c.Mean), c.Sigma, c.Nodes, c.Slots, over, c.Offered, c.Initial, c.Gateways)
+	if c.Node0 > 0 {
+		s += fmt.Sprintf(" node0=%d", c.nodeSlots(0))
+	}
 	if c.Change != "" {
 		s += " change=" + c.Change
 		if c.ChangeAt > 0 {
@@ -290,10 +319,10 @@ func runSim(c simCell) (*simResult, error) {
 	}
 	s.res.Cell = c
 	s.res.Outcomes = map[string]int{}
-	truth := c.Nodes * c.Slots
+	truth := c.slotsWith(true, false)
 	s.nodes = make([]simNode, c.Nodes)
 	for i := range s.nodes {
-		s.nodes[i] = simNode{up: true, slots: c.Slots, mult: 1}
+		s.nodes[i] = simNode{up: true, slots: c.nodeSlots(i), mult: 1}
 	}
 	s.capNow = truth
 	clock := upstream.ClockFunc(func() time.Time { return time.Unix(0, 0).Add(time.Duration(s.now * 1e9)) })
@@ -364,9 +393,9 @@ func runSim(c simCell) (*simResult, error) {
 	s.res.TraceStep = simTick * s.mean
 	minCap := truth
 	if c.Change == "loss" {
-		minCap = truth - c.Slots
+		minCap = c.slotsWith(false, false)
 	} else if c.Change == "slots" {
-		minCap = c.Nodes * max(1, c.Slots/4)
+		minCap = c.slotsWith(true, true)
 	}
 	s.res.P0Demand = c.Mix[P0] * rate * s.mean / float64(minCap)
 	if c.Change == "slow" {
@@ -817,12 +846,12 @@ func (s *sim) phase(i int) {
 		nd := &s.nodes[0]
 		if back {
 			nd.up, nd.busy, nd.queue = true, 0, nil
-			s.capNow = c.Nodes * c.Slots
+			s.capNow = c.slotsWith(true, false)
 			s.resized(c.Nodes-1, c.Nodes)
 			return
 		}
 		s.kill(0)
-		s.capNow = (c.Nodes - 1) * c.Slots
+		s.capNow = c.slotsWith(false, false)
 		s.resized(c.Nodes, c.Nodes-1)
 	case "slow":
 		m := 3.0
@@ -833,15 +862,15 @@ func (s *sim) phase(i int) {
 			s.nodes[j].mult = m
 		}
 	case "slots":
-		sl := max(1, c.Slots/4)
-		if back {
-			sl = c.Slots
-		}
 		for j := range s.nodes {
+			sl := max(1, c.nodeSlots(j)/4)
+			if back {
+				sl = c.nodeSlots(j)
+			}
 			s.nodes[j].slots = sl
 			s.nextAt(j)
 		}
-		s.capNow = c.Nodes * sl
+		s.capNow = c.slotsWith(true, !back)
 	}
 }
 
@@ -908,13 +937,14 @@ func (s *sim) finish(mults []float64) {
 	res := &s.res
 	res.Trace = s.lat
 	start := 0.0
-	truths := []int{c.Nodes * c.Slots}
+	all := c.slotsWith(true, false)
+	truths := []int{all}
 	if c.Change == "loss" {
-		truths = append(truths, (c.Nodes-1)*c.Slots, c.Nodes*c.Slots)
+		truths = append(truths, c.slotsWith(false, false), all)
 	} else if c.Change == "slots" {
-		truths = append(truths, c.Nodes*max(1, c.Slots/4), c.Nodes*c.Slots)
+		truths = append(truths, c.slotsWith(true, true), all)
 	} else if c.Change != "" {
-		truths = append(truths, c.Nodes*c.Slots, c.Nodes*c.Slots)
+		truths = append(truths, all, all)
 	}
 	times := s.latT
 	for k, end := range s.phaseEnd {
