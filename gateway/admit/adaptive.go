@@ -198,7 +198,7 @@ type adaptive struct {
 	scratch    [2]window       // guarded by mu; windows for one-off statistics
 	swEst      float64         // guarded by mu; recent windows' winsorized deviation, seconds
 	lastAt     time.Time       // guarded by mu; the last sample's arrival
-	voidTo     uint64          // guarded by mu; cohorts with tickets below it saw a stall: not judged
+	voidTo     uint64          // guarded by mu; cohorts with tickets below it are not judged (see voidWindows)
 	ceilPeak   int             // guarded by mu; the most requests in flight a sample saw since the ceiling last lifted (see liftCeil)
 	asked      int             // guarded by mu; times the urgent probe's question was asked again (see askAgain); while > 0 the windows leave the estimate alone
 	asking     basePool        // guarded by mu; the samples of the question's earlier probes

@@ -148,8 +148,7 @@ func (a *adaptive) stalled(now time.Time) {
 	if debugStall != nil {
 		debugStall(a, now.Sub(last).Seconds())
 	}
-	a.voidTo = a.tickets.Load()
-	a.win.reset()
+	a.voidWindows()
 	a.cut.armed = false
 	// Throughput is measured afresh (until then no stall is told).
 	a.x, a.xCount, a.xAt = 0, 0, now
@@ -160,6 +159,15 @@ func (a *adaptive) stalled(now time.Time) {
 		a.probe = prober{}
 		a.store()
 	}
+}
+
+// voidWindows sets aside what was admitted so far: the cohorts with
+// tickets below the next one are not judged (a stall, the start-up's
+// jump, a change in the nodes serving the limiter), and the open window
+// starts afresh. Guarded by mu.
+func (a *adaptive) voidWindows() {
+	a.voidTo = max(a.voidTo, a.tickets.Load())
+	a.win.reset()
 }
 
 // expectedRate returns the completions per second to expect now: the

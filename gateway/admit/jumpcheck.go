@@ -112,8 +112,7 @@ func (a *adaptive) checkJump(now time.Time) {
 	// queue: the check judged them. Windows start from the next ticket,
 	// which the limit admits only once the gateway's share of that queue
 	// has drained below it.
-	a.voidTo = max(a.voidTo, a.tickets.Load())
-	a.win.reset()
+	a.voidWindows()
 	a.est = clampF(c+a.target(&windowStats{baseSE: a.x * math.Sqrt(a.baseVar)}), a.cfg.Min, a.cfg.Max)
 	a.store()
 }

@@ -54,8 +54,7 @@ func (a *adaptive) Resize(from, to int) {
 	// windows and cohorts are void, neither the last window nor the
 	// start-up's is a reference for the next window's slope or a probe
 	// above, and a probe running now ends.
-	a.voidTo = a.tickets.Load()
-	a.win.reset()
+	a.voidWindows()
 	a.last.n, a.startWin.n = 0, 0
 	a.cut.armed = false
 	a.jump = jumpCheck{}

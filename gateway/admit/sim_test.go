@@ -287,7 +287,6 @@ type sim struct {
 	lat      []float64    // limit trace
 	latT     []float64    // its times
 	phaseEnd []float64
-	capNow   int
 	frozen   float64 // the gateways are frozen until then
 }
 
@@ -324,7 +323,6 @@ func runSim(c simCell) (*simResult, error) {
 	for i := range s.nodes {
 		s.nodes[i] = simNode{up: true, slots: c.nodeSlots(i), mult: 1}
 	}
-	s.capNow = truth
 	clock := upstream.ClockFunc(func() time.Time { return time.Unix(0, 0).Add(time.Duration(s.now * 1e9)) })
 	for g := 0; g < c.Gateways; g++ {
 		share := truth / c.Gateways
@@ -846,12 +844,10 @@ func (s *sim) phase(i int) {
 		nd := &s.nodes[0]
 		if back {
 			nd.up, nd.busy, nd.queue = true, 0, nil
-			s.capNow = c.slotsWith(true, false)
 			s.resized(c.Nodes-1, c.Nodes)
 			return
 		}
 		s.kill(0)
-		s.capNow = c.slotsWith(false, false)
 		s.resized(c.Nodes, c.Nodes-1)
 	case "slow":
 		m := 3.0
@@ -870,7 +866,6 @@ func (s *sim) phase(i int) {
 			s.nodes[j].slots = sl
 			s.nextAt(j)
 		}
-		s.capNow = c.slotsWith(true, !back)
 	}
 }
 
