@@ -188,7 +188,6 @@ type adaptive struct {
 	kindLevels [2]kindLevel    // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference
 	kinds      kindLearner     // guarded by mu; the cohort kindOff is measured on
 	sinceUp    float64         // guarded by mu; round trips since the last probe above the limit
-	lostFrom   float64         // guarded by mu; the limit before the last fall the windows measured, while the estimate stays below it (0: none; see dueUp)
 	last       windowStats     // guarded by mu; the last conclusive window
 	startWin   windowStats     // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
 	restore    float64         // guarded by mu; the limit to return to if it finds a slower baseline
@@ -299,19 +298,6 @@ const (
 	// baseline that sits low is not there).
 	probeUpEvery = 8
 	upSkipMax    = 4
-	// probeUpSteady: cohorts between scheduled probes above the limit
-	// while no fall the windows measured is still to be made up (see
-	// dueUp). Capacity that appears unannounced is then found by the
-	// queue's shortfall (wantUp), and a node's return is told (see
-	// Resizer); the scheduled probe is the backstop for a baseline read
-	// low, whose phantom queue neither shows. Every probeUpEvery cohorts it
-	// cost small backends the limit's steadiness: on 3×4 slots a probe
-	// above is 3–5 requests on a limit of 13 for 2–3 service times (it
-	// needs minWindow samples), and the limit's CV was 0.10–0.27 with no
-	// cell of 120 settling; at 64 round trips seeds 1–3 met every
-	// criterion in … cell-seeds against … (docs/LIMITER-PASSES.md,
-	// "Thirty-sixth pass").
-	probeUpSteady = 128
 	// upShare: a probe above the limit adds this share of it (at least
 	// two requests and two standard errors of the queue estimate).
 	upShare = 0.1

@@ -25,3 +25,24 @@ func TestClimbStepWeighedAsAGuess(t *testing.T) {
 		t.Fatalf("the next window moves the estimate to %.3f, want %.3f", a.capEst, want)
 	}
 }
+
+// TestClimbOvershootSettles: the traced return (200 ms, σ 0.25, 3×4
+// queueing slots at 1.2×, a node lost and back, seed 1): the limit outside
+// probes climbed to 15–17 over the 12 slots after the node came back and,
+// with the step weighed as a window's error only, sat above the settle
+// band for about 10 service times (the return settled in 21.0).
+func TestClimbOvershootSettles(t *testing.T) {
+	defer func(v bool) { traceEstimate = v }(traceEstimate)
+	traceEstimate = true
+	c := simCell{Mean: 0.2, Sigma: 0.25, Nodes: 3, Slots: 4, Offered: 1.2, Initial: 1, Gateways: 1, Change: "loss", Seed: 1, Algo: AlgoGradient}
+	r, err := runSim(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 3 {
+		t.Fatalf("%d phases, want 3", len(r.Phases))
+	}
+	if s := r.Phases[2].Settle; s > 15 {
+		t.Fatalf("the return settled in %.1f mean service times, want ≤ 15", s)
+	}
+}

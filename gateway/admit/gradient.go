@@ -159,11 +159,6 @@ func gradientStep(a *adaptive, s *windowStats) float64 {
 				a.returnTo(a.est, a.ceil)
 				a.forgetDoubt()
 			}
-			if c < a.capEst {
-				// Until the estimate is back, probes above look for
-				// the capacity's return (see dueUp).
-				a.lostFrom = math.Max(a.lostFrom, a.est)
-			}
 			a.capEst, a.capVar, a.climbVar = c, changeVar*r, 0
 			a.climb, a.short, a.upOK = 0, 0, false
 		default:

@@ -427,45 +427,24 @@ func (a *adaptive) dueDown(s *windowStats) bool {
 
 // dueUp reports whether a probe above the limit is due after window s:
 // only while demand fills the limit, no refusal's ceiling rules and the
-// slow start is over (its own steps probe above, doubling); then when the
-// queue's shortfall asked for one (wantUp), and otherwise on a schedule
-// that depends on whether a fall is still to be made up.
-//
-// After a fall the windows measured (a change down: slots cut, a node
-// lost untold, a slowdown not yet told apart) and until the estimate is
-// back (lostFrom), probeUpEvery cohorts after the last if s shows no
-// queue (upSkipMax times that if it does). A queue in sight says the
-// limit already runs above the capacity: capacity that comes back empties
-// it, and the shortfall asks. Probing there anyway took a limit of 14
-// over 12 slots to 17–19 for half of every few round trips (traced:
-// 200 ms, σ 0.5, 3×4 slots; the limit's CV 0.15–0.23, never within ±15 %
-// for long). But a queue read from a baseline that sits low is not there,
-// and only a probe above finds the room it hides (traced: σ 0.9, 3×16
-// slots cut to a quarter and back — without the backstop the return was
-// not found in the 40 service times left, the limit at 22 over 48; with
-// it, at the phase's end): hence the backstop.
-//
-// Otherwise (no fall to make up; dueUp forgets one made up), every
-// probeUpSteady cohorts, queue or not: the backstop alone. The quick
-// schedule there cost small backends their steadiness (see
-// probeUpSteady), and the shortfall's CUSUM cannot stand in for it where
-// the target queue is below the window's noise (it is capped at
-// targetShare of the capacity): a return of capacity moves the queue by
-// the target at most.
+// slow start is over (its own steps probe above, doubling), when
+// the queue's shortfall asked for one (wantUp), or probeUpEvery cohorts
+// after the last if s shows no queue (upSkipMax times that if it does).
+// A queue in sight says the limit already runs above the capacity:
+// capacity that comes back empties it, and the shortfall asks. Probing
+// there anyway took a limit of 14 over 12 slots to 17–19 for half of
+// every few round trips (traced: 200 ms, σ 0.5, 3×4 slots; the limit's
+// CV 0.15–0.23, never within ±15 % for long). But a queue read from a
+// baseline that sits low is not there, and only a probe above finds the
+// room it hides (traced: σ 0.9, 3×16 slots cut to a quarter and back —
+// without the backstop the return was not found in the 40 service times
+// left, the limit at 22 over 48; with it, at the phase's end): hence the
+// backstop.
 func (a *adaptive) dueUp(s *windowStats) bool {
 	if !s.used || a.ceil != 0 || a.slowStart {
 		return false
 	}
-	if a.wantUp {
-		return true
-	}
-	if a.lostFrom > 0 && a.est < a.lostFrom {
-		// Capacity the windows saw fall, untold, may come back as
-		// untold (slots restored, a slowdown over): look for it often.
-		return a.sinceUp >= probeUpEvery && (!s.visible() || a.sinceUp >= upSkipMax*probeUpEvery)
-	}
-	a.lostFrom = 0 // made up
-	return a.sinceUp >= probeUpSteady
+	return a.wantUp || a.sinceUp >= probeUpEvery && (!s.visible() || a.sinceUp >= upSkipMax*probeUpEvery)
 }
 
 // estimate fills in the queue estimate, its errors and the target.

@@ -89,28 +89,17 @@ func TestJumpCheckKeepsRoom(t *testing.T) {
 // capacity far low (traced: TestGuardShedsOnlyExcess's slow heavy-tailed
 // cell, 1 s, σ 0.9, 3×24 queueing slots at 3×, a start at the slots: a
 // capacity of 60 over 72 slots, the start's fill 0.896 and 0.900 on seeds
-// 1 and 4; 0.954 and 0.960 with those windows left out). Since the
-// thirty-sixth pass's steady schedule of probes above, seed 1 reads 0.944
-// (a baseline read low keeps its phantom queue longer), so the test pools
-// seeds 1–6: 0.953 (0.955 before it).
+// 1 and 4; 0.954 and 0.960 with those windows left out).
 func TestJumpCheckVoidsTheJumpsWindows(t *testing.T) {
-	sum, n := 0.0, 0
-	for seed := uint64(1); seed <= 6; seed++ {
+	for _, seed := range []uint64{1, 4} {
 		c := simCell{Mean: 1, Sigma: 0.9, Nodes: 3, Slots: 24, Offered: 3, Initial: 1, Gateways: 1, Seed: seed, Guard: true, Algo: AlgoGradient}
 		r, err := runSim(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := r.Phases[0].Fill
-		t.Logf("seed %d: the start's fill %.3f", seed, f)
-		if f < 0.92 {
-			t.Errorf("seed %d: the start's fill %.3f, want ≥ 0.92 on any seed", seed, f)
+		if f := r.Phases[0].Fill; f < 0.95 {
+			t.Errorf("seed %d: the start's fill %.3f, want ≥ 0.95", seed, f)
 		}
-		sum += f
-		n++
-	}
-	if m := sum / float64(n); m < 0.95 {
-		t.Errorf("the start's fill averages %.3f over %d seeds, want ≥ 0.95", m, n)
 	}
 }
 

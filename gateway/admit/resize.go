@@ -63,10 +63,5 @@ func (a *adaptive) Resize(from, to int) {
 	a.fastFrom, a.slowerRef = [2]float64{}, slowerProbe{}
 	a.probe = prober{}
 	a.forgetDoubt()
-	// A fall still to be made up is of the same share of the new set;
-	// the scheduled probe above counts from the told size (a probe
-	// right after it would measure the prior, which the windows do).
-	a.lostFrom *= r
-	a.sinceUp = 0
 	a.limit.Store(a.restingLimit())
 }

@@ -119,7 +119,7 @@ func TestSimOne(t *testing.T) {
 		}
 		debugProbeStart = func(a *adaptive, lim int, up bool) {
 			probeFrom, probeWant, probeRamp = a.probe.from, uint64(a.probe.want), uint64(a.probe.ramp)
-			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f every=%.0f since=%.0f sinceUp=%.0f lost=%.1f\n", dbgID(a), lim, up, a.probe.urgent, a.est, a.every, a.since, a.sinceUp, a.lostFrom)
+			fmt.Printf("%s PROBESTART lim=%d up=%v urgent=%v est=%.1f every=%.0f since=%.0f sinceUp=%.0f\n", dbgID(a), lim, up, a.probe.urgent, a.est, a.every, a.since, a.sinceUp)
 		}
 		debugStall = func(a *adaptive, gap float64) { fmt.Printf("STALL gap=%.3f x=%.1f\n", gap, a.x) }
 		debugJump = func(a *adaptive, growth, done, want float64, cut bool) {

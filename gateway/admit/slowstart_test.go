@@ -232,7 +232,7 @@ func TestNoProbesAgainstTheClimb(t *testing.T) {
 	} {
 		a := slowStarted(t)
 		a.climb, a.upOK, a.slowStart = 0, false, false
-		a.since, a.every, a.sinceUp = 100, probeMinEvery, probeUpSteady
+		a.since, a.every, a.sinceUp = 100, probeMinEvery, 100
 		tc.set(a)
 		if got := a.dueDown(s); got != tc.wantDown {
 			t.Errorf("%s: probe below due %v, want %v", tc.name, got, tc.wantDown)

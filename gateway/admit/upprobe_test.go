@@ -2,50 +2,37 @@ package admit
 
 import "testing"
 
-// TestDueUp: with no fall to make up, a scheduled probe above the limit
-// runs every probeUpSteady cohorts, queue or not; while the estimate is
-// below the limit before a fall the windows measured, every probeUpEvery
-// cohorts while no queue shows, and while one does only after upSkipMax
-// intervals; the shortfall's request runs whatever the queue; none runs
-// while demand leaves the limit unused or a refusal's ceiling rules.
+// TestDueUp: a scheduled probe above the limit runs while no queue shows,
+// and while one does only after upSkipMax intervals; the shortfall's
+// request runs whatever the queue; neither runs while demand leaves the
+// limit unused or a refusal's ceiling rules.
 func TestDueUp(t *testing.T) {
 	const qse = 1.0
 	cases := []struct {
-		name     string
-		queue    float64 // the window's queue estimate, in its standard errors
-		used     bool
-		sinceUp  float64
-		wantUp   bool
-		ceil     float64
-		lostFrom float64 // the limit is 20
-		due      bool
-		lostLeft float64 // lostFrom after the call
+		name    string
+		queue   float64 // the window's queue estimate, in its standard errors
+		used    bool
+		sinceUp float64
+		wantUp  bool
+		ceil    float64
+		due     bool
 	}{
-		{"steady, no queue in sight, a quick interval", 0.5, true, probeUpEvery, false, 0, 0, false, 0},
-		{"steady, a queue below zero (noise), upSkipMax quick intervals", -1, true, upSkipMax * probeUpEvery, false, 0, 0, false, 0},
-		{"steady, the steady interval", 0.5, true, probeUpSteady, false, 0, 0, true, 0},
-		{"steady, a queue in sight, the steady interval", 2, true, probeUpSteady, false, 0, 0, true, 0},
-		{"steady, not yet due", 0, true, probeUpSteady - 1, false, 0, 0, false, 0},
-		{"after a fall, no queue in sight", 0.5, true, probeUpEvery, false, 0, 30, true, 30},
-		{"after a fall, a queue below zero (noise)", -1, true, probeUpEvery, false, 0, 30, true, 30},
-		{"after a fall, a queue in sight", 2, true, probeUpEvery, false, 0, 30, false, 30},
-		{"after a fall, a queue in sight for upSkipMax intervals", 2, true, upSkipMax * probeUpEvery, false, 0, 30, true, 30},
-		{"after a fall, not yet due", 0, true, probeUpEvery - 1, false, 0, 30, false, 30},
-		{"a fall made up: steady again", 0.5, true, probeUpEvery, false, 0, 20, false, 0},
-		{"asked for by the shortfall, a queue in sight", 2, true, 0, true, 0, 0, true, 0},
-		{"demand under the limit", 0, false, probeUpSteady, true, 0, 30, false, 30},
-		{"a ceiling after refusals", 0, true, probeUpSteady, true, 10, 30, false, 30},
+		{"scheduled, no queue in sight", 0.5, true, probeUpEvery, false, 0, true},
+		{"scheduled, a queue below zero (noise)", -1, true, probeUpEvery, false, 0, true},
+		{"scheduled, a queue in sight", 2, true, probeUpEvery, false, 0, false},
+		{"a queue in sight for upSkipMax intervals", 2, true, upSkipMax * probeUpEvery, false, 0, true},
+		{"not yet due", 0, true, probeUpEvery - 1, false, 0, false},
+		{"asked for by the shortfall, a queue in sight", 2, true, 0, true, 0, true},
+		{"demand under the limit", 0, false, probeUpEvery, true, 0, false},
+		{"a ceiling after refusals", 0, true, probeUpEvery, true, 10, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := newAdaptive(LimiterConfig{Algorithm: AlgoGradient, Limit: 20, Min: 1, Max: 1000}, gradientStep)
-			a.sinceUp, a.wantUp, a.ceil, a.lostFrom = c.sinceUp, c.wantUp, c.ceil, c.lostFrom
+			a.sinceUp, a.wantUp, a.ceil = c.sinceUp, c.wantUp, c.ceil
 			s := windowStats{queue: c.queue * qse, queueSE: qse, used: c.used}
 			if got := a.dueUp(&s); got != c.due {
 				t.Fatalf("dueUp = %v, want %v", got, c.due)
-			}
-			if a.lostFrom != c.lostLeft {
-				t.Fatalf("lostFrom = %v after dueUp, want %v", a.lostFrom, c.lostLeft)
 			}
 		})
 	}
