@@ -19,6 +19,7 @@ func (g *Gateway) onRotation(from, to int) {
 	if from == to {
 		return
 	}
+	resized := 0
 	for _, c := range []classID{classAI, classAgent} {
 		bh := g.bulkheads[c]
 		if bh == nil {
@@ -26,7 +27,11 @@ func (g *Gateway) onRotation(from, to int) {
 		}
 		if rz, ok := bh.Limiter().(admit.Resizer); ok {
 			rz.Resize(from, to)
+			resized++
 		}
 	}
-	g.log.Info("limiter resized to the nodes in rotation", "from", from, "to", to)
+	if resized > 0 {
+		// Static limits are not scaled: no line says they were.
+		g.log.Info("limiter resized to the nodes in rotation", "from", from, "to", to, "limiters", resized)
+	}
 }

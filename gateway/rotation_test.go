@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,5 +38,26 @@ func TestLimitsFollowTheNodesInRotation(t *testing.T) {
 	}
 	if n := g.pool.InRotation(); n != 2 {
 		t.Errorf("InRotation %d, want 2", n)
+	}
+}
+
+// With static limits nothing is resized, and the log does not say so:
+// the pool's health line shows the node out, no limiter line follows.
+func TestStaticLimitsAreNotResized(t *testing.T) {
+	a, b := newFakeModel(t, 8, time.Millisecond), newFakeModel(t, 8, time.Millisecond)
+	cfg := testConfig(a.addr(), b.addr())
+	cfg.Upstream.HealthInterval = 20 * time.Millisecond
+	cfg.Classes.AI.Limiter = admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: 30, Min: 1, Max: 30}
+	cfg.Classes.Agent.Limiter = admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: 12, Min: 1, Max: 12}
+	var logs syncBuffer
+	s := startServer(t, cfg, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	a.srv.Close()
+	eventually(t, 5*time.Second, func() bool { return s.G.pool.InRotation() == 1 }, "one node in rotation")
+	eventually(t, 5*time.Second, func() bool { return strings.Contains(logs.String(), "upstream health") }, "the pool's health line")
+	if got := s.G.bulkheads[classAI].Limiter().Limit(); got != 30 {
+		t.Errorf("static ai limit %d, want 30", got)
+	}
+	if strings.Contains(logs.String(), "limiter resized") {
+		t.Errorf("a static limit was logged as resized:\n%s", logs.String())
 	}
 }
