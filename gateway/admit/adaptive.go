@@ -41,9 +41,12 @@ import (
 // # Round trips are cohorts of tickets
 //
 // The limiter numbers the requests it admits (Ticket) and judges them by
-// admission, not by completion: a round trip is a cohort of as many
-// consecutive tickets as the limit (in one round trip as many requests
-// start as are in flight), judged once completeShare of them are back.
+// admission, not by completion, in cohorts of consecutive tickets. A
+// round trip is as many tickets as the limit (in one round trip as many
+// requests start as are in flight); a cohort is cohortShare of it, half a
+// round trip, judged once the share its statistic keeps is back and the
+// rest has been out longer than cutMargin × the recent cut. The schedules
+// below (windows, probes) count cohorts.
 // Judging by completion favours the fast: right after the limit rises,
 // the requests that finish first are the short ones, and a window of
 // completions reads fast, or after a cut, slow. A cohort's missing
@@ -55,9 +58,9 @@ import (
 // A measurement window pools cohorts until it is conclusive: it shows a
 // queue well above the target, or its own standard error (from the
 // winsorized variance of its samples) is windowPrecision of the
-// concurrency (at least one request), or it spans maxWindowRTs round
-// trips: a sequential test, so that small, slow or heavy-tailed backends
-// get longer windows and large, fast ones a single round trip. The
+// concurrency (at least one request), or it spans maxWindowCohorts
+// cohorts: a sequential test, so that small, slow or heavy-tailed
+// backends get longer windows and large, fast ones a single cohort. The
 // queue estimate's error has two parts: the window's own, independent from
 // one window to the next, and the baseline's, common to all windows until
 // the baseline changes. The limiter keeps a smoothed variance of the
@@ -90,8 +93,9 @@ import (
 //   - Probes (BBR's ProbeRTT): the limit drops below the estimated
 //     capacity by a noise margin for one cohort; its requests found no
 //     queue. The result is merged by inverse variance. Probes come every
-//     few round trips while the baseline is young and back off (up to
-//     probeMaxEvery round trips) while they keep confirming it. A probe
+//     probeMinEvery cohorts while the baseline is young and back off (up
+//     to probeMaxEvery cohorts, 64 round trips) while they keep
+//     confirming it. A probe
 //     that reads well above the baseline is held in doubt (it may have
 //     met a capacity that just fell) and joins the pool with the next
 //     probe merged, unless the capacity changed between them: dropping
@@ -178,8 +182,8 @@ type adaptive struct {
 	ceilAt     uint64          // guarded by mu; the ticket count at which the ceiling lifts next
 	cut        cutCheck        // guarded by mu; the slope check of the last cut
 	probe      prober          // guarded by mu
-	since      float64         // guarded by mu; round trips since the last probe
-	every      float64         // guarded by mu; round trips between probes now
+	since      float64         // guarded by mu; cohorts judged in windows since the last probe below
+	every      float64         // guarded by mu; cohorts between probes below now
 	suspect    int             // guarded by mu; probes in a row that read above the baseline
 	urgent     bool            // guarded by mu; a deep probe is due (see rebase)
 	urgentLong bool            // guarded by mu; the urgent probe checks a cut under a refusal's ceiling: at least minWindow/4 requests
@@ -187,7 +191,7 @@ type adaptive struct {
 	kindKnown  bool            // guarded by mu; kindOff was measured
 	kindLevels [2]kindLevel    // guarded by mu; streams' and plain calls' pooled no-queue levels; kindOff is their difference
 	kinds      kindLearner     // guarded by mu; the cohort kindOff is measured on
-	sinceUp    float64         // guarded by mu; round trips since the last probe above the limit
+	sinceUp    float64         // guarded by mu; cohorts judged in windows since the last probe above the limit
 	last       windowStats     // guarded by mu; the last conclusive window
 	startWin   windowStats     // guarded by mu; the start-up's baseline tickets as a window, for the first window's slope test (see roomSinceLast)
 	restore    float64         // guarded by mu; the limit to return to if it finds a slower baseline
@@ -249,8 +253,8 @@ const (
 	// windowPrecision: a window is precise enough when its own queue
 	// error is this share of the concurrency (or one request).
 	windowPrecision = 0.04
-	// maxWindowRTs: the longest window, in round trips.
-	maxWindowRTs = 8
+	// maxWindowCohorts: the longest window, in cohorts (half round trips).
+	maxWindowCohorts = 8
 	// targetZ: the target queue in standard errors of the queue estimate:
 	// enough that the queue stays visible (see visibleZ), so that every
 	// window measures the capacity.
@@ -269,13 +273,14 @@ const (
 	// slopeShare: a window after a cut whose latency fell by less than this
 	// share of what the removed queue predicts shows a slower backend.
 	slopeShare = 0.5
-	// Probe schedule, in round trips: the first come every probeMinEvery,
-	// the interval doubles while probes confirm the baseline (up to
-	// probeMaxEvery) and resets when one moves it. A probe below costs
-	// the calls it keeps out while the queue drains; one every 128 round
-	// trips of a confirmed baseline met more of the matrix's cells than
-	// one every 64 (seeds 1–3: 935 against 927, seeds 4–7: 1,209 against
-	// 1,201, no criterion met less often; 256 met the same cells as 128).
+	// Probe schedule, in cohorts (half round trips): the first come every
+	// probeMinEvery, the interval doubles while probes confirm the
+	// baseline (up to probeMaxEvery) and resets when one moves it. A probe
+	// below costs the calls it keeps out while the queue drains; one every
+	// 128 cohorts of a confirmed baseline met more of the matrix's cells
+	// than one every 64 (seeds 1–3: 935 against 927, seeds 4–7: 1,209
+	// against 1,201, no criterion met less often; 256 met the same cells
+	// as 128).
 	probeMinEvery = 8
 	probeMaxEvery = 128
 	// probeRejects: probes in a row that read above the baseline before one
@@ -291,8 +296,9 @@ const (
 	// probeUpEvery: cohorts (half round trips) between probes above the
 	// limit, while demand fills it, nothing was refused and no queue shows
 	// (see dueUp): capacity that came back (a node, slots) is found within
-	// a few round trips, as BBR's bandwidth probe every 8 round trips
-	// finds it. A probe above the limit costs a round trip or two of a
+	// a few round trips (probeUpEvery cohorts are 4), as BBR's bandwidth
+	// probe every 8 round trips finds it. A probe above the limit costs a
+	// round trip or two of a
 	// small queue. upSkipMax: while a queue shows, one runs every
 	// upSkipMax × probeUpEvery cohorts all the same (a queue read from a
 	// baseline that sits low is not there).

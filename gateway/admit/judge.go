@@ -262,7 +262,7 @@ func (a *adaptive) judge(co *cohort) {
 			return
 		}
 		a.win.add(co)
-		a.win.rts++
+		a.win.cohorts++
 		a.closeWindow(int(a.est + 0.5))
 	}
 }
@@ -335,11 +335,11 @@ func (a *adaptive) closeWindow(lim int) {
 		// trip's requests tell.
 		precise, enough = true, s.n >= minWindow/4
 	}
-	if (!precise || !enough) && w.rts < maxWindowRTs && w.n < maxWindow-maxCohort {
+	if (!precise || !enough) && w.cohorts < maxWindowCohorts && w.n < maxWindow-maxCohort {
 		return
 	}
-	a.since += float64(w.rts)
-	a.sinceUp += float64(w.rts)
+	a.since += float64(w.cohorts)
+	a.sinceUp += float64(w.cohorts)
 	a.climbBuf[1-a.climbAt].take(w, a.slowStart)
 	w.reset()
 	if s.n == 0 {
@@ -412,7 +412,7 @@ func (a *adaptive) noteLast(s *windowStats) {
 }
 
 // dueDown reports whether a probe below the limit is due after window s:
-// an urgent one at once; a scheduled one every a.every round trips, only
+// an urgent one at once; a scheduled one every a.every cohorts, only
 // while demand fills the limit (a probe under low demand would measure a
 // quieter machine than the loaded one — the lab's processes share the
 // CPUs — and make demand wait), and not while the limit climbs (the

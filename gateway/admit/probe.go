@@ -376,7 +376,7 @@ func (a *adaptive) askedStats(co *cohort) windowStats {
 // returns w's statistic as a probe's: one round trip.
 func (a *adaptive) probeStats(w *window, co *cohort, from int) windowStats {
 	w.addRange(co, from, co.size())
-	w.rts = 1
+	w.cohorts = 1
 	s := w.stats(a.cfg.keep(), 0)
 	a.fixSE(&s)
 	return s

@@ -66,8 +66,8 @@ func TestSimOne(t *testing.T) {
 		}
 	} else if os.Getenv("DEBUGW") != "" {
 		debugWindow = func(a *adaptive, s *windowStats, before float64) {
-			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f rts=%d used=%v est %.1f -> %.1f\n",
-				dbgID(a), a.ceil, a.Safe(), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.rts, s.used, before, a.est)
+			fmt.Printf("%s win ceil=%.1f safe=%d cap=%.1f cv=%.2f n=%d infl=%.1f stat=%.4f se=%.4f base=%.4f bsd=%.4f x=%.1f Q=%.2f qse=%.2f tgt=%.2f cohorts=%d used=%v est %.1f -> %.1f\n",
+				dbgID(a), a.ceil, a.Safe(), a.capEst, math.Sqrt(a.capVar), s.n, s.inflight, s.stat, s.se, a.base, math.Sqrt(a.baseVar), s.x, s.queue, s.queueSE, s.target, s.cohorts, s.used, before, a.est)
 		}
 		debugSimP0 = func(s *sim, id int32, outcome string) {
 			if s.cell.Algo == AlgoStatic {
@@ -142,7 +142,7 @@ func TestSimOne(t *testing.T) {
 				if a == nil {
 					continue
 				}
-				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d winrts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.rts, s.gws[i].bh.Stats().Inflight)
+				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d winrts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.cohorts, s.gws[i].bh.Stats().Inflight)
 			}
 		}
 		defer func() { debugTick = nil }()

@@ -27,7 +27,7 @@ func TestWindowAfterStartUpOvershootKeepsCapacity(t *testing.T) {
 	a.capEst, a.capVar = 84, 9
 	a.est = 89
 	a.noise = 4
-	s := windowStats{n: 35, inflight: 250.1, stat: 3.7704, se: 0.0783, x: 88.2, used: true, rts: 2}
+	s := windowStats{n: 35, inflight: 250.1, stat: 3.7704, se: 0.0783, x: 88.2, used: true, cohorts: 2}
 	a.estimate(&s)
 	floor := s.x * a.base
 	if s.queue > s.inflight-floor+1e-9 {

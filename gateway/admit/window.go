@@ -21,7 +21,7 @@ type windowStats struct {
 	used     bool    // some request saw the limit full
 	framed   bool    // queue is measured from the last window's statistic, not the baseline (see adaptive.queueBase)
 	censored bool    // the queue estimate exceeded its bound, inflight − x·base (see estimate)
-	rts      int     // round trips pooled
+	cohorts  int     // cohorts pooled (half round trips: see cohortShare)
 	cut      float64 // the slowest latency the statistic keeps, seconds
 	sw       float64 // the samples' winsorized standard deviation, seconds
 	div      float64 // se = sw / div
@@ -44,7 +44,7 @@ type window struct {
 	pending int                // tickets not back when their cohort was judged (its slowest)
 	drops   int
 	maxInfl int
-	rts     int
+	cohorts int // cohorts pooled
 }
 
 // add pools a cohort's samples.
@@ -75,7 +75,7 @@ func (w *window) addRange(co *cohort, lo, hi int) {
 // where the concurrency varied (the start-up ramp, a cut), the fastest
 // requests are also the ones that started with the fewest in front.
 func (w *window) stats(keep float64, lim int) windowStats {
-	s := windowStats{n: w.n, drops: w.drops, used: w.maxInfl >= lim, rts: w.rts}
+	s := windowStats{n: w.n, drops: w.drops, used: w.maxInfl >= lim, cohorts: w.cohorts}
 	if w.n == 0 {
 		return s
 	}
@@ -106,7 +106,7 @@ func (w *window) stats(keep float64, lim int) windowStats {
 }
 
 func (w *window) reset() {
-	w.n, w.pending, w.drops, w.maxInfl, w.rts = 0, 0, 0, 0, 0
+	w.n, w.pending, w.drops, w.maxInfl, w.cohorts = 0, 0, 0, 0, 0
 }
 
 // trimmedMean sorts xs and returns the mean of the fastest keep share of
