@@ -44,9 +44,10 @@ import (
 // admission, not by completion, in cohorts of consecutive tickets. A
 // round trip is as many tickets as the limit (in one round trip as many
 // requests start as are in flight); a cohort is cohortShare of it, half a
-// round trip, judged once the share its statistic keeps is back and the
-// rest has been out longer than cutMargin × the recent cut. The schedules
-// below (windows, probes) count cohorts.
+// round trip, judged once every ticket is back, or the share its
+// statistic keeps is and the rest has been out longer than cutMargin ×
+// the recent cut (see ready). The schedules below (windows, probes) count
+// cohorts.
 // Judging by completion favours the fast: right after the limit rises,
 // the requests that finish first are the short ones, and a window of
 // completions reads fast, or after a cut, slow. A cohort's missing
@@ -95,11 +96,11 @@ import (
 //     queue. The result is merged by inverse variance. Probes come every
 //     probeMinEvery cohorts while the baseline is young and back off (up
 //     to probeMaxEvery cohorts, 64 round trips) while they keep
-//     confirming it. A probe
-//     that reads well above the baseline is held in doubt (it may have
-//     met a capacity that just fell) and joins the pool with the next
-//     probe merged, unless the capacity changed between them: dropping
-//     it would censor the noise's upper tail and hold the baseline low.
+//     confirming it. A probe that reads well above the baseline is held
+//     in doubt (it may have met a capacity that just fell) and joins the
+//     pool with the next probe merged, unless the capacity changed between
+//     them: dropping it would censor the noise's upper tail and hold the
+//     baseline low.
 //   - Slower or fewer: a backend that gets slower lengthens every
 //     request, which a window reads as a queue, so the limit would cut as
 //     if slots were lost. Every change down (and every cut whose next
@@ -298,10 +299,9 @@ const (
 	// (see dueUp): capacity that came back (a node, slots) is found within
 	// a few round trips (probeUpEvery cohorts are 4), as BBR's bandwidth
 	// probe every 8 round trips finds it. A probe above the limit costs a
-	// round trip or two of a
-	// small queue. upSkipMax: while a queue shows, one runs every
-	// upSkipMax × probeUpEvery cohorts all the same (a queue read from a
-	// baseline that sits low is not there).
+	// round trip or two of a small queue. upSkipMax: while a queue shows,
+	// one runs every upSkipMax × probeUpEvery cohorts all the same (a
+	// queue read from a baseline that sits low is not there).
 	probeUpEvery = 8
 	upSkipMax    = 4
 	// upShare: a probe above the limit adds this share of it (at least

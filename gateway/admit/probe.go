@@ -373,7 +373,7 @@ func (a *adaptive) askedStats(co *cohort) windowStats {
 }
 
 // probeStats adds co's samples from its from-th ticket on to w and
-// returns w's statistic as a probe's: one round trip.
+// returns w's statistic as a probe's: one cohort.
 func (a *adaptive) probeStats(w *window, co *cohort, from int) windowStats {
 	w.addRange(co, from, co.size())
 	w.cohorts = 1

@@ -142,7 +142,7 @@ func TestSimOne(t *testing.T) {
 				if a == nil {
 					continue
 				}
-				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d winrts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.cohorts, s.gws[i].bh.Stats().Inflight)
+				fmt.Printf("DUMP t=%.0f gw%d lim=%d est=%.2f ceil=%.1f age=%d cap=%.1f tickets=%d ceilAt=%d ring=%d winn=%d wincohorts=%d infl=%d\n", s.now/s.mean, i, a.Limit(), a.est, a.ceil, a.ceilAge, a.capEst, a.tickets.Load(), a.ceilAt, a.ring.count, a.win.n, a.win.cohorts, s.gws[i].bh.Stats().Inflight)
 			}
 		}
 		defer func() { debugTick = nil }()
