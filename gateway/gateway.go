@@ -166,6 +166,7 @@ func New(cfg Config, opts ...Option) (*Gateway, error) {
 			TimeoutMs: int(max(1, cfg.RateLimit.Store.Timeout.Milliseconds())),
 			FailOpen:  &fo,
 			Share:     cfg.RateLimit.Store.Share,
+			Logger:    g.log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("gateway: ratelimit.store: %w", err)

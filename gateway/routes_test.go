@@ -164,6 +164,13 @@ func TestRateLimit(t *testing.T) {
 	if shedAt != 10 {
 		t.Errorf("token bucket shed at request %d, want 10", shedAt)
 	}
+	// A request whose cost exceeds the bucket's burst can never pass: the
+	// client's to change, answered 400 with no Retry-After to retry on.
+	big := `{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":500}`
+	if a := call(t, "POST", base+"/v1/chat/completions", "k2", big); a.status != 400 || a.outcome != "error" ||
+		a.header.Get("Retry-After") != "" || !strings.Contains(string(a.body), "can never pass") {
+		t.Errorf("cost above the burst: %v %s Retry-After %q; want 400 error saying it can never pass, no Retry-After", a, a.body, a.header.Get("Retry-After"))
+	}
 	// Off: the limit no longer applies.
 	admin(t, s, "PUT", "/admin/defenses", `{"ratelimit":false}`)
 	if a := call(t, "POST", base+"/v1/predict", "k1", predictBody); a.status != 200 {
@@ -172,6 +179,30 @@ func TestRateLimit(t *testing.T) {
 	fams := scrape(t, s)
 	if got := counterSum(fams, "levee_shed_total", map[string]string{"reason": "ratelimit"}); got != 2 {
 		t.Errorf("levee_shed_total{reason=ratelimit} = %v, want 2", got)
+	}
+}
+
+// TestRateLimitStoreFailClosed: with a Redis store that is down and
+// fail_open false, every limited request is denied, and the answer says why
+// (the store, not the tenant's use).
+func TestRateLimitStoreFailClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	fm := newFakeModel(t, 8, time.Millisecond)
+	cfg := testConfig(fm.addr())
+	cfg.RateLimit.Store = StoreConfig{Kind: wire.StoreRedis, URL: "redis://" + dead, Timeout: 5 * time.Millisecond, FailOpen: false, Share: 1}
+	cfg.RateLimit.Rules = []RuleConfig{
+		{Tenant: "*", Route: "predict", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 100, Window: 10 * time.Second}, Cost: CostRequests},
+	}
+	s := startServer(t, cfg)
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody)
+	if a.status != 429 || a.outcome != "shed_ratelimit" || a.header.Get("Retry-After") == "" ||
+		!strings.Contains(string(a.body), "rate limit store unavailable (fail closed)") {
+		t.Fatalf("store down, fail closed: %v %s; want 429 shed_ratelimit saying the store is unavailable, with Retry-After", a, a.body)
 	}
 }
 

@@ -34,13 +34,19 @@ func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r route
 	d, err := g.store.Allow(ctx, e.key, e.rule, cost, now)
 	if err != nil {
 		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
-			return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1,
-				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d", cost, e.rule.Capacity())}
+			// It could never pass, whatever the load: the client's
+			// request to change, not a 429 to retry (as overRequestCap).
+			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest,
+				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d: it can never pass; lower its tokens (prompt, max_tokens)", cost, e.rule.Capacity())}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil
 		}
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+	}
+	if !d.Allowed && d.Unavailable {
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
+			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed {
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,

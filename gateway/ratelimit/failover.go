@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -77,7 +78,8 @@ type Sharder interface {
 //     default) asks the in-process store with this instance's share of the
 //     limit, rule.Scaled(share), so N gateways with share 1/N together still
 //     admit about one limit. Fail-closed denies with RetryAfter set to the
-//     time until the remote store is tried again. Either way Allow returns no
+//     time until the remote store is tried again (and Unavailable set, so
+//     that the caller can say why). Either way Allow returns no
 //     error, and the fallback is counted (Fallbacks and the metric
 //     levee_ratelimit_store_fallback_total{store="<name>"}).
 //   - A circuit breaker opens after FailoverBreaker's consecutive failures
@@ -125,16 +127,19 @@ type Failover struct {
 	remote    atomic.Uint64 // decisions the remote store made
 	metric    prometheus.Counter
 	clock     func() time.Time
+	log       *slog.Logger // never nil; a breaker's opening and closing, once each
 }
 
 // breaker is the circuit breaker of one shard. Its fields are guarded by
 // the Failover's mu.
 type breaker struct {
+	shard     string // fixed
 	state     BreakerState
 	failures  int       // consecutive remote failures
 	firstFail time.Time // when the current streak of failures began
 	nextProbe time.Time // when open: the earliest probe
 	lastLocal time.Time // the last fail-open decision made locally; zero: none
+	openedAt  time.Time // when it last opened (logged with its closing)
 }
 
 // FailoverOption configures a Failover.
@@ -170,6 +175,11 @@ func FailoverBreakerSpan(d time.Duration) FailoverOption { return func(f *Failov
 // NewLocal()). It should be in-process: it is called without a timeout.
 func FailoverLocal(s Store) FailoverOption { return func(f *Failover) { f.local = s } }
 
+// FailoverLogger sets the logger that hears each breaker opening (a warning
+// naming the store, the shard and the error) and closing again (default:
+// discard). It logs transitions only, never a decision.
+func FailoverLogger(l *slog.Logger) FailoverOption { return func(f *Failover) { f.log = l } }
+
 // FailoverName sets the store label of the fallback metric (default "redis").
 func FailoverName(name string) FailoverOption { return func(f *Failover) { f.name = name } }
 
@@ -194,6 +204,9 @@ func NewFailover(primary Store, opts ...FailoverOption) (*Failover, error) {
 	}
 	for _, o := range opts {
 		o(f)
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
 	}
 	switch {
 	case f.timeout <= 0:
@@ -273,7 +286,7 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	d, err := f.primary.Allow(callCtx, key, rule, cost, now)
 	cancel()
 	if err == nil {
-		f.record(b, true, probe)
+		f.record(b, nil, probe)
 		f.remote.Add(1)
 		if d.Allowed && local == nil && f.recorder != nil {
 			f.recorder.Record(key, rule.Scaled(f.share), cost, now)
@@ -281,7 +294,7 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 		return d, nil
 	}
 	if errors.Is(err, ErrCostExceedsCapacity) {
-		f.record(b, true, probe) // the store answered
+		f.record(b, nil, probe) // the store answered
 		return d, err
 	}
 	if ctx.Err() != nil {
@@ -290,7 +303,7 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 		f.release(b, probe)
 		return Decision{}, fmt.Errorf("ratelimit: allow %q: %w", key, ctx.Err())
 	}
-	f.record(b, false, probe)
+	f.record(b, err, probe)
 	if local != nil {
 		// The local share has already decided (and counted) this one.
 		f.countFallback()
@@ -338,7 +351,7 @@ func ruleSpan(r Rule) time.Duration {
 func (f *Failover) fallback(ctx context.Context, b *breaker, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
 	f.countFallback()
 	if f.failClosed {
-		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter(b)}, nil
+		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter(b), Unavailable: true}, nil
 	}
 	f.markLocal(b)
 	return f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
@@ -366,9 +379,9 @@ func (f *Failover) admit(shard string) (b *breaker, probe, ok bool) {
 	now := f.clock()
 	b = f.breakers[shard]
 	if b == nil {
-		b = &breaker{}
+		b = &breaker{shard: shard}
 		if now.Before(f.trippedUntil) {
-			b.state, b.nextProbe = BreakerOpen, f.trippedUntil
+			b.state, b.nextProbe, b.openedAt = BreakerOpen, f.trippedUntil, now
 		}
 		f.breakers[shard] = b
 	}
@@ -384,30 +397,51 @@ func (f *Failover) admit(shard string) (b *breaker, probe, ok bool) {
 	return b, false, false // open, or half-open with the probe in flight
 }
 
-// record updates b with the outcome of a primary call. While the breaker is
-// not closed only the probe's outcome counts: late answers of calls started
-// before it opened do not move it.
-func (f *Failover) record(b *breaker, success, probe bool) {
+// record updates b with the outcome of a primary call (err nil: it
+// answered). While the breaker is not closed only the probe's outcome
+// counts: late answers of calls started before it opened do not move it.
+func (f *Failover) record(b *breaker, err error, probe bool) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
+	var opened, closed bool
+	var down time.Duration
+	now := f.clock()
 	switch {
-	case probe && success:
+	case probe && err == nil:
 		b.state, b.failures = BreakerClosed, 0
+		closed, down = true, now.Sub(b.openedAt)
 	case probe:
-		b.state, b.nextProbe = BreakerOpen, f.clock().Add(f.probeEvery)
+		b.state, b.nextProbe = BreakerOpen, now.Add(f.probeEvery)
 	case b.state != BreakerClosed:
-	case success:
+	case err == nil:
 		b.failures = 0
 	default:
-		now := f.clock()
 		if b.failures == 0 {
 			b.firstFail = now
 		}
 		b.failures++
 		if b.failures >= f.threshold && now.Sub(b.firstFail) >= f.span {
-			b.state, b.nextProbe = BreakerOpen, now.Add(f.probeEvery)
+			b.state, b.nextProbe, b.openedAt = BreakerOpen, now.Add(f.probeEvery), now
+			opened = true
 		}
 	}
+	failures := b.failures
+	f.mu.Unlock()
+	switch {
+	case opened:
+		f.log.Warn("rate limit store unreachable: deciding without it until a probe succeeds",
+			"store", f.name, "shard", b.shard, "failures", failures, "error", err, "fallback", f.fallbackMode(), "probe_every", f.probeEvery)
+	case closed:
+		f.log.Info("rate limit store back: decisions are shared again", "store", f.name, "shard", b.shard, "down", down.Round(time.Millisecond))
+	}
+}
+
+// fallbackMode names what a decision without the shared store does, for
+// the log.
+func (f *Failover) fallbackMode() string {
+	if f.failClosed {
+		return "deny (fail closed)"
+	}
+	return fmt.Sprintf("local share %.3g of each limit (fail open)", f.share)
 }
 
 // release gives back a probe slot whose call ended without a verdict.
@@ -427,16 +461,22 @@ func (f *Failover) release(b *breaker, probe bool) {
 // shard goes out one probe interval later (shards first seen before then
 // start open too). Use it when the store is known to be down (a failed
 // warm-up at start) so that no caller pays the timeout to find out.
-func (f *Failover) Trip() {
+func (f *Failover) Trip() { f.trip(nil) }
+
+// trip is Trip, logging why (err may be nil).
+func (f *Failover) trip(err error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.trippedUntil = f.clock().Add(f.probeEvery)
+	now := f.clock()
+	f.trippedUntil = now.Add(f.probeEvery)
 	if f.sharder == nil && f.breakers[""] == nil {
 		f.breakers[""] = &breaker{} // opened below: it stays open until a probe succeeds
 	}
 	for _, b := range f.breakers {
-		b.state, b.nextProbe = BreakerOpen, f.trippedUntil
+		b.state, b.nextProbe, b.openedAt = BreakerOpen, f.trippedUntil, now
 	}
+	f.mu.Unlock()
+	f.log.Warn("rate limit store unreachable: deciding without it until a probe succeeds",
+		"store", f.name, "error", err, "fallback", f.fallbackMode(), "probe_every", f.probeEvery)
 }
 
 // State reports the state of the worst breaker: BreakerClosed means every

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -244,15 +245,70 @@ func TestFailoverFailClosed(t *testing.T) {
 	p.set(true, false)
 	f, clk := newTestFailover(t, p, FailoverFailClosed(true))
 	d := allow(t, f, clk.Now())
-	if d.Allowed || d.Remaining != 0 || d.Limit != 9 || d.RetryAfter != time.Second {
-		t.Fatalf("fail-closed while closed: %+v, want denied with RetryAfter = probe interval 1s", d)
+	if d.Allowed || d.Remaining != 0 || d.Limit != 9 || d.RetryAfter != time.Second || !d.Unavailable {
+		t.Fatalf("fail-closed while closed: %+v, want denied, Unavailable, with RetryAfter = probe interval 1s", d)
 	}
 	allow(t, f, clk.Now())
 	allow(t, f, clk.Now()) // opens
 	clk.Advance(300 * time.Millisecond)
-	if d := allow(t, f, clk.Now()); d.Allowed || d.RetryAfter != 700*time.Millisecond {
-		t.Fatalf("fail-closed while open: %+v, want RetryAfter 700ms (until the probe)", d)
+	if d := allow(t, f, clk.Now()); d.Allowed || d.RetryAfter != 700*time.Millisecond || !d.Unavailable {
+		t.Fatalf("fail-closed while open: %+v, want Unavailable, RetryAfter 700ms (until the probe)", d)
 	}
+	p.set(false, false)
+	clk.Advance(time.Second)
+	if d := allow(t, f, clk.Now()); !d.Allowed || d.Unavailable {
+		t.Fatalf("store back: %+v, want allowed by the store", d)
+	}
+}
+
+// TestFailoverLogsTransitions: the breaker's opening is one warning naming
+// the store and the error, its closing one info line; the decisions in
+// between, fallbacks and failed probes, log nothing.
+func TestFailoverLogsTransitions(t *testing.T) {
+	var buf strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := &fakePrimary{}
+	f, clk := newTestFailover(t, p, FailoverLogger(log), FailoverName("redis"))
+	allow(t, f, clk.Now())
+	p.set(true, false)
+	for range 10 {
+		allow(t, f, clk.Now()) // 3 failures open the breaker; the rest fall back at once
+	}
+	clk.Advance(time.Second)
+	allow(t, f, clk.Now()) // a failed probe
+	p.set(false, false)
+	clk.Advance(2 * time.Second)
+	allow(t, f, clk.Now()) // the probe that closes it
+	allow(t, f, clk.Now())
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("logged %d lines, want 2 (opened, closed):\n%s", len(lines), out)
+	}
+	for _, want := range []string{"level=WARN", "store=redis", "connection refused", "fail open"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("opening line %q lacks %q", lines[0], want)
+		}
+	}
+	for _, want := range []string{"level=INFO", "store back", "down=3s"} {
+		if !strings.Contains(lines[1], want) {
+			t.Errorf("closing line %q lacks %q", lines[1], want)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
 }
 
 func TestFailoverCallerErrorsPassThrough(t *testing.T) {

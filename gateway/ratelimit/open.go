@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"time"
 
@@ -25,6 +26,9 @@ type StoreConfig struct {
 	// The local store decides with every rule scaled by it (Rule.Scaled), a
 	// remote store's local fallback likewise.
 	Share float64 `yaml:"share" json:"share"`
+	// Logger hears a remote store's failover: its breaker opening and
+	// closing (see FailoverLogger). Nil: discard.
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
 // Validate reports the first invalid field of c, naming it.

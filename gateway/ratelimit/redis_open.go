@@ -27,7 +27,7 @@ func openRedis(cfg StoreConfig) (Store, io.Closer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("ratelimit: store field url: %w", err)
 	}
-	opts := []FailoverOption{FailoverName(wire.StoreRedis)}
+	opts := []FailoverOption{FailoverName(wire.StoreRedis), FailoverLogger(cfg.Logger)}
 	if cfg.TimeoutMs > 0 {
 		opts = append(opts, FailoverTimeout(time.Duration(cfg.TimeoutMs)*time.Millisecond))
 	}
@@ -46,7 +46,7 @@ func openRedis(cfg StoreConfig) (Store, io.Closer, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), redisWarmTimeout)
 	defer cancel()
 	if err := rs.Warm(ctx, redisWarmConns); err != nil {
-		f.Trip()
+		f.trip(fmt.Errorf("warm-up at start: %w", err))
 	}
 	return f, client, nil
 }

@@ -116,6 +116,11 @@ type Decision struct {
 	// RetryAfter is > 0 exactly when Allowed is false: the earliest wait
 	// after which a retry of the same cost passes, given no other traffic.
 	RetryAfter time.Duration
+	// Unavailable reports a denial made because the shared store could not
+	// be asked and the store fails closed (see Failover): it says nothing of
+	// the key's use, and RetryAfter is the time until the store is tried
+	// again. Always false when Allowed.
+	Unavailable bool
 }
 
 // RetryAfterSeconds is the value of an HTTP Retry-After header for d: whole
