@@ -79,7 +79,7 @@ func TestReportHTMLBadInput(t *testing.T) {
 	if err := os.MkdirAll(summaryOnly, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s","started":"2026-01-01T00:00:00Z","outcomes":{},"by_priority":{}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -110,14 +110,21 @@ func TestReportHTMLBadInput(t *testing.T) {
 }
 
 // TestReportBadRun: `levee report` refuses a run it cannot read whole, and
-// says which file and where: (a killed run, no summary.json) a
-// samples.jsonl with a bad line before its last. Reading such a run as the
-// samples before the bad line would report numbers the run never had.
+// says which file and where: a summary.json without the fields every
+// summary has, or (a killed run, no summary.json) a samples.jsonl with a
+// bad line before its last. Reading such a run as a blank one, or as the
+// samples before the bad line, would report numbers the run never had.
 func TestReportBadRun(t *testing.T) {
 	dir := t.TempDir()
 	good := writeTinyRun(t, dir)
+	emptySummary := filepath.Join(dir, "empty-summary")
 	killed := filepath.Join(dir, "killed")
-	if err := os.MkdirAll(killed, 0o755); err != nil {
+	for _, d := range []string{emptySummary, killed} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(emptySummary, runfiles.SummaryFile), []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	samples, err := os.ReadFile(filepath.Join(good, runfiles.SamplesFile))
@@ -133,6 +140,7 @@ func TestReportBadRun(t *testing.T) {
 		run  string
 		want []string
 	}{
+		{emptySummary, []string{filepath.Join(emptySummary, runfiles.SummaryFile), "missing name, started, outcomes, by_priority"}},
 		{killed, []string{filepath.Join(killed, runfiles.SamplesFile), "line 3"}},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
@@ -28,11 +29,11 @@ type Run struct {
 // is summarized from its last sample.
 //
 // Bad input is an error naming the file, never a silent default: a
-// summary.json that does not decode and, without summary.json, a
-// samples.jsonl with a bad line (the error names the line). The one line
-// tolerated is a torn last one (no trailing newline, as a run killed
-// mid-write leaves): ReadJSONL skips it, and the samples before it are the
-// run.
+// summary.json that does not decode or lacks a field every summary has
+// (see Summary.missingFields) and, without summary.json, a samples.jsonl
+// with a bad line (the error names the line). The one line tolerated is a
+// torn last one (no trailing newline, as a run killed mid-write leaves):
+// ReadJSONL skips it, and the samples before it are the run.
 func ReadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
 	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
@@ -52,6 +53,9 @@ func ReadRun(dir string) (*Run, error) {
 		var s Summary
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if missing := s.missingFields(); len(missing) > 0 {
+			return nil, fmt.Errorf("%s: not a run's summary: missing %s (fields every run's summary has)", path, strings.Join(missing, ", "))
 		}
 		r.Summary = &s
 		return r, nil

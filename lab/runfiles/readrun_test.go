@@ -8,9 +8,9 @@ import (
 )
 
 // TestReadRunBadInput: ReadRun reads a run's summary.json, or without one
-// its samples; a summary that does not decode, or a bad sample line
-// anywhere but a torn last one, is an error naming the file (and line),
-// never half a run.
+// its samples; a summary without the fields every summary has, or a bad
+// sample line anywhere but a torn last one, is an error naming the file
+// (and line), never half a run or a blank one.
 func TestReadRunBadInput(t *testing.T) {
 	const (
 		aSummary = `{"name": "03-priority-shedding", "started": "2026-12-01T01:45:53Z", "offered": 9, "outcomes": {"ok": 9}, "by_priority": {}}`
@@ -33,6 +33,10 @@ func TestReadRunBadInput(t *testing.T) {
 		{name: "empty folder", files: map[string]string{}, want: "no summary.json and no samples"},
 		{name: "empty samples", files: map[string]string{SamplesFile: ""}, want: "no summary.json and no samples"},
 		{name: "summary not JSON", files: map[string]string{SummaryFile: "{not json"}, want: "summary.json: invalid character"},
+		{name: "summary {}", files: map[string]string{SummaryFile: "{}"}, want: "summary.json: not a run's summary: missing name, started, outcomes, by_priority"},
+		{name: "summary null", files: map[string]string{SummaryFile: "null"}, want: "missing name, started, outcomes, by_priority"},
+		{name: "summary with a name only", files: map[string]string{SummaryFile: `{"name": "x"}`}, want: "missing started, outcomes, by_priority"},
+		{name: "summary without by_priority", files: map[string]string{SummaryFile: strings.Replace(aSummary, `"by_priority"`, `"byPriority"`, 1)}, want: "missing by_priority"},
 		{name: "a bad sample in the middle", files: map[string]string{SamplesFile: sample1 + "\ng" + sample2 + "\n" + sample3 + "\n"}, want: "samples.jsonl: line 2: invalid character 'g'"},
 		{name: "a bad complete last sample", files: map[string]string{SamplesFile: sample1 + "\n" + sample2 + "\n" + sample3[:20] + "\n"}, want: "samples.jsonl: line 3"},
 	}
