@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -64,4 +68,69 @@ func TestAdminTokenMinimumLength(t *testing.T) {
 	if tok, err := adminToken(&stderr, ""); err != nil || len(tok) < 16 || !strings.Contains(stderr.String(), tok) {
 		t.Fatalf("generated token %q, %v", tok, err)
 	}
+}
+
+// TestRunFolderFlags: levee run refuses --force without --out, a --runs
+// or --out path that is not a folder, and --force on a folder that holds
+// no previous run (removing nothing), before any child starts; a lesson
+// name that resolves passes the flag checks.
+func TestRunFolderFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	site := filepath.Join(dir, "site") // the audit's folder: no run.json
+	for rel, body := range map[string]string{"file": "x", "site/index.html": "mine", "site/logs/keep.txt": "keep",
+		"site/gateway-prod.yaml": "cfg", "site/notes.txt": "n", "site/summary.json": "s"} {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	siteBefore := dirNames(t, site)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"--force without --out", []string{"03", "--quick", "--force"}, 2, "--force needs --out"},
+		{"--force with --runs only", []string{"03", "--runs", dir, "--force"}, 2, "--force needs --out"},
+		{"--runs is a file", []string{"03", "--quick", "--runs", file}, 1, "runs folder " + file + ": not a folder"},
+		{"--out is a file", []string{"03", "--quick", "--out", file, "--force"}, 1, "not a folder"},
+		{"--force on a folder without a run", []string{"03", "--quick", "--out", site, "--force"}, 1, "no run.json"},
+		{"--out with --force, unknown lesson", []string{"99-nope", "--out", site, "--force"}, 2, "no single lesson"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runRun(tt.args, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("levee run %q: exit %d, stderr %q; want exit %d with %q", tt.args, code, stderr.String(), tt.code, tt.want)
+			}
+		})
+	}
+	if after := dirNames(t, site); !slices.Equal(after, siteBefore) {
+		t.Errorf("the folder without a run changed: %q, was %q", after, siteBefore)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "x" {
+		t.Errorf("the file was touched: %q, %v", b, err)
+	}
+}
+
+// dirNames is every path under dir, relative and sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
 }

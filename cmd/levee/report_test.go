@@ -79,7 +79,7 @@ func TestReportHTMLBadInput(t *testing.T) {
 	if err := os.MkdirAll(summaryOnly, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s"}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(summaryOnly, runfiles.SummaryFile), []byte(`{"name":"s","started":"2026-01-01T00:00:00Z","outcomes":{},"by_priority":{}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -106,5 +106,52 @@ func TestReportHTMLBadInput(t *testing.T) {
 	if code := runRun([]string{"--html", filepath.Join(dir, "no", "r.html"), filepath.Join("..", "..", "experiments", "01-no-defenses.yaml")}, &stdout, &stderr); code != 2 ||
 		!strings.Contains(stderr.String(), "--html") {
 		t.Errorf("run with a bad --html: exit %d, %q; want 2 before the run", code, stderr.String())
+	}
+}
+
+// TestReportBadRun: `levee report` refuses a run it cannot read whole, and
+// says which file and where: a summary.json without the fields every
+// summary has, or (a killed run, no summary.json) a samples.jsonl with a
+// bad line before its last. Reading such a run as a blank one, or as the
+// samples before the bad line, would report numbers the run never had.
+func TestReportBadRun(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTinyRun(t, dir)
+	emptySummary := filepath.Join(dir, "empty-summary")
+	killed := filepath.Join(dir, "killed")
+	for _, d := range []string{emptySummary, killed} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(emptySummary, runfiles.SummaryFile), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	samples, err := os.ReadFile(filepath.Join(good, runfiles.SamplesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(samples), "\n")
+	lines[2] = "garbage\n" // line 3 of 8
+	if err := os.WriteFile(filepath.Join(killed, runfiles.SamplesFile), []byte(strings.Join(lines, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		run  string
+		want []string
+	}{
+		{emptySummary, []string{filepath.Join(emptySummary, runfiles.SummaryFile), "missing name, started, outcomes, by_priority"}},
+		{killed, []string{filepath.Join(killed, runfiles.SamplesFile), "line 3"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runReport([]string{good, c.run}, &stdout, &stderr)
+		if code != 1 || stdout.Len() != 0 {
+			t.Errorf("report %s: exit %d, stdout %q; want exit 1 and no table", c.run, code, stdout.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("report %s: stderr %q; want %q in it", c.run, stderr.String(), w)
+			}
+		}
 	}
 }

@@ -40,6 +40,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
+	if *force && *out == "" {
+		fmt.Fprintln(stderr, "levee run: --force needs --out DIR (it replaces the run in that folder; a runs/<time>-<name> folder is always new)")
+		return 2
+	}
 	exp, err := resolveExperiment(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)

@@ -233,7 +233,7 @@ func TestLoadErrors(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "summary.json"), []byte(`{"name":"x"}`), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(d, "summary.json"), []byte(`{"name":"x","started":"2026-01-01T00:00:00Z","outcomes":{},"by_priority":{}}`), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 var (
@@ -139,7 +141,7 @@ func writeAtomic(path string, b []byte) error {
 }
 
 // ReportFile is the page a recording leaves beside its other files.
-const ReportFile = "report.html"
+const ReportFile = runfiles.HTMLReportFile
 
 // WriteRunReport writes dir/report.html from the run folder dir. It is a
 // runfiles.ReportWriter: recorders run it when a recording ends.

@@ -7,7 +7,11 @@ const (
 	EventsFile  = "events.jsonl"
 	SummaryFile = "summary.json"
 	ReportFile  = "report.txt" // the run alone, as `levee report DIR` prints it
-	LogsDir     = "logs"
+	// HTMLReportFile is the page the HTML report writer (lab/htmlreport)
+	// leaves beside the other files.
+	HTMLReportFile = "report.html"
+	// LogsDir holds each child's log (see runLogFile for their names).
+	LogsDir = "logs"
 )
 
 // Event kinds in events.jsonl.

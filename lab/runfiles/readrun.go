@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
@@ -26,6 +27,13 @@ type Run struct {
 
 // ReadRun reads a run folder. A folder without summary.json (a killed run)
 // is summarized from its last sample.
+//
+// Bad input is an error naming the file, never a silent default: a
+// summary.json that does not decode or lacks a field every summary has
+// (see Summary.missingFields) and, without summary.json, a samples.jsonl
+// with a bad line (the error names the line). The one line tolerated is a
+// torn last one (no trailing newline, as a run killed mid-write leaves):
+// ReadJSONL skips it, and the samples before it are the run.
 func ReadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
 	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
@@ -41,9 +49,13 @@ func ReadRun(dir string) (*Run, error) {
 	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
 	switch {
 	case err == nil:
+		path := filepath.Join(dir, SummaryFile)
 		var s Summary
 		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if missing := s.missingFields(); len(missing) > 0 {
+			return nil, fmt.Errorf("%s: not a run's summary: missing %s (fields every run's summary has)", path, strings.Join(missing, ", "))
 		}
 		r.Summary = &s
 		return r, nil
@@ -51,10 +63,13 @@ func ReadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	samples, err := ReadSamples(dir)
-	if err != nil && len(samples) == 0 {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("%s: no summary.json and no samples: %w", dir, err)
-	}
-	if len(samples) == 0 {
+	case err != nil:
+		// Not a torn last line: the run is not the samples before it.
+		return nil, fmt.Errorf("%s: no summary.json, and the samples do not read back: %w", dir, err)
+	case len(samples) == 0:
 		return nil, fmt.Errorf("%s: no summary.json and no samples", dir)
 	}
 	r.Summary = partialSummary(samples)

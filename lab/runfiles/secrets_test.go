@@ -1,12 +1,10 @@
 package runfiles
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/levee-lab/levee/lab/experiment"
 )
@@ -56,33 +54,5 @@ func TestRunJSONHasNoSecrets(t *testing.T) {
 	}
 	if info.Resolved.Keys["P0"] != "lab-p0-"+token[:8] || exp.Redis.URL != "redis://user:hunter2@127.0.0.1:6379/0" {
 		t.Error("redaction changed the caller's RunInfo")
-	}
-}
-
-// TestOutRefusesAFolderWithARun: --out into a folder that holds files is
-// refused (a second run would append to the first one's JSONL); --force
-// removes the previous run's files, and only those.
-func TestOutRefusesAFolderWithARun(t *testing.T) {
-	dir := t.TempDir()
-	if got, err := ResolveRunDir(dir, "", "x", time.Now(), false); err != nil || got != dir {
-		t.Fatalf("an empty --out folder: %q, %v", got, err)
-	}
-	for _, f := range []string{RunFile, SamplesFile, "gateway-0.yaml", "notes.txt"} {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("old"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dir, LogsDir), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ResolveRunDir(dir, "", "x", time.Now(), false); !errors.Is(err, ErrRunDirNotEmpty) || !strings.Contains(err.Error(), "--force") {
-		t.Fatalf("a folder with a run: %v", err)
-	}
-	if _, err := ResolveRunDir(dir, "", "x", time.Now(), true); err != nil {
-		t.Fatal(err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != "notes.txt" {
-		t.Fatalf("after --force the folder holds %v; want only the user's notes.txt", ents)
 	}
 }

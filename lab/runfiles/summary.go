@@ -94,6 +94,29 @@ type Summary struct {
 	Pass bool `json:"pass"`
 }
 
+// missingFields names the fields of a summary.json that every summary has
+// (Aggregator.Summarize has always set them: the experiment's name, which
+// an experiment requires, the start, and the outcome counts overall and by
+// priority, zeros included) and s lacks; nil when none is missing. A file
+// without them is not a run's summary: reading it as one would show a run
+// with a blank name and zeros.
+func (s *Summary) missingFields() []string {
+	var missing []string
+	if s.Name == "" {
+		missing = append(missing, "name")
+	}
+	if s.Started.IsZero() {
+		missing = append(missing, "started")
+	}
+	if s.Outcomes == nil {
+		missing = append(missing, "outcomes")
+	}
+	if s.ByPriority == nil {
+		missing = append(missing, "by_priority")
+	}
+	return missing
+}
+
 // PrioritySummary is one priority class.
 type PrioritySummary struct {
 	Offered     uint64  `json:"offered"`
