@@ -31,7 +31,8 @@ type Run struct {
 // Bad input is an error naming the file, never a silent default: a
 // summary.json that does not decode or lacks a field every summary has
 // (see Summary.missingFields) and, without summary.json, a samples.jsonl
-// with a bad line (the error names the line). The one line tolerated is a
+// with a bad line (the error names the line), and an events.jsonl with a
+// bad line whatever else is there. The one line tolerated is a
 // torn last one (no trailing newline, as a run killed mid-write leaves):
 // ReadJSONL skips it, and the samples before it are the run.
 func ReadRun(dir string) (*Run, error) {
@@ -42,8 +43,14 @@ func ReadRun(dir string) (*Run, error) {
 			r.Info = &info
 		}
 	}
-	// A torn or missing events file leaves what could be read.
-	if evs, _ := ReadEvents(dir); len(evs) > 0 {
+	// A missing events file means no predictions; a torn last line is
+	// skipped by ReadJSONL. Any other bad line would drop the predictions
+	// after it, so it is an error, as in the samples.
+	evs, err := ReadEvents(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: the events do not read back: %w", dir, err)
+	}
+	if len(evs) > 0 {
 		r.Predictions = ReadPredictions(evs)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))

@@ -9,7 +9,7 @@ import (
 
 // TestReadRunBadInput: ReadRun reads a run's summary.json, or without one
 // its samples; a summary without the fields every summary has, or a bad
-// sample line anywhere but a torn last one, is an error naming the file
+// sample or event line anywhere but a torn last one, is an error naming the file
 // (and line), never half a run or a blank one.
 func TestReadRunBadInput(t *testing.T) {
 	const (
@@ -38,6 +38,8 @@ func TestReadRunBadInput(t *testing.T) {
 		{name: "summary with a name only", files: map[string]string{SummaryFile: `{"name": "x"}`}, want: "missing started, outcomes, by_priority"},
 		{name: "summary without by_priority", files: map[string]string{SummaryFile: strings.Replace(aSummary, `"by_priority"`, `"byPriority"`, 1)}, want: "missing by_priority"},
 		{name: "a bad sample in the middle", files: map[string]string{SamplesFile: sample1 + "\ng" + sample2 + "\n" + sample3 + "\n"}, want: "samples.jsonl: line 2: invalid character 'g'"},
+		{name: "a torn last event is skipped", files: map[string]string{SummaryFile: aSummary, EventsFile: `{"kind": "fault"}` + "\n" + `{"ki`}, wantOffered: 9},
+		{name: "a bad event in the middle", files: map[string]string{SummaryFile: aSummary, EventsFile: `{"kind": "fault"}` + "\nnope\n" + `{"kind": "fault"}` + "\n"}, want: "events.jsonl: line 2"},
 		{name: "a bad complete last sample", files: map[string]string{SamplesFile: sample1 + "\n" + sample2 + "\n" + sample3[:20] + "\n"}, want: "samples.jsonl: line 3"},
 	}
 	for _, tt := range tests {
