@@ -15,6 +15,7 @@ import (
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -120,10 +121,26 @@ func (g *Gateway) newAdminHandler() http.Handler {
 	mux.HandleFunc("PUT "+wire.PathAdminLimits, g.putLimits)
 	mux.HandleFunc("PUT "+wire.PathAdminPressure, g.putPressure)
 	mux.HandleFunc("PUT "+wire.PathAdminLevel, g.putLevel)
+	// The catch-all would hide the mux's own 405 from a known path asked
+	// with the wrong method, so it answers that itself.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if m, ok := adminMethods[r.URL.Path]; ok {
+			w.Header().Set("Allow", m)
+			writeError(w, http.StatusMethodNotAllowed, 0, false, "", r.URL.Path+" takes "+m+", not "+r.Method)
+			return
+		}
 		writeError(w, http.StatusNotFound, 0, false, "", "no admin route "+r.Method+" "+r.URL.Path)
 	})
 	return mux
+}
+
+// adminMethods is the one method of each admin path (see newAdminHandler).
+var adminMethods = map[string]string{
+	wire.PathAdminState:    http.MethodGet,
+	wire.PathAdminDefenses: http.MethodPut,
+	wire.PathAdminLimits:   http.MethodPut,
+	wire.PathAdminPressure: http.MethodPut,
+	wire.PathAdminLevel:    http.MethodPut,
 }
 
 func writeAdmin(w http.ResponseWriter, v any) {
@@ -144,15 +161,7 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		field := ""
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te):
-			field = te.Field
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			field = strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		}
-		writeError(w, http.StatusBadRequest, 0, false, field, "malformed JSON: "+err.Error())
+		writeDecodeError(w, err, "")
 		return false
 	}
 	if dec.More() {
@@ -162,15 +171,59 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// decodeAdminPart decodes raw, the value at path of an admin body, into v
+// with no unknown fields. On error it answers 400 naming the field under
+// path and returns false. Map values are decoded by it one by one, since
+// encoding/json leaves a map's key out of a type error's field.
+func decodeAdminPart(w http.ResponseWriter, raw json.RawMessage, v any, path string) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeDecodeError(w, err, path)
+		return false
+	}
+	return true
+}
+
+// writeDecodeError answers 400 for err, a decoding error of the value at
+// path (or of the body, path ""), in JSON's words as the public API
+// answers ("must be an integer, got a JSON string"), not Go's type names.
+func writeDecodeError(w http.ResponseWriter, err error, path string) {
+	join := func(field string) string {
+		switch {
+		case path == "":
+			return field
+		case field == "":
+			return path
+		}
+		return path + "." + field
+	}
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		re := openai.TypeError(te)
+		field := join(re.Field)
+		writeError(w, http.StatusBadRequest, 0, false, field, field+": "+re.Msg)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := join(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
+		writeError(w, http.StatusBadRequest, 0, false, field, "unknown field "+field)
+	default:
+		writeError(w, http.StatusBadRequest, 0, false, path, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
+	}
+}
+
 // putDefenses is PUT /admin/defenses: a partial object of booleans.
 func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
-	var patch map[string]*bool
+	var patch map[string]json.RawMessage
 	if !decodeAdmin(w, r, &patch) {
 		return
 	}
 	d := g.Defenses()
 	for _, name := range slices.Sorted(maps.Keys(patch)) {
-		v := patch[name]
+		var v *bool
+		if !decodeAdminPart(w, patch[name], &v, name) {
+			return
+		}
 		if v == nil {
 			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
 			return
@@ -187,9 +240,9 @@ func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
 
 // limitsPatch is the body of PUT /admin/limits; every part is optional.
 type limitsPatch struct {
-	Classes             map[string]classPatch `json:"classes"`
-	TokenBudget         *int64                `json:"token_budget"`
-	MaxSubcallsInflight *int64                `json:"max_subcalls_inflight"`
+	Classes             map[string]json.RawMessage `json:"classes"` // each a classPatch
+	TokenBudget         *int64                     `json:"token_budget"`
+	MaxSubcallsInflight *int64                     `json:"max_subcalls_inflight"`
 	RateLimit           *struct {
 		Rules *[]ruleJSON `json:"rules"`
 	} `json:"ratelimit"`
@@ -258,7 +311,11 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
 			return
 		}
-		next, err := patch.Classes[name].apply(*cc)
+		var cp classPatch
+		if !decodeAdminPart(w, patch.Classes[name], &cp, "classes."+name) {
+			return
+		}
+		next, err := cp.apply(*cc)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, 0, false, "classes."+name+".queue_timeout_ms", err.Error())
 			return

@@ -545,7 +545,7 @@ func TestAdminAPI(t *testing.T) {
 		{"wrong token", "GET", "/admin/state", "", "nope", 401, "Authorization"},
 		{"state", "GET", "/admin/state", "", testToken, 200, ""},
 		{"unknown defense", "PUT", "/admin/defenses", `{"moat":true}`, testToken, 400, "moat"},
-		{"defense not bool", "PUT", "/admin/defenses", `{"guard":1}`, testToken, 400, ""},
+		{"defense not bool", "PUT", "/admin/defenses", `{"guard":1}`, testToken, 400, "guard"},
 		{"bad limit", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":0}}}`, testToken, 400, "classes.ai.limit"},
 		{"bad algorithm", "PUT", "/admin/limits", `{"classes":{"ai":{"algorithm":"magic"}}}`, testToken, 400, "classes.ai.algorithm"},
 		{"unknown class", "PUT", "/admin/limits", `{"classes":{"gpu":{"limit":3}}}`, testToken, 400, "classes.gpu"},
@@ -560,6 +560,31 @@ func TestAdminAPI(t *testing.T) {
 			a := admin(t, s, tc.method, tc.path, tc.body, tc.tok)
 			if a.status != tc.status || a.errorField() != tc.field {
 				t.Fatalf("%v field %q; want %d field %q", a, a.errorField(), tc.status, tc.field)
+			}
+		})
+	}
+	// What the answer says: JSON's words, not Go's, and a known path asked
+	// with the wrong method is a 405 naming the right one, as net/http's
+	// own mux would answer.
+	for _, tc := range []struct {
+		name, method, path, body string
+		status                   int
+		field, msg, allow        string
+	}{
+		{"limit a string", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":"8"}}}`, 400, "classes.ai.limit", "classes.ai.limit: must be an integer, got a JSON string", ""},
+		{"defense a number", "PUT", "/admin/defenses", `{"guard":1}`, 400, "guard", "guard: must be a boolean, got a JSON number", ""},
+		{"unknown field", "PUT", "/admin/limits", `{"clases":{}}`, 400, "clases", "unknown field clases", ""},
+		{"not JSON", "PUT", "/admin/level", `{level}`, 400, "", "malformed JSON: invalid character", ""},
+		{"state with PUT", "PUT", "/admin/state", `{}`, 405, "", "/admin/state takes GET, not PUT", "GET"},
+		{"limits with GET", "GET", "/admin/limits", "", 405, "", "/admin/limits takes PUT, not GET", "PUT"},
+		{"limits with POST", "POST", "/admin/limits", `{}`, 405, "", "takes PUT", "PUT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := admin(t, s, tc.method, tc.path, tc.body)
+			var e wire.ErrorBody
+			_ = json.Unmarshal(a.body, &e)
+			if a.status != tc.status || e.Error.Field != tc.field || !strings.Contains(e.Error.Message, tc.msg) || a.header.Get("Allow") != tc.allow {
+				t.Fatalf("%v Allow %q; want %d field %q message with %q Allow %q", a, a.header.Get("Allow"), tc.status, tc.field, tc.msg, tc.allow)
 			}
 		})
 	}
