@@ -115,6 +115,14 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"bad article", "name: x\nduration: 1s\narticles: [\"003\", \"3\"]\n", "line 3: articles.1"},
 		{"unknown article", "name: x\nduration: 1s\narticles: [\"005\"]\n", "000..004"},
 		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},
+		{"second document", "name: x\nduration: 1s\n---\nbogus: 1\n", "line 3: more than one YAML document"},
+		{"malformed second document", "name: x\nduration: 1s\n---\n[bogus\n", "did not find expected"},
+		{"fraction in nodes.count", "name: x\nduration: 1s\nnodes: {count: 2.9}\n", "line 3: nodes.count: must be an integer, got the number 2.9"},
+		{"fraction in seed", "name: x\nduration: 1s\nseed: 1.5\n", "line 3: seed: must be an integer, got the number 1.5"},
+		{"fraction in a range", "name: x\nduration: 1s\nmix:\n  prompt_tokens: {min: 1, max: 9.5}\n", "line 4: mix.prompt_tokens.max: must be an integer"},
+		{"fraction in gateway.count", "name: x\nduration: 1s\ngateway:\n  count: 1.5\n", "line 4: gateway.count: must be an integer"},
+		{"fraction in redis masters", "name: x\nduration: 1s\nredis: {kind: cluster, masters: 3.5}\n", "line 3: redis.masters: must be an integer, got the number 3.5"},
+		{"fraction in gateway config", "name: x\nduration: 1s\ngateway:\n  config: {agent: {queue_size: 64.5}}\n", "agent.queue_size: must be an integer, got the number 64.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
