@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -155,16 +156,22 @@ func (e *Experiment) normalizeGateway(p *problems) {
 	}
 }
 
-// validateFaults checks each step against the chaos catalogue and the
-// run's length.
+// validateFaults checks each step against the chaos catalogue, the lab's
+// shape (nodes.count, the Redis cluster's masters: a step naming node 7 of
+// 3 is refused here, not when it is due) and the run's length. A bad
+// parameter is reported at faults.N.params.NAME.
 func (e *Experiment) validateFaults(p *problems) {
+	topo := e.topology()
 	for i, f := range e.Faults {
 		path := fmt.Sprintf("faults.%d", i)
+		var pe *chaos.ParamError
 		if f.Fault == "" {
 			p.add(path+".fault", "required")
 		} else if err := validateFaultName(f.Fault); err != nil {
 			p.add(path+".fault", "%v", err)
-		} else if err := validateFaultStep(f); err != nil {
+		} else if err := validateFaultStep(f, topo); errors.As(err, &pe) {
+			p.add(path+".params."+pe.Field, "%s", pe.Msg)
+		} else if err != nil {
 			p.add(path+".params", "%v", err)
 		}
 		if f.At == Forever || f.For == Forever {
