@@ -181,6 +181,7 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 		cancel()
 		if err != nil {
 			l.progress("fault %s: %v", a.Fault, err)
+			l.failedStep(a, err)
 			continue
 		}
 		if !a.Revert && a.For > 0 {
@@ -188,6 +189,24 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 			l.sup.ShowRestart(began, a.For)
 		}
 	}
+}
+
+// failedStep records that the timeline's action a failed: in the lab's
+// FaultStepErrors (and so the summary of the recording) and as an error
+// event naming the step.
+func (l *Lab) failedStep(a chaos.Action, err error) {
+	action := chaos.ActionApply
+	if a.Revert {
+		action = chaos.ActionRevert
+	}
+	step := fmt.Sprintf("faults.%d", a.Step)
+	serr := fmt.Errorf("%s (%s): %s at %s: %w", step, a.Fault, action, a.At, err)
+	l.mu.Lock()
+	l.stepErrs = append(l.stepErrs, serr)
+	l.mu.Unlock()
+	l.event(runfiles.EventError, "fault step "+serr.Error(), map[string]any{
+		"step": step, "fault": a.Fault, "action": action, "at": a.At.String(), "error": err.Error(),
+	})
 }
 
 // faultObserved records every apply and revert the controller performs.
