@@ -236,12 +236,12 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 }
 
 // SetRate sets the target rate and pauses the experiment's schedule (a
-// manual override) until PauseRamp(false).
-func (l *Lab) SetRate(rps float64) {
-	if rps < 0 || math.IsNaN(rps) {
-		rps = 0
+// manual override) until PauseRamp(false). It refuses a rate that is not
+// a number within 0..load.MaxRate req/s, changing nothing.
+func (l *Lab) SetRate(rps float64) error {
+	if !(rps >= 0 && rps <= load.MaxRate) { // NaN and ±Inf too
+		return fmt.Errorf("lab: rate %v req/s: want 0..%.0f", rps, load.MaxRate)
 	}
-	rps = min(rps, load.MaxRate)
 	s := l.sched
 	now := l.clock.Now()
 	s.mu.Lock()
@@ -251,6 +251,7 @@ func (l *Lab) SetRate(rps float64) {
 	}
 	s.mu.Unlock()
 	l.event(runfiles.EventRate, fmt.Sprintf("manual rate %g req/s", rps), map[string]any{"rate": rps})
+	return nil
 }
 
 // Rate is the target rate the generator runs at now.
@@ -258,7 +259,7 @@ func (l *Lab) Rate() float64 { return l.gen.Rate() }
 
 // Spike multiplies the rate by factor for d.
 func (l *Lab) Spike(factor float64, d time.Duration) {
-	if factor <= 0 || math.IsNaN(factor) || d <= 0 {
+	if !(factor > 0) || math.IsInf(factor, 1) || d <= 0 {
 		return
 	}
 	s := l.sched

@@ -67,16 +67,16 @@ func (e *Experiment) normalizeIdentity(p *problems) {
 
 // normalizeSchedule: start rate, stages, duration and arrival process.
 func (e *Experiment) normalizeSchedule(p *problems) {
-	if e.StartRate < 0 || math.IsNaN(e.StartRate) {
-		p.add("start_rate", "%v: want ≥ 0", e.StartRate)
+	if !(e.StartRate >= 0 && e.StartRate <= load.MaxRate) { // NaN and ±Inf too
+		p.add("start_rate", "%v: want 0..%.0f req/s", e.StartRate, load.MaxRate)
 	}
 	var sum time.Duration
 	for i, s := range e.Stages {
 		if s.Duration == Forever {
 			p.add(fmt.Sprintf("stages.%d.duration", i), "forever is only for the experiment's duration")
 		}
-		if s.Target < 0 || math.IsNaN(s.Target) || s.Target > 1e6 {
-			p.add(fmt.Sprintf("stages.%d.target", i), "%v: want 0..1000000 req/s", s.Target)
+		if !(s.Target >= 0 && s.Target <= load.MaxRate) {
+			p.add(fmt.Sprintf("stages.%d.target", i), "%v: want 0..%.0f req/s", s.Target, load.MaxRate)
 		}
 		sum += s.Duration.D()
 	}
