@@ -102,6 +102,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"missing redis master", "name: x\nduration: 20s\nredis: cluster\nfaults:\n  - {at: 1s, fault: redis_master_kill, params: {master: 3}}\n", "line 5: faults.0.params.master: master 3 does not exist (the cluster has 3 masters"},
 		{"fault after end", "name: x\nduration: 10s\nfaults:\n  - {at: 11s, fault: node_kill}\n", "after the end"},
 		{"bad narration kind", "name: x\nduration: 1s\nnarration:\n  - {at: 0s, kind: sing, text: la}\n", "line 4: narration.0.kind"},
+		{"narration after end", "name: x\nduration: 10s\nnarration:\n  - {at: 0s, kind: watch, text: a}\n  - {at: 30s, kind: watch, text: b}\n", "line 5: narration.1.at: 30s is after the end of the run (10s)"},
+		{"narration after the stages end", "name: x\nstages:\n  - {duration: 5s, target: 10}\nnarration:\n  - {at: 6s, kind: watch, text: a}\n", "line 5: narration.0.at: 6s is after the end of the run (5s)"},
 		{"narration out of order", "name: x\nduration: 9s\nnarration:\n  - {at: 5s, kind: watch, text: a}\n  - {at: 1s, kind: watch, text: b}\n", "keep steps in order"},
 		{"unknown threshold", "name: x\nduration: 1s\nthresholds:\n  happiness: \">= 1\"\n", "line 4: thresholds.happiness"},
 		{"bad threshold expr", "name: x\nduration: 1s\nthresholds:\n  unaccounted: \"about 0\"\n", "want one of"},

@@ -183,7 +183,8 @@ func (e *Experiment) validateFaults(p *problems) {
 	}
 }
 
-// validateNarration checks the steps' kinds, texts and order.
+// validateNarration checks the steps' kinds, texts, order and times (none
+// after the end of the run: it would never show).
 func (e *Experiment) validateNarration(p *problems) {
 	for i, s := range e.Narration {
 		path := fmt.Sprintf("narration.%d", i)
@@ -197,6 +198,8 @@ func (e *Experiment) validateNarration(p *problems) {
 		}
 		if s.At == Forever {
 			p.add(path+".at", "forever is only for the experiment's duration")
+		} else if e.Duration != Forever && s.At.D() > e.Duration.D() {
+			p.add(path+".at", "%s is after the end of the run (%s): the step would never show", s.At, e.Duration)
 		}
 		if i > 0 && s.At < e.Narration[i-1].At {
 			p.add(path+".at", "%s is before the previous step (%s): keep steps in order", s.At, e.Narration[i-1].At)
