@@ -89,10 +89,45 @@ func nodeList(fault string, env Env, node int) ([]int, error) {
 		}
 		return out, nil
 	}
-	if node < 0 || node >= n {
-		return nil, paramErr(fault, "node", "node %d does not exist (the lab has %d nodes: 0..%d, or -1 for all)", node, n, n-1)
+	if err := checkNode(fault, node, n); err != nil {
+		return nil, err
 	}
 	return []int{node}, nil
+}
+
+// checkNode reports a node parameter that names none of the lab's n nodes
+// (-1, every node, always names some when n > 0).
+func checkNode(fault string, node, n int) error {
+	if node == -1 && n > 0 || node >= 0 && node < n {
+		return nil
+	}
+	return paramErr(fault, "node", "node %d does not exist (the lab has %d nodes: 0..%d, or -1 for all)", node, n, n-1)
+}
+
+// Topology is the shape of a lab as its experiment declares it, known
+// before the lab starts: what a fault's parameters may name.
+type Topology struct {
+	// Nodes is the number of fake model nodes (≥ 1).
+	Nodes int
+	// RedisMasters is the number of masters of the lab's Redis Cluster;
+	// 0 when the lab runs no cluster (the check is then left to Apply).
+	RedisMasters int
+}
+
+// targetChecker is implemented by faults whose parameters name a part of
+// the lab (a node, a Redis master).
+type targetChecker interface{ checkTargets(t Topology) error }
+
+// CheckTargets reports a parameter of f that names a node or Redis master
+// a lab shaped t will not have — the check Apply makes against the running
+// lab, made before the run so that a bad step fails at load time. The
+// error is a *ParamError naming the parameter. Faults whose parameters
+// name no part of the lab pass.
+func CheckTargets(f Fault, t Topology) error {
+	if c, ok := f.(targetChecker); ok {
+		return c.checkTargets(t)
+	}
+	return nil
 }
 
 func validNode(fault string, node int) error {

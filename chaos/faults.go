@@ -27,6 +27,8 @@ func (*NodeKill) Description() string { return "SIGKILL a model node; it restart
 // Effect is EffectNodeLoss: the node's process dies.
 func (*NodeKill) Effect() Effect { return EffectNodeLoss }
 
+func (f *NodeKill) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+
 func (f *NodeKill) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
 		return err
@@ -103,6 +105,14 @@ func NewGCPressure() *GCPressure {
 func (*GCPressure) Name() string { return "gc_pressure" }
 func (*GCPressure) Description() string {
 	return "garbage churn (MB/s) and a live ballast (MB) in the gateway or a node"
+}
+
+// checkTargets checks the node of a node-targeted gc_pressure.
+func (f *GCPressure) checkTargets(t Topology) error {
+	if f.Target != "node" {
+		return nil
+	}
+	return checkNode(f.Name(), f.Node, t.Nodes)
 }
 
 func (f *GCPressure) Validate() error {
@@ -368,6 +378,14 @@ func NewRedisMasterKill() *RedisMasterKill {
 func (*RedisMasterKill) Name() string { return "redis_master_kill" }
 func (*RedisMasterKill) Description() string {
 	return "SIGKILL one master of the Redis Cluster (a replica takes over); it rejoins after `for`"
+}
+
+// checkTargets checks the master's rank against the cluster's masters.
+func (f *RedisMasterKill) checkTargets(t Topology) error {
+	if t.RedisMasters > 0 && f.Master >= t.RedisMasters {
+		return paramErr(f.Name(), "master", "master %d does not exist (the cluster has %d masters: 0..%d, or -1 for the busiest)", f.Master, t.RedisMasters, t.RedisMasters-1)
+	}
+	return nil
 }
 
 func (f *RedisMasterKill) Validate() error {

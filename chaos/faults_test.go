@@ -246,3 +246,81 @@ func TestDurationJSON(t *testing.T) {
 		t.Errorf("marshal: %s", b)
 	}
 }
+
+func TestCheckTargets(t *testing.T) {
+	topo := Topology{Nodes: 3, RedisMasters: 3}
+	cases := []struct {
+		fault, params string
+		topo          Topology
+		field         string // "" when the step fits
+	}{
+		{"node_kill", `{"node":2}`, topo, ""},
+		{"node_kill", `{"node":-1}`, topo, ""},
+		{"node_kill", `{"node":7}`, topo, "node"},
+		{"node_kill", `{"node":3}`, topo, "node"},
+		{"model_latency", `{"node":5}`, topo, "node"},
+		{"model_slots", `{"node":5}`, topo, "node"},
+		{"node_hang", `{"node":5}`, topo, "node"},
+		{"model_errors", `{"node":5}`, topo, "node"},
+		{"model_errors", `{"node":1}`, topo, ""},
+		{"gc_pressure", `{"target":"node","node":5}`, topo, "node"},
+		{"gc_pressure", `{"target":"node","node":2}`, topo, ""},
+		{"gc_pressure", `{"target":"gateway","node":5}`, topo, ""}, // node unused
+		{"redis_master_kill", `{"master":2}`, topo, ""},
+		{"redis_master_kill", `{"master":-1}`, topo, ""},
+		{"redis_master_kill", `{"master":3}`, topo, "master"},
+		{"redis_master_kill", `{"master":3}`, Topology{Nodes: 3}, ""}, // no cluster declared: left to Apply
+		{"traffic_spike", `{"factor":2}`, Topology{Nodes: 1}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.fault+c.params, func(t *testing.T) {
+			f, err := Default.New(c.fault, json.RawMessage(c.params))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckTargets(f, c.topo)
+			if c.field == "" {
+				if err != nil {
+					t.Fatalf("CheckTargets: %v", err)
+				}
+				return
+			}
+			var pe *ParamError
+			if !errors.As(err, &pe) || pe.Field != c.field || pe.Fault != c.fault {
+				t.Fatalf("CheckTargets = %v, want a ParamError on %s", err, c.field)
+			}
+		})
+	}
+}
+
+// TestEveryNodeParamIsChecked: a catalogue fault with a node parameter
+// must be checked before the run, or a step naming a missing node fails
+// only when it is due.
+func TestEveryNodeParamIsChecked(t *testing.T) {
+	for _, name := range Default.Names() {
+		f, err := Default.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(f)
+		var params map[string]any
+		if err := json.Unmarshal(b, &params); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := params["node"]; !ok {
+			continue
+		}
+		params["node"] = 9
+		if _, ok := params["target"]; ok {
+			params["target"] = "node"
+		}
+		raw, _ := json.Marshal(params)
+		f, err = Default.New(name, raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := CheckTargets(f, Topology{Nodes: 2}); err == nil {
+			t.Errorf("%s: node 9 of 2 passes CheckTargets", name)
+		}
+	}
+}

@@ -55,6 +55,8 @@ func (*ModelLatency) Description() string {
 	return "model nodes answer slower: service time × multiplier + add_ms"
 }
 
+func (f *ModelLatency) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+
 func (f *ModelLatency) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
 		return err
@@ -101,6 +103,8 @@ func (*ModelSlots) Description() string {
 	return "model nodes serve fewer requests at once (slots)"
 }
 
+func (f *ModelSlots) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+
 func (f *ModelSlots) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
 		return err
@@ -137,6 +141,8 @@ func (*NodeHang) Name() string { return "node_hang" }
 func (*NodeHang) Description() string {
 	return "a node accepts requests and never answers (hang_rate)"
 }
+
+func (f *NodeHang) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
 
 func (f *NodeHang) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {
@@ -178,6 +184,8 @@ func (*ModelErrors) Name() string { return "model_errors" }
 func (*ModelErrors) Description() string {
 	return "model nodes fail a share of requests (error_rate)"
 }
+
+func (f *ModelErrors) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
 
 func (f *ModelErrors) Validate() error {
 	if err := validNode(f.Name(), f.Node); err != nil {

@@ -7,11 +7,10 @@ import (
 	"math"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/internal/yamlstrict"
 )
 
 // Latency distributions (the wire names).
@@ -294,13 +293,17 @@ func (k Knobs) Patch(patch []byte) (Knobs, error) {
 }
 
 // LoadKnobsYAML decodes a YAML knob document (a wire.KnobPatch) onto a copy
-// of base (so a file may name only the knobs it changes), rejects unknown
-// keys, and validates.
+// of base (so a file may name only the knobs it changes), and validates.
+// Unknown keys, a second YAML document and a fraction in an integer knob
+// (slots: 2.5) are errors naming the line (yamlstrict.Decode); an empty
+// document changes nothing. On error base is returned unchanged.
 func LoadKnobsYAML(r io.Reader, base Knobs) (Knobs, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return base, fmt.Errorf("knobs YAML: %w", err)
+	}
 	var p wire.KnobPatch
-	dec := yaml.NewDecoder(r)
-	dec.KnownFields(true)
-	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := yamlstrict.Decode(b, &p); err != nil && !errors.Is(err, io.EOF) {
 		return base, fmt.Errorf("knobs YAML: %w", err)
 	}
 	next := base.Apply(p)

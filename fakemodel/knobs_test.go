@@ -156,9 +156,22 @@ func TestLoadKnobsYAML(t *testing.T) {
 	if k.MeanService() != 50*time.Millisecond {
 		t.Fatalf("MeanService = %v, want 50ms", k.MeanService())
 	}
-	for _, bad := range []string{"slotz: 3\n", "slots: 0\n", "latency: [1]\n", "slots: many\n"} {
-		if _, err := LoadKnobsYAML(strings.NewReader(bad), DefaultKnobs()); err == nil {
-			t.Errorf("LoadKnobsYAML(%q) = nil error", bad)
+	for _, bad := range []struct{ yaml, want string }{
+		{"slotz: 3\n", "field slotz not found"},
+		{"slots: 0\n", "knob slots"},
+		{"latency: [1]\n", "cannot unmarshal"},
+		{"slots: many\n", "cannot unmarshal"},
+		// yaml.v3 alone would keep the first document, or truncate to 2.
+		{"slots: 4\n---\nslots: 9\n", "line 2: more than one YAML document"},
+		{"slots: 2.5\n", "line 1: slots: must be an integer, got the number 2.5"},
+		{"backpressure_queue: 7.5\n", "backpressure_queue: must be an integer"},
+	} {
+		k, err := LoadKnobsYAML(strings.NewReader(bad.yaml), DefaultKnobs())
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("LoadKnobsYAML(%q) = %v, want %q", bad.yaml, err, bad.want)
+		}
+		if k != DefaultKnobs() {
+			t.Errorf("LoadKnobsYAML(%q) changed the base: %+v", bad.yaml, k)
 		}
 	}
 	if k, err := LoadKnobsYAML(strings.NewReader(""), DefaultKnobs()); err != nil || k != DefaultKnobs() {

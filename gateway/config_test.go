@@ -79,6 +79,11 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
 		{"unknown policy", nodes + "unknown_key: maybe\n", 3, "unknown_key", "maybe"},
 		{"two documents", nodes + "---\nlisten: x\n", 3, "", "more than one"},
+		{"malformed second document", nodes + "---\nlisten: [\n", 4, "", "did not find expected"},
+		// yaml.v3 alone would truncate these to 64, 2048 and 5.
+		{"fraction in an int", nodes + "agent:\n  queue_size: 64.5\n", 4, "agent.queue_size", "must be an integer, got the number 64.5"},
+		{"fraction in a top-level int", nodes + "max_header_bytes: 2048.5\n", 3, "max_header_bytes", "got the number 2048.5"},
+		{"fraction in an inline rule", nodes + "ratelimit:\n  rules:\n    - {tenant: '*', route: chat, algorithm: token_bucket, replenish_rate: 5, burst: 5.5, cost: requests}\n", 5, "ratelimit.rules[0].burst", "got the number 5.5"},
 		// The parts' own config types: their keys sit where they always did,
 		// their extra knobs are checked by the part, with the line of the
 		// section when the part names no key the gateway can place.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +9,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/internal/yamlstrict"
 )
 
 // ConfigError is an invalid configuration value or YAML syntax error.
@@ -58,19 +59,14 @@ func LoadConfig(path string) (Config, error) {
 }
 
 // ParseConfig decodes YAML over DefaultConfig and validates the result.
-// Unknown keys, type mismatches and invalid values are *ConfigError values
-// carrying the offending line. An empty document yields the defaults, which
-// fail validation for want of upstream nodes.
+// Unknown keys, type mismatches, a second YAML document, a fraction in an
+// integer field (yamlstrict.Decode) and invalid values are *ConfigError
+// values carrying the offending line. An empty document yields the
+// defaults, which fail validation for want of upstream nodes.
 func ParseConfig(data []byte) (Config, error) {
 	cfg := DefaultConfig()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+	if _, err := yamlstrict.Decode(data, &cfg); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, yamlError(err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); err == nil {
-		return Config{}, &ConfigError{Line: extra.Line, Msg: "more than one YAML document"}
 	}
 	if err := cfg.Validate(); err != nil {
 		var ce *ConfigError
@@ -86,8 +82,12 @@ func ParseConfig(data []byte) (Config, error) {
 }
 
 // yamlError turns yaml.v3's errors ("yaml: line 3: …", TypeError lists)
-// into a *ConfigError with the first line it names.
+// and yamlstrict's into a *ConfigError with the first line it names.
 func yamlError(err error) error {
+	var se *yamlstrict.Error
+	if errors.As(err, &se) {
+		return &ConfigError{Line: se.Line, Field: se.IndexedPath(), Msg: se.Msg}
+	}
 	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {

@@ -181,6 +181,7 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 		cancel()
 		if err != nil {
 			l.progress("fault %s: %v", a.Fault, err)
+			l.failedStep(a, err)
 			continue
 		}
 		if !a.Revert && a.For > 0 {
@@ -188,6 +189,24 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 			l.sup.ShowRestart(began, a.For)
 		}
 	}
+}
+
+// failedStep records that the timeline's action a failed: in the lab's
+// FaultStepErrors (and so the summary of the recording) and as an error
+// event naming the step.
+func (l *Lab) failedStep(a chaos.Action, err error) {
+	action := chaos.ActionApply
+	if a.Revert {
+		action = chaos.ActionRevert
+	}
+	step := fmt.Sprintf("faults.%d", a.Step)
+	serr := fmt.Errorf("%s (%s): %s at %s: %w", step, a.Fault, action, a.At, err)
+	l.mu.Lock()
+	l.stepErrs = append(l.stepErrs, serr)
+	l.mu.Unlock()
+	l.event(runfiles.EventError, "fault step "+serr.Error(), map[string]any{
+		"step": step, "fault": a.Fault, "action": action, "at": a.At.String(), "error": err.Error(),
+	})
 }
 
 // faultObserved records every apply and revert the controller performs.
@@ -217,12 +236,12 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 }
 
 // SetRate sets the target rate and pauses the experiment's schedule (a
-// manual override) until PauseRamp(false).
-func (l *Lab) SetRate(rps float64) {
-	if rps < 0 || math.IsNaN(rps) {
-		rps = 0
+// manual override) until PauseRamp(false). It refuses a rate that is not
+// a number within 0..load.MaxRate req/s, changing nothing.
+func (l *Lab) SetRate(rps float64) error {
+	if !(rps >= 0 && rps <= load.MaxRate) { // NaN and ±Inf too
+		return fmt.Errorf("lab: rate %v req/s: want 0..%.0f", rps, load.MaxRate)
 	}
-	rps = min(rps, load.MaxRate)
 	s := l.sched
 	now := l.clock.Now()
 	s.mu.Lock()
@@ -232,6 +251,7 @@ func (l *Lab) SetRate(rps float64) {
 	}
 	s.mu.Unlock()
 	l.event(runfiles.EventRate, fmt.Sprintf("manual rate %g req/s", rps), map[string]any{"rate": rps})
+	return nil
 }
 
 // Rate is the target rate the generator runs at now.
@@ -239,7 +259,7 @@ func (l *Lab) Rate() float64 { return l.gen.Rate() }
 
 // Spike multiplies the rate by factor for d.
 func (l *Lab) Spike(factor float64, d time.Duration) {
-	if factor <= 0 || math.IsNaN(factor) || d <= 0 {
+	if !(factor > 0) || math.IsInf(factor, 1) || d <= 0 {
 		return
 	}
 	s := l.sched

@@ -26,8 +26,9 @@ type Controls interface {
 	Samples() <-chan runfiles.Sample
 
 	// SetRate sets the target arrival rate (req/s) and pauses the
-	// experiment's stages, as a manual override. Rate returns the target.
-	SetRate(rps float64)
+	// experiment's stages, as a manual override; it refuses a rate that is
+	// negative, not finite or above load.MaxRate. Rate returns the target.
+	SetRate(rps float64) error
 	Rate() float64
 	// Spike multiplies the rate by factor for d, then returns to the schedule.
 	Spike(factor float64, d time.Duration)

@@ -94,7 +94,7 @@ func (l *Lab) RestartRedisNode(ctx context.Context, node int) error {
 
 // SetRateFactor multiplies the target rate (1 = normal).
 func (l *Lab) SetRateFactor(f float64) {
-	if f <= 0 || math.IsNaN(f) {
+	if !(f > 0) || math.IsInf(f, 1) {
 		f = 1
 	}
 	l.sched.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,6 +104,9 @@ type Lab struct {
 	// faultErrs holds, per fault, why its last apply or revert failed; a
 	// later success clears it.
 	faultErrs map[string]string
+	// stepErrs are the experiment's fault steps that failed, in order
+	// (FaultStepErrors).
+	stepErrs []error
 }
 
 var _ Controls = (*Lab)(nil)
@@ -341,6 +345,18 @@ func (l *Lab) Wait() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.waitErr
+}
+
+// FaultStepErrors lists the experiment's scheduled fault steps (its
+// faults: timeline) that failed to apply or to revert so far, in the order
+// they failed, each naming the step (faults.N), its fault, the action and
+// the step's time. A recording's summary lists those that failed during
+// it (Summary.FaultStepErrors), and `levee run` then exits 1. Faults
+// toggled by hand are not listed (their errors show in Faults).
+func (l *Lab) FaultStepErrors() []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.stepErrs)
 }
 
 // Summary returns the summary of the last recording finished (nil if none).

@@ -325,7 +325,9 @@ narration:
 	waitFor("load", func(s runfiles.Sample) bool { return s.GoodputRPS > 0 })
 
 	// Rate: a manual override pauses the ramp; resuming returns to it.
-	c.SetRate(20)
+	if err := c.SetRate(20); err != nil {
+		t.Fatal(err)
+	}
 	if !c.RampPaused() {
 		t.Error("SetRate did not pause the ramp")
 	}

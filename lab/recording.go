@@ -23,6 +23,9 @@ type recording struct {
 	fbBase   float64 // the gateways' accumulated Redis fallbacks when recording started
 	oomBase  int
 	restBase int
+	// stepBase is how many fault steps had failed when recording started
+	// (the summary lists those after).
+	stepBase int
 }
 
 // recordings holds the lab's current recording and the summary of the
@@ -172,6 +175,7 @@ func (l *Lab) StartRecording() (string, error) {
 		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()), live: win,
 		fbBase:  l.sampling.fallbackTotal(),
 		oomBase: counters.OOMKills, restBase: counters.Restarts,
+		stepBase: len(l.FaultStepErrors()),
 	}
 	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
 		win.tr.Close()
@@ -228,6 +232,9 @@ func (l *Lab) stopRecording() error {
 		agg = runfiles.NewAggregator(l.clock.Now(), 0)
 	}
 	in.Redis = l.redisSummary(l.sampling.fallbackTotal() - c.fbBase)
+	for _, err := range l.FaultStepErrors()[c.stepBase:] {
+		in.FaultStepErrors = append(in.FaultStepErrors, err.Error())
+	}
 	sum := agg.Summarize(in)
 	err := c.rec.Finish(sum, l.logsDir)
 	l.recs.mu.Lock()

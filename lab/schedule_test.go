@@ -2,6 +2,8 @@ package lab
 
 import (
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/load"
 )
 
 // The schedule runs on the lab's clock: with a fake clock the ramp, a
@@ -42,7 +45,9 @@ narration:
 	l.PauseRamp(false)
 	fc.Advance(3 * time.Second)
 	at(8*time.Second, 80, 0, 2)
-	l.SetRate(20) // a manual override pauses the ramp
+	if err := l.SetRate(20); err != nil { // a manual override pauses the ramp
+		t.Fatal(err)
+	}
 	fc.Advance(5 * time.Second)
 	at(8*time.Second, 20, 0, 0)
 	l.Spike(3, 2*time.Second)
@@ -54,6 +59,25 @@ narration:
 	at(10*time.Second, 100, 1, 0)
 	l.SetRateFactor(2) // the traffic_spike fault
 	at(10*time.Second, 200, 1, 0)
+	// A rate that is not a number within 0..load.MaxRate is refused and
+	// changes nothing (the ramp stays resumed, the rate the schedule's).
+	for _, bad := range []float64{load.MaxRate * 1.25, math.Inf(1), math.Inf(-1), math.NaN(), -1} {
+		err := l.SetRate(bad)
+		if err == nil || !strings.Contains(err.Error(), "want 0..1000000") {
+			t.Errorf("SetRate(%v) = %v, want a refusal naming the bounds", bad, err)
+		}
+	}
+	if l.RampPaused() {
+		t.Error("a refused SetRate paused the ramp")
+	}
+	at(10*time.Second, 200, 1, 0)
+	// A spike or traffic_spike factor that is not finite is ignored.
+	l.Spike(math.Inf(1), time.Second)
+	l.SetRateFactor(math.Inf(1))
+	at(10*time.Second, 100, 1, 0)
+	if err := l.SetRate(load.MaxRate); err != nil {
+		t.Errorf("SetRate(MaxRate): %v", err)
+	}
 	if ls := l.Lesson(); ls.Step != 2 || ls.Text != "two" {
 		t.Errorf("lesson %+v", ls)
 	}

@@ -68,11 +68,15 @@ func (f *fakeControls) takeErr() error {
 }
 
 func (f *fakeControls) Samples() <-chan runfiles.Sample { return f.ch }
-func (f *fakeControls) SetRate(rps float64) {
+func (f *fakeControls) SetRate(rps float64) error {
 	f.record("SetRate(%.2f)", rps)
+	if err := f.takeErr(); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	f.rate, f.paused = rps, true
 	f.mu.Unlock()
+	return nil
 }
 func (f *fakeControls) Rate() float64 { f.mu.Lock(); defer f.mu.Unlock(); return f.rate }
 func (f *fakeControls) Spike(factor float64, d time.Duration) {

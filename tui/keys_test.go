@@ -61,6 +61,8 @@ func TestKeyBindings(t *testing.T) {
 		{name: "+ raises rate", keys: []tea.KeyMsg{keyRunes("+")}, wantCalls: []string{"SetRate(125.00)"}},
 		{name: "down lowers rate ÷1.25", keys: []tea.KeyMsg{{Type: tea.KeyDown}}, wantCalls: []string{"SetRate(80.00)"}, wantView: "target rate 80/s"},
 		{name: "- lowers rate", keys: []tea.KeyMsg{keyRunes("-")}, wantCalls: []string{"SetRate(80.00)"}},
+		{name: "a refused rate shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
+			keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "rate: admin API said no"},
 		{name: "s spikes ×3 for 10s", keys: []tea.KeyMsg{keyRunes("s")}, wantCalls: []string{"Spike(3, 10s)"}, wantView: "spike ×3"},
 		{name: "p pauses the ramp", keys: []tea.KeyMsg{keyRunes("p")}, wantCalls: []string{"PauseRamp(true)"}, wantView: "ramp paused"},
 		{name: "p resumes a paused ramp", setup: func(f *fakeControls) { f.paused = true },

@@ -251,6 +251,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
+// setRate asks the lab for rate r and says what came of it.
+func (m *Model) setRate(r float64) {
+	if err := m.ctrl.SetRate(r); err != nil {
+		m.setStatus("rate: "+err.Error(), true)
+		return
+	}
+	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+}
+
 func (m *Model) setStatus(s string, isErr bool) {
 	m.status, m.statusErr = s, isErr
 }
@@ -313,12 +322,10 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.RateUp):
 		r := m.ctrl.Rate() * rateFactor
-		m.ctrl.SetRate(r)
-		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+		m.setRate(r)
 	case key.Matches(msg, k.RateDown):
 		r := m.ctrl.Rate() / rateFactor
-		m.ctrl.SetRate(r)
-		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+		m.setRate(r)
 	case key.Matches(msg, k.Spike):
 		m.ctrl.Spike(spikeFactor, spikeDuration)
 		m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)

@@ -19,7 +19,7 @@ import (
 func init() {
 	register(command{
 		name:    "run",
-		summary: "run an experiment headless and record it (runs/<time>-<name>/); non-zero exit when a threshold fails",
+		summary: "run an experiment headless and record it (runs/<time>-<name>/); non-zero exit when a threshold or a fault step fails",
 		run:     runRun,
 	})
 }
@@ -108,10 +108,22 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee run: %v\n", werr)
 		return 1
 	}
-	if fails := sum.FailedThresholds(); len(fails) > 0 {
-		for _, f := range fails {
-			fmt.Fprintf(stderr, "levee run: threshold failed: %s\n", f)
-		}
+	return runVerdict(stderr, sum)
+}
+
+// runVerdict reports on stderr why a finished run failed — a threshold
+// failed, or a fault step of the experiment did not apply or revert, so
+// the run did not play the experiment as written — and returns the exit
+// code: 1 when either, else 0.
+func runVerdict(stderr io.Writer, sum *runfiles.Summary) int {
+	fails := sum.FailedThresholds()
+	for _, f := range fails {
+		fmt.Fprintf(stderr, "levee run: threshold failed: %s\n", f)
+	}
+	for _, e := range sum.FaultStepErrors {
+		fmt.Fprintf(stderr, "levee run: fault step failed: %s\n", e)
+	}
+	if len(fails) > 0 || len(sum.FaultStepErrors) > 0 {
 		return 1
 	}
 	return 0

@@ -27,14 +27,27 @@ func faultParams(p map[string]any) (json.RawMessage, error) {
 }
 
 // validateFaultStep checks the step's fault and parameters against the
-// catalogue.
-func validateFaultStep(f FaultStep) error {
+// catalogue and the lab's shape (a node or Redis master it names must
+// exist in t).
+func validateFaultStep(f FaultStep, t chaos.Topology) error {
 	raw, err := faultParams(f.Params)
 	if err != nil {
 		return err
 	}
-	_, err = chaos.Default.New(f.Fault, raw)
-	return err
+	fault, err := chaos.Default.New(f.Fault, raw)
+	if err != nil {
+		return err
+	}
+	return chaos.CheckTargets(fault, t)
+}
+
+// topology is the lab's shape as e declares it (e normalized).
+func (e *Experiment) topology() chaos.Topology {
+	t := chaos.Topology{Nodes: e.Nodes.Count}
+	if e.Redis.Kind == RedisCluster {
+		t.RedisMasters = max(e.Redis.Masters, DefaultClusterMasters)
+	}
+	return t
 }
 
 // Timeline is the experiment's fault steps as a chaos timeline (steps

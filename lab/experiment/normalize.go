@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -66,16 +67,16 @@ func (e *Experiment) normalizeIdentity(p *problems) {
 
 // normalizeSchedule: start rate, stages, duration and arrival process.
 func (e *Experiment) normalizeSchedule(p *problems) {
-	if e.StartRate < 0 || math.IsNaN(e.StartRate) {
-		p.add("start_rate", "%v: want ≥ 0", e.StartRate)
+	if !(e.StartRate >= 0 && e.StartRate <= load.MaxRate) { // NaN and ±Inf too
+		p.add("start_rate", "%v: want 0..%.0f req/s", e.StartRate, load.MaxRate)
 	}
 	var sum time.Duration
 	for i, s := range e.Stages {
 		if s.Duration == Forever {
 			p.add(fmt.Sprintf("stages.%d.duration", i), "forever is only for the experiment's duration")
 		}
-		if s.Target < 0 || math.IsNaN(s.Target) || s.Target > 1e6 {
-			p.add(fmt.Sprintf("stages.%d.target", i), "%v: want 0..1000000 req/s", s.Target)
+		if !(s.Target >= 0 && s.Target <= load.MaxRate) {
+			p.add(fmt.Sprintf("stages.%d.target", i), "%v: want 0..%.0f req/s", s.Target, load.MaxRate)
 		}
 		sum += s.Duration.D()
 	}
@@ -155,16 +156,22 @@ func (e *Experiment) normalizeGateway(p *problems) {
 	}
 }
 
-// validateFaults checks each step against the chaos catalogue and the
-// run's length.
+// validateFaults checks each step against the chaos catalogue, the lab's
+// shape (nodes.count, the Redis cluster's masters: a step naming node 7 of
+// 3 is refused here, not when it is due) and the run's length. A bad
+// parameter is reported at faults.N.params.NAME.
 func (e *Experiment) validateFaults(p *problems) {
+	topo := e.topology()
 	for i, f := range e.Faults {
 		path := fmt.Sprintf("faults.%d", i)
+		var pe *chaos.ParamError
 		if f.Fault == "" {
 			p.add(path+".fault", "required")
 		} else if err := validateFaultName(f.Fault); err != nil {
 			p.add(path+".fault", "%v", err)
-		} else if err := validateFaultStep(f); err != nil {
+		} else if err := validateFaultStep(f, topo); errors.As(err, &pe) {
+			p.add(path+".params."+pe.Field, "%s", pe.Msg)
+		} else if err != nil {
 			p.add(path+".params", "%v", err)
 		}
 		if f.At == Forever || f.For == Forever {
@@ -176,7 +183,8 @@ func (e *Experiment) validateFaults(p *problems) {
 	}
 }
 
-// validateNarration checks the steps' kinds, texts and order.
+// validateNarration checks the steps' kinds, texts, order and times (none
+// after the end of the run: it would never show).
 func (e *Experiment) validateNarration(p *problems) {
 	for i, s := range e.Narration {
 		path := fmt.Sprintf("narration.%d", i)
@@ -190,6 +198,8 @@ func (e *Experiment) validateNarration(p *problems) {
 		}
 		if s.At == Forever {
 			p.add(path+".at", "forever is only for the experiment's duration")
+		} else if e.Duration != Forever && s.At.D() > e.Duration.D() {
+			p.add(path+".at", "%s is after the end of the run (%s): the step would never show", s.At, e.Duration)
 		}
 		if i > 0 && s.At < e.Narration[i-1].At {
 			p.add(path+".at", "%s is before the previous step (%s): keep steps in order", s.At, e.Narration[i-1].At)

@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/internal/yamlstrict"
 )
 
 // LoadExperiment reads and validates an experiment file.
@@ -26,17 +26,14 @@ func LoadExperiment(path string) (*Experiment, error) {
 	return e, nil
 }
 
-// ParseExperiment decodes YAML strictly (unknown fields are errors), fills
-// defaults and validates. Errors name the line.
+// ParseExperiment decodes YAML strictly, fills defaults and validates.
+// Unknown fields, a second YAML document and a fraction in an integer
+// field (nodes.count: 2.9) are errors (yamlstrict.Decode). Errors name the
+// line.
 func ParseExperiment(b []byte) (*Experiment, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(b, &root); err != nil {
-		return nil, err
-	}
 	e := &Experiment{}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(e); err != nil {
+	root, err := yamlstrict.Decode(b, e)
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty file")
 		}

@@ -2,10 +2,13 @@ package experiment
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/levee-lab/levee/internal/yamlstrict"
 )
 
 // Redis kinds: what `redis:` asks the lab for. The lab fails an
@@ -151,6 +154,10 @@ func (r *RedisSpec) UnmarshalYAML(n *yaml.Node) error {
 		var f redisFields
 		if err := n.Decode(&f); err != nil {
 			return fmt.Errorf("line %d: redis: %w", n.Line, err)
+		}
+		var ye *yamlstrict.Error
+		if err := yamlstrict.CheckIntegers(n, &f); errors.As(err, &ye) {
+			return fmt.Errorf("line %d: redis.%s: %s", ye.Line, ye.DottedPath(), ye.Msg)
 		}
 		*r = RedisSpec(f)
 		if r.Kind == "" && r.URL != "" {

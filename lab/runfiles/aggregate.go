@@ -2,6 +2,7 @@ package runfiles
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -176,6 +177,9 @@ type SummaryInput struct {
 	// Redis is the Redis in use and its fallbacks over the recording;
 	// Summarize adds the failovers recorded.
 	Redis RedisSummary
+	// FaultStepErrors are the fault steps that failed during the recording
+	// (Summary.FaultStepErrors).
+	FaultStepErrors []string
 }
 
 // Summarize builds the Summary and evaluates the experiment's thresholds.
@@ -227,6 +231,8 @@ func (a *Aggregator) Summarize(in SummaryInput) Summary {
 	s.Recovery = a.recovery(endS)
 	s.ClientAttempts, s.ClientRetries, s.ClientRetriesDenied = t.Attempts, t.Retries, t.RetriesDenied
 	s.evaluate(in.Exp.ParsedThresholds())
+	s.FaultStepErrors = slices.Clone(in.FaultStepErrors)
+	s.Pass = s.Pass && len(s.FaultStepErrors) == 0
 	return s
 }
 

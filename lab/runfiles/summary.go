@@ -90,7 +90,12 @@ type Summary struct {
 	RateLimit *RateLimitSummary `json:"rate_limit,omitempty"`
 
 	Thresholds map[string]ThresholdResult `json:"thresholds"`
-	// Pass is true when every threshold passed.
+	// FaultStepErrors are the experiment's fault steps (its faults:
+	// timeline) that failed to apply or to revert during the recording,
+	// in order, each naming the step: the run did not play the experiment
+	// as written.
+	FaultStepErrors []string `json:"fault_step_errors,omitempty"`
+	// Pass is true when every threshold passed and no fault step failed.
 	Pass bool `json:"pass"`
 }
 

@@ -1,0 +1,149 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// stepEnv is a chaos.Env for the timeline worker alone: a lab of two
+// nodes with no Redis, whose node 1 cannot be restarted.
+type stepEnv struct{}
+
+var errNoRedis = errors.New("lab: this lab has no Redis")
+
+func (stepEnv) NodeCount() int { return 2 }
+func (stepEnv) PatchNodeKnobs(_ context.Context, _ int, patch map[string]any) (map[string]any, error) {
+	prev := map[string]any{}
+	for k := range patch {
+		prev[k] = 0
+	}
+	return prev, nil
+}
+func (stepEnv) KillNode(context.Context, int) error { return nil }
+func (stepEnv) RestartNode(_ context.Context, node int) error {
+	if node == 1 {
+		return errors.New("node 1 did not come back")
+	}
+	return nil
+}
+func (stepEnv) PatchGatewayPressure(context.Context, map[string]any) error { return nil }
+func (stepEnv) SetRateFactor(float64)                                      {}
+func (stepEnv) SetSlowClients(float64, float64)                            {}
+func (stepEnv) KillRedis(context.Context) error                            { return errNoRedis }
+func (stepEnv) RestartRedis(context.Context) error                         { return errNoRedis }
+func (stepEnv) KillRedisMaster(context.Context, int) (int, error)          { return 0, errNoRedis }
+func (stepEnv) RestartRedisNode(context.Context, int) error                { return errNoRedis }
+func (stepEnv) After(time.Duration, func())                                {}
+
+// TestFaultStepErrors: the timeline's actions that fail — an apply the lab
+// cannot do, a revert that fails — are kept, in order, naming the fault;
+// the ones that succeed are not.
+func TestFaultStepErrors(t *testing.T) {
+	cases := []struct {
+		name    string
+		actions []chaos.Action
+		want    []string // substrings of each error, in order
+	}{
+		{"all succeed", []chaos.Action{
+			{Fault: "model_latency", At: time.Second},
+			{Fault: "model_latency", At: 2 * time.Second, Revert: true},
+		}, nil},
+		{"apply fails", []chaos.Action{
+			{Step: 0, Fault: "redis_outage", At: 5 * time.Second},
+		}, []string{"faults.0 (redis_outage): apply at 5s: chaos: redis_outage: lab: this lab has no Redis"}},
+		{"apply then revert fail", []chaos.Action{
+			{Step: 0, Fault: "model_latency", At: time.Second, Params: []byte(`{"node":1}`)},
+			{Step: 1, Fault: "node_kill", At: 2 * time.Second, Params: []byte(`{"node":1,"for":"0s"}`)},
+			{Step: 1, Fault: "node_kill", At: 3 * time.Second, Revert: true},
+			{Step: 2, Fault: "redis_master_kill", At: 4 * time.Second},
+		}, []string{"faults.1 (node_kill): revert at 3s: ", "node 1 did not come back", "faults.2 (redis_master_kill): apply at 4s"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := &Lab{ctx: context.Background(), finishing: make(chan struct{}), faultErrs: map[string]string{}}
+			l.ctl = chaos.NewController(chaos.Default, stepEnv{})
+			actions := make(chan chaos.Action, len(c.actions))
+			for _, a := range c.actions {
+				actions <- a
+			}
+			close(actions)
+			l.timelineWorker(actions)
+			got := l.FaultStepErrors()
+			var text []string
+			for _, err := range got {
+				text = append(text, err.Error())
+			}
+			joined := strings.Join(text, "\n")
+			for _, w := range c.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("errors %q lack %q", text, w)
+				}
+			}
+			wantN := map[string]int{"all succeed": 0, "apply fails": 1, "apply then revert fail": 2}[c.name]
+			if len(got) != wantN {
+				t.Errorf("%d errors %q, want %d", len(got), text, wantN)
+			}
+		})
+	}
+}
+
+// TestFaultStepFailureRecorded: a real run whose fault step cannot apply
+// (redis_outage in a lab without Redis) plays on, and its summary and
+// events say which step failed; the summary does not pass.
+func TestFaultStepFailureRecorded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	exp := mustParse(t, `
+name: stepfail
+duration: 2s
+start_rate: 20
+nodes: {count: 1}
+redis: {kind: off}
+faults:
+  - {at: 500ms, fault: redis_outage}
+`)
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sum := l.Summary()
+	if sum == nil {
+		t.Fatal("no summary")
+	}
+	const want = "faults.0 (redis_outage): apply at 500ms: "
+	if len(sum.FaultStepErrors) != 1 || !strings.HasPrefix(sum.FaultStepErrors[0], want) {
+		t.Errorf("summary fault_step_errors %q, want one starting %q", sum.FaultStepErrors, want)
+	}
+	if sum.Pass {
+		t.Error("summary passes although a fault step failed")
+	}
+	run, err := runfiles.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run.Summary.FaultStepErrors; len(got) != 1 {
+		t.Errorf("summary.json fault_step_errors %q, want one", got)
+	}
+	evs, err := runfiles.ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range evs {
+		if e.Kind == runfiles.EventError && e.Fields["step"] == "faults.0" && e.Fields["action"] == chaos.ActionApply {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("events.jsonl has no error event for step faults.0: %+v", evs)
+	}
+}
