@@ -82,7 +82,8 @@ func (x *exchange) reply(o wire.Outcome, v any) {
 func (x *exchange) timedOut() bool { return x.ctx.Err() != nil }
 
 // readBody reads the request body within the body limit: 413 above it,
-// 400 when the body cannot be read. It returns false after answering.
+// 400 when the body cannot be read or is shorter than its Content-Length,
+// 504 when the deadline passes first. It returns false after answering.
 func (x *exchange) readBody() ([]byte, bool) {
 	limit := x.g.cfg.BodyLimitBytes
 	if x.r.ContentLength > limit {
@@ -95,6 +96,13 @@ func (x *exchange) readBody() ([]byte, bool) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			x.fail(http.StatusRequestEntityTooLarge, wire.OutcomeError, "", fmt.Sprintf("body exceeds the limit of %d bytes", limit))
+			return nil, false
+		}
+		// Before the timeout check: a client that half-closes after a
+		// short body also ends the request's context, but its deadline did
+		// not pass; its body was short.
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			x.fail(http.StatusBadRequest, wire.OutcomeError, "", fmt.Sprintf("body shorter than its Content-Length (%d bytes)", x.r.ContentLength))
 			return nil, false
 		}
 		if x.timedOut() || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {

@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +169,34 @@ func TestJSON404Everywhere(t *testing.T) {
 	if got := counterSum(scrape(t, s), wire.MetricRequests, nil); got != 0 {
 		t.Errorf("%s = %v after 404s outside /v1/, want 0", wire.MetricRequests, got)
 	}
+}
+
+// TestShortBodyIsABadRequest: a client that sends less body than its
+// Content-Length and half-closes, waiting for the answer, gets a 400 that
+// says so and is counted an error, not a 504 timeout: the deadline did not
+// pass, the body was short.
+func TestShortBodyIsABadRequest(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const part = `{"model":"m","messages":[`
+	_, _ = io.WriteString(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k2\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"+part)
+	_ = conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a short body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "shorter than its Content-Length") {
+		t.Errorf("short body: %d %s; want 400 saying the body is shorter than its Content-Length", resp.StatusCode, b)
+	}
+	eventually(t, 5*time.Second, func() bool {
+		return counterSum(scrape(t, s), "levee_requests_total", map[string]string{"route": "chat", "outcome": "error"}) == 1
+	}, "the short body counted as an error")
 }
