@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -199,4 +200,37 @@ func TestShortBodyIsABadRequest(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool {
 		return counterSum(scrape(t, s), "levee_requests_total", map[string]string{"route": "chat", "outcome": "error"}) == 1
 	}, "the short body counted as an error")
+}
+
+// TestStrippedUsageLeavesNoBlankLine: the usage chunk the gateway asked
+// for on a client's behalf goes with its event's blank line, so the
+// client's stream is exactly its events: "data: …\n\n" each, no empty
+// event where the usage chunk was.
+func TestStrippedUsageLeavesNoBlankLine(t *testing.T) {
+	const (
+		chunk = `data: {"choices":[{"delta":{"content":"tok0 "}}]}`
+		usage = `data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}`
+	)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if !strings.Contains(string(b), `"include_usage":true`) {
+			_, _ = io.WriteString(w, chunk+"\n\ndata: [DONE]\n\n")
+			return
+		}
+		_, _ = io.WriteString(w, chunk+"\n\n"+usage+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(model.Close)
+	s := startServer(t, testConfig(strings.TrimPrefix(model.URL, "http://")))
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", `{"model":"m","stream":true,"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)
+	if want := chunk + "\n\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
+		t.Fatalf("stream %v\nwant %q", a, want)
+	}
+	a = call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", `{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)
+	if want := chunk + "\n\n" + usage + "\n\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
+		t.Fatalf("the client's own usage: stream %v\nwant %q", a, want)
+	}
 }

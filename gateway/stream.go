@@ -138,14 +138,21 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 		return err
 	}
 	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
+	dropEnd := false // the last line was a dropped usage chunk: drop its event's end too
 	for {
 		line, rerr := br.ReadSlice('\n')
 		if len(line) > 0 && res.latency == 0 {
 			res.latency = time.Since(callStart)
 			permit.Observe(res.latency)
 		}
-		if m.line(line) {
-			line = nil // a usage chunk this client did not ask for
+		blank := len(line) > 0 && len(line) <= 2 && (line[0] == '\n' || line[0] == '\r')
+		switch {
+		case m.line(line):
+			line, dropEnd = nil, true // a usage chunk this client did not ask for
+		case dropEnd && blank:
+			line, dropEnd = nil, false // and the blank line that ended its event
+		case len(line) > 0:
+			dropEnd = false
 		}
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
@@ -164,7 +171,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 			} else {
 				event = append(event, line...)
 			}
-			if len(line) <= 2 && (line[0] == '\n' || line[0] == '\r') { // blank line: event ends
+			if blank { // blank line: event ends
 				if err := flush(); err != nil {
 					res = x.brokenCall(callStart)
 					x.endStream(x.streamFailure(err))
