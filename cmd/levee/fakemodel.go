@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -29,38 +31,111 @@ func init() {
 
 // fakemodelKnobFlags maps a command-line flag to its knob in the JSON patch
 // (dotted for latency fields). Only flags given on the command line apply,
-// after --config and --knobs, so they always win.
+// after --config and --knobs, so they always win. Each usage names its
+// value in backquotes (the flag package's convention), so --help shows
+// "-slots n", not the type the value is kept in.
 var fakemodelKnobFlags = []struct {
 	flag, knob, usage string
 	kind              byte // 'f' float, 'i' int, 's' string, 'b' bool
 }{
-	{"latency", lat(wire.KnobDist), "latency distribution: lognormal, fixed or uniform", 's'},
-	{"p50-ms", lat(wire.KnobP50Ms), "lognormal median service time (ms)", 'f'},
-	{"p99-ms", lat(wire.KnobP99Ms), "lognormal 99th percentile service time (ms)", 'f'},
-	{"fixed-ms", lat(wire.KnobFixedMs), "fixed service time (ms)", 'f'},
-	{"min-ms", lat(wire.KnobMinMs), "uniform lower bound (ms)", 'f'},
-	{"max-ms", lat(wire.KnobMaxMs), "uniform upper bound (ms)", 'f'},
-	{"latency-multiplier", wire.KnobLatencyMultiplier, "multiplies sampled latency and TTFT", 'f'},
-	{"latency-add-ms", wire.KnobLatencyAddMs, "added to sampled latency and TTFT (ms)", 'f'},
-	{"ttft-ms", wire.KnobTTFTMs, "stream time to first token (ms)", 'f'},
-	{"tokens-per-s", wire.KnobTokensPerS, "stream token rate", 'f'},
-	{"ms-per-1k-tokens", wire.KnobMsPer1kTokens, "extra service time per 1000 prompt+completion tokens (ms)", 'f'},
-	{"slots", wire.KnobSlots, "requests served at once per node", 'i'},
-	{"overflow", wire.KnobOverflow, "beyond the slots: queue (unbounded FIFO), bounded (FIFO of --queue-size, then 429) or reject (429)", 's'},
-	{"queue-size", wire.KnobQueueSize, "wait queue bound of --overflow bounded", 'i'},
-	{"slowdown", wire.KnobSlowdown, "service time × (1 + slowdown × busy/slots)", 'f'},
-	{"error-rate", wire.KnobErrorRate, "share of requests answered 500", 'f'},
-	{"hang-rate", wire.KnobHangRate, "share of requests never answered", 'f'},
+	{"latency", lat(wire.KnobDist), "latency `distribution`: lognormal, fixed or uniform", 's'},
+	{"p50-ms", lat(wire.KnobP50Ms), "lognormal median service time, in `ms`", 'f'},
+	{"p99-ms", lat(wire.KnobP99Ms), "lognormal 99th percentile service time, in `ms`", 'f'},
+	{"fixed-ms", lat(wire.KnobFixedMs), "fixed service time, in `ms`", 'f'},
+	{"min-ms", lat(wire.KnobMinMs), "uniform lower bound, in `ms`", 'f'},
+	{"max-ms", lat(wire.KnobMaxMs), "uniform upper bound, in `ms`", 'f'},
+	{"latency-multiplier", wire.KnobLatencyMultiplier, "`factor` multiplying sampled latency and TTFT", 'f'},
+	{"latency-add-ms", wire.KnobLatencyAddMs, "`ms` added to sampled latency and TTFT", 'f'},
+	{"ttft-ms", wire.KnobTTFTMs, "stream time to first token, in `ms`", 'f'},
+	{"tokens-per-s", wire.KnobTokensPerS, "stream token `rate`, in tokens/s", 'f'},
+	{"ms-per-1k-tokens", wire.KnobMsPer1kTokens, "extra service time per 1000 prompt+completion tokens, in `ms`", 'f'},
+	{"slots", wire.KnobSlots, "`n` requests served at once per node", 'i'},
+	{"overflow", wire.KnobOverflow, "beyond the slots, the `mode`: queue (unbounded FIFO), bounded (FIFO of --queue-size, then 429) or reject (429)", 's'},
+	{"queue-size", wire.KnobQueueSize, "wait queue bound of --overflow bounded, `n` requests", 'i'},
+	{"slowdown", wire.KnobSlowdown, "service time × (1 + `factor` × busy/slots)", 'f'},
+	{"error-rate", wire.KnobErrorRate, "`share` of requests answered 500", 'f'},
+	{"hang-rate", wire.KnobHangRate, "`share` of requests never answered", 'f'},
 	{"abort-on-disconnect", wire.KnobAbortOnDisconnect, "stop work when the client leaves", 'b'},
-	{"answer-tokens", wire.KnobAnswerTokens, "natural answer length in tokens (0: every answer runs to max_tokens, finish_reason length)", 'i'},
-	{"backpressure-queue", wire.KnobBackpressureQueue, "send the backpressure header while this many requests wait for a slot (0: off)", 'i'},
-	{"backpressure-heap-mb", wire.KnobBackpressureHeapMB, "send the backpressure header while the live heap is at least this (MB, 0: off)", 'f'},
-	{"backpressure-cpu", wire.KnobBackpressureCPU, "send the backpressure header while the process uses at least this share of its CPUs (0: off)", 'f'},
+	{"answer-tokens", wire.KnobAnswerTokens, "natural answer length in `tokens` (0: every answer runs to max_tokens, finish_reason length)", 'i'},
+	{"backpressure-queue", wire.KnobBackpressureQueue, "send the backpressure header while this many requests wait for a slot (`n`, 0: off)", 'i'},
+	{"backpressure-heap-mb", wire.KnobBackpressureHeapMB, "send the backpressure header while the live heap is at least this (`MB`, 0: off)", 'f'},
+	{"backpressure-cpu", wire.KnobBackpressureCPU, "send the backpressure header while the process uses at least this `share` of its CPUs (0: off)", 'f'},
 	{"backpressure-force", wire.KnobBackpressureForce, "send the backpressure header on every answer", 'b'},
-	{"churn-mb-per-s", wire.KnobChurnMBPerS, "in-node allocation churn (MB/s)", 'f'},
-	{"ballast-mb", wire.KnobBallastMB, "in-node retained ballast (MB)", 'f'},
-	{"cpu-hog-goroutines", wire.KnobCPUHogGoroutines, "in-node CPU hog goroutines", 'i'},
-	{"cpu-hog-duty", wire.KnobCPUHogDuty, "share of time each hog spins (≤ 0.95)", 'f'},
+	{"churn-mb-per-s", wire.KnobChurnMBPerS, "in-node allocation churn, in `MB/s`", 'f'},
+	{"ballast-mb", wire.KnobBallastMB, "in-node retained ballast, in `MB`", 'f'},
+	{"cpu-hog-goroutines", wire.KnobCPUHogGoroutines, "`n` in-node CPU hog goroutines", 'i'},
+	{"cpu-hog-duty", wire.KnobCPUHogDuty, "`share` of time each hog spins (≤ 0.95)", 'f'},
+}
+
+// knobValue is the flag.Value of a number or string knob flag. It parses
+// its kind when the flag is given, so a bad number is a usage error at
+// once, and it holds nothing until then: a knob flag not given stays unset
+// (fs.Visit skips it) and does not override --config or --knobs, while one
+// given as 0 does.
+type knobValue struct {
+	kind byte // 'f' float, 'i' int, 's' string
+	text string
+	v    any // the parsed value once set
+}
+
+func (k *knobValue) String() string {
+	if k == nil {
+		return ""
+	}
+	return k.text
+}
+
+// Set parses s as the knob's kind.
+func (k *knobValue) Set(s string) error {
+	var v any
+	switch k.kind {
+	case 'f':
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return errors.New("want a finite number")
+		}
+		v = f
+	case 'i':
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return errors.New("want a whole number")
+		}
+		v = n
+	default:
+		v = s
+	}
+	k.text, k.v = s, v
+	return nil
+}
+
+// maxFakemodelNodes bounds --nodes: each node is a listener of its own.
+const maxFakemodelNodes = 1024
+
+// fakemodelAddr checks --listen, --port and --nodes before anything starts
+// and returns the host and the first node's port (0: every node picks a
+// free one). Its errors are usage errors.
+func fakemodelAddr(listen string, port, nodes int) (host string, first int, err error) {
+	if nodes < 1 || nodes > maxFakemodelNodes {
+		return "", 0, fmt.Errorf("--nodes %d: want 1 to %d", nodes, maxFakemodelNodes)
+	}
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "", 0, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	first, err = strconv.Atoi(portStr)
+	if err != nil || first < 0 || first > 65535 {
+		return "", 0, fmt.Errorf("--listen %q: want a port from 0 to 65535", listen)
+	}
+	if port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--port %d: want 0 to 65535", port)
+	}
+	if port != 0 {
+		first = port
+	}
+	if first != 0 && first+nodes-1 > 65535 {
+		return "", 0, fmt.Errorf("port %d with --nodes %d: the last node's port %d is above 65535", first, nodes, first+nodes-1)
+	}
+	return host, first, nil
 }
 
 func runFakemodel(args []string, stdout, stderr io.Writer) int {
@@ -79,13 +154,23 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 			fs.Bool(kf.flag, false, kf.usage)
 			continue
 		}
-		fs.String(kf.flag, "", kf.usage)
+		fs.Var(&knobValue{kind: kf.kind}, kf.flag, kf.usage)
 	}
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "levee fakemodel: unexpected arguments: %q\n", fs.Args())
+		return 2
+	}
+	// Every flag is checked before anything starts or is printed.
+	host, p, err := fakemodelAddr(*listen, *port, *nodes)
+	if err == nil && *drain < 0 {
+		err = fmt.Errorf("--drain %s: want ≥ 0", *drain)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
+		fmt.Fprintln(stderr, "Run 'levee fakemodel --help' for the flags.")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
@@ -101,19 +186,6 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 
-	host, portStr, err := net.SplitHostPort(*listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "levee fakemodel: --listen %q: %v\n", *listen, err)
-		return 2
-	}
-	p, err := strconv.Atoi(portStr)
-	if err != nil {
-		fmt.Fprintf(stderr, "levee fakemodel: --listen %q: bad port\n", *listen)
-		return 2
-	}
-	if *port != 0 {
-		p = *port
-	}
 	tok, err := adminToken(stderr, *token)
 	if err != nil {
 		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
@@ -179,22 +251,16 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 			if kf.flag != f.Name || bad != nil {
 				continue
 			}
-			s := f.Value.String()
 			var v any
-			var err error
-			switch kf.kind {
-			case 'f':
-				v, err = strconv.ParseFloat(s, 64)
-			case 'i':
-				v, err = strconv.Atoi(s)
-			case 'b':
-				v, err = strconv.ParseBool(s)
-			default:
-				v = s
-			}
-			if err != nil {
-				bad = fmt.Errorf("--%s %q: %w", kf.flag, s, err)
-				return
+			if kv, ok := f.Value.(*knobValue); ok {
+				v = kv.v // parsed by Set
+			} else {
+				b, err := strconv.ParseBool(f.Value.String())
+				if err != nil {
+					bad = fmt.Errorf("--%s %q: %w", kf.flag, f.Value.String(), err)
+					return
+				}
+				v = b
 			}
 			if name, ok := strings.CutPrefix(kf.knob, lat("")); ok {
 				latency[name] = v

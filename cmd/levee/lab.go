@@ -131,9 +131,11 @@ func isTerminal(f any) bool {
 
 // resolveExperiment reads arg as an experiment file when one is there,
 // else as the name or number of a lesson built into the binary
-// ("03-priority-shedding", "03", "3").
+// ("03-priority-shedding", "03", "3"). When neither fits, the error says
+// what arg is on disk: missing, a folder, or a path it cannot look at.
 func resolveExperiment(arg string) (*experiment.Experiment, error) {
-	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
+	st, statErr := os.Stat(arg)
+	if statErr == nil && !st.IsDir() {
 		return experiment.LoadExperiment(arg)
 	}
 	lessons, err := lesson.Embedded()
@@ -147,5 +149,12 @@ func resolveExperiment(arg string) (*experiment.Experiment, error) {
 	for i, l := range lessons {
 		names[i] = l.Name
 	}
-	return nil, fmt.Errorf("%s: no such file, and no single lesson by that name (levee lessons lists them: %s)", arg, strings.Join(names, ", "))
+	known := strings.Join(names, ", ")
+	switch {
+	case statErr == nil: // a folder
+		return nil, fmt.Errorf("%s is a folder, not an experiment file, and no single lesson by that name (levee lessons lists them: %s)", arg, known)
+	case !errors.Is(statErr, os.ErrNotExist):
+		return nil, fmt.Errorf("%w, and no single lesson by that name (levee lessons lists them: %s)", statErr, known)
+	}
+	return nil, fmt.Errorf("%s: no such file, and no single lesson by that name (levee lessons lists them: %s)", arg, known)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/charmbracelet/x/term"
@@ -41,7 +40,7 @@ func runLessons(args []string, stdout, stderr io.Writer) int {
 		err     error
 	)
 	if *dir != "" {
-		lessons, err = lesson.Load(os.DirFS(*dir))
+		lessons, err = lesson.LoadDir(*dir)
 	} else {
 		lessons, err = lesson.Embedded()
 	}
@@ -51,15 +50,15 @@ func runLessons(args []string, stdout, stderr io.Writer) int {
 	}
 	width := terminalWidth(stdout)
 	if fs.NArg() == 0 {
-		src := "built into this binary"
+		src, show := "built into this binary", "levee lessons NAME"
 		if *dir != "" {
-			src = "in " + *dir
+			src, show = "in "+*dir, "levee lessons --dir "+lesson.ShellQuote(*dir)+" NAME"
 		}
 		noun := "lessons"
 		if len(lessons) == 1 {
 			noun = "lesson"
 		}
-		fmt.Fprintf(stdout, "%d %s %s; levee lessons NAME shows one and how to play it.\n\n", len(lessons), noun, src)
+		fmt.Fprintf(stdout, "%d %s %s; %s shows one and how to play it.\n\n", len(lessons), noun, src, show)
 		if err := lesson.WriteList(stdout, lessons, width); err != nil {
 			fmt.Fprintf(stderr, "levee lessons: %v\n", err)
 			return 1

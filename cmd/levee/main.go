@@ -48,10 +48,19 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return c.run([]string{"--help"}, stdout, stderr)
+		if len(args) > 2 {
+			fmt.Fprintf(stderr, "levee %s: want at most one command, got %q\n\n", args[0], args[1:])
+			usage(stderr)
+			return 2
+		}
+		if len(args) == 2 {
+			c, ok := commands[args[1]]
+			if !ok {
+				fmt.Fprintf(stderr, "levee %s: unknown command %q\n\n", args[0], args[1])
+				usage(stderr)
+				return 2
 			}
+			return c.run([]string{"--help"}, stdout, stderr)
 		}
 		usage(stdout)
 		return 0

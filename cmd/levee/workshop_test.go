@@ -157,4 +157,9 @@ func TestResolveExperiment(t *testing.T) {
 		t.Errorf("no such lesson: %v", err)
 	}
 	commandCase{name: "run unknown", args: []string{"nope"}, wantCode: 2, wantErr: []string{"levee run: nope: no such file"}}.check(t, "run")
+	// A folder is named as one, not as a missing file.
+	if _, err := resolveExperiment(dir); err == nil || !strings.Contains(err.Error(), dir+" is a folder, not an experiment file") || strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a folder: %v", err)
+	}
+	commandCase{name: "run a folder", args: []string{dir}, wantCode: 2, wantErr: []string{"levee run: " + dir + " is a folder"}}.check(t, "run")
 }

@@ -19,8 +19,12 @@ func WriteDetail(w io.Writer, l Lesson, width int) error {
 			b.WriteString(indent + line + "\n")
 		}
 	}
+	file := "experiments/" + l.File
+	if l.Path != "" {
+		file = l.Path
+	}
 	fmt.Fprintf(&b, "%s · %s\n", l.Number, l.Title)
-	fmt.Fprintf(&b, "name %s · seed articles %s · file experiments/%s\n\n", l.Name, seeds(l), l.File)
+	fmt.Fprintf(&b, "name %s · seed articles %s · file %s\n\n", l.Name, seeds(l), file)
 	e := l.Experiment
 	para("", strings.Join(strings.Fields(e.Description), " "))
 	if len(e.Narration) > 0 {
@@ -58,9 +62,17 @@ func WriteDetail(w io.Writer, l Lesson, width int) error {
 			fmt.Fprintf(&b, "  %-26s %s\n", n, e.Thresholds[n])
 		}
 	}
-	fmt.Fprintf(&b, "\nplay it live:      levee lab %s   (or l in the dashboard)\n", l.Name)
-	fmt.Fprintf(&b, "record it (20 s):  levee run --quick %s\n", l.Name)
-	fmt.Fprintf(&b, "the file itself:   levee lessons %s --yaml > %s\n", l.Name, l.File)
+	if l.Path != "" {
+		// Not built into the binary: the commands must name the file.
+		path := ShellQuote(l.Path)
+		fmt.Fprintf(&b, "\nplay it live:      levee lab %s\n", path)
+		fmt.Fprintf(&b, "record it (20 s):  levee run --quick %s\n", path)
+		fmt.Fprintf(&b, "the file itself:   %s\n", path)
+	} else {
+		fmt.Fprintf(&b, "\nplay it live:      levee lab %s   (or l in the dashboard)\n", l.Name)
+		fmt.Fprintf(&b, "record it (20 s):  levee run --quick %s\n", l.Name)
+		fmt.Fprintf(&b, "the file itself:   levee lessons %s --yaml > %s\n", l.Name, l.File)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -77,4 +89,13 @@ func measuredWhen(e *experiment.Experiment, i int) string {
 		end = p.To.String()
 	}
 	return fmt.Sprintf("(measured from %s to %s)", e.MeasureFrom(i), end)
+}
+
+// ShellQuote returns s as one shell word: as it is when it holds only
+// characters no shell treats specially, else in single quotes.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+,:@%=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

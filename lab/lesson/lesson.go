@@ -5,9 +5,12 @@ package lesson
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +33,9 @@ type Lesson struct {
 	// Line is the first sentence of the description: one line for a list.
 	Line string
 	File string // file name within the catalogue's FS
+	// Path is the file's path on disk for a lesson read by LoadDir, "" for
+	// one built into the binary (Embedded) or read from another FS.
+	Path string
 	// Source is the file as read, for `levee lessons NAME --yaml` and for
 	// starting the lesson from the binary alone.
 	Source     []byte
@@ -39,11 +45,55 @@ type Lesson struct {
 // Embedded returns the lessons built into the binary (experiments/*.yaml).
 func Embedded() ([]Lesson, error) { return Load(experiments.FS) }
 
+// LoadDir reads the lessons of the folder dir as Load does, and sets each
+// one's Path. A dir that does not exist or is not a folder is an error
+// saying so (not an empty catalogue); so is a folder with no *.yaml file.
+func LoadDir(dir string) ([]Lesson, error) {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("lessons: folder %s does not exist: %w", dir, err)
+	case err != nil:
+		return nil, fmt.Errorf("lessons: folder %s: %w", dir, err)
+	case !st.IsDir():
+		return nil, fmt.Errorf("lessons: %s is a file, not a folder: want the folder that holds the lesson *.yaml files", dir)
+	}
+	ls, err := Load(os.DirFS(dir))
+	switch {
+	case errors.Is(err, errNoLessons):
+		return nil, fmt.Errorf("%w in %s", err, dir)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	for i := range ls {
+		p := filepath.Join(dir, ls[i].File)
+		if !strings.ContainsRune(p, filepath.Separator) {
+			p = "." + string(filepath.Separator) + p // a path, never taken for a lesson name
+		}
+		ls[i].Path = p
+	}
+	return ls, nil
+}
+
+// errNoLessons is Load's error for a folder without a *.yaml file.
+var errNoLessons = errors.New("lessons: no *.yaml files")
+
 // Load reads every *.yaml file at the root of fsys, ordered by lesson
 // number ("04" before "04b" before "10"), then name. A file that does not
 // parse is an error naming it: a broken lesson must not silently vanish
-// from the list.
+// from the list. A root that cannot be read or is not a folder is an
+// error too, as is a root with no *.yaml file.
 func Load(fsys fs.FS) ([]Lesson, error) {
+	st, err := fs.Stat(fsys, ".")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("lessons: the folder does not exist: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("lessons: the folder cannot be read: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("lessons: not a folder: want the folder that holds the lesson *.yaml files")
+	}
 	names, err := fs.Glob(fsys, "*.yaml")
 	if err != nil {
 		return nil, fmt.Errorf("lessons: %w", err)
@@ -62,7 +112,7 @@ func Load(fsys fs.FS) ([]Lesson, error) {
 		out = append(out, l)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("lessons: no *.yaml files")
+		return nil, errNoLessons
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if c := compareNumbers(out[i].Number, out[j].Number); c != 0 {

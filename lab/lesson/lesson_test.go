@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,4 +178,117 @@ func TestWriteDetailGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden.RequireEqual(t, b.Bytes())
+}
+
+// TestLoadDir: a folder's lessons carry their path on disk; a folder that
+// is missing, a file, or empty is an error saying which.
+func TestLoadDir(t *testing.T) {
+	good := t.TempDir()
+	writeFile(t, filepath.Join(good, "02-semaphore.yaml"), lessonYAML("02-semaphore", "02 · The semaphore", `["000"]`, "One node."))
+	file := filepath.Join(good, "02-semaphore.yaml")
+	empty := t.TempDir()
+	broken := t.TempDir()
+	writeFile(t, filepath.Join(broken, "01-bad.yaml"), "name: x\nduration: 1s\nwings: 2\n")
+	tests := []struct {
+		name, dir string
+		want      []string // fragments of the error; nil: no error
+	}{
+		{"a folder", good, nil},
+		{"missing", filepath.Join(good, "nope"), []string{"folder " + filepath.Join(good, "nope") + " does not exist"}},
+		{"a file", file, []string{file + " is a file, not a folder"}},
+		{"empty", empty, []string{"no *.yaml files in " + empty}},
+		{"broken", broken, []string{broken + ": lesson 01-bad.yaml", "wings"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ls, err := LoadDir(tt.dir)
+			if tt.want == nil {
+				if err != nil || len(ls) != 1 || ls[0].Path != file {
+					t.Fatalf("LoadDir = %+v, %v; want one lesson at %s", ls, err, file)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error; lessons %+v", ls)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "no *.yaml") && tt.name != "empty" {
+				t.Errorf("error %q calls a missing folder or a file empty", err)
+			}
+		})
+	}
+}
+
+// TestLoadRootNotAFolder: Load over a root that is missing or a file says
+// so instead of finding no lessons.
+func TestLoadRootNotAFolder(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.yaml")
+	writeFile(t, file, "x")
+	for _, tt := range []struct{ name, root, want string }{
+		{"missing", filepath.Join(dir, "nope"), "the folder does not exist"},
+		{"a file", file, "not a directory"}, // os.DirFS cannot stat "." inside a file
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Load(os.DirFS(tt.root)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Load = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestWriteDetailFromFolder: a lesson read from a folder shows its real
+// path and commands that name the file, since the binary does not know it
+// by name.
+func TestWriteDetailFromFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my lessons")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "x.yaml"), lessonYAML("t", "01 · T", "", "T."))
+	ls, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteDetail(&b, ls[0], 0); err != nil {
+		t.Fatal(err)
+	}
+	q := "'" + filepath.Join(dir, "x.yaml") + "'"
+	out := b.String()
+	for _, w := range []string{"file " + filepath.Join(dir, "x.yaml") + "\n", "levee lab " + q + "\n", "levee run --quick " + q + "\n", "the file itself:   " + q + "\n"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("detail lacks %q:\n%s", w, out)
+		}
+	}
+	for _, bad := range []string{"experiments/x.yaml", "levee lab t", "--quick t\n", "levee lessons t", "in the dashboard"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("detail has %q, which does not work for a lesson outside the binary:\n%s", bad, out)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"experiments/03.yaml", "experiments/03.yaml"},
+		{"/tmp/my lessons/x.yaml", "'/tmp/my lessons/x.yaml'"},
+		{"it's.yaml", `'it'\''s.yaml'`},
+		{"$HOME/x.yaml", "'$HOME/x.yaml'"},
+		{"", "''"},
+	} {
+		if got := ShellQuote(tt.in); got != tt.want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, data string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

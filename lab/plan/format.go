@@ -49,6 +49,9 @@ func pct(v float64) string {
 
 // dur is a duration for people: "224 ms", "1.4 s".
 func dur(d time.Duration) string {
+	if d == math.MinInt64 { // has no positive counterpart
+		return "−" + dur(math.MaxInt64)
+	}
 	if d < 0 {
 		return "−" + dur(-d)
 	}

@@ -8,6 +8,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -99,53 +100,170 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// Validate reports every input that is out of range or contradicts another,
-// as one *UsageError naming each.
+// Bounds on the inputs, stated in the errors that enforce them. They are
+// far beyond anything the seed articles size, and low enough that every
+// figure the plan derives from them stays exact in a float64 and fits an
+// int: a plan never prints a wrapped-around or non-finite number.
+const (
+	MaxCount    = 1_000_000     // nodes, slots per node, gateways, sub-tasks
+	MaxSlots    = 1_000_000_000 // C = nodes × slots
+	MaxTarget   = 1e9           // target load, req/s
+	MaxTokens   = 1e9           // prompt or answer tokens per call
+	MaxDuration = 24 * time.Hour
+	// MaxFigure bounds every count the plan derives: the slots for the
+	// target, the limit, the queue size, the token budget (below 2^53).
+	MaxFigure = 1e15
+)
+
+// Validate reports every input that is out of range (not finite, below its
+// minimum or above its Max* bound) or contradicts another, as one
+// *UsageError naming each by its flag ("--slots") when it came from one,
+// else by its name and source ("slots (run.json)"). When every input is in
+// range it also rejects inputs whose derived figures (C = nodes × slots, T,
+// and the counts the plan prints) would pass MaxSlots, MaxDuration or
+// MaxFigure. A nil error means Compute's arithmetic cannot overflow.
 func (in Inputs) Validate() error {
 	var bad []string
-	pos := func(name string, k Known[int]) {
-		if k.Set() && k.V < 1 {
-			bad = append(bad, fmt.Sprintf("%s %d: want ≥ 1", name, k.V))
+	addf := func(format string, a ...any) { bad = append(bad, fmt.Sprintf(format, a...)) }
+	count := func(name string, k Known[int]) {
+		switch {
+		case !k.Set():
+		case k.V < 1:
+			addf("%s %d: want ≥ 1", label(name, k.From), k.V)
+		case k.V > MaxCount:
+			addf("%s %d: want ≤ %s", label(name, k.From), k.V, group(MaxCount))
 		}
 	}
 	dur := func(name string, k Known[time.Duration]) {
-		if k.Set() && k.V <= 0 {
-			bad = append(bad, fmt.Sprintf("%s %s: want > 0", name, k.V))
+		switch {
+		case !k.Set():
+		case k.V <= 0:
+			addf("%s %s: want > 0", label(name, k.From), k.V)
+		case k.V > MaxDuration:
+			addf("%s %s: want ≤ %s", label(name, k.From), k.V, MaxDuration)
 		}
 	}
-	pos("nodes", in.Nodes)
-	pos("slots", in.SlotsPerNode)
-	pos("gateways", in.Gateways)
-	pos("subtasks", in.SubTasks)
+	count("nodes", in.Nodes)
+	count("slots", in.SlotsPerNode)
+	count("gateways", in.Gateways)
+	count("subtasks", in.SubTasks)
+	count("yellow sub-tasks", in.YellowSubTasks)
+	count("red sub-tasks", in.RedSubTasks)
 	dur("mean", in.Mean)
 	dur("p50", in.P50)
 	dur("p99", in.P99)
 	dur("budget", in.Budget)
 	if in.P50.Set() && in.P99.Set() && in.P99.V < in.P50.V {
-		bad = append(bad, fmt.Sprintf("p99 %s is below p50 %s: the slowest 1 %% cannot be faster than the median", in.P99.V, in.P50.V))
+		addf("p99 %s is below p50 %s: the slowest 1 %% cannot be faster than the median", in.P99.V, in.P50.V)
 	}
-	if in.Target.Set() && !(in.Target.V > 0) {
-		bad = append(bad, fmt.Sprintf("target %g req/s: want > 0", in.Target.V))
-	}
-	if in.PromptTokens.Set() && !(in.PromptTokens.V >= 0) {
-		bad = append(bad, fmt.Sprintf("prompt tokens %g: want ≥ 0", in.PromptTokens.V))
-	}
-	if in.MaxTokens.Set() && in.MaxTokens.V < 0 {
-		bad = append(bad, fmt.Sprintf("max tokens %d: want ≥ 0", in.MaxTokens.V))
-	}
-	for _, d := range []struct {
-		name string
-		k    Known[int]
-	}{{"yellow sub-tasks", in.YellowSubTasks}, {"red sub-tasks", in.RedSubTasks}} {
-		if d.k.Set() && d.k.V < 1 {
-			bad = append(bad, fmt.Sprintf("%s %d: want ≥ 1", d.name, d.k.V))
+	if k := in.Target; k.Set() {
+		switch {
+		case math.IsNaN(k.V) || math.IsInf(k.V, 0):
+			addf("%s %g req/s: want a finite load", label("target", k.From), k.V)
+		case k.V <= 0:
+			addf("%s %g req/s: want > 0", label("target", k.From), k.V)
+		case k.V > MaxTarget:
+			addf("%s %g req/s: want ≤ %s req/s", label("target", k.From), k.V, group(MaxTarget))
 		}
+	}
+	if k := in.PromptTokens; k.Set() {
+		switch {
+		case math.IsNaN(k.V) || math.IsInf(k.V, 0):
+			addf("%s %g: want a finite number of tokens", label("prompt-tokens", k.From), k.V)
+		case k.V < 0:
+			addf("%s %g: want ≥ 0", label("prompt-tokens", k.From), k.V)
+		case k.V > MaxTokens:
+			addf("%s %g: want ≤ %s", label("prompt-tokens", k.From), k.V, group(MaxTokens))
+		}
+	}
+	if k := in.MaxTokens; k.Set() {
+		switch {
+		case k.V < 0:
+			addf("%s %d: want ≥ 0", label("max-tokens", k.From), k.V)
+		case k.V > MaxTokens:
+			addf("%s %d: want ≤ %s", label("max-tokens", k.From), k.V, group(MaxTokens))
+		}
+	}
+	if len(bad) == 0 {
+		bad = in.derivedOutOfRange()
 	}
 	if len(bad) > 0 {
 		return &UsageError{Msg: strings.Join(bad, "; ")}
 	}
 	return nil
 }
+
+// derivedOutOfRange checks, in float64 so that nothing wraps, the figures
+// Compute derives from inputs that are each in range: C, T, and every
+// count the plan prints. It mirrors Compute's formulas.
+func (in Inputs) derivedOutOfRange() []string {
+	var bad []string
+	n := float64(gateways(in))
+	c := 0.0 // C; 0 when the slots are unknown
+	if in.SlotsPerNode.Set() {
+		nodes := 1
+		if in.Nodes.Set() {
+			nodes = in.Nodes.V
+		}
+		c = float64(nodes) * float64(in.SlotsPerNode.V)
+		if c > MaxSlots {
+			bad = append(bad, fmt.Sprintf("model slots C = nodes × slots = %d × %d = %s: want ≤ %s (lower --nodes or --slots)",
+				nodes, in.SlotsPerNode.V, group(c), group(MaxSlots)))
+		}
+	}
+	t := 0.0 // T in seconds; 0 when unknown
+	switch {
+	case in.Mean.Set():
+		t = in.Mean.V.Seconds()
+	case in.P50.Set() && in.P99.Set():
+		t = lognormalMeanNanos(in.P50.V, in.P99.V) / float64(time.Second)
+		if !(t <= MaxDuration.Seconds()) {
+			bad = append(bad, fmt.Sprintf("p50 %s and p99 %s: the lognormal they describe has a mean of %s s: want ≤ %s (give --mean, or a p99 nearer the p50)",
+				in.P50.V, in.P99.V, group(t), MaxDuration))
+			t = 0
+		}
+	case in.P50.Set():
+		t = in.P50.V.Seconds()
+	}
+	figure := func(what string, v float64, flags string) {
+		if !(v <= MaxFigure) {
+			bad = append(bad, fmt.Sprintf("%s would be %s: want ≤ %s (lower %s)", what, group(v), group(MaxFigure), flags))
+		}
+	}
+	safe := 0.0 // QPS_safe
+	if c > 0 && t > 0 {
+		safe = c / t
+	}
+	if in.Target.Set() && t > 0 {
+		figure("the slots for the target, target × T,", in.Target.V*t, "--target or the service time")
+	}
+	if in.P99.Set() {
+		p99 := in.P99.V.Seconds()
+		figure("the concurrency limit, QPS × P99 / N,", max(safe, in.Target.V)*p99/n, "--slots, --nodes or --target, or raise --mean")
+	}
+	if in.Budget.Set() && safe > 0 {
+		figure("the queue size, QPS_safe × budget / N,", safe*in.Budget.V.Seconds()/n, "--budget or --slots, or raise --mean")
+	}
+	if c > 0 && (in.PromptTokens.Set() || in.MaxTokens.Set()) {
+		figure("the token budget, C × tokens per call / N,", c*(in.PromptTokens.V+float64(in.MaxTokens.V))/n, "--prompt-tokens, --max-tokens or --slots")
+	}
+	return bad
+}
+
+// label names an input in an error: its flag when it came from one, else
+// its name and where it came from. A name with a space has no flag.
+func label(flag string, from Source) string {
+	switch {
+	case strings.Contains(flag, " ") && from == FromFlag:
+		return flag
+	case from == FromFlag:
+		return "--" + flag
+	}
+	return fmt.Sprintf("%s (%s)", strings.ReplaceAll(flag, "-", " "), from)
+}
+
+// group is a whole number with thousands separators, for bounds in errors.
+func group(v float64) string { return num(v, 0) }
 
 // errNothing is returned when no part of the plan can be computed.
 var errNothing = &UsageError{Msg: "nothing to plan: give the model's slots and service time (--slots N --mean 1.2s, or --p50 and --p99), or a run folder"}

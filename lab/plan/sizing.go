@@ -287,9 +287,17 @@ func service(in Inputs) Service {
 
 // LognormalMean is the mean of the lognormal with median p50 and 99th
 // percentile p99: p50 × exp(sigma² / 2), sigma = ln(p99 / p50) / z99.
+// The result is only meaningful when it fits a Duration: Validate rejects
+// p50 and p99 whose mean passes MaxDuration.
 func LognormalMean(p50, p99 time.Duration) time.Duration {
+	return time.Duration(lognormalMeanNanos(p50, p99))
+}
+
+// lognormalMeanNanos is LognormalMean in float64 nanoseconds: it cannot
+// wrap around (a huge spread gives +Inf).
+func lognormalMeanNanos(p50, p99 time.Duration) float64 {
 	sigma := math.Log(float64(p99)/float64(p50)) / z99
-	return time.Duration(float64(p50) * math.Exp(sigma*sigma/2))
+	return float64(p50) * math.Exp(sigma*sigma/2)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -166,7 +166,20 @@ func TestComputeSad(t *testing.T) {
 			Nodes: Of(0, FromFlag), Gateways: Of(-2, FromFlag), Mean: Of(-time.Second, FromFlag),
 			Budget: Of(time.Duration(0), FromFlag), Target: Of(math.NaN(), FromFlag), PromptTokens: Of(-1.0, FromFlag),
 			MaxTokens: Of(-5, FromFlag), SubTasks: Of(0, FromFlag), YellowSubTasks: Of(0, FromFlag),
-		}, []string{"nodes 0", "gateways -2", "mean -1s", "budget 0s", "target NaN", "prompt tokens -1", "max tokens -5", "subtasks 0", "yellow sub-tasks 0"}},
+		}, []string{"--nodes 0", "--gateways -2", "--mean -1s", "--budget 0s", "--target NaN", "--prompt-tokens -1", "--max-tokens -5", "--subtasks 0", "yellow sub-tasks 0"}},
+		{"infinite target", flagged{slots: 50, mean: 1200 * time.Millisecond, target: math.Inf(1)}.inputs(), []string{"--target +Inf req/s: want a finite load"}},
+		{"infinite target alone is not 'nothing to plan'", flagged{target: math.Inf(1)}.inputs(), []string{"--target +Inf"}},
+		{"target above the bound", flagged{slots: 1, mean: time.Second, target: 2e9}.inputs(), []string{"--target 2e+09 req/s: want ≤ 1,000,000,000 req/s"}},
+		{"infinite prompt tokens", flagged{slots: 50, mean: time.Second, prompt: math.Inf(1)}.inputs(), []string{"--prompt-tokens +Inf: want a finite number of tokens"}},
+		{"answer tokens above the bound", flagged{slots: 50, mean: time.Second, maxTok: 2_000_000_000}.inputs(), []string{"--max-tokens 2000000000: want ≤ 1,000,000,000"}},
+		{"slots that overflow nodes × slots", flagged{slots: math.MaxInt, nodes: 2, mean: time.Second}.inputs(), []string{"--slots 9223372036854775807: want ≤ 1,000,000"}},
+		{"C above its bound", flagged{slots: 1_000_000, nodes: 1001, mean: time.Second}.inputs(), []string{"C = nodes × slots = 1001 × 1000000 = 1,001,000,000: want ≤ 1,000,000,000"}},
+		{"a day-long mean", flagged{slots: 1, mean: 25 * time.Hour}.inputs(), []string{"--mean 25h0m0s: want ≤ 24h0m0s"}},
+		{"a spread whose mean overflows", flagged{slots: 50, p50: time.Nanosecond, p99: 24 * time.Hour}.inputs(), []string{"p50 1ns and p99 24h0m0s", "want ≤ 24h0m0s"}},
+		{"a limit too large to print", flagged{slots: 1_000_000, nodes: 1000, mean: time.Nanosecond, p99: 24 * time.Hour}.inputs(), []string{"the concurrency limit", "want ≤ 1,000,000,000,000,000"}},
+		{"a queue too large to print", flagged{slots: 1_000_000, nodes: 1000, mean: time.Nanosecond, budget: 24 * time.Hour}.inputs(), []string{"the queue size"}},
+		{"a token budget too large to print", flagged{slots: 1_000_000, nodes: 1000, mean: time.Second, prompt: 1e9, maxTok: 1e9}.inputs(), []string{"the token budget"}},
+		{"a run's figure is named with its source", Inputs{SlotsPerNode: Of(0, FromRun), Mean: Of(time.Second, FromRun), PromptTokens: Of(math.Inf(1), FromRun)}, []string{"slots (run.json) 0", "prompt tokens (run.json) +Inf"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +194,32 @@ func TestComputeSad(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestComputeBounds: inputs at their bounds are accepted and give exact,
+// positive figures.
+func TestComputeBounds(t *testing.T) {
+	tests := []struct {
+		name  string
+		in    flagged
+		check func(s Sizing) bool
+	}{
+		{"largest C", flagged{slots: MaxCount, nodes: MaxSlots / MaxCount, mean: time.Second}, func(s Sizing) bool { return s.Slots.C == MaxSlots && s.Safe.QPS == MaxSlots }},
+		{"largest target for a day-long call", flagged{target: MaxTarget, mean: MaxDuration, slots: 1}, func(s Sizing) bool { return s.For.Slots == int(MaxTarget*MaxDuration.Seconds()) }},
+		{"largest token budget", flagged{slots: MaxCount, nodes: 1000, mean: time.Second, prompt: 1e5, maxTok: 1e5}, func(s Sizing) bool { return s.Tokens.Budget == MaxSlots*200_000 }},
+		{"a wide but finite spread", flagged{slots: 50, p50: time.Millisecond, p99: 10 * time.Second}, func(s Sizing) bool { return s.Service.T > 0 && s.Service.T <= MaxDuration }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Compute(tt.in.inputs())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(s) {
+				t.Errorf("sizing %v", s)
 			}
 		})
 	}
@@ -243,6 +282,7 @@ func TestFormatting(t *testing.T) {
 		{dur(2500 * time.Microsecond), "2.5 ms"},
 		{dur(-time.Second), "−1 s"},
 		{dur(0), "0 s"},
+		{dur(math.MinInt64), "−9223372036.855 s"}, // no positive counterpart: must not recurse forever
 		{secs(223600 * time.Microsecond), "0.224 s"},
 		{secs(22360 * time.Microsecond), "0.0224 s"},
 		{secs(1500 * time.Millisecond), "1.5 s"},
