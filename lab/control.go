@@ -217,8 +217,12 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 }
 
 // SetRate sets the target rate and pauses the experiment's schedule (a
-// manual override) until PauseRamp(false).
-func (l *Lab) SetRate(rps float64) {
+// manual override) until PauseRamp(false). Once the lab is finishing it
+// changes nothing and says so: the load has stopped for good.
+func (l *Lab) SetRate(rps float64) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	if rps < 0 || math.IsNaN(rps) {
 		rps = 0
 	}
@@ -232,26 +236,37 @@ func (l *Lab) SetRate(rps float64) {
 	}
 	s.mu.Unlock()
 	l.event(runfiles.EventRate, fmt.Sprintf("manual rate %g req/s", rps), map[string]any{"rate": rps})
+	return nil
 }
 
 // Rate is the target rate the generator runs at now.
 func (l *Lab) Rate() float64 { return l.gen.Rate() }
 
-// Spike multiplies the rate by factor for d.
-func (l *Lab) Spike(factor float64, d time.Duration) {
+// Spike multiplies the rate by factor for d (a factor or duration that is
+// not positive does nothing). Once the lab is finishing it is an error.
+func (l *Lab) Spike(factor float64, d time.Duration) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	if factor <= 0 || math.IsNaN(factor) || d <= 0 {
-		return
+		return nil
 	}
 	s := l.sched
 	s.mu.Lock()
 	s.spikeFactor, s.spikeUntil = factor, l.clock.Now().Add(d)
 	s.mu.Unlock()
 	l.event(runfiles.EventSpike, fmt.Sprintf("×%g for %s", factor, d), map[string]any{"factor": factor, "for": d.String()})
+	return nil
 }
 
 // PauseRamp pauses or resumes the experiment's schedule (stages, fault
 // timeline, narration, end). Resuming also ends a manual rate override.
-func (l *Lab) PauseRamp(paused bool) {
+// Once the lab is finishing it is an error: there is no schedule left to
+// pause or resume.
+func (l *Lab) PauseRamp(paused bool) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	s := l.sched
 	now := l.clock.Now()
 	s.mu.Lock()
@@ -270,6 +285,7 @@ func (l *Lab) PauseRamp(paused bool) {
 	if changed {
 		l.event(runfiles.EventRamp, map[bool]string{true: "paused", false: "resumed"}[paused], nil)
 	}
+	return nil
 }
 
 // RampPaused reports whether the schedule is paused.

@@ -27,12 +27,14 @@ type Controls interface {
 
 	// SetRate sets the target arrival rate (req/s) and pauses the
 	// experiment's stages, as a manual override. Rate returns the target.
-	SetRate(rps float64)
+	// SetRate, Spike and PauseRamp return ErrStopping, changing nothing,
+	// once the lab is finishing (as ToggleFault does).
+	SetRate(rps float64) error
 	Rate() float64
 	// Spike multiplies the rate by factor for d, then returns to the schedule.
-	Spike(factor float64, d time.Duration)
+	Spike(factor float64, d time.Duration) error
 	// PauseRamp pauses (true) or resumes (false) the experiment's stages.
-	PauseRamp(paused bool)
+	PauseRamp(paused bool) error
 	RampPaused() bool
 
 	// Faults lists the catalogue with what is active now; ToggleFault applies
@@ -69,6 +71,11 @@ type Controls interface {
 	// every child process; it blocks until that is done or ctx ends.
 	Stop(ctx context.Context) error
 }
+
+// ErrStopping is what a control that would change the run returns once the
+// lab is finishing (the experiment ended, or Stop was called): nothing it
+// would change is running any more.
+var ErrStopping = errors.New("lab: stopping")
 
 // FaultStatus is one entry of the fault catalogue.
 type FaultStatus struct {
@@ -156,7 +163,7 @@ func (l *Lab) ToggleFault(name string) error {
 		return err
 	}
 	if l.isFinishing() {
-		return errors.New("lab: stopping")
+		return ErrStopping
 	}
 	if why := l.faultUnavailable(name); why != "" {
 		err := fmt.Errorf("lab: %s is unavailable: %s", name, why)

@@ -48,6 +48,13 @@ func TestRecordRunsOffTheUIGoroutine(t *testing.T) {
 	}
 }
 
+// stoppedLab is a fake lab whose lesson ended: it refuses controls that
+// change the run and has closed its Samples channel.
+func stoppedLab(f *fakeControls) {
+	f.finishing = true
+	close(f.ch)
+}
+
 func TestKeyBindings(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -55,6 +62,7 @@ func TestKeyBindings(t *testing.T) {
 		setup     func(f *fakeControls)
 		wantCalls []string
 		wantView  string // substring of the view afterwards
+		notView   string // not in the view afterwards
 		wantQuit  bool
 	}{
 		{name: "up raises rate ×1.25", keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "target rate 125/s"},
@@ -102,6 +110,18 @@ func TestKeyBindings(t *testing.T) {
 		{name: "n shows the next lesson step", keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "step 3/5 · WATCH"},
 		{name: "tab flips the page", keys: []tea.KeyMsg{{Type: tea.KeyTab}}, wantView: "page 2/2"},
 		{name: "shift+tab flips back", keys: []tea.KeyMsg{{Type: tea.KeyShiftTab}}, wantView: "page 2/2"},
+		// After the lesson ended the lab refuses what would change the run;
+		// the status line says so instead of reporting a change.
+		{name: "+ after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("+")},
+			wantCalls: []string{"SetRate(125.00)"}, wantView: "✕ rate unchanged: lab: stopping", notView: "target rate"},
+		{name: "- after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("-")},
+			wantCalls: []string{"SetRate(80.00)"}, wantView: "✕ rate unchanged: lab: stopping", notView: "target rate"},
+		{name: "s after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("s")},
+			wantCalls: []string{"Spike(3, 10s)"}, wantView: "✕ no spike: lab: stopping", notView: "spike ×3"},
+		{name: "p after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("p")},
+			wantCalls: []string{"PauseRamp(true)"}, wantView: "✕ ramp unchanged: lab: stopping", notView: "ramp paused"},
+		{name: "a fault key after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("1")},
+			wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "✕ fault node_kill: lab: stopping"},
 		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "? closes this help"},
 		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
 			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
@@ -127,6 +147,9 @@ func TestKeyBindings(t *testing.T) {
 			view := ansi.Strip(m.View())
 			if tt.wantView != "" && !strings.Contains(view, tt.wantView) {
 				t.Errorf("view lacks %q:\n%s", tt.wantView, view)
+			}
+			if tt.notView != "" && strings.Contains(view, tt.notView) {
+				t.Errorf("view shows %q:\n%s", tt.notView, view)
 			}
 			checkFrame(t, m.View(), 80, 24)
 		})

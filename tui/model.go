@@ -311,24 +311,34 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.panelKey(msg)
 	}
 	switch {
-	case key.Matches(msg, k.RateUp):
+	case key.Matches(msg, k.RateUp), key.Matches(msg, k.RateDown):
 		r := m.ctrl.Rate() * rateFactor
-		m.ctrl.SetRate(r)
-		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
-	case key.Matches(msg, k.RateDown):
-		r := m.ctrl.Rate() / rateFactor
-		m.ctrl.SetRate(r)
-		m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+		if key.Matches(msg, k.RateDown) {
+			r = m.ctrl.Rate() / rateFactor
+		}
+		// The lab refuses once it is finishing (the lesson ended): the
+		// status line shows that rather than a change that cannot happen.
+		if err := m.ctrl.SetRate(r); err != nil {
+			m.setStatus("rate unchanged: "+err.Error(), true)
+		} else {
+			m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+		}
 	case key.Matches(msg, k.Spike):
-		m.ctrl.Spike(spikeFactor, spikeDuration)
-		m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)
+		if err := m.ctrl.Spike(spikeFactor, spikeDuration); err != nil {
+			m.setStatus("no spike: "+err.Error(), true)
+		} else {
+			m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)
+		}
 	case key.Matches(msg, k.Pause):
 		p := !m.ctrl.RampPaused()
-		m.ctrl.PauseRamp(p)
+		err := m.ctrl.PauseRamp(p)
 		m.paused = m.ctrl.RampPaused()
-		if p {
+		switch {
+		case err != nil:
+			m.setStatus("ramp unchanged: "+err.Error(), true)
+		case p:
 			m.setStatus("ramp paused", false)
-		} else {
+		default:
 			m.setStatus("ramp resumed", false)
 		}
 	case key.Matches(msg, k.Fault):
