@@ -180,7 +180,7 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 		err := a.Do(ctx, l.ctl)
 		cancel()
 		if err != nil {
-			l.progress("fault %s: %v", a.Fault, err)
+			l.progressErr("fault %s: %v", a.Fault, err)
 			continue
 		}
 		if !a.Revert && a.For > 0 {

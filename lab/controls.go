@@ -174,7 +174,7 @@ func (l *Lab) ToggleFault(name string) error {
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
 		defer cancel()
 		if _, err := l.ctl.Toggle(ctx, name); err != nil {
-			l.progress("fault %s: %v", name, err)
+			l.progressErr("fault %s: %v", name, err)
 		}
 	}()
 	return nil

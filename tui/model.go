@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -216,12 +215,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case switchedMsg:
 		return m, m.switched(msg)
 	case logMsg:
-		line := string(msg)
-		low := strings.ToLower(line)
+		// The lab says which lines report a failure (lab.ErrorWriter);
+		// the words of a line do not: "fault apply model_errors" and
+		// "redis: failover: … in 2.6s" are successes.
+		line := msg.text
 		if m.stopping {
 			line = "stopping… " + line
 		}
-		m.setStatus(line, strings.Contains(low, "error") || strings.Contains(low, "fail"))
+		m.setStatus(line, msg.isErr)
 		return m, waitLog(m.log)
 	case samplesDoneMsg:
 		if msg.ch != m.samples {
