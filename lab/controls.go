@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
@@ -79,7 +78,7 @@ var ErrStopping = errors.New("lab: stopping")
 
 // FaultStatus is one entry of the fault catalogue.
 type FaultStatus struct {
-	Key         string `json:"key"` // "1".."9": the key that toggles it
+	Key         string `json:"key"` // FaultKey(its index): the key that toggles it
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Active      bool   `json:"active"`
@@ -103,20 +102,29 @@ type RedisStatus struct {
 	Up    int    `json:"up,omitempty"`
 }
 
-// Faults lists the fault catalogue with what is active now. Keys are "1"…"9",
-// then "0" for the tenth.
+// faultKeys are the keys of the catalogue's faults, in order: the digit row,
+// then the same row shifted (on a US layout) for the eleventh to the
+// twentieth, so that every fault of the catalogue (eleven today) has one.
+// They avoid every other key of the dashboard (tui's keys test checks).
+var faultKeys = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "0",
+	"!", "@", "#", "$", "%", "^", "&", "*", "(", ")"}
+
+// FaultKey is the key of the i-th fault of the catalogue (from 0): "1"…"9",
+// "0", then "!", "@", … ")"; "" past the twentieth.
+func FaultKey(i int) string {
+	if i < 0 || i >= len(faultKeys) {
+		return ""
+	}
+	return faultKeys[i]
+}
+
+// Faults lists the fault catalogue with what is active now; each has its
+// FaultKey.
 func (l *Lab) Faults() []FaultStatus {
 	cat := l.ctl.Catalogue()
 	out := make([]FaultStatus, len(cat))
 	for i, c := range cat {
-		key := ""
-		switch {
-		case i < 9:
-			key = strconv.Itoa(i + 1)
-		case i == 9:
-			key = "0"
-		}
-		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail,
+		out[i] = FaultStatus{Key: FaultKey(i), Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail,
 			Unavailable: l.faultUnavailable(c.Name)}
 	}
 	l.mu.Lock()
