@@ -188,21 +188,23 @@ func TestQuitShowsStopping(t *testing.T) {
 	}
 }
 
-// TestKeyMapHelp checks every binding of the keyMap is listed in the full
-// help, and that the short help fits in 80 columns.
+// TestKeyMapHelp checks every binding of the keyMap is listed in each
+// layout of the full help, and that the short help fits in 80 columns.
 func TestKeyMapHelp(t *testing.T) {
 	k := defaultKeyMap()
-	listed := map[string]bool{}
-	for _, col := range k.FullHelp() {
-		for _, b := range col {
-			listed[b.Help().Key+" "+b.Help().Desc] = true
+	for n, layout := range k.fullHelpLayouts() {
+		listed := map[string]bool{}
+		for _, col := range layout {
+			for _, b := range col {
+				listed[b.Help().Key+" "+b.Help().Desc] = true
+			}
 		}
-	}
-	v := reflect.ValueOf(k)
-	for i := 0; i < v.NumField(); i++ {
-		b := v.Field(i).Interface().(key.Binding)
-		if !listed[b.Help().Key+" "+b.Help().Desc] {
-			t.Errorf("binding %s (%q) is missing from the full help", v.Type().Field(i).Name, b.Help().Key)
+		v := reflect.ValueOf(k)
+		for i := 0; i < v.NumField(); i++ {
+			b := v.Field(i).Interface().(key.Binding)
+			if !listed[b.Help().Key+" "+b.Help().Desc] {
+				t.Errorf("binding %s (%q) is missing from full help layout %d", v.Type().Field(i).Name, b.Help().Key, n)
+			}
 		}
 	}
 	h := newHelp()

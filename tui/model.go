@@ -396,6 +396,8 @@ func (m *Model) noteFaultErrors(faults []lab.FaultStatus) {
 		}
 	}
 	m.faults = faults
+	// The full help names the keys this catalogue uses ("1-9,0,!").
+	m.keys.Fault.SetHelp(faultKeysHelp(len(faults)), faultHelpDesc)
 }
 
 func (m *Model) toggleFault(k string) {
