@@ -86,7 +86,7 @@ func (r *Registry) New(name string, params json.RawMessage) (Fault, error) {
 }
 
 // Default is the catalogue every lab uses, in the order of the dashboard's
-// keys 1..9, 0.
+// fault keys (lab.FaultKey: 1…9, 0, then !, @, …).
 var Default = func() *Registry {
 	r := NewRegistry()
 	for _, f := range []Factory{

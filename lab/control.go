@@ -180,7 +180,7 @@ func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 		err := a.Do(ctx, l.ctl)
 		cancel()
 		if err != nil {
-			l.progress("fault %s: %v", a.Fault, err)
+			l.progressErr("fault %s: %v", a.Fault, err)
 			l.failedStep(a, err)
 			continue
 		}
@@ -237,8 +237,13 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 
 // SetRate sets the target rate and pauses the experiment's schedule (a
 // manual override) until PauseRamp(false). It refuses a rate that is not
-// a number within 0..load.MaxRate req/s, changing nothing.
+// a number within 0..load.MaxRate req/s, changing nothing, and once the lab
+// is finishing it changes nothing and says so (ErrStopping): the load has
+// stopped for good.
 func (l *Lab) SetRate(rps float64) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	if !(rps >= 0 && rps <= load.MaxRate) { // NaN and ±Inf too
 		return fmt.Errorf("lab: rate %v req/s: want 0..%.0f", rps, load.MaxRate)
 	}
@@ -257,21 +262,32 @@ func (l *Lab) SetRate(rps float64) error {
 // Rate is the target rate the generator runs at now.
 func (l *Lab) Rate() float64 { return l.gen.Rate() }
 
-// Spike multiplies the rate by factor for d.
-func (l *Lab) Spike(factor float64, d time.Duration) {
+// Spike multiplies the rate by factor for d (a factor that is not a
+// positive finite number, or a duration that is not positive, does
+// nothing). Once the lab is finishing it is an error (ErrStopping).
+func (l *Lab) Spike(factor float64, d time.Duration) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	if !(factor > 0) || math.IsInf(factor, 1) || d <= 0 {
-		return
+		return nil
 	}
 	s := l.sched
 	s.mu.Lock()
 	s.spikeFactor, s.spikeUntil = factor, l.clock.Now().Add(d)
 	s.mu.Unlock()
 	l.event(runfiles.EventSpike, fmt.Sprintf("×%g for %s", factor, d), map[string]any{"factor": factor, "for": d.String()})
+	return nil
 }
 
 // PauseRamp pauses or resumes the experiment's schedule (stages, fault
 // timeline, narration, end). Resuming also ends a manual rate override.
-func (l *Lab) PauseRamp(paused bool) {
+// Once the lab is finishing it is an error: there is no schedule left to
+// pause or resume.
+func (l *Lab) PauseRamp(paused bool) error {
+	if l.isFinishing() {
+		return ErrStopping
+	}
 	s := l.sched
 	now := l.clock.Now()
 	s.mu.Lock()
@@ -290,6 +306,7 @@ func (l *Lab) PauseRamp(paused bool) {
 	if changed {
 		l.event(runfiles.EventRamp, map[bool]string{true: "paused", false: "resumed"}[paused], nil)
 	}
+	return nil
 }
 
 // RampPaused reports whether the schedule is paused.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
@@ -28,12 +27,14 @@ type Controls interface {
 	// SetRate sets the target arrival rate (req/s) and pauses the
 	// experiment's stages, as a manual override; it refuses a rate that is
 	// negative, not finite or above load.MaxRate. Rate returns the target.
+	// SetRate, Spike and PauseRamp return ErrStopping, changing nothing,
+	// once the lab is finishing (as ToggleFault does).
 	SetRate(rps float64) error
 	Rate() float64
 	// Spike multiplies the rate by factor for d, then returns to the schedule.
-	Spike(factor float64, d time.Duration)
+	Spike(factor float64, d time.Duration) error
 	// PauseRamp pauses (true) or resumes (false) the experiment's stages.
-	PauseRamp(paused bool)
+	PauseRamp(paused bool) error
 	RampPaused() bool
 
 	// Faults lists the catalogue with what is active now; ToggleFault applies
@@ -71,9 +72,14 @@ type Controls interface {
 	Stop(ctx context.Context) error
 }
 
+// ErrStopping is what a control that would change the run returns once the
+// lab is finishing (the experiment ended, or Stop was called): nothing it
+// would change is running any more.
+var ErrStopping = errors.New("lab: stopping")
+
 // FaultStatus is one entry of the fault catalogue.
 type FaultStatus struct {
-	Key         string `json:"key"` // "1".."9": the key that toggles it
+	Key         string `json:"key"` // FaultKey(its index): the key that toggles it
 	Name        string `json:"name"`
 	Description string `json:"description"`
 	Active      bool   `json:"active"`
@@ -97,20 +103,29 @@ type RedisStatus struct {
 	Up    int    `json:"up,omitempty"`
 }
 
-// Faults lists the fault catalogue with what is active now. Keys are "1"…"9",
-// then "0" for the tenth.
+// faultKeys are the keys of the catalogue's faults, in order: the digit row,
+// then the same row shifted (on a US layout) for the eleventh to the
+// twentieth, so that every fault of the catalogue (eleven today) has one.
+// They avoid every other key of the dashboard (tui's keys test checks).
+var faultKeys = []string{"1", "2", "3", "4", "5", "6", "7", "8", "9", "0",
+	"!", "@", "#", "$", "%", "^", "&", "*", "(", ")"}
+
+// FaultKey is the key of the i-th fault of the catalogue (from 0): "1"…"9",
+// "0", then "!", "@", … ")"; "" past the twentieth.
+func FaultKey(i int) string {
+	if i < 0 || i >= len(faultKeys) {
+		return ""
+	}
+	return faultKeys[i]
+}
+
+// Faults lists the fault catalogue with what is active now; each has its
+// FaultKey.
 func (l *Lab) Faults() []FaultStatus {
 	cat := l.ctl.Catalogue()
 	out := make([]FaultStatus, len(cat))
 	for i, c := range cat {
-		key := ""
-		switch {
-		case i < 9:
-			key = strconv.Itoa(i + 1)
-		case i == 9:
-			key = "0"
-		}
-		out[i] = FaultStatus{Key: key, Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail,
+		out[i] = FaultStatus{Key: FaultKey(i), Name: c.Name, Description: c.Description, Active: c.Active, Detail: c.Detail,
 			Unavailable: l.faultUnavailable(c.Name)}
 	}
 	l.mu.Lock()
@@ -157,7 +172,7 @@ func (l *Lab) ToggleFault(name string) error {
 		return err
 	}
 	if l.isFinishing() {
-		return errors.New("lab: stopping")
+		return ErrStopping
 	}
 	if why := l.faultUnavailable(name); why != "" {
 		err := fmt.Errorf("lab: %s is unavailable: %s", name, why)
@@ -168,7 +183,7 @@ func (l *Lab) ToggleFault(name string) error {
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
 		defer cancel()
 		if _, err := l.ctl.Toggle(ctx, name); err != nil {
-			l.progress("fault %s: %v", name, err)
+			l.progressErr("fault %s: %v", name, err)
 		}
 	}()
 	return nil

@@ -70,7 +70,7 @@ func (l *Lab) watchFailover(k supervisor.RedisMasterKilled) {
 		}
 		f.Error = err.Error()
 		l.event(runfiles.EventRedisFailover, fmt.Sprintf("master %s lost, no failover: %v", k.Addr, err), map[string]any{"killed": k.Addr, "error": err.Error()})
-		l.progress("redis: master %s lost, no failover: %v", k.Addr, err)
+		l.progressErr("redis: master %s lost, no failover: %v", k.Addr, err)
 	} else {
 		after := time.Since(k.At)
 		f.By, f.AfterS = by, round(after.Seconds(), 3)
@@ -105,7 +105,7 @@ func (l *Lab) SetRateFactor(f float64) {
 // SetSlowClients makes a share of stream and export readers slow.
 func (l *Lab) SetSlowClients(share, kbps float64) {
 	if err := l.gen.SetSlowClients(share, kbps); err != nil {
-		l.progress("slow clients: %v", err)
+		l.progressErr("slow clients: %v", err)
 	}
 }
 

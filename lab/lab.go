@@ -46,7 +46,9 @@ type Options struct {
 	Quick bool
 	// Args is the command line, kept in run.json.
 	Args []string
-	// Progress receives human progress lines (nil: none).
+	// Progress receives human progress lines (nil: none). When it also
+	// implements ErrorWriter, the lines that report a failure go to its
+	// WriteError instead of Write.
 	Progress io.Writer
 	// ReadyTimeout bounds each child's start. Default 20 s.
 	ReadyTimeout time.Duration
@@ -233,11 +235,44 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
+// ErrorWriter is implemented by a Progress writer that wants the lines
+// reporting a failure (a fault that did not apply, a failover that did not
+// happen, a recording that cannot write) apart from the other progress
+// lines, so that a dashboard can show them as errors without guessing from
+// their words. A writer without it gets every line through Write.
+type ErrorWriter interface {
+	WriteError(p []byte) (int, error)
+}
+
+// progress writes one line of progress: something that happened.
 func (l *Lab) progress(format string, args ...any) {
 	if l.opts.Progress != nil {
 		fmt.Fprintf(l.opts.Progress, format+"\n", args...)
 	}
 }
+
+// progressErr writes one line that reports a failure.
+func (l *Lab) progressErr(format string, args ...any) {
+	if w := l.errorLog(); w != nil {
+		fmt.Fprintf(w, format+"\n", args...)
+	}
+}
+
+// errorLog is the Progress writer for failure lines (nil without Progress).
+func (l *Lab) errorLog() io.Writer {
+	if l.opts.Progress == nil {
+		return nil
+	}
+	if ew, ok := l.opts.Progress.(ErrorWriter); ok {
+		return errorLines{ew}
+	}
+	return l.opts.Progress
+}
+
+// errorLines sends everything written to it to WriteError.
+type errorLines struct{ w ErrorWriter }
+
+func (e errorLines) Write(p []byte) (int, error) { return e.w.WriteError(p) }
 
 // startChildren starts Redis (when asked), the nodes, then the gateways.
 func (l *Lab) startChildren(ctx context.Context) error {
@@ -252,7 +287,7 @@ func (l *Lab) startChildren(ctx context.Context) error {
 		Nodes:        e.Nodes.Count, NodeKnobs: e.Nodes.Knobs,
 		Gateways: e.Gateway.Count, GatewayConfig: l.gatewayConfig,
 		MemoryLimit: limit, RestartDelay: e.Gateway.RestartDelay.D(),
-		Redis: e.Redis, Event: l.event, Progress: l.progress,
+		Redis: e.Redis, Event: l.event, Progress: l.progress, Failure: l.progressErr,
 	})
 	if err != nil {
 		return err

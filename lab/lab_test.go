@@ -365,13 +365,16 @@ narration:
 		t.Errorf("node knobs after model_latency: %v", knobs["latency_multiplier"])
 	}
 	active := 0
-	for _, f := range c.Faults() {
+	keys := map[string]bool{}
+	for i, f := range c.Faults() {
 		if f.Active {
 			active++
 		}
-		if f.Key == "" && f.Name != "" && len(c.Faults()) <= 10 {
-			t.Errorf("fault %s has no key", f.Name)
+		// Every fault has its own key, the eleventh too.
+		if f.Key == "" || f.Key != FaultKey(i) || keys[f.Key] {
+			t.Errorf("fault %d %s: key %q, want %q, once", i+1, f.Name, f.Key, FaultKey(i))
 		}
+		keys[f.Key] = true
 	}
 	if active != 1 {
 		t.Errorf("%d faults active", active)

@@ -148,7 +148,7 @@ func (l *Lab) newEvent(kind, detail string, fields map[string]any) runfiles.Even
 }
 
 func (l *Lab) recorderOptions() []runfiles.RecorderOption {
-	return []runfiles.RecorderOption{runfiles.WithReports(l.opts.Reports...), runfiles.WithErrorLog(l.opts.Progress)}
+	return []runfiles.RecorderOption{runfiles.WithReports(l.opts.Reports...), runfiles.WithErrorLog(l.errorLog())}
 }
 
 // StartRecording starts a new run folder (RunsDir/<time>-<name>) with the

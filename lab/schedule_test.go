@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -165,4 +166,46 @@ func fakeClockLab(e *experiment.Experiment) (*Lab, *clockwork.FakeClock) {
 	l.narr.init()
 	l.sched.begin(fc.Now())
 	return l, fc
+}
+
+// Once the lab is finishing, the rate controls change nothing and say so,
+// as ToggleFault does, so a dashboard does not report a change that
+// cannot happen.
+func TestRateControlsRefusedWhenFinishing(t *testing.T) {
+	e, err := experiment.ParseExperiment([]byte(`
+name: s
+start_rate: 0
+stages: [{duration: 10s, target: 100}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		do   func(l *Lab) error
+	}{
+		{"SetRate", func(l *Lab) error { return l.SetRate(20) }},
+		{"Spike", func(l *Lab) error { return l.Spike(3, time.Second) }},
+		{"PauseRamp(true)", func(l *Lab) error { return l.PauseRamp(true) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, fc := fakeClockLab(e)
+			fc.Advance(5 * time.Second)
+			if err := tt.do(l); err != nil {
+				t.Fatalf("while running: %v", err)
+			}
+			l, fc = fakeClockLab(e)
+			fc.Advance(5 * time.Second)
+			l.finishing = make(chan struct{})
+			close(l.finishing)
+			before := l.sched.next(fc.Now())
+			if err := tt.do(l); !errors.Is(err, ErrStopping) {
+				t.Errorf("finishing: err %v, want ErrStopping", err)
+			}
+			if after := l.sched.next(fc.Now()); after.rate != before.rate || l.RampPaused() {
+				t.Errorf("finishing: rate %v → %v, paused %t: the schedule changed", before.rate, after.rate, l.RampPaused())
+			}
+		})
+	}
 }

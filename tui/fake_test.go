@@ -27,6 +27,7 @@ type fakeControls struct {
 	redis     lab.RedisStatus
 	failNext  error // returned (once) by the next method that can fail
 	stopped   bool
+	finishing bool // the lab ended: controls that change the run refuse
 }
 
 func newFake() *fakeControls {
@@ -68,8 +69,23 @@ func (f *fakeControls) takeErr() error {
 }
 
 func (f *fakeControls) Samples() <-chan runfiles.Sample { return f.ch }
+
+// refused is lab.ErrStopping once the fake lab is finishing, as the lab's
+// controls that change the run return.
+func (f *fakeControls) refused() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.finishing {
+		return lab.ErrStopping
+	}
+	return nil
+}
+
 func (f *fakeControls) SetRate(rps float64) error {
 	f.record("SetRate(%.2f)", rps)
+	if err := f.refused(); err != nil {
+		return err
+	}
 	if err := f.takeErr(); err != nil {
 		return err
 	}
@@ -79,14 +95,19 @@ func (f *fakeControls) SetRate(rps float64) error {
 	return nil
 }
 func (f *fakeControls) Rate() float64 { f.mu.Lock(); defer f.mu.Unlock(); return f.rate }
-func (f *fakeControls) Spike(factor float64, d time.Duration) {
+func (f *fakeControls) Spike(factor float64, d time.Duration) error {
 	f.record("Spike(%g, %s)", factor, d)
+	return f.refused()
 }
-func (f *fakeControls) PauseRamp(p bool) {
+func (f *fakeControls) PauseRamp(p bool) error {
 	f.record("PauseRamp(%t)", p)
+	if err := f.refused(); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	f.paused = p
 	f.mu.Unlock()
+	return nil
 }
 func (f *fakeControls) RampPaused() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.paused }
 func (f *fakeControls) Faults() []lab.FaultStatus {
@@ -97,6 +118,9 @@ func (f *fakeControls) Faults() []lab.FaultStatus {
 func (f *fakeControls) ToggleFault(name string) error {
 	f.record("ToggleFault(%s)", name)
 	if err := f.takeErr(); err != nil {
+		return err
+	}
+	if err := f.refused(); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -71,6 +71,8 @@ func TestGoldenLayout(t *testing.T) {
 		{name: "160x48", w: 160, h: 48, samples: 60},
 		{name: "160x48_stale", w: 160, h: 48, samples: 22},
 		{name: "160x48_help", w: 160, h: 48, samples: 60, keys: []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune("?")}}},
+		{name: "80x24_help", w: 80, h: 24, samples: 60, keys: []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune("?")}}},
+		{name: "100x30_help", w: 100, h: 30, samples: 60, keys: []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune("?")}}},
 		{name: "100x30", w: 100, h: 30, samples: 60},
 	}
 	for _, tt := range tests {

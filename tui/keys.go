@@ -1,6 +1,12 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+
+	"github.com/levee-lab/levee/lab"
+)
 
 // keyMap holds every key binding of the dashboard. It implements
 // help.KeyMap, so the help bar and the full help (?) are generated from it.
@@ -9,7 +15,7 @@ type keyMap struct {
 	RateDown key.Binding
 	Spike    key.Binding
 	Pause    key.Binding
-	Fault    key.Binding // 1–9: toggle the fault whose FaultStatus.Key matches
+	Fault    key.Binding // lab.FaultKey's keys: toggle the fault whose FaultStatus.Key matches
 	Defenses key.Binding
 	Record   key.Binding
 	Next     key.Binding
@@ -37,7 +43,7 @@ func defaultKeyMap() keyMap {
 		RateDown:    key.NewBinding(key.WithKeys("down", "-", "_"), key.WithHelp("↓/-", "rate ÷1.25")),
 		Spike:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "spike ×3 10s")),
 		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume ramp")),
-		Fault:       key.NewBinding(key.WithKeys("1", "2", "3", "4", "5", "6", "7", "8", "9", "0"), key.WithHelp("1-9,0", "toggle fault")),
+		Fault:       key.NewBinding(key.WithKeys(faultKeys()...), key.WithHelp(faultKeysHelp(0), faultHelpDesc)),
 		Defenses:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "defenses")),
 		Record:      key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "record")),
 		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
@@ -54,6 +60,37 @@ func defaultKeyMap() keyMap {
 		PromptSave:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save guess")),
 		PromptSkip:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "skip guess")),
 	}
+}
+
+// faultKeys are every key lab.FaultKey hands out, in catalogue order.
+func faultKeys() []string {
+	var ks []string
+	for i := 0; lab.FaultKey(i) != ""; i++ {
+		ks = append(ks, lab.FaultKey(i))
+	}
+	return ks
+}
+
+const faultHelpDesc = "toggle fault"
+
+// faultKeysHelp names the keys of a catalogue of n faults for the full
+// help: "1-4", "1-9,0", "1-9,0,!" (the eleventh), "1-9,0,!@"; n ≤ 0 (not
+// known yet) gives "1-9,0,!…".
+func faultKeysHelp(n int) string {
+	ks := faultKeys()
+	switch {
+	case n <= 0:
+		return "1-9,0,!…"
+	case n == 1:
+		return ks[0]
+	case n <= 9:
+		return ks[0] + "-" + ks[n-1]
+	}
+	h := ks[0] + "-" + ks[8] + "," + ks[9]
+	if n > 10 {
+		h += "," + strings.Join(ks[10:min(n, len(ks))], "")
+	}
+	return h
 }
 
 // ShortHelp is the one-line help bar: terse labels, so it fits in 80
@@ -77,14 +114,32 @@ func (k keyMap) ShortHelp() []key.Binding {
 	}
 }
 
-// FullHelp is shown by ?, grouped in columns.
-func (k keyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.RateUp, k.RateDown, k.Spike, k.Pause},
-		{k.Fault, k.Defenses, k.Record, k.Next},
-		{k.Lessons, k.Page, k.PrevPage, k.Help, k.Quit},
-		{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose},
-		{k.PickStart, k.PromptSave, k.PromptSkip},
+// FullHelp is shown by ?, grouped in columns: the widest of
+// fullHelpLayouts.
+func (k keyMap) FullHelp() [][]key.Binding { return k.fullHelpLayouts()[0] }
+
+// fullHelpLayouts are the full help's layouts, widest first, each listing
+// every binding: five short columns for wide terminals, three for 80
+// columns, two (about 55 wide, 10 rows) for narrower ones. fullHelpBox
+// takes the first that fits.
+func (k keyMap) fullHelpLayouts() [][][]key.Binding {
+	return [][][]key.Binding{
+		{
+			{k.RateUp, k.RateDown, k.Spike, k.Pause},
+			{k.Fault, k.Defenses, k.Record, k.Next},
+			{k.Lessons, k.Page, k.PrevPage, k.Help, k.Quit},
+			{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose},
+			{k.PickStart, k.PromptSave, k.PromptSkip},
+		},
+		{
+			{k.RateUp, k.RateDown, k.Spike, k.Pause, k.Fault, k.Defenses, k.Record},
+			{k.Next, k.Lessons, k.Page, k.PrevPage, k.Help, k.Quit},
+			{k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip},
+		},
+		{
+			{k.RateUp, k.RateDown, k.Spike, k.Pause, k.Fault, k.Defenses, k.Record, k.Next, k.Lessons, k.Page},
+			{k.PrevPage, k.Help, k.Quit, k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip},
+		},
 	}
 }
 

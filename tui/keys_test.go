@@ -48,6 +48,13 @@ func TestRecordRunsOffTheUIGoroutine(t *testing.T) {
 	}
 }
 
+// stoppedLab is a fake lab whose lesson ended: it refuses controls that
+// change the run and has closed its Samples channel.
+func stoppedLab(f *fakeControls) {
+	f.finishing = true
+	close(f.ch)
+}
+
 func TestKeyBindings(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -55,6 +62,7 @@ func TestKeyBindings(t *testing.T) {
 		setup     func(f *fakeControls)
 		wantCalls []string
 		wantView  string // substring of the view afterwards
+		notView   string // not in the view afterwards
 		wantQuit  bool
 	}{
 		{name: "up raises rate ×1.25", keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "target rate 125/s"},
@@ -62,7 +70,7 @@ func TestKeyBindings(t *testing.T) {
 		{name: "down lowers rate ÷1.25", keys: []tea.KeyMsg{{Type: tea.KeyDown}}, wantCalls: []string{"SetRate(80.00)"}, wantView: "target rate 80/s"},
 		{name: "- lowers rate", keys: []tea.KeyMsg{keyRunes("-")}, wantCalls: []string{"SetRate(80.00)"}},
 		{name: "a refused rate shows in status", setup: func(f *fakeControls) { f.failNext = errFake },
-			keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "rate: admin API said no"},
+			keys: []tea.KeyMsg{{Type: tea.KeyUp}}, wantCalls: []string{"SetRate(125.00)"}, wantView: "rate unchanged: admin API said no"},
 		{name: "s spikes ×3 for 10s", keys: []tea.KeyMsg{keyRunes("s")}, wantCalls: []string{"Spike(3, 10s)"}, wantView: "spike ×3"},
 		{name: "p pauses the ramp", keys: []tea.KeyMsg{keyRunes("p")}, wantCalls: []string{"PauseRamp(true)"}, wantView: "ramp paused"},
 		{name: "p resumes a paused ramp", setup: func(f *fakeControls) { f.paused = true },
@@ -104,6 +112,18 @@ func TestKeyBindings(t *testing.T) {
 		{name: "n shows the next lesson step", keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "step 3/5 · WATCH"},
 		{name: "tab flips the page", keys: []tea.KeyMsg{{Type: tea.KeyTab}}, wantView: "page 2/2"},
 		{name: "shift+tab flips back", keys: []tea.KeyMsg{{Type: tea.KeyShiftTab}}, wantView: "page 2/2"},
+		// After the lesson ended the lab refuses what would change the run;
+		// the status line says so instead of reporting a change.
+		{name: "+ after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("+")},
+			wantCalls: []string{"SetRate(125.00)"}, wantView: "✕ rate unchanged: lab: stopping", notView: "target rate"},
+		{name: "- after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("-")},
+			wantCalls: []string{"SetRate(80.00)"}, wantView: "✕ rate unchanged: lab: stopping", notView: "target rate"},
+		{name: "s after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("s")},
+			wantCalls: []string{"Spike(3, 10s)"}, wantView: "✕ no spike: lab: stopping", notView: "spike ×3"},
+		{name: "p after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("p")},
+			wantCalls: []string{"PauseRamp(true)"}, wantView: "✕ ramp unchanged: lab: stopping", notView: "ramp paused"},
+		{name: "a fault key after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("1")},
+			wantCalls: []string{"ToggleFault(node_kill)"}, wantView: "✕ fault node_kill: lab: stopping"},
 		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "? closes this help"},
 		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
 			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
@@ -129,6 +149,9 @@ func TestKeyBindings(t *testing.T) {
 			view := ansi.Strip(m.View())
 			if tt.wantView != "" && !strings.Contains(view, tt.wantView) {
 				t.Errorf("view lacks %q:\n%s", tt.wantView, view)
+			}
+			if tt.notView != "" && strings.Contains(view, tt.notView) {
+				t.Errorf("view shows %q:\n%s", tt.notView, view)
 			}
 			checkFrame(t, m.View(), 80, 24)
 		})
@@ -167,21 +190,23 @@ func TestQuitShowsStopping(t *testing.T) {
 	}
 }
 
-// TestKeyMapHelp checks every binding of the keyMap is listed in the full
-// help, and that the short help fits in 80 columns.
+// TestKeyMapHelp checks every binding of the keyMap is listed in each
+// layout of the full help, and that the short help fits in 80 columns.
 func TestKeyMapHelp(t *testing.T) {
 	k := defaultKeyMap()
-	listed := map[string]bool{}
-	for _, col := range k.FullHelp() {
-		for _, b := range col {
-			listed[b.Help().Key+" "+b.Help().Desc] = true
+	for n, layout := range k.fullHelpLayouts() {
+		listed := map[string]bool{}
+		for _, col := range layout {
+			for _, b := range col {
+				listed[b.Help().Key+" "+b.Help().Desc] = true
+			}
 		}
-	}
-	v := reflect.ValueOf(k)
-	for i := 0; i < v.NumField(); i++ {
-		b := v.Field(i).Interface().(key.Binding)
-		if !listed[b.Help().Key+" "+b.Help().Desc] {
-			t.Errorf("binding %s (%q) is missing from the full help", v.Type().Field(i).Name, b.Help().Key)
+		v := reflect.ValueOf(k)
+		for i := 0; i < v.NumField(); i++ {
+			b := v.Field(i).Interface().(key.Binding)
+			if !listed[b.Help().Key+" "+b.Help().Desc] {
+				t.Errorf("binding %s (%q) is missing from full help layout %d", v.Type().Field(i).Name, b.Help().Key, n)
+			}
 		}
 	}
 	h := newHelp()

@@ -7,51 +7,77 @@ import (
 	"sync"
 
 	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/levee-lab/levee/lab"
 )
 
 // Log is an io.Writer for the lab's human progress lines (lab.Options.
 // Progress). Before and after the dashboard it passes lines to its
 // underlying writer (usually stderr); while a dashboard made WithLog shows,
 // it hands them to the status line instead, so nothing scribbles over the
-// screen. A full buffer drops lines; Write never blocks. Safe for
+// screen. It is also a lab.ErrorWriter: the lines the lab writes through
+// WriteError report failures and show as errors; everything else is
+// information, whatever words it holds ("fault apply model_errors …" is a
+// success). A full buffer drops lines; Write never blocks. Safe for
 // concurrent use.
 type Log struct {
-	mu      sync.Mutex
-	w       io.Writer // guarded by mu
-	capture bool      // guarded by mu: lines go to ch, not w
-	partial []byte    // guarded by mu: an unfinished line
-	ch      chan string
-	skip    func(line string) bool
+	mu         sync.Mutex
+	w          io.Writer // guarded by mu
+	capture    bool      // guarded by mu: lines go to ch, not w
+	partial    []byte    // guarded by mu: an unfinished line
+	partialErr []byte    // guarded by mu: an unfinished error line
+	ch         chan logLine
+	skip       func(line string) bool
 }
+
+// logLine is one captured line and whether its writer said it reports a
+// failure.
+type logLine struct {
+	text  string
+	isErr bool
+}
+
+var _ lab.ErrorWriter = (*Log)(nil)
 
 // NewLog returns a Log passing lines to w until a dashboard captures it.
 // While captured, lines for which skip returns true are dropped (nil skip
 // keeps every line): e.g. periodic progress that repeats what the charts
 // show.
 func NewLog(w io.Writer, skip func(line string) bool) *Log {
-	return &Log{w: w, ch: make(chan string, 64), skip: skip}
+	return &Log{w: w, ch: make(chan logLine, 64), skip: skip}
 }
 
-// Write implements io.Writer.
-func (l *Log) Write(p []byte) (int, error) {
+// Write implements io.Writer: lines of information.
+func (l *Log) Write(p []byte) (int, error) { return l.write(p, false) }
+
+// WriteError implements lab.ErrorWriter: lines that report a failure.
+func (l *Log) WriteError(p []byte) (int, error) { return l.write(p, true) }
+
+func (l *Log) write(p []byte, isErr bool) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.capture {
 		return l.w.Write(p)
 	}
-	l.partial = append(l.partial, p...)
+	// Each kind keeps its own unfinished line, so a failure written in
+	// pieces is not glued to an information line written in between.
+	partial := &l.partial
+	if isErr {
+		partial = &l.partialErr
+	}
+	*partial = append(*partial, p...)
 	for {
-		i := bytes.IndexByte(l.partial, '\n')
+		i := bytes.IndexByte(*partial, '\n')
 		if i < 0 {
 			break
 		}
-		line := strings.TrimSpace(string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
+		line := strings.TrimSpace(string((*partial)[:i]))
+		*partial = (*partial)[i+1:]
 		if line == "" || (l.skip != nil && l.skip(line)) {
 			continue
 		}
 		select {
-		case l.ch <- line:
+		case l.ch <- logLine{line, isErr}:
 		default:
 		}
 	}
@@ -62,13 +88,18 @@ func (l *Log) setCapture(on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.capture = on
-	if !on && len(l.partial) > 0 {
-		_, _ = l.w.Write(append(l.partial, '\n'))
-		l.partial = nil
+	if on {
+		return
+	}
+	for _, p := range []*[]byte{&l.partial, &l.partialErr} {
+		if len(*p) > 0 {
+			_, _ = l.w.Write(append(*p, '\n'))
+			*p = nil
+		}
 	}
 }
 
-type logMsg string
+type logMsg logLine
 
 func waitLog(l *Log) tea.Cmd {
 	return func() tea.Msg { return logMsg(<-l.ch) }

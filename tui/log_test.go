@@ -8,6 +8,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/lab"
 )
 
 func TestLogPassThroughAndCapture(t *testing.T) {
@@ -22,8 +24,8 @@ func TestLogPassThroughAndCapture(t *testing.T) {
 	if got := out.String(); got != "starting 3 nodes\n" {
 		t.Errorf("while captured, stderr got %q", got)
 	}
-	if got := <-l.ch; got != "fault node_kill: error: admin API 500" {
-		t.Errorf("captured line %q", got)
+	if got := <-l.ch; got != (logLine{text: "fault node_kill: error: admin API 500"}) {
+		t.Errorf("captured line %+v", got)
 	}
 	l.setCapture(false)
 	if got := out.String(); got != "starting 3 nodes\nhalf a line\n" {
@@ -39,15 +41,61 @@ func TestLogPassThroughAndCapture(t *testing.T) {
 	}
 }
 
+// The status line shows a captured line as an error only when the lab
+// wrote it as one (lab.ErrorWriter), whatever its words say.
 func TestLogShowsInStatusLine(t *testing.T) {
-	l := NewLog(&bytes.Buffer{}, nil)
+	tests := []struct {
+		name    string
+		line    string
+		isErr   bool
+		wantErr bool
+	}{
+		{name: "a fault that applied, named model_errors", line: "fault apply model_errors 50% all nodes"},
+		{name: "a Redis failover that happened", line: "redis: failover: master 127.0.0.1:7001 → replica 127.0.0.1:7004 in 2.6s"},
+		{name: "a fault that failed", line: "fault node_kill: admin API 500", isErr: true, wantErr: true},
+		{name: "a failure without the word", line: "redis: master 127.0.0.1:7001 lost, no failover: context deadline exceeded", isErr: true, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var w lab.ErrorWriter = NewLog(&bytes.Buffer{}, nil)
+			l := w.(*Log)
+			l.setCapture(true)
+			m := New(newFake(), WithLog(l))
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+			if tt.isErr {
+				_, _ = l.WriteError([]byte(tt.line + "\n"))
+			} else {
+				fmt.Fprintln(l, tt.line)
+			}
+			m.Update(waitLog(l)())
+			v := ansi.Strip(m.View())
+			if !strings.Contains(v, tt.line) {
+				t.Fatalf("status line lacks %q:\n%s", tt.line, v)
+			}
+			if got := strings.Contains(v, "✕ "+tt.line); got != tt.wantErr {
+				t.Errorf("shown as an error: %t, want %t:\n%s", got, tt.wantErr, v)
+			}
+		})
+	}
+}
+
+// An error line written in pieces is not mixed with information written in
+// between, and a line left unfinished is passed on at release.
+func TestLogKeepsErrorLinesApart(t *testing.T) {
+	var out bytes.Buffer
+	l := NewLog(&out, nil)
 	l.setCapture(true)
-	m := New(newFake(), WithLog(l))
-	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
-	fmt.Fprintln(l, "fault node_kill: error restarting node 2")
-	msg := waitLog(l)()
-	m.Update(msg)
-	if v := ansi.Strip(m.View()); !strings.Contains(v, "✕ fault node_kill: error restarting node 2") {
-		t.Errorf("status line lacks the log line as an error:\n%s", v)
+	_, _ = l.WriteError([]byte("fault node_kill: "))
+	fmt.Fprintln(l, "fault apply cpu_hog")
+	_, _ = l.WriteError([]byte("admin API 500\nhalf"))
+	want := []logLine{{text: "fault apply cpu_hog"}, {text: "fault node_kill: admin API 500", isErr: true}}
+	for _, w := range want {
+		if got := <-l.ch; got != w {
+			t.Errorf("captured %+v, want %+v", got, w)
+		}
+	}
+	l.setCapture(false)
+	if out.String() != "half\n" {
+		t.Errorf("after release, stderr got %q", out.String())
 	}
 }

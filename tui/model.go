@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -216,12 +215,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case switchedMsg:
 		return m, m.switched(msg)
 	case logMsg:
-		line := string(msg)
-		low := strings.ToLower(line)
+		// The lab says which lines report a failure (lab.ErrorWriter);
+		// the words of a line do not: "fault apply model_errors" and
+		// "redis: failover: … in 2.6s" are successes.
+		line := msg.text
 		if m.stopping {
 			line = "stopping… " + line
 		}
-		m.setStatus(line, strings.Contains(low, "error") || strings.Contains(low, "fail"))
+		m.setStatus(line, msg.isErr)
 		return m, waitLog(m.log)
 	case samplesDoneMsg:
 		if msg.ch != m.samples {
@@ -254,7 +255,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 // setRate asks the lab for rate r and says what came of it.
 func (m *Model) setRate(r float64) {
 	if err := m.ctrl.SetRate(r); err != nil {
-		m.setStatus("rate: "+err.Error(), true)
+		m.setStatus("rate unchanged: "+err.Error(), true)
 		return
 	}
 	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
@@ -320,22 +321,31 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.panelKey(msg)
 	}
 	switch {
-	case key.Matches(msg, k.RateUp):
+	case key.Matches(msg, k.RateUp), key.Matches(msg, k.RateDown):
 		r := m.ctrl.Rate() * rateFactor
-		m.setRate(r)
-	case key.Matches(msg, k.RateDown):
-		r := m.ctrl.Rate() / rateFactor
+		if key.Matches(msg, k.RateDown) {
+			r = m.ctrl.Rate() / rateFactor
+		}
+		// The lab refuses a rate out of range, and any once it is finishing
+		// (the lesson ended): the status line shows that rather than a
+		// change that did not happen.
 		m.setRate(r)
 	case key.Matches(msg, k.Spike):
-		m.ctrl.Spike(spikeFactor, spikeDuration)
-		m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)
+		if err := m.ctrl.Spike(spikeFactor, spikeDuration); err != nil {
+			m.setStatus("no spike: "+err.Error(), true)
+		} else {
+			m.setStatus(fmt.Sprintf("spike ×%d for %s", spikeFactor, spikeDuration), false)
+		}
 	case key.Matches(msg, k.Pause):
 		p := !m.ctrl.RampPaused()
-		m.ctrl.PauseRamp(p)
+		err := m.ctrl.PauseRamp(p)
 		m.paused = m.ctrl.RampPaused()
-		if p {
+		switch {
+		case err != nil:
+			m.setStatus("ramp unchanged: "+err.Error(), true)
+		case p:
 			m.setStatus("ramp paused", false)
-		} else {
+		default:
 			m.setStatus("ramp resumed", false)
 		}
 	case key.Matches(msg, k.Fault):
@@ -392,6 +402,8 @@ func (m *Model) noteFaultErrors(faults []lab.FaultStatus) {
 		}
 	}
 	m.faults = faults
+	// The full help names the keys this catalogue uses ("1-9,0,!").
+	m.keys.Fault.SetHelp(faultKeysHelp(len(faults)), faultHelpDesc)
 }
 
 func (m *Model) toggleFault(k string) {

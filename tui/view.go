@@ -466,21 +466,3 @@ func (m *Model) statusLine() string {
 	}
 	return left + strings.Repeat(" ", gap) + right
 }
-
-func (m *Model) fullHelpBox() string {
-	hm := m.help
-	hm.ShowAll = true
-	hm.Width = 0
-	lines := strings.Split(hm.FullHelpView(m.keys.FullHelp()), "\n")
-	w := 0
-	for _, l := range lines {
-		w = max(w, ansi.StringWidth(l))
-	}
-	w = min(w+4, m.width)
-	body := []string{""}
-	for _, l := range lines {
-		body = append(body, "  "+l)
-	}
-	body = append(body, "", stDim.Render("  ? closes this help"))
-	return box(" "+stTitle.Render("keys")+" ", w, len(body)+2, body)
-}

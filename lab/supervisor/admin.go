@@ -188,7 +188,7 @@ func (s *Supervisor) SetDefense(ctx context.Context, name string, on bool) {
 		}
 		if err := s.adminJSON(ctx, http.MethodPut, "http://"+g.Admin()+wire.PathAdminDefenses, map[string]any{name: on}, nil); err != nil {
 			s.event(runfiles.EventError, g.name+": set defense", map[string]any{"defense": name, "error": err.Error()})
-			s.progress("%s: set defense %s: %v", g.name, name, err)
+			s.failure("%s: set defense %s: %v", g.name, name, err)
 		}
 	}
 }

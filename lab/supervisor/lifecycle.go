@@ -34,7 +34,7 @@ func (s *Supervisor) restartGatewayLater(c *Child, why string) {
 		defer cancel()
 		if err := c.Start(ctx); err != nil {
 			s.event(runfiles.EventError, c.name+": restart failed", map[string]any{"error": err.Error()})
-			s.progress("%s: restart failed: %v", c.name, err)
+			s.failure("%s: restart failed: %v", c.name, err)
 			return
 		}
 		s.mu.Lock()

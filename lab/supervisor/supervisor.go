@@ -51,9 +51,13 @@ type Config struct {
 	Redis experiment.RedisSpec
 
 	// Event records a lifecycle event (runfiles.Event… kinds); Progress
-	// prints a human line. Either may be nil.
+	// prints a human line, and Failure one that reports a failure (a
+	// restart or an admin call that did not work), so the reader can tell
+	// it from the rest without parsing words. Any may be nil; a nil
+	// Failure prints through Progress.
 	Event    func(kind, detail string, fields map[string]any)
 	Progress func(format string, args ...any)
+	Failure  func(format string, args ...any)
 }
 
 // Supervisor owns the lab's child processes: it starts Redis, the model
@@ -113,6 +117,14 @@ func (s *Supervisor) progress(format string, args ...any) {
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(format, args...)
 	}
+}
+
+func (s *Supervisor) failure(format string, args ...any) {
+	if s.cfg.Failure != nil {
+		s.cfg.Failure(format, args...)
+		return
+	}
+	s.progress(format, args...)
 }
 
 func (s *Supervisor) start(ctx context.Context) error {

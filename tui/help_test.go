@@ -1,0 +1,112 @@
+package tui
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/lab"
+)
+
+// fullCatalogue gives the fake lab the real fault catalogue, each fault on
+// its lab.FaultKey, as lab.Faults lists it.
+func fullCatalogue(f *fakeControls) {
+	f.faults = nil
+	for i, name := range chaos.Default.Names() {
+		f.faults = append(f.faults, lab.FaultStatus{Key: lab.FaultKey(i), Name: name})
+	}
+}
+
+// TestFaultKeysDistinct: the dashboard listens to every fault's key, and
+// no fault key is a key of any other binding (one press, one meaning).
+func TestFaultKeysDistinct(t *testing.T) {
+	k := defaultKeyMap()
+	fault := map[string]bool{}
+	for _, fk := range k.Fault.Keys() {
+		fault[fk] = true
+	}
+	for i, name := range chaos.Default.Names() {
+		if fk := lab.FaultKey(i); fk == "" || !fault[fk] {
+			t.Errorf("fault %d (%s) is on key %q, which the dashboard does not listen to (it does: %q)", i+1, name, fk, k.Fault.Keys())
+		}
+	}
+	if len(fault) != len(k.Fault.Keys()) {
+		t.Errorf("a fault key is listed twice: %q", k.Fault.Keys())
+	}
+	v := reflect.ValueOf(k)
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Name
+		if name == "Fault" {
+			continue
+		}
+		for _, other := range v.Field(i).Interface().(key.Binding).Keys() {
+			if fault[other] {
+				t.Errorf("key %q is a fault key and %s's", other, name)
+			}
+		}
+	}
+}
+
+// TestEleventhFaultKey: with the real catalogue, ! toggles the eleventh
+// fault (redis_master_kill), the fault row shows its key, and the full
+// help names it.
+func TestEleventhFaultKey(t *testing.T) {
+	f := newFake()
+	fullCatalogue(f)
+	if len(f.faults) < 11 {
+		t.Fatalf("the catalogue has %d faults, want 11 or more", len(f.faults))
+	}
+	eleventh := f.faults[10].Name
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	m.Update(sampleMsg(fixedSamples()[0]))
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "[!] "+eleventh) {
+		t.Errorf("the fault row lacks [!] %s:\n%s", eleventh, v)
+	}
+	press(m, keyRunes("!"))
+	if got, want := f.Calls(), []string{"ToggleFault(" + eleventh + ")"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("! called %q, want %q", got, want)
+	}
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "fault "+eleventh+": applying") || !strings.Contains(v, "[!] "+eleventh+" ●") {
+		t.Errorf("after !, the view does not show %s applying and active:\n%s", eleventh, v)
+	}
+	press(m, keyRunes("?"))
+	if v := ansi.Strip(m.View()); !strings.Contains(v, "1-9,0,! toggle fault") {
+		t.Errorf("the full help does not name the fault keys 1-9,0,!:\n%s", v)
+	}
+}
+
+// TestFullHelpFits: at 80×24 (and 100×30, 160×48) the full help shows
+// every binding whole, for a small catalogue and the real one.
+func TestFullHelpFits(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}} {
+		for _, real := range []bool{false, true} {
+			f := newFake()
+			if real {
+				fullCatalogue(f)
+			}
+			m := New(f)
+			m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			m.Update(sampleMsg(fixedSamples()[0]))
+			press(m, keyRunes("?"))
+			view := m.View()
+			checkFrame(t, view, size[0], size[1])
+			plain := ansi.Strip(view)
+			for _, col := range m.keys.FullHelp() {
+				for _, b := range col {
+					if h := b.Help(); !strings.Contains(plain, h.Key) || !strings.Contains(plain, h.Desc) {
+						t.Errorf("%dx%d (real catalogue %t): the full help lacks %q %q:\n%s", size[0], size[1], real, h.Key, h.Desc, plain)
+					}
+				}
+			}
+			if !strings.Contains(plain, "? closes this help") {
+				t.Errorf("%dx%d: no closing hint:\n%s", size[0], size[1], plain)
+			}
+		}
+	}
+}
