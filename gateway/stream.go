@@ -138,22 +138,14 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 		return err
 	}
 	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
-	dropEnd := false // the last line was a dropped usage chunk: drop its event's end too
 	for {
 		line, rerr := br.ReadSlice('\n')
 		if len(line) > 0 && res.latency == 0 {
 			res.latency = time.Since(callStart)
 			permit.Observe(res.latency)
 		}
+		line = m.keep(line)
 		blank := len(line) > 0 && len(line) <= 2 && (line[0] == '\n' || line[0] == '\r')
-		switch {
-		case m.line(line):
-			line, dropEnd = nil, true // a usage chunk this client did not ask for
-		case dropEnd && blank:
-			line, dropEnd = nil, false // and the blank line that ended its event
-		case len(line) > 0:
-			dropEnd = false
-		}
 		if len(line) > 0 {
 			if len(event)+len(line) > cap(event) {
 				if err := flush(); err != nil {
@@ -205,7 +197,8 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 // streamMeter measures a relayed stream for the token budget.
 type streamMeter struct {
 	openai.StreamMeter
-	strip bool // drop the usage chunk: the gateway asked for it, not the client
+	strip   bool // drop the usage chunk: the gateway asked for it, not the client
+	dropEnd bool // the last line was a dropped usage chunk: its event's end goes too
 }
 
 // meterStream prepares the metering of a stream: with stream.request_usage
@@ -229,6 +222,24 @@ const usageOption = `"stream_options":{"include_usage":true},`
 // line meters one SSE line and reports whether to drop it.
 func (m *streamMeter) line(line []byte) bool {
 	return m.Line(line) && m.strip
+}
+
+// keep meters line and returns what of it the client gets: nothing for a
+// usage chunk this client did not ask for, nor for the blank line that
+// ended that chunk's event (else the client would see an empty event).
+func (m *streamMeter) keep(line []byte) []byte {
+	blank := len(line) > 0 && len(line) <= 2 && (line[0] == '\n' || line[0] == '\r')
+	switch {
+	case m.line(line):
+		m.dropEnd = true
+		return nil
+	case m.dropEnd && blank:
+		m.dropEnd = false
+		return nil
+	case len(line) > 0:
+		m.dropEnd = false
+	}
+	return line
 }
 
 // used is the stream's tokens: its usage chunk, or the prompt's estimate
