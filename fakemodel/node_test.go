@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -688,6 +689,11 @@ func TestListenConsecutive(t *testing.T) {
 	}
 	if _, err := Listen("127.0.0.1", 65535, 2); err == nil {
 		t.Fatal("Listen past port 65535 succeeded")
+	}
+	for _, n := range []int{0, 65536, math.MaxInt} { // MaxInt once panicked making its slice
+		if _, err := Listen("127.0.0.1", 0, n); err == nil || !strings.Contains(err.Error(), "[1, 65535]") {
+			t.Fatalf("Listen of %d nodes: %v; want an error naming [1, 65535]", n, err)
+		}
 	}
 	if _, err := NewServer(nil, WithAdminToken("")); err != nil {
 		t.Fatal("NewServer with no listeners should be empty, not fail")

@@ -17,8 +17,9 @@ import (
 // port P they get P, P+1, …, P+n−1. On error every listener bound so far is
 // closed.
 func Listen(host string, port, n int) ([]net.Listener, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("fakemodel: nodes must be ≥ 1, got %d", n)
+	if n < 1 || n > 65535 {
+		// Each node is a port of its own on host: more cannot listen.
+		return nil, fmt.Errorf("fakemodel: nodes must be in [1, 65535], got %d", n)
 	}
 	if port < 0 || port > 65535 || (port > 0 && port+n-1 > 65535) {
 		return nil, fmt.Errorf("fakemodel: port %d with %d nodes is out of range", port, n)
