@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	rtmetrics "runtime/metrics"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
@@ -151,7 +152,7 @@ var (
 	descLagP99     = prometheus.NewDesc(wire.MetricLagProbeP99, "Lag probe oversleep, 99th percentile over the recent window.", nil, nil)
 	descSchedP99   = prometheus.NewDesc(wire.MetricSchedLatencyP99, "Goroutine scheduling latency (runtime/metrics), 99th percentile over the recent window.", nil, nil)
 	descGCP99      = prometheus.NewDesc(wire.MetricGCPauseP99, "GC stop-the-world pauses, 99th percentile over the recent window.", nil, nil)
-	descHeap       = prometheus.NewDesc(wire.MetricHeap, "Live heap bytes.", nil, nil)
+	descHeap       = prometheus.NewDesc(wire.MetricHeap, "Heap bytes in objects at the scrape, live or not yet freed by a GC (runtime/metrics "+metricHeapObjects+").", nil, nil)
 	descTokens     = prometheus.NewDesc(wire.MetricTokensInflight, "Estimated LLM tokens of requests in flight.", nil, nil)
 	descBudget     = prometheus.NewDesc(wire.MetricTokenBudget, "Token budget (cap on "+wire.MetricTokensInflight+").", nil, nil)
 	descDefense    = prometheus.NewDesc(wire.MetricDefenseEnabled, "Whether a defense is on (1) or off (0).", []string{wire.LabelDefense}, nil)
@@ -198,7 +199,7 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLagP99, s.LagP99Ms/1e3)
 	gauge(descSchedP99, s.SchedP99Ms/1e3)
 	gauge(descGCP99, s.GCPauseP99Ms/1e3)
-	gauge(descHeap, float64(s.HeapBytes))
+	gauge(descHeap, float64(heapObjectsBytes()))
 	gauge(descTokens, float64(g.budget.Inflight()))
 	gauge(descBudget, float64(g.budget.Capacity()))
 	d := g.Defenses()
@@ -222,4 +223,21 @@ func (c gatewayCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descBackpress, v, n.Addr)
 	}
+}
+
+// metricHeapObjects is the runtime's count of the bytes heap objects
+// occupy: live ones and dead ones a GC has not freed yet.
+const metricHeapObjects = "/memory/classes/heap/objects:bytes"
+
+// heapObjectsBytes reads metricHeapObjects now. It is the heap the gauge
+// shows: unlike the live heap the last GC marked (the overload guard's
+// heap_bytes signal), it moves between GCs, when a heap can grow to twice
+// that figure (GOGC=100) on its way to the pod's memory limit.
+func heapObjectsBytes() uint64 {
+	s := [1]rtmetrics.Sample{{Name: metricHeapObjects}}
+	rtmetrics.Read(s[:])
+	if s[0].Value.Kind() != rtmetrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

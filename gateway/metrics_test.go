@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"runtime"
+	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/internal/wire/wiretest"
@@ -22,4 +25,32 @@ func TestMetricsContract(t *testing.T) {
 		}
 	}
 	wiretest.CheckServer(t, base, wire.GatewayMetrics(), wire.GatewayRedisMetrics()...)
+}
+
+// TestHeapGaugeIsCurrent: levee_heap_bytes is the heap as it is at the
+// scrape, not the live heap the last GC marked. Between GCs a gateway's
+// heap can double (GOGC=100); a gauge frozen at the last GC's figure hid a
+// heap growing to the pod's memory limit. GC is off while the test holds
+// 64 MB, so only a measurement taken now can see it.
+func TestHeapGaugeIsCurrent(t *testing.T) {
+	m := newFakeModel(t, 4, 0)
+	s := startServer(t, testConfig(m.addr()))
+	heap := func() float64 {
+		t.Helper()
+		return counterSum(scrape(t, s), wire.MetricHeap, nil)
+	}
+	runtime.GC() // a GC has marked a live heap: the figure a frozen gauge would keep
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	time.Sleep(200 * time.Millisecond) // a few guard evaluations
+	before := heap()
+	hold := make([]byte, 64<<20)
+	for i := range hold {
+		hold[i] = 1
+	}
+	after := heap()
+	t.Logf("%s %.1f MB, after allocating 64 MB (GC off) %.1f MB", wire.MetricHeap, before/(1<<20), after/(1<<20))
+	if after-before < 60<<20 {
+		t.Errorf("%s grew %.1f MB while the heap grew 64 MB: it is not measured at the scrape", wire.MetricHeap, (after-before)/(1<<20))
+	}
+	runtime.KeepAlive(hold)
 }

@@ -34,9 +34,10 @@ const (
 
 // gatewayShed is one read of every gateway's levee_shed_total.
 type gatewayShed struct {
-	total  float64
-	starts []int // each gateway's process count when read
-	ok     bool  // every gateway was up and answered
+	shed     []float64 // each gateway's counter (0 when it did not answer)
+	answered []bool    // each gateway was up and answered, from one process
+	starts   []int     // each gateway's process count when read
+	ok       bool      // every gateway was up and answered
 }
 
 // openWindow starts counting a recording's requests: it scrapes the
@@ -67,19 +68,38 @@ func (l *Lab) closeWindow(w *liveWindow) (load.Totals, runfiles.ShedCheck, time.
 	}
 	tot := w.tr.Totals()
 	surely, inDoubt := edgeSheds(w.tr.Cells())
-	gw := 0.0
-	exact := w.start.ok && end.ok && len(w.start.starts) == len(end.starts)
-	for i := range end.starts {
-		if exact && end.starts[i] != w.start.starts[i] {
-			exact = false // a restart lost the counts since the last scrape
+	gw, exact := shedIncrease(w.start, end)
+	return tot, runfiles.NewShedCheck(uint64(gw+0.5), surely, inDoubt, exact), closed
+}
+
+// shedIncrease is the gateways' shed counters' increase from start to end,
+// gateway by gateway, and whether it is exact. A counter reset counts the
+// way Prometheus's increase() counts it: a gateway whose counter dropped
+// restarted, and its new process counted from 0, so its whole value at end
+// is the increase since the reset. So is a gateway's whose process count
+// changed, even if its new counter has already passed the old one (a reset
+// increase() cannot see). Either way the old process's counts after the
+// start scrape are lost: the figure is then a lower bound, not exact. A
+// gateway that did not answer at end adds nothing; one that did not answer
+// at start, and did not restart, has no baseline and adds nothing either.
+func shedIncrease(start, end gatewayShed) (float64, bool) {
+	exact := start.ok && end.ok && len(start.starts) == len(end.starts)
+	inc := 0.0
+	for i := range min(len(start.starts), len(end.starts)) {
+		restarted := end.starts[i] != start.starts[i]
+		switch {
+		case !end.answered[i]:
+			exact = false
+		case restarted || start.answered[i] && end.shed[i] < start.shed[i]:
+			inc += end.shed[i] // reset: the counter started again at 0
+			exact = false
+		case start.answered[i]:
+			inc += end.shed[i] - start.shed[i]
+		default:
+			exact = false
 		}
 	}
-	if end.total >= w.start.total {
-		gw = end.total - w.start.total
-	} else {
-		exact = false
-	}
-	return tot, runfiles.NewShedCheck(uint64(gw+0.5), surely, inDoubt, exact), closed
+	return inc, exact
 }
 
 // edgeSheds splits the sheds of a live window's tracker by whether the
@@ -108,7 +128,8 @@ func edgeSheds(cells map[load.Cell]uint64) (surely, inDoubt uint64) {
 // gatewayShedNow scrapes every gateway now, concurrently, and sums their
 // levee_shed_total.
 func (s *sampling) gatewayShedNow() gatewayShed {
-	out := gatewayShed{ok: true, starts: make([]int, len(s.gateways))}
+	n := len(s.gateways)
+	out := gatewayShed{ok: true, shed: make([]float64, n), answered: make([]bool, n), starts: make([]int, n)}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, sl := range s.gateways {
@@ -128,7 +149,7 @@ func (s *sampling) gatewayShedNow() gatewayShed {
 				out.ok = false
 				return
 			}
-			out.total += f.Sum(wire.MetricShed, nil)
+			out.shed[i], out.answered[i] = f.Sum(wire.MetricShed, nil), true
 		})
 	}
 	wg.Wait()

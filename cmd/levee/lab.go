@@ -142,8 +142,12 @@ func resolveExperiment(arg string) (*experiment.Experiment, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := lesson.Find(lessons, arg); ok {
+	l, err := lesson.Find(lessons, arg)
+	if err == nil {
 		return l.Experiment.Clone(), nil
+	}
+	if errors.Is(err, lesson.ErrAmbiguous) {
+		return nil, fmt.Errorf("%s: no such file, and %w", arg, err)
 	}
 	names := make([]string, len(lessons))
 	for i, l := range lessons {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -65,8 +66,12 @@ func runLessons(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	l, ok := lesson.Find(lessons, fs.Arg(0))
-	if !ok {
+	l, err := lesson.Find(lessons, fs.Arg(0))
+	if errors.Is(err, lesson.ErrAmbiguous) {
+		fmt.Fprintf(stderr, "levee lessons: %v\n", err)
+		return 2
+	}
+	if err != nil {
 		names := make([]string, len(lessons))
 		for i, l := range lessons {
 			names[i] = l.Name

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/levee-lab/levee/lab/lesson"
 )
 
 // commandCase is one run of a levee command: its arguments, the exit code
@@ -73,6 +76,12 @@ func TestLessonsCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "01-mine.yaml"), []byte("name: 01-mine\ntitle: \"01 · Mine\"\narticles: [\"002\"]\ndescription: Mine. Really.\nduration: 5s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	twice := t.TempDir() // two lessons numbered 01
+	for _, name := range []string{"01-one", "01-other"} {
+		if err := os.WriteFile(filepath.Join(twice, name+".yaml"), []byte("name: "+name+"\ntitle: \"01 · "+name+"\"\narticles: [\"002\"]\ndescription: Mine.\nduration: 5s\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	broken := t.TempDir()
 	if err := os.WriteFile(filepath.Join(broken, "01-bad.yaml"), []byte("name: x\nduration: 1s\nwings: 2\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -84,6 +93,8 @@ func TestLessonsCommand(t *testing.T) {
 		{name: "a folder", args: []string{"--dir", dir}, wantOut: []string{"1 lesson in " + dir, "01-mine", "Mine."}},
 		{name: "a broken folder", args: []string{"--dir", broken}, wantCode: 2, wantErr: []string{"01-bad.yaml", "wings"}},
 		{name: "unknown lesson", args: []string{"99"}, wantCode: 2, wantErr: []string{`no single lesson "99"`, "03-priority-shedding"}},
+		{name: "an ambiguous number", args: []string{"--dir", twice, "01"}, wantCode: 2, wantErr: []string{`lesson "01": more than one lesson matches`, "01-one (01)", "01-other (01)"}},
+		{name: "one of them by name", args: []string{"--dir", twice, "01-other", "--yaml"}, wantOut: []string{"name: 01-other"}},
 		{name: "yaml without a name", args: []string{"--yaml"}, wantCode: 2, wantErr: []string{"--yaml needs a lesson NAME"}},
 		{name: "two names", args: []string{"01", "02"}, wantCode: 2, wantErr: []string{"at most one"}},
 		{name: "help", args: []string{"--help"}, wantErr: []string{"Usage: levee lessons"}},
@@ -152,6 +163,9 @@ func TestResolveExperiment(t *testing.T) {
 	os.WriteFile(bad, []byte("name: x\nduration: 1s\nbogus: 1\n"), 0o644)
 	if _, err := resolveExperiment(bad); err == nil || !strings.Contains(err.Error(), "line 3: field bogus") {
 		t.Errorf("a bad file: %v", err)
+	}
+	if _, err := resolveExperiment("04-node"); !errors.Is(err, lesson.ErrAmbiguous) || !strings.Contains(err.Error(), "04-node-loss (04)") || !strings.Contains(err.Error(), "04-node-loss-static (04b)") {
+		t.Errorf("a prefix of two lessons: %v", err)
 	}
 	if _, err := resolveExperiment("nope"); err == nil || !strings.Contains(err.Error(), "no single lesson") || !strings.Contains(err.Error(), "03-priority-shedding") {
 		t.Errorf("no such lesson: %v", err)

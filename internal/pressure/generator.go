@@ -2,6 +2,7 @@ package pressure
 
 import (
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,6 +173,16 @@ func (g *Generator) startWorkersLocked() {
 // resizeBallastLocked grows or shrinks the ballast to about sizeMB (rounded
 // up to whole chunks). New chunks are touched page by page so they count in
 // RSS, not just in virtual memory.
+//
+// Shrinking returns the memory at once: dropping the references frees
+// nothing until the next GC, and the runtime schedules that GC for when the
+// heap reaches the goal it set while the ballast was live (GOGC=100: about
+// twice ballast + live heap). A process that keeps allocating would grow
+// towards that goal after the pressure is gone: in the lab the gateway was
+// OOM-killed at its pod limit about 35 s after a 256 MB gc_pressure fault
+// was reverted. debug.FreeOSMemory runs a GC now (so the goal falls back to
+// about twice the real live heap) and hands the freed pages back to the OS.
+// It blocks for one GC of what is left.
 func (g *Generator) resizeBallastLocked(sizeMB float64) {
 	want := int((sizeMB*mb + ballastChunk - 1) / ballastChunk)
 	if want < len(g.ballast) {
@@ -182,6 +193,7 @@ func (g *Generator) resizeBallastLocked(sizeMB float64) {
 		if want == 0 {
 			g.ballast = nil
 		}
+		debug.FreeOSMemory()
 		return
 	}
 	for len(g.ballast) < want {

@@ -400,3 +400,44 @@ func TestConfigPatchRoundTrip(t *testing.T) {
 		t.Fatalf("Validate() = %v", err)
 	}
 }
+
+// heapNow reads the runtime's heap goal and the bytes its heap objects
+// occupy (live or not yet freed by a GC), without running a GC.
+func heapNow() (goal, objects uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// TestBallastReleaseResetsHeapGoal: releasing the ballast gives its memory
+// back at once. Dropping the references alone frees nothing until the next
+// GC, and that GC waits for the heap to reach the goal set while the ballast
+// was live (about twice it): a process that keeps allocating grows towards
+// that goal after the ballast is "gone" (in the lab, the gateway was
+// OOM-killed at its pod limit ~35 s after a 256 MB gc_pressure was reverted).
+// No GC is forced here between the release and the readings.
+func TestBallastReleaseResetsHeapGoal(t *testing.T) {
+	const ballast = 96
+	g := New()
+	defer g.Stop()
+	if err := g.Set(Config{BallastMB: ballast}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC() // the goal now counts the ballast as live
+	goal, objects := heapNow()
+	t.Logf("ballast held: heap goal %d MB, heap objects %d MB", goal/mb, objects/mb)
+	if goal < 2*ballast*mb {
+		t.Fatalf("heap goal %d MB with a %d MB ballast live, want ≥ %d MB (GOGC=100)", goal/mb, ballast, 2*ballast)
+	}
+	if err := g.Set(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	goal, objects = heapNow()
+	t.Logf("ballast released: heap goal %d MB, heap objects %d MB", goal/mb, objects/mb)
+	if goal >= ballast*mb {
+		t.Errorf("heap goal %d MB after releasing a %d MB ballast: the heap may still grow to about twice the ballast before the next GC", goal/mb, ballast)
+	}
+	if objects >= ballast*mb/2 {
+		t.Errorf("heap objects %d MB after releasing a %d MB ballast: the ballast is still on the heap", objects/mb, ballast)
+	}
+}

@@ -261,7 +261,7 @@ func GatewayMetrics() []Metric {
 		{MetricLagProbeP99, TypeGauge, nil, "lag probe oversleep, 99th percentile over the recent window"},
 		{MetricSchedLatencyP99, TypeGauge, nil, "goroutine scheduling latency (runtime/metrics), 99th percentile over the recent window"},
 		{MetricGCPauseP99, TypeGauge, nil, "GC stop-the-world pauses, 99th percentile over the recent window"},
-		{MetricHeap, TypeGauge, nil, "live heap bytes"},
+		{MetricHeap, TypeGauge, nil, "heap bytes in objects at the scrape, live or not yet freed by a GC (`/memory/classes/heap/objects:bytes`; between GCs up to about twice the live heap)"},
 		{MetricTokensInflight, TypeGauge, nil, "estimated LLM tokens of requests in flight"},
 		{MetricTokenBudget, TypeGauge, nil, "token budget (cap on `" + MetricTokensInflight + "`)"},
 		{MetricDefenseEnabled, TypeGauge, []string{LabelDefense}, "1 when a defense is on, else 0"},

@@ -187,13 +187,13 @@ func checkRunsDir(env *Env) Result {
 
 func checkRedis(env *Env) Result {
 	if p, err := env.LookPath("redis-server"); err == nil {
-		return Result{Found: "redis-server at " + p + " (lesson 06 starts one)"}
+		return Result{Found: "redis-server at " + p + " (for lessons 06, 06b)"}
 	}
 	if env.HasCommand != nil && env.HasCommand("redis") {
 		return Result{Found: "no redis-server; this levee carries an embedded one (levee redis) and uses it"}
 	}
 	return Result{Status: Warn,
-		Found: "redis-server not found: lesson 06 then keeps a separate limit in each gateway and cannot show one limit shared through Redis",
+		Found: "redis-server not found: lesson 06b then keeps a separate limit in each gateway and cannot show one limit shared through Redis, and lesson 06 (a Redis Cluster) cannot start",
 		Fix:   "install it: sudo apt-get install -y redis-server (macOS: brew install redis); levee builds with an embedded Redis (levee redis) use that when it is missing"}
 }
 

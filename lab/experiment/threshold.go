@@ -31,7 +31,7 @@ var ThresholdMetrics = map[string]string{
 	"oom_kills":                        "gateway OOM kills at the memory limit",
 	"lag_p99_ms":                       "worst recent-window p99 of the gateway lag probe",
 	"sched_latency_p99_ms":             "worst recent-window p99 of the gateway scheduler latency",
-	"max_heap_bytes":                   "largest gateway live heap seen",
+	"max_heap_bytes":                   "largest gateway heap seen (levee_heap_bytes)",
 	"max_goroutines":                   "largest gateway goroutine count seen",
 	"rss_growth_mb":                    "gateway RSS growth (MB): max RSS from the first fault on minus max RSS before it",
 	"admitted_p99_ms":                  "p99 latency of admitted requests",

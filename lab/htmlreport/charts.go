@@ -109,7 +109,7 @@ var chartSpecs = []chartSpec{
 		note: "largest in each interval · ✕ an OOM kill",
 		series: []seriesSpec{
 			{key: "rss_mb", name: "RSS", color: cOrange, width: 2},
-			{key: "heap_mb", name: "live heap", color: cBlue, width: 1.5},
+			{key: "heap_mb", name: "heap", color: cBlue, width: 1.5},
 		}},
 	{id: "goroutines", title: "Gateway goroutines", unit: "",
 		series: []seriesSpec{

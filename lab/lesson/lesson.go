@@ -146,26 +146,51 @@ func Parse(file string, b []byte) (Lesson, error) {
 	return l, nil
 }
 
+// ErrNoLesson is the error of Find when no lesson matches; ErrAmbiguous,
+// when more than one does.
+var (
+	ErrNoLesson  = errors.New("no such lesson")
+	ErrAmbiguous = errors.New("more than one lesson matches")
+)
+
 // Find returns the lesson whose name, number or file name is key (a
 // number alone also matches "3" for "03"; a unique name prefix matches
-// too). ok is false when nothing, or more than one lesson, matches.
-func Find(lessons []Lesson, key string) (Lesson, bool) {
+// too). Exact matches come first: "04" is lesson 04 even though
+// "04-node-loss-static" (04b) starts with it too. When nothing matches the
+// error wraps ErrNoLesson; when more than one lesson matches (two lessons
+// numbered alike, or a prefix of several names) it wraps ErrAmbiguous and
+// lists the candidates, so a number never picks one of two lessons by
+// their order in the catalogue.
+func Find(lessons []Lesson, key string) (Lesson, error) {
 	key = strings.TrimSuffix(path.Base(key), ".yaml")
-	for _, l := range lessons {
-		if l.Name == key || l.Number == key || strings.TrimSuffix(l.File, ".yaml") == key {
-			return l, true
+	if key == "" || key == "." || key == "/" {
+		return Lesson{}, fmt.Errorf("lesson %q: %w", key, ErrNoLesson)
+	}
+	exact := func(l Lesson) bool {
+		return l.Name == key || l.Number == key || strings.TrimSuffix(l.File, ".yaml") == key
+	}
+	prefix := func(l Lesson) bool {
+		return strings.HasPrefix(l.Name, key) || strings.TrimLeft(l.Number, "0") == key
+	}
+	for _, match := range []func(Lesson) bool{exact, prefix} {
+		var hits []Lesson
+		for _, l := range lessons {
+			if match(l) {
+				hits = append(hits, l)
+			}
+		}
+		switch {
+		case len(hits) == 1:
+			return hits[0], nil
+		case len(hits) > 1:
+			names := make([]string, len(hits))
+			for i, l := range hits {
+				names[i] = l.Name + " (" + l.Number + ")"
+			}
+			return Lesson{}, fmt.Errorf("lesson %q: %w: %s", key, ErrAmbiguous, strings.Join(names, ", "))
 		}
 	}
-	var hits []Lesson
-	for _, l := range lessons {
-		if strings.HasPrefix(l.Name, key) || strings.TrimLeft(l.Number, "0") == key {
-			hits = append(hits, l)
-		}
-	}
-	if len(hits) == 1 {
-		return hits[0], true
-	}
-	return Lesson{}, false
+	return Lesson{}, fmt.Errorf("lesson %q: %w", key, ErrNoLesson)
 }
 
 // ByName returns the lesson named exactly name.

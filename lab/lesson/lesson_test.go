@@ -2,6 +2,7 @@ package lesson
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,23 +84,60 @@ func TestFind(t *testing.T) {
 	}
 	tests := []struct {
 		key, want string // want "" = not found
+		ambiguous bool   // the error names the candidates
 	}{
-		{"02-semaphore", "02-semaphore"},
-		{"02", "02-semaphore"},
-		{"2", "02-semaphore"},
-		{"04b", "04-node-loss-static"},
-		{"04", "04-node-loss"},
-		{"04b-node-loss", "04-node-loss-static"}, // the file name
-		{"experiments/10-queues.yaml", "10-queues"},
-		{"free", "free-play"}, // a unique prefix
-		{"04-node", ""},       // two lessons start so
-		{"99", ""},
-		{"", ""},
+		{"02-semaphore", "02-semaphore", false},
+		{"02", "02-semaphore", false},
+		{"2", "02-semaphore", false},
+		{"04b", "04-node-loss-static", false},
+		{"04", "04-node-loss", false},
+		{"04b-node-loss", "04-node-loss-static", false}, // the file name
+		{"experiments/10-queues.yaml", "10-queues", false},
+		{"free", "free-play", false}, // a unique prefix
+		{"04-node", "", true},        // two lessons start so
+		{"99", "", false},
+		{"", "", false},
 	}
 	for _, tt := range tests {
-		l, ok := Find(ls, tt.key)
-		if (tt.want == "") == ok || (ok && l.Name != tt.want) {
-			t.Errorf("Find(%q) = %q, %v; want %q", tt.key, l.Name, ok, tt.want)
+		l, err := Find(ls, tt.key)
+		if tt.want != "" {
+			if err != nil || l.Name != tt.want {
+				t.Errorf("Find(%q) = %q, %v; want %q", tt.key, l.Name, err, tt.want)
+			}
+			continue
+		}
+		want := ErrNoLesson
+		if tt.ambiguous {
+			want = ErrAmbiguous
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("Find(%q) = %q, %v; want an error wrapping %q", tt.key, l.Name, err, want)
+		}
+	}
+}
+
+// TestFindAmbiguousNumber: two lessons numbered alike (as 06-redis-outage
+// and 06-redis-cluster once both were "06") are not told apart by their
+// order in the catalogue: Find refuses the number and names both, while
+// each name, file name and a unique prefix still finds its lesson.
+func TestFindAmbiguousNumber(t *testing.T) {
+	ls, err := Load(fstest.MapFS{
+		"06-redis-outage.yaml":  {Data: []byte(lessonYAML("06-redis-outage", "06 · Redis outage", `["001"]`, "One server dies."))},
+		"06-redis-cluster.yaml": {Data: []byte(lessonYAML("06-redis-cluster", "06 · Redis Cluster", `["001"]`, "A master dies."))},
+		"07-llm-limit.yaml":     {Data: []byte(lessonYAML("07-llm-limit", "07 · LLM-like nodes", `["000"]`, "Slow answers."))},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"06", "6"} {
+		l, err := Find(ls, key)
+		if !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "06-redis-outage") || !strings.Contains(err.Error(), "06-redis-cluster") {
+			t.Errorf("Find(%q) = %q, %v; want an ambiguity naming both lessons", key, l.Name, err)
+		}
+	}
+	for key, want := range map[string]string{"06-redis-outage": "06-redis-outage", "06-redis-cluster.yaml": "06-redis-cluster", "06-redis-c": "06-redis-cluster", "7": "07-llm-limit"} {
+		if l, err := Find(ls, key); err != nil || l.Name != want {
+			t.Errorf("Find(%q) = %q, %v; want %q", key, l.Name, err, want)
 		}
 	}
 }
@@ -128,9 +166,17 @@ func TestEmbeddedLessons(t *testing.T) {
 	if len(ls) != len(files) || len(ls) == 0 {
 		t.Fatalf("%d embedded lessons, %d files in experiments/", len(ls), len(files))
 	}
+	byNumber := map[string]string{}
 	for _, l := range ls {
 		if l.Number == "-" || len(l.Articles) == 0 || l.Line == "" {
 			t.Errorf("%s: number %q, articles %q, line %q", l.File, l.Number, l.Articles, l.Line)
+		}
+		if other, dup := byNumber[l.Number]; dup {
+			t.Errorf("%s and %s are both lesson %s: `levee lab %s` could not tell them apart", other, l.Name, l.Number, l.Number)
+		}
+		byNumber[l.Number] = l.Name
+		if got, err := Find(ls, l.Number); err != nil || got.Name != l.Name {
+			t.Errorf("Find(%q) = %q, %v; want %s", l.Number, got.Name, err, l.Name)
 		}
 	}
 	if n := MaxOutstanding(ls); n < 1000 {
@@ -169,9 +215,9 @@ func TestWriteDetailGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, ok := Find(ls, "03")
-	if !ok {
-		t.Fatal("lesson 03 not found")
+	l, err := Find(ls, "03")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var b bytes.Buffer
 	if err := WriteDetail(&b, l, 100); err != nil {
