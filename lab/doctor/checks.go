@@ -193,7 +193,7 @@ func checkRedis(env *Env) Result {
 		return Result{Found: "no redis-server; this levee carries an embedded one (levee redis) and uses it"}
 	}
 	return Result{Status: Warn,
-		Found: "redis-server not found: lesson 06b then keeps a separate limit in each gateway and cannot show one limit shared through Redis, and lesson 06 (a Redis Cluster) cannot start",
+		Found: "redis-server not found: lesson 06 then keeps a separate limit in each gateway and cannot show one limit shared through Redis, and lesson 06b (a Redis Cluster) cannot start",
 		Fix:   "install it: sudo apt-get install -y redis-server (macOS: brew install redis); levee builds with an embedded Redis (levee redis) use that when it is missing"}
 }
 

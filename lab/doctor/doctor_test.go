@@ -140,7 +140,7 @@ func TestEachProblem(t *testing.T) {
 }
 
 // TestRedisEmbedded: without redis-server, a binary that has `levee redis`
-// is ready for lesson 06b.
+// is ready for lesson 06.
 func TestRedisEmbedded(t *testing.T) {
 	env := readyEnv()
 	env.LookPath = lookOnly("tmux")
