@@ -62,21 +62,17 @@ func (r *Registry) Get(name string) (Fault, error) {
 }
 
 // New returns a fault called name with params decoded over its defaults.
-// params may be empty or "null" for the defaults. Unknown parameter names,
-// wrong types and values Validate refuses are errors naming the field.
+// params may be empty or "null" for the defaults. Unknown parameter names
+// (exact, case included), a name given twice, wrong types, trailing data
+// and values Validate refuses are errors naming the field.
 func (r *Registry) New(name string, params json.RawMessage) (Fault, error) {
 	f, err := r.Get(name)
 	if err != nil {
 		return nil, err
 	}
 	if p := bytes.TrimSpace(params); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		dec := json.NewDecoder(bytes.NewReader(p))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(f); err != nil {
-			return nil, fmt.Errorf("chaos: %s: parameters: %w", name, err)
-		}
-		if dec.More() {
-			return nil, fmt.Errorf("chaos: %s: parameters: trailing data after the JSON object", name)
+		if err := decodeParams(name, f, p); err != nil {
+			return nil, err
 		}
 	}
 	if err := f.Validate(); err != nil {
