@@ -15,6 +15,7 @@ import (
 
 	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/jsonstrict"
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/pressure"
 	"github.com/levee-lab/levee/internal/wire"
@@ -158,6 +159,9 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, 0, false, "", "body: "+err.Error())
 		return false
 	}
+	if !checkNames(w, body, v, "") {
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -176,10 +180,29 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
 // path and returns false. Map values are decoded by it one by one, since
 // encoding/json leaves a map's key out of a type error's field.
 func decodeAdminPart(w http.ResponseWriter, raw json.RawMessage, v any, path string) bool {
+	if !checkNames(w, raw, v, path) {
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		writeDecodeError(w, err, path)
+		return false
+	}
+	return true
+}
+
+// checkNames answers 400 and returns false when data, the value at path,
+// names a field that matches only when case is ignored or gives a name
+// twice: encoding/json would take either silently (see jsonstrict).
+func checkNames(w http.ResponseWriter, data []byte, v any, path string) bool {
+	var ne *jsonstrict.NameError
+	if err := jsonstrict.Check(data, v); errors.As(err, &ne) {
+		field := ne.Path
+		if path != "" {
+			field = path + "." + field
+		}
+		writeError(w, http.StatusBadRequest, 0, false, field, field+": "+ne.Msg)
 		return false
 	}
 	return true

@@ -1,0 +1,143 @@
+// Package jsonstrict checks the names in a JSON text against the Go value
+// it is about to be decoded into, for what encoding/json lets through
+// even with DisallowUnknownFields: a name that matches a field only when
+// case is ignored ({"SLOTS":3} sets Slots) and a name given twice in one
+// object (the last silently wins). Levee's admin APIs and fault
+// parameters take patches where either would change something the user
+// did not name.
+package jsonstrict
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// NameError is a name that is given twice, or that differs from a field's
+// only in case.
+type NameError struct {
+	// Path is the dotted path of the offending name ("classes.ai.Limit"),
+	// array indexes in brackets.
+	Path string
+	// Msg says what is wrong, naming the exact name when there is one.
+	Msg string
+}
+
+func (e *NameError) Error() string { return e.Path + ": " + e.Msg }
+
+// Check walks data, a JSON text, beside the type of v (a pointer, as for
+// json.Unmarshal) and returns a *NameError for the first name given twice
+// in one object or matching a struct field only when case is ignored. It
+// returns nil for anything else, malformed JSON and names that match no
+// field at all included: the decoder's own error names those.
+func Check(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return walk(dec, reflect.TypeOf(v), "")
+}
+
+// walk reads one value from dec, the type t describes (nil: any).
+func walk(dec *json.Decoder, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && implementsUnmarshaler(t) {
+		// It decodes itself (json.RawMessage, a duration): its names are
+		// its own business.
+		var skip json.RawMessage
+		_ = dec.Decode(&skip)
+		return nil
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil
+	}
+	switch tok {
+	case json.Delim('{'):
+		return walkObject(dec, t, path)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		_, _ = dec.Token() // ']'
+	}
+	return nil
+}
+
+func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
+	var fields map[string]reflect.Type // exact name → type, t a struct
+	var elem reflect.Type              // t a map: its values' type
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		fields = structFields(t)
+	case t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, _ := tok.(string)
+		at := key
+		if path != "" {
+			at = path + "." + key
+		}
+		if seen[key] {
+			return &NameError{Path: at, Msg: "given twice"}
+		}
+		seen[key] = true
+		next := elem
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				for name := range fields {
+					if strings.EqualFold(name, key) {
+						return &NameError{Path: at, Msg: fmt.Sprintf("unknown field (names are exact: %s)", name)}
+					}
+				}
+			}
+			next = ft
+		}
+		if err := walk(dec, next, at); err != nil {
+			return err
+		}
+	}
+	_, _ = dec.Token() // '}'
+	return nil
+}
+
+// structFields maps the JSON names of t's fields, embedded structs'
+// promoted fields included, to their types.
+func structFields(t reflect.Type) map[string]reflect.Type {
+	fields := map[string]reflect.Type{}
+	for _, sf := range reflect.VisibleFields(t) {
+		tag := sf.Tag.Get("json")
+		if !sf.IsExported() || tag == "-" || (sf.Anonymous && tag == "") {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = sf.Name
+		}
+		fields[name] = sf.Type
+	}
+	return fields
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// implementsUnmarshaler reports whether t decodes itself.
+func implementsUnmarshaler(t reflect.Type) bool {
+	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
+}

@@ -1,0 +1,83 @@
+package jsonstrict
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+type inner struct {
+	Limit *int   `json:"limit"`
+	Algo  string `json:"algorithm,omitempty"`
+}
+
+type embedded struct {
+	Node int `json:"node"`
+}
+
+type outer struct {
+	embedded
+	Classes map[string]inner `json:"classes"`
+	Rules   []inner          `json:"rules"`
+	Budget  *int64           `json:"token_budget"`
+	Raw     json.RawMessage  `json:"raw"`
+	When    stamp            `json:"when"`
+	Skip    int              `json:"-"`
+	Untaged int
+}
+
+// stamp decodes itself: its names are not checked.
+type stamp struct{ t time.Time }
+
+func (s *stamp) UnmarshalJSON(b []byte) error { return nil }
+
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		path     string // "" for no error
+		msg      string
+	}{
+		{"exact names", `{"node":1,"classes":{"ai":{"limit":3,"algorithm":"aimd"}},"rules":[{"limit":1}],"token_budget":5,"Untaged":1}`, "", ""},
+		{"unknown names are the decoder's to refuse", `{"nope":1,"classes":{"ai":{"nope":2}}}`, "", ""},
+		{"malformed JSON is the decoder's", `{"node":`, "", ""},
+		{"not an object", `[1,2]`, "", ""},
+		{"a map's keys are free in case", `{"classes":{"AI":{"limit":1},"ai":{"limit":2}}}`, "", ""},
+		{"a raw value is not looked into", `{"raw":{"X":1,"X":2}}`, "", ""},
+		{"an unmarshaler's names are its own", `{"when":{"T":1}}`, "", ""},
+
+		{"case of a top-level field", `{"Token_Budget":5}`, "Token_Budget", "names are exact: token_budget"},
+		{"case of an embedded field", `{"NODE":1}`, "NODE", "names are exact: node"},
+		{"case inside a map value", `{"classes":{"ai":{"Limit":3}}}`, "classes.ai.Limit", "names are exact: limit"},
+		{"case inside an array", `{"rules":[{"limit":1},{"LIMIT":2}]}`, "rules[1].LIMIT", "names are exact: limit"},
+		{"a field given twice", `{"node":1,"node":2}`, "node", "given twice"},
+		{"a map key given twice", `{"classes":{"ai":{},"ai":{}}}`, "classes.ai", "given twice"},
+		{"a name given twice deep down", `{"rules":[{"limit":1,"limit":2}]}`, "rules[0].limit", "given twice"},
+		{"a json:\"-\" field is not a field", `{"Skip":1,"skip":2}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v outer
+			err := Check([]byte(tc.in), &v)
+			if tc.path == "" {
+				if err != nil {
+					t.Fatalf("Check = %v; want nil", err)
+				}
+				return
+			}
+			var ne *NameError
+			if !errors.As(err, &ne) || ne.Path != tc.path || !strings.Contains(ne.Msg, tc.msg) {
+				t.Fatalf("Check = %v; want a NameError at %q saying %q", err, tc.path, tc.msg)
+			}
+		})
+	}
+	// Into a map (a patch of named booleans): keys are checked for
+	// duplicates only.
+	var m map[string]*bool
+	if err := Check([]byte(`{"guard":true,"Guard":false}`), &m); err != nil {
+		t.Errorf("map keys differing in case: %v", err)
+	}
+	if err := Check([]byte(`{"guard":true,"guard":false}`), &m); err == nil {
+		t.Error("a map key given twice passed")
+	}
+}
