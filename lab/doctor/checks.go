@@ -190,7 +190,11 @@ func checkRedis(env *Env) Result {
 		return Result{Found: "redis-server at " + p + " (for lessons 06, 06b)"}
 	}
 	if env.HasCommand != nil && env.HasCommand("redis") {
-		return Result{Found: "no redis-server; this levee carries an embedded one (levee redis) and uses it"}
+		// Ready, with a warning: the embedded server plays one Redis (lesson
+		// 06), not a Redis Cluster of redis-server children (06b).
+		return Result{Status: Warn,
+			Found: "no redis-server; this levee carries an embedded one (levee redis) and uses it for lesson 06, but lesson 06b (a Redis Cluster) cannot start without redis-server",
+			Fix:   "for lesson 06b: sudo apt-get install -y redis-server (macOS: brew install redis)"}
 	}
 	return Result{Status: Warn,
 		Found: "redis-server not found: lesson 06 then keeps a separate limit in each gateway and cannot show one limit shared through Redis, and lesson 06b (a Redis Cluster) cannot start",

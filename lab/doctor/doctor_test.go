@@ -140,13 +140,14 @@ func TestEachProblem(t *testing.T) {
 }
 
 // TestRedisEmbedded: without redis-server, a binary that has `levee redis`
-// is ready for lesson 06.
+// is ready for lesson 06, and warns that lesson 06b (a Redis Cluster of
+// redis-server children) cannot start.
 func TestRedisEmbedded(t *testing.T) {
 	env := readyEnv()
 	env.LookPath = lookOnly("tmux")
 	env.HasCommand = func(name string) bool { return name == "redis" }
 	r := Run(env, []Check{{"redis", checkRedis}})
-	if r[0].Status != OK || !strings.Contains(r[0].Found, "embedded") {
+	if !r.Ready() || r[0].Status != Warn || !strings.Contains(r[0].Found, "embedded") || !strings.Contains(r[0].Found, "06b") || !strings.Contains(r[0].Fix, "redis-server") {
 		t.Errorf("%+v", r[0])
 	}
 }
