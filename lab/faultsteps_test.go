@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,6 +134,13 @@ faults:
 	}
 	if got := run.Summary.FaultStepErrors; len(got) != 1 {
 		t.Errorf("summary.json fault_step_errors %q, want one", got)
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, runfiles.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(txt), "stepfail: fault steps that failed\n  ✗ "+want) {
+		t.Errorf("report.txt does not list the failed step:\n%s", txt)
 	}
 	evs, err := runfiles.ReadEvents(dir)
 	if err != nil {
