@@ -167,3 +167,8 @@ const (
 
 // effector is implemented by faults whose Effect is not EffectNone.
 type effector interface{ Effect() Effect }
+
+// labRedisUser is implemented by faults that act on a Redis the lab runs
+// (its child server or its cluster's nodes): a lab that runs none — no
+// Redis, or an external one — cannot apply them.
+type labRedisUser interface{ usesLabRedis() }

@@ -117,3 +117,16 @@ func (r *Registry) Effect(name string) Effect {
 	}
 	return EffectNone
 }
+
+// NeedsLabRedis reports whether the fault called name acts on a Redis the
+// lab runs (false for an unknown name), so that an experiment with such a
+// step and no Redis of the lab's own is refused before its run. The lab
+// asks the catalogue rather than knowing fault names, as with Effect.
+func (r *Registry) NeedsLabRedis(name string) bool {
+	f, err := r.Get(name)
+	if err != nil {
+		return false
+	}
+	_, ok := f.(labRedisUser)
+	return ok
+}

@@ -131,3 +131,13 @@ func TestRegister(t *testing.T) {
 		t.Errorf("unknown fault error should list the known ones: %v", err)
 	}
 }
+
+// NeedsLabRedis: the faults that act on a Redis the lab runs, and no other.
+func TestNeedsLabRedis(t *testing.T) {
+	want := map[string]bool{"redis_outage": true, "redis_master_kill": true}
+	for _, name := range append(Default.Names(), "nope") {
+		if got := Default.NeedsLabRedis(name); got != want[name] {
+			t.Errorf("NeedsLabRedis(%q) = %v, want %v", name, got, want[name])
+		}
+	}
+}

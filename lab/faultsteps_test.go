@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,8 +96,9 @@ func TestFaultStepErrors(t *testing.T) {
 }
 
 // TestFaultStepFailureRecorded: a real run whose fault step cannot apply
-// (redis_outage in a lab without Redis) plays on, and its summary and
-// events say which step failed; the summary does not pass.
+// (redis_master_kill in a lab whose Redis is one embedded server, not a
+// cluster: a lab with no Redis at all is refused at load) plays on, and
+// its summary and events say which step failed; the summary does not pass.
 func TestFaultStepFailureRecorded(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	exp := mustParse(t, `
@@ -104,9 +106,9 @@ name: stepfail
 duration: 2s
 start_rate: 20
 nodes: {count: 1}
-redis: {kind: off}
+redis: embedded
 faults:
-  - {at: 500ms, fault: redis_outage}
+  - {at: 500ms, fault: redis_master_kill}
 `)
 	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
 	if err != nil {
@@ -119,7 +121,7 @@ faults:
 	if sum == nil {
 		t.Fatal("no summary")
 	}
-	const want = "faults.0 (redis_outage): apply at 500ms: "
+	const want = "faults.0 (redis_master_kill): apply at 500ms: "
 	if len(sum.FaultStepErrors) != 1 || !strings.HasPrefix(sum.FaultStepErrors[0], want) {
 		t.Errorf("summary fault_step_errors %q, want one starting %q", sum.FaultStepErrors, want)
 	}
@@ -132,6 +134,13 @@ faults:
 	}
 	if got := run.Summary.FaultStepErrors; len(got) != 1 {
 		t.Errorf("summary.json fault_step_errors %q, want one", got)
+	}
+	txt, err := os.ReadFile(filepath.Join(dir, runfiles.ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(txt), "stepfail: fault steps that failed\n  ✗ "+want) {
+		t.Errorf("report.txt does not list the failed step:\n%s", txt)
 	}
 	evs, err := runfiles.ReadEvents(dir)
 	if err != nil {

@@ -376,3 +376,34 @@ func TestClientRetry(t *testing.T) {
 		}
 	}
 }
+
+// A predict step's window must end within the run, as narration steps
+// must show within it: a `to` (or a `from`) after the end is refused,
+// naming the step and the run's length. A run that lasts forever is not
+// checked.
+func TestPredictWindowWithinRun(t *testing.T) {
+	for _, tt := range []struct {
+		name, head, step string
+		want             string // substring of the error; "" when it loads
+	}{
+		{"to after the end", "duration: 40s", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, to: 41s}}`,
+			"line 4: narration.0.predict.to: 41s is after the end of the run (40s): the measurement would never end there"},
+		{"to after the stages end", "stages:\n  - {duration: 10s, target: 5}", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, to: 12s}}`,
+			"line 5: narration.0.predict.to: 12s is after the end of the run (10s)"},
+		{"from after the end", "duration: 40s", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 50s}}`,
+			"line 4: narration.0.predict.from: 50s is after the end of the run (40s): the measurement would never start"},
+		{"to at the end", "duration: 40s", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, to: 40s}}`, ""},
+		{"to before the end", "duration: 40s", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 5s, to: 30s}}`, ""},
+		{"forever run", "duration: forever", `{at: 1s, kind: predict, text: a, predict: {metric: goodput_rps, from: 1h, to: 2h}}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExperiment([]byte("name: x\n" + tt.head + "\nnarration:\n  - " + tt.step + "\n"))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("err %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}

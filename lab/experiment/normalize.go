@@ -22,6 +22,12 @@ func (p *problems) add(path, format string, args ...any) {
 	p.errs = append(p.errs, p.e.errAt(path, format, args...))
 }
 
+// addStep reports a problem with a whole step at path, naming what the
+// step is ("faults.0 (redis_outage): …").
+func (p *problems) addStep(path, what, format string, args ...any) {
+	p.errs = append(p.errs, p.e.errAtNamed(path, path+" ("+what+")", format, args...))
+}
+
 // Normalize fills defaults and validates. It is idempotent. Every problem
 // is reported, each naming its field.
 func (e *Experiment) Normalize() error {
@@ -174,6 +180,10 @@ func (e *Experiment) validateFaults(p *problems) {
 		} else if err != nil {
 			p.add(path+".params", "%v", err)
 		}
+		// An unknown redis kind is reported at redis already.
+		if chaos.Default.NeedsLabRedis(f.Fault) && !e.Redis.LabRuns() && contains(RedisKinds, e.Redis.Kind) {
+			p.addStep(path, f.Fault, "%s", e.noLabRedis())
+		}
 		if f.At == Forever || f.For == Forever {
 			p.add(path, "forever is only for the experiment's duration")
 		}
@@ -181,6 +191,16 @@ func (e *Experiment) validateFaults(p *problems) {
 			p.add(path+".at", "%s is after the end of the run (%s)", f.At, e.Duration)
 		}
 	}
+}
+
+// noLabRedis says why a Redis fault step cannot act on e's Redis (one the
+// lab does not run) and what to do about it.
+func (e *Experiment) noLabRedis() string {
+	const kinds = "auto (or server, embedded, cluster)"
+	if e.Redis.Kind == RedisExternal {
+		return "the experiment's redis is external: the lab does not run it and cannot stop it; let the lab run one (redis: " + kinds + ") or drop the step"
+	}
+	return "the experiment has no redis: add redis: " + kinds + " or drop the step"
 }
 
 // validateNarration checks the steps' kinds, texts, order and times (none

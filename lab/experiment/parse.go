@@ -95,10 +95,15 @@ func join(prefix, k string) string {
 // errAt formats a validation error for the field at path, with its line
 // when the experiment came from a file (the nearest known ancestor's line).
 func (e *Experiment) errAt(path, format string, args ...any) error {
+	return e.errAtNamed(path, path, format, args...)
+}
+
+// errAtNamed is errAt showing the field as name (its path and more).
+func (e *Experiment) errAtNamed(path, name, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	for p := path; p != ""; {
 		if l, ok := e.lines[p]; ok {
-			return fmt.Errorf("line %d: %s: %s", l, path, msg)
+			return fmt.Errorf("line %d: %s: %s", l, name, msg)
 		}
 		i := strings.LastIndexByte(p, '.')
 		if i < 0 {
@@ -106,5 +111,5 @@ func (e *Experiment) errAt(path, format string, args ...any) error {
 		}
 		p = p[:i]
 	}
-	return fmt.Errorf("%s: %s", path, msg)
+	return fmt.Errorf("%s: %s", name, msg)
 }

@@ -106,11 +106,16 @@ func (e *Experiment) validatePredict(p *problems, i int) {
 	if len([]rune(s.Predict.Question)) > 60 {
 		p.add(path+".question", "%d characters: keep it under 60 (it is a prompt; the step's text says the rest)", len([]rune(s.Predict.Question)))
 	}
+	// A window reaching past the end of the run (one that lasts forever is
+	// not checked) would never be measured as written.
+	afterEnd := func(d Duration) bool { return e.Duration != Forever && d > e.Duration }
 	from := s.Predict.From
-	if from == Forever || from < 0 {
+	switch j := e.MeasuredAt(i); {
+	case from == Forever || from < 0:
 		p.add(path+".from", "%s: want a time of the lesson", from)
-	}
-	if j := e.MeasuredAt(i); j >= 0 && from > e.Narration[j].At {
+	case afterEnd(from):
+		p.add(path+".from", "%s is after the end of the run (%s): the measurement would never start", from, e.Duration)
+	case j >= 0 && from > e.Narration[j].At:
 		p.add(path+".from", "%s is after the explain step that ends the measurement (%s, step %d)", from, e.Narration[j].At, j+1)
 	}
 	to := s.Predict.To
@@ -118,6 +123,8 @@ func (e *Experiment) validatePredict(p *problems, i int) {
 	case to == 0:
 	case to == Forever || to <= e.MeasureFrom(i):
 		p.add(path+".to", "%s: want a time after the measurement starts (%s)", to, e.MeasureFrom(i))
+	case afterEnd(to):
+		p.add(path+".to", "%s is after the end of the run (%s): the measurement would never end there", to, e.Duration)
 	case e.MeasuredAt(i) >= 0 && to > e.Narration[e.MeasuredAt(i)].At:
 		p.add(path+".to", "%s is after the explain step that shows the measurement (%s)", to, e.Narration[e.MeasuredAt(i)].At)
 	}

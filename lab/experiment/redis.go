@@ -74,6 +74,18 @@ type RedisSpec struct {
 // Enabled reports whether the gateways use Redis.
 func (r RedisSpec) Enabled() bool { return r.Kind != "" && r.Kind != RedisOff }
 
+// LabRuns reports whether the lab runs this Redis itself — a server child
+// (auto, server, embedded) or a cluster — as the supervisor's startRedis
+// decides: off and an external Redis start nothing, so no fault can stop
+// them.
+func (r RedisSpec) LabRuns() bool {
+	switch r.Kind {
+	case RedisAuto, RedisServer, RedisEmbedded, RedisCluster:
+		return true
+	}
+	return false
+}
+
 // ClusterReplicas is the number of replicas per master of a cluster spec
 // (DefaultClusterReplicas when unset).
 func (r RedisSpec) ClusterReplicas() int {
@@ -224,11 +236,7 @@ func (e *Experiment) normalizeRedis(p *problems) {
 			r.Kind = RedisOff
 		}
 	}
-	known := false
-	for _, k := range RedisKinds {
-		known = known || r.Kind == k
-	}
-	if !known {
+	if !contains(RedisKinds, r.Kind) {
 		p.add("redis", "%q: want one of %s, a redis:// URL (%s) or a mapping {kind: …}", r.Kind, strings.Join(RedisKinds, ", "), strings.Join(redisURLSchemes, " "))
 		return
 	}

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -77,5 +78,52 @@ func TestRedisSpecOldRunJSON(t *testing.T) {
 	var e Experiment
 	if err := json.Unmarshal([]byte(`{"name":"x","redis":"auto"}`), &e); err != nil || e.Redis.Kind != RedisAuto {
 		t.Fatalf("%+v %v", e.Redis, err)
+	}
+}
+
+// A fault step that acts on the lab's Redis (redis_outage,
+// redis_master_kill) is refused at load, naming the step, when the lab
+// will run no Redis of its own — none, off, or an external one — and
+// accepted when it will (auto, server, embedded, cluster).
+func TestRedisFaultStepNeedsLabRedis(t *testing.T) {
+	const head = "name: x\nduration: 20s\n"
+	for _, tt := range []struct {
+		name, yaml string
+		want       string // substring of the error; "" when it loads
+		not        string // must not be in the error
+	}{
+		{"outage, no redis section", "faults:\n  - {at: 1s, fault: redis_outage}\n",
+			"line 4: faults.0 (redis_outage): the experiment has no redis: add redis: auto (or server, embedded, cluster) or drop the step", ""},
+		{"outage, redis off", "redis: off\nfaults:\n  - {at: 1s, fault: redis_outage}\n",
+			"line 5: faults.0 (redis_outage): the experiment has no redis", ""},
+		{"master kill, no redis", "faults:\n  - {at: 1s, fault: redis_master_kill}\n",
+			"line 4: faults.0 (redis_master_kill): the experiment has no redis", ""},
+		{"second step", "faults:\n  - {at: 1s, fault: node_kill, for: 2s}\n  - {at: 5s, fault: redis_outage, params: {for: 2s}}\n",
+			"line 5: faults.1 (redis_outage): the experiment has no redis", "faults.0"},
+		{"outage, external redis", "redis: redis://user:secret@10.0.0.5:6379/0\nfaults:\n  - {at: 1s, fault: redis_outage}\n",
+			"line 5: faults.0 (redis_outage): the experiment's redis is external: the lab does not run it and cannot stop it", "secret"},
+		{"unknown redis kind: reported at redis alone", "redis: maybe\nfaults:\n  - {at: 1s, fault: redis_outage}\n",
+			"line 3: redis: \"maybe\"", "faults.0"},
+		{"outage, redis auto", "redis: auto\nfaults:\n  - {at: 1s, fault: redis_outage}\n", "", ""},
+		{"outage, redis server", "redis: server\nfaults:\n  - {at: 1s, fault: redis_outage}\n", "", ""},
+		{"outage, redis embedded", "redis: embedded\nfaults:\n  - {at: 1s, fault: redis_outage}\n", "", ""},
+		{"master kill, cluster", "redis: cluster\nfaults:\n  - {at: 1s, fault: redis_master_kill}\n", "", ""},
+		{"node fault, no redis", "faults:\n  - {at: 1s, fault: node_kill, for: 2s}\n", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseExperiment([]byte(head + tt.yaml))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.want == "":
+				return
+			case err == nil:
+				t.Fatalf("loads, want an error containing %q", tt.want)
+			case !strings.Contains(err.Error(), tt.want):
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			case tt.not != "" && strings.Contains(err.Error(), tt.not):
+				t.Fatalf("error %q contains %q", err, tt.not)
+			}
+		})
 	}
 }

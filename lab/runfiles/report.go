@@ -359,17 +359,24 @@ func WriteReport(w io.Writer, runs []*Run) error {
 		}
 	}
 	for _, r := range runs {
-		fails := r.Summary.FailedThresholds()
-		if len(fails) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "\n%s: failed thresholds\n", r.Summary.Name)
-		for _, f := range fails {
-			fmt.Fprintf(&b, "  ✗ %s\n", f)
-		}
+		writeFailures(&b, r.Summary.Name, "failed thresholds", r.Summary.FailedThresholds())
+		writeFailures(&b, r.Summary.Name, "fault steps that failed", r.Summary.FaultStepErrors)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFailures writes a block of what failed in the run called name
+// (nothing when fails is empty): its failed thresholds, or the fault steps
+// of its experiment that did not apply or revert, each naming the step.
+func writeFailures(b *strings.Builder, name, what string, fails []string) {
+	if len(fails) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s: %s\n", name, what)
+	for _, f := range fails {
+		fmt.Fprintf(b, "  ✗ %s\n", f)
+	}
 }
 
 // WriteTextReport writes dir's report.txt (the table `levee report dir`

@@ -66,3 +66,52 @@ func TestGroupDigits(t *testing.T) {
 		}
 	}
 }
+
+// The text report lists the fault steps that failed to apply or revert
+// (summary.json's fault_step_errors) under each run that has any, naming
+// each step, after its failed thresholds; a run with none gets no block.
+func TestReportFaultStepErrors(t *testing.T) {
+	const block = "fault steps that failed"
+	apply := "faults.0 (redis_outage): apply at 5s: chaos: redis_outage: lab: this lab has no Redis"
+	revert := "faults.2 (node_kill): revert at 9s: node 1 did not come back"
+	failing := func() *Run {
+		return &Run{Summary: &Summary{Name: "broken", FaultStepErrors: []string{apply, revert}}}
+	}
+	for _, tt := range []struct {
+		name string
+		runs []*Run
+		want []string // substrings, in this order
+		not  []string
+	}{
+		{"none", []*Run{{Summary: &Summary{Name: "fine"}}}, nil, []string{block, "✗"}},
+		{"two steps", []*Run{failing()},
+			[]string{"\nbroken: " + block + "\n  ✗ " + apply + "\n  ✗ " + revert + "\n"}, nil},
+		{"side by side: only the failing run", []*Run{{Summary: &Summary{Name: "fine"}}, failing()},
+			[]string{"broken: " + block, apply}, []string{"fine: " + block}},
+		{"after its failed thresholds", []*Run{func() *Run {
+			r := failing()
+			r.Summary.Thresholds = map[string]ThresholdResult{"unaccounted": {Expr: "== 0", Value: 3, Pass: false}}
+			return r
+		}()}, []string{"broken: failed thresholds", "unaccounted", "broken: " + block, revert}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := WriteReport(&b, tt.runs); err != nil {
+				t.Fatal(err)
+			}
+			out, rest := b.String(), b.String()
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("report lacks %q (in order):\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, n := range tt.not {
+				if strings.Contains(out, n) {
+					t.Errorf("report has %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
