@@ -272,13 +272,24 @@ var reportRows = []reportRow{
 			return "-"
 		}
 		n, fail := len(r.Summary.Thresholds), len(r.Summary.FailedThresholds())
-		if n == 0 {
-			return "none"
+		var s string
+		switch {
+		case n == 0:
+			s = "none"
+		case fail == 0:
+			s = fmt.Sprintf("pass (%d)", n)
+		default:
+			s = fmt.Sprintf("FAIL %d of %d", fail, n)
 		}
-		if fail == 0 {
-			return fmt.Sprintf("pass (%d)", n)
+		// A run whose fault steps failed did not pass, whatever its
+		// thresholds say (summary.json's pass is false): the row says so.
+		if k := len(r.Summary.FaultStepErrors); k > 0 {
+			s += fmt.Sprintf(", FAIL %d fault step", k)
+			if k > 1 {
+				s += "s"
+			}
 		}
-		return fmt.Sprintf("FAIL %d of %d", fail, n)
+		return s
 	}},
 }
 

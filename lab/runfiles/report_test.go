@@ -83,7 +83,8 @@ func TestReportFaultStepErrors(t *testing.T) {
 		want []string // substrings, in this order
 		not  []string
 	}{
-		{"none", []*Run{{Summary: &Summary{Name: "fine"}}}, nil, []string{block, "✗"}},
+		{"none", []*Run{{Summary: &Summary{Name: "fine"}}}, nil, []string{block, "✗", "fault step"}},
+		{"the thresholds row says the run failed", []*Run{failing()}, []string{"none, FAIL 2 fault steps"}, nil},
 		{"two steps", []*Run{failing()},
 			[]string{"\nbroken: " + block + "\n  ✗ " + apply + "\n  ✗ " + revert + "\n"}, nil},
 		{"side by side: only the failing run", []*Run{{Summary: &Summary{Name: "fine"}}, failing()},
