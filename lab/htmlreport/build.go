@@ -40,6 +40,11 @@ func build(runs []*Run) (*page, error) {
 		if frames[i].badHist > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("run %s: %d latency histograms did not decode and are left out", runLabel(i), frames[i].badHist))
 		}
+		if r.Summary != nil {
+			for _, e := range r.Summary.FaultStepErrors {
+				p.Notes = append(p.Notes, fmt.Sprintf("run %s: fault step failed: %s", runLabel(i), e))
+			}
+		}
 		if (r.Info != nil && r.Info.Resolved.Redis != "") || anyData(frames[i:i+1], "redis_fallback") {
 			redis = true
 		}
@@ -104,7 +109,9 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 	if r.Summary != nil {
 		v.Quick, v.Ended = r.Summary.Quick, r.Summary.Ended
 		v.Redis = redisLine(r.Summary.Redis)
-		if len(r.Summary.Thresholds) > 0 && !r.Partial {
+		// A failed fault step fails the run (summary.json's pass), with
+		// thresholds or without.
+		if (len(r.Summary.Thresholds) > 0 || len(r.Summary.FaultStepErrors) > 0) && !r.Partial {
 			pass := r.Summary.Pass
 			v.Pass = &pass
 		}

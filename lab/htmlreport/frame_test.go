@@ -408,3 +408,40 @@ func TestAdmittedFromTheGateways(t *testing.T) {
 		t.Errorf("older run: admitted = %v, want the 5000 that ended", got)
 	}
 }
+
+// TestFaultStepFailures: a run whose fault steps failed shows FAIL and
+// each failed step (escaped), thresholds or not; a run without shows
+// neither.
+func TestFaultStepFailures(t *testing.T) {
+	const step = `faults.0 (redis_outage): apply at 5s: <no Redis>`
+	for _, tc := range []struct {
+		name   string
+		errs   []string
+		want   []string
+		absent []string
+	}{
+		{"none", nil, nil, []string{"fault step failed", "badge fail", "badge pass"}},
+		{"one", []string{step}, []string{`<span class="badge fail">FAIL</span>`, "run A: fault step failed: faults.0 (redis_outage): apply at 5s: &lt;no Redis&gt;"}, []string{"badge pass"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mkRun(runfiles.Sample{Elapsed: 1, OfferedTotal: 3})
+			r.Summary.FaultStepErrors = tc.errs
+			r.Summary.Pass = len(tc.errs) == 0
+			var b strings.Builder
+			if err := Write(&b, r); err != nil {
+				t.Fatal(err)
+			}
+			page := b.String()
+			for _, w := range tc.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("the page lacks %q", w)
+				}
+			}
+			for _, a := range tc.absent {
+				if strings.Contains(page, a) {
+					t.Errorf("the page has %q", a)
+				}
+			}
+		})
+	}
+}

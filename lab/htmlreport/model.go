@@ -41,7 +41,7 @@ type runView struct {
 	// Redis is the Redis the gateways shared limits through ("embedded
 	// 127.0.0.1:6379", with its failovers); "" without one.
 	Redis     string    `json:"redis,omitempty"`
-	Pass      *bool     `json:"pass,omitempty"` // nil: no thresholds
+	Pass      *bool     `json:"pass,omitempty"` // nil: no thresholds and no failed fault step
 	Dash      string    `json:"dash"`           // SVG stroke-dasharray of its lines ("" solid)
 	X         values    `json:"x"`              // time of each plotted point
 	Bands     []band    `json:"bands"`          // faults (apply → revert) and gateway outages
