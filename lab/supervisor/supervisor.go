@@ -294,6 +294,11 @@ func (s *Supervisor) Close() {
 
 func cloneKnobs(m map[string]any) map[string]any {
 	c := map[string]any{}
+	if m == nil {
+		// Unmarshaling the "null" a nil map marshals to would set c to
+		// nil, and the first knob patch would then panic merging into it.
+		return c
+	}
 	b, _ := json.Marshal(m)
 	_ = json.Unmarshal(b, &c)
 	return c
