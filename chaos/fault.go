@@ -168,7 +168,20 @@ const (
 // effector is implemented by faults whose Effect is not EffectNone.
 type effector interface{ Effect() Effect }
 
+// RedisNeed is the Redis a fault acts on, of those the lab can run.
+type RedisNeed string
+
+// Redis needs.
+const (
+	// RedisNeedNone: the fault does not act on Redis.
+	RedisNeedNone RedisNeed = ""
+	// RedisNeedSingle: one Redis server child (server or embedded).
+	RedisNeedSingle RedisNeed = "single"
+	// RedisNeedCluster: a Redis Cluster of redis-server children.
+	RedisNeedCluster RedisNeed = "cluster"
+)
+
 // labRedisUser is implemented by faults that act on a Redis the lab runs
 // (its child server or its cluster's nodes): a lab that runs none — no
-// Redis, or an external one — cannot apply them.
-type labRedisUser interface{ usesLabRedis() }
+// Redis, or an external one — or one of the other shape cannot apply them.
+type labRedisUser interface{ labRedis() RedisNeed }

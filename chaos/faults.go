@@ -315,7 +315,7 @@ type RedisOutage struct {
 func NewRedisOutage() *RedisOutage { return &RedisOutage{For: Duration(10e9)} }
 
 func (*RedisOutage) Name() string        { return "redis_outage" }
-func (*RedisOutage) usesLabRedis()       {}
+func (*RedisOutage) labRedis() RedisNeed { return RedisNeedSingle }
 func (*RedisOutage) Description() string { return "stop Redis (shared rate-limit store) for a while" }
 
 func (f *RedisOutage) Validate() error {
@@ -376,8 +376,8 @@ func NewRedisMasterKill() *RedisMasterKill {
 	return &RedisMasterKill{Master: -1, For: Duration(10e9), killed: -1}
 }
 
-func (*RedisMasterKill) Name() string  { return "redis_master_kill" }
-func (*RedisMasterKill) usesLabRedis() {}
+func (*RedisMasterKill) Name() string        { return "redis_master_kill" }
+func (*RedisMasterKill) labRedis() RedisNeed { return RedisNeedCluster }
 func (*RedisMasterKill) Description() string {
 	return "SIGKILL one master of the Redis Cluster (a replica takes over); it rejoins after `for`"
 }

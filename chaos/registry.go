@@ -118,15 +118,18 @@ func (r *Registry) Effect(name string) Effect {
 	return EffectNone
 }
 
-// NeedsLabRedis reports whether the fault called name acts on a Redis the
-// lab runs (false for an unknown name), so that an experiment with such a
-// step and no Redis of the lab's own is refused before its run. The lab
-// asks the catalogue rather than knowing fault names, as with Effect.
-func (r *Registry) NeedsLabRedis(name string) bool {
+// LabRedis returns the Redis the fault called name acts on, of those the
+// lab runs (RedisNeedNone for an unknown name), so that an experiment with
+// such a step and no such Redis of the lab's own is refused before its
+// run. The lab asks the catalogue rather than knowing fault names, as with
+// Effect.
+func (r *Registry) LabRedis(name string) RedisNeed {
 	f, err := r.Get(name)
 	if err != nil {
-		return false
+		return RedisNeedNone
 	}
-	_, ok := f.(labRedisUser)
-	return ok
+	if u, ok := f.(labRedisUser); ok {
+		return u.labRedis()
+	}
+	return RedisNeedNone
 }

@@ -132,12 +132,13 @@ func TestRegister(t *testing.T) {
 	}
 }
 
-// NeedsLabRedis: the faults that act on a Redis the lab runs, and no other.
-func TestNeedsLabRedis(t *testing.T) {
-	want := map[string]bool{"redis_outage": true, "redis_master_kill": true}
+// LabRedis: the faults that act on a Redis the lab runs, of which shape,
+// and no other.
+func TestLabRedis(t *testing.T) {
+	want := map[string]RedisNeed{"redis_outage": RedisNeedSingle, "redis_master_kill": RedisNeedCluster}
 	for _, name := range append(Default.Names(), "nope") {
-		if got := Default.NeedsLabRedis(name); got != want[name] {
-			t.Errorf("NeedsLabRedis(%q) = %v, want %v", name, got, want[name])
+		if got := Default.LabRedis(name); got != want[name] {
+			t.Errorf("LabRedis(%q) = %q, want %q", name, got, want[name])
 		}
 	}
 }

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,9 +96,9 @@ func TestFaultStepErrors(t *testing.T) {
 	}
 }
 
-// TestFaultStepFailureRecorded: a real run whose fault step cannot apply
-// (redis_master_kill in a lab whose Redis is one embedded server, not a
-// cluster: a lab with no Redis at all is refused at load) plays on, and
+// TestFaultStepFailureRecorded: a real run whose fault step fails (a
+// Redis outage that cannot end: its port was taken meanwhile) plays on,
+// and
 // its summary and events say which step failed; the summary does not pass.
 func TestFaultStepFailureRecorded(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
@@ -108,12 +109,33 @@ start_rate: 20
 nodes: {count: 1}
 redis: embedded
 faults:
-  - {at: 500ms, fault: redis_master_kill}
+  - {at: 300ms, fault: redis_outage, params: {for: 0s}, for: 500ms}
 `)
 	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// While Redis is down, something else takes its port: the step's
+	// revert cannot start Redis again there, a failure no check at load
+	// can see.
+	addr := l.Redis().Addr
+	var squatter net.Listener
+	for deadline := time.Now().Add(5 * time.Second); squatter == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		squatter, _ = net.Listen("tcp", addr)
+	}
+	if squatter == nil {
+		t.Fatalf("Redis's port %s never came free", addr)
+	}
+	defer squatter.Close()
+	go func() { // it speaks no Redis: a PING meant for Redis is cut at once
+		for {
+			c, err := squatter.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	if err := l.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +143,7 @@ faults:
 	if sum == nil {
 		t.Fatal("no summary")
 	}
-	const want = "faults.0 (redis_master_kill): apply at 500ms: "
+	const want = "faults.0 (redis_outage): revert at 800ms: "
 	if len(sum.FaultStepErrors) != 1 || !strings.HasPrefix(sum.FaultStepErrors[0], want) {
 		t.Errorf("summary fault_step_errors %q, want one starting %q", sum.FaultStepErrors, want)
 	}
@@ -148,11 +170,37 @@ faults:
 	}
 	found := false
 	for _, e := range evs {
-		if e.Kind == runfiles.EventError && e.Fields["step"] == "faults.0" && e.Fields["action"] == chaos.ActionApply {
+		if e.Kind == runfiles.EventError && e.Fields["step"] == "faults.0" && e.Fields["action"] == chaos.ActionRevert {
 			found = true
 		}
 	}
 	if !found {
 		t.Errorf("events.jsonl has no error event for step faults.0: %+v", evs)
+	}
+}
+
+// TestKnobFaultWithoutNodeKnobs: an experiment that sets no node knobs
+// (the defaults) takes a knob fault, on a node that is up and on one that
+// is down (it gets the patch when it restarts). The supervisor's copy of
+// no knobs was a nil map, and the first patch panicked merging into it.
+func TestKnobFaultWithoutNodeKnobs(t *testing.T) {
+	exp := mustParse(t, `
+name: plainknobs
+duration: 1500ms
+start_rate: 20
+nodes: {count: 2}
+faults:
+  - {at: 100ms, fault: node_kill, params: {node: 1}, for: 800ms}
+  - {at: 300ms, fault: model_slots, params: {slots: 3}}
+`)
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if errs := l.FaultStepErrors(); len(errs) != 0 {
+		t.Errorf("fault steps failed: %q", errs)
 	}
 }

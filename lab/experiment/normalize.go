@@ -181,8 +181,10 @@ func (e *Experiment) validateFaults(p *problems) {
 			p.add(path+".params", "%v", err)
 		}
 		// An unknown redis kind is reported at redis already.
-		if chaos.Default.NeedsLabRedis(f.Fault) && !e.Redis.LabRuns() && contains(RedisKinds, e.Redis.Kind) {
-			p.addStep(path, f.Fault, "%s", e.noLabRedis())
+		if need := chaos.Default.LabRedis(f.Fault); need != chaos.RedisNeedNone && contains(RedisKinds, e.Redis.Kind) {
+			if msg := e.noLabRedis(need); msg != "" {
+				p.addStep(path, f.Fault, "%s", msg)
+			}
 		}
 		if f.At == Forever || f.For == Forever {
 			p.add(path, "forever is only for the experiment's duration")
@@ -193,14 +195,25 @@ func (e *Experiment) validateFaults(p *problems) {
 	}
 }
 
-// noLabRedis says why a Redis fault step cannot act on e's Redis (one the
-// lab does not run) and what to do about it.
-func (e *Experiment) noLabRedis() string {
-	const kinds = "auto (or server, embedded, cluster)"
-	if e.Redis.Kind == RedisExternal {
-		return "the experiment's redis is external: the lab does not run it and cannot stop it; let the lab run one (redis: " + kinds + ") or drop the step"
+// noLabRedis says why a Redis fault step that needs a Redis of the shape
+// need cannot act on e's Redis (one the lab does not run, or of the other
+// shape) and what to do about it; "" when it can.
+func (e *Experiment) noLabRedis(need chaos.RedisNeed) string {
+	kinds := "auto (or server, embedded)"
+	if need == chaos.RedisNeedCluster {
+		kinds = "cluster"
 	}
-	return "the experiment has no redis: add redis: " + kinds + " or drop the step"
+	switch {
+	case e.Redis.Kind == RedisExternal:
+		return "the experiment's redis is external: the lab does not run it and cannot stop it; let the lab run one (redis: " + kinds + ") or drop the step"
+	case !e.Redis.LabRuns():
+		return "the experiment has no redis: add redis: " + kinds + " or drop the step"
+	case need == chaos.RedisNeedCluster && e.Redis.Kind != RedisCluster:
+		return "it kills a master of a Redis Cluster, and the experiment's redis is one server (" + e.Redis.Kind + "): use redis: cluster, or redis_outage"
+	case need == chaos.RedisNeedSingle && e.Redis.Kind == RedisCluster:
+		return "it stops one Redis server, and the experiment's redis is a cluster: use redis_master_kill, or redis: " + kinds
+	}
+	return ""
 }
 
 // validateNarration checks the steps' kinds, texts, order and times (none
