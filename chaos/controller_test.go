@@ -274,6 +274,51 @@ func TestPlayerOrder(t *testing.T) {
 	}
 }
 
+// TestPlayerSupersededRevert: a later step of a fault replaces the
+// earlier step's instance, so the earlier step's revert is dropped and the
+// later one lasts its own time (it used to end at the earlier one's).
+func TestPlayerSupersededRevert(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tl   Timeline
+		want []string
+	}{
+		{"a later step without for", Timeline{
+			{At: 0, Fault: "model_slots", For: time.Second},
+			{At: 500 * time.Millisecond, Fault: "model_slots"},
+		}, []string{"apply model_slots #0", "apply model_slots #1"}},
+		{"a later step ending first", Timeline{
+			{At: 0, Fault: "model_slots", For: 3 * time.Second},
+			{At: time.Second, Fault: "model_slots", For: time.Second},
+		}, []string{"apply model_slots #0", "apply model_slots #1", "revert model_slots #1"}},
+		{"a step after the revert is its own", Timeline{
+			{At: 0, Fault: "model_slots", For: time.Second},
+			{At: 2 * time.Second, Fault: "model_slots", For: time.Second},
+		}, []string{"apply model_slots #0", "revert model_slots #0", "apply model_slots #1", "revert model_slots #1"}},
+		{"other faults are untouched", Timeline{
+			{At: 0, Fault: "model_slots", For: time.Second},
+			{At: 500 * time.Millisecond, Fault: "cpu_hog", For: time.Second},
+		}, []string{"apply model_slots #0", "apply cpu_hog #1", "revert model_slots #0", "revert cpu_hog #1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.tl.Play(Default)
+			var got []string
+			for _, now := range []time.Duration{0, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 2 * time.Second, time.Hour} {
+				for _, a := range p.Due(now) {
+					verb := "apply"
+					if a.Revert {
+						verb = "revert"
+					}
+					got = append(got, fmt.Sprintf("%s %s #%d", verb, a.Fault, a.Step))
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("actions\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
 // A step with its own For reverts its fault on the timeline's clock: a
 // fault that also takes a "for" parameter gets "for": "0s" unless the step
 // set one.

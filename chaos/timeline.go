@@ -119,11 +119,12 @@ func (a Action) Do(ctx context.Context, ctl *Controller) error {
 type Player struct {
 	actions []Action
 	next    int
+	owner   map[string]int // fault → the step whose apply was handed out last
 }
 
 // Play returns a Player of t, with parameters resolved against reg.
 func (t Timeline) Play(reg *Registry) *Player {
-	p := &Player{}
+	p := &Player{owner: map[string]int{}}
 	for i, s := range t {
 		p.actions = append(p.actions, Action{Step: i, Fault: s.Fault, At: s.At, Params: applyParams(reg, s), For: s.For})
 		if s.For > 0 {
@@ -141,12 +142,23 @@ func (t Timeline) Play(reg *Registry) *Player {
 }
 
 // Due returns the actions due at or before now that were not returned yet.
+// A fault has one instance at a time: a step's apply replaces an earlier
+// step's instance of the same fault, so the earlier step's revert, when it
+// falls due, is dropped — it would end the later step's fault before its
+// time.
 func (p *Player) Due(now time.Duration) []Action {
-	start := p.next
-	for p.next < len(p.actions) && p.actions[p.next].At <= now {
-		p.next++
+	var due []Action
+	for ; p.next < len(p.actions) && p.actions[p.next].At <= now; p.next++ {
+		a := p.actions[p.next]
+		switch {
+		case !a.Revert:
+			p.owner[a.Fault] = a.Step
+		case p.owner[a.Fault] != a.Step:
+			continue // superseded
+		}
+		due = append(due, a)
 	}
-	return p.actions[start:p.next:p.next]
+	return due
 }
 
 // Next is when the next action is due; false once every action was handed out.
