@@ -242,10 +242,11 @@ func (l Latency) validate() error {
 // the distribution's mean × LatencyMultiplier + LatencyAddMs. It leaves out
 // MsPer1kTokens (request-dependent) and Slowdown (load-dependent; at
 // saturation the mean becomes MeanService × (1 + Slowdown)). Capacity of a
-// node is Slots / MeanService.
+// node is Slots / MeanService. The distribution's mean is that of the
+// capped draws Sample makes (Latency.MeanMs), and the result saturates at
+// the largest Duration instead of overflowing.
 func (k Knobs) MeanService() time.Duration {
-	ms := k.Latency.MeanMs()*k.LatencyMultiplier + k.LatencyAddMs
-	return time.Duration(ms * float64(time.Millisecond))
+	return msDuration(k.Latency.MeanMs()*k.LatencyMultiplier + k.LatencyAddMs)
 }
 
 // ServiceTime turns a base sample into the time a request holds its slot:
@@ -255,7 +256,7 @@ func (k Knobs) MeanService() time.Duration {
 func (k Knobs) ServiceTime(base time.Duration, tokens, busy int) time.Duration {
 	ms := float64(base)/float64(time.Millisecond)*k.LatencyMultiplier + k.LatencyAddMs +
 		float64(tokens)*k.MsPer1kTokens/1000
-	return time.Duration(ms * k.loadFactor(busy) * float64(time.Millisecond))
+	return msDuration(ms * k.loadFactor(busy))
 }
 
 func (k Knobs) loadFactor(busy int) float64 {
@@ -268,8 +269,7 @@ func (k Knobs) loadFactor(busy int) float64 {
 // TTFT is a stream's time to first token under load busy:
 // (TTFTMs × LatencyMultiplier + LatencyAddMs) × (1 + Slowdown × busy/Slots).
 func (k Knobs) TTFT(busy int) time.Duration {
-	ms := (k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy)
-	return time.Duration(ms * float64(time.Millisecond))
+	return msDuration((k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy))
 }
 
 // TokenInterval is the time between two streamed tokens under load busy.
