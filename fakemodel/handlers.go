@@ -202,7 +202,7 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 	gone := false
 	var buf []byte
 	for i := range j.complTokens {
-		if !n.work(ctx, start.Add(ttft+time.Duration(i)*every), k.AbortOnDisconnect) {
+		if !n.work(ctx, start.Add(tokenDue(ttft, every, i)), k.AbortOnDisconnect) {
 			return
 		}
 		if ctx.Err() != nil {

@@ -65,6 +65,7 @@ type Knobs struct {
 	// slow-down). 0..600000.
 	TTFTMs float64
 	// TokensPerS is a stream's token rate after the first token. (0, 100000].
+	// A tiny rate stalls the stream: the schedule saturates, never wraps.
 	TokensPerS float64
 	// MsPer1kTokens adds service time per 1000 prompt+completion tokens.
 	// 0..600000.
@@ -272,9 +273,24 @@ func (k Knobs) TTFT(busy int) time.Duration {
 	return msDuration((k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy))
 }
 
-// TokenInterval is the time between two streamed tokens under load busy.
+// TokenInterval is the time between two streamed tokens under load busy:
+// 1 s / TokensPerS × (1 + Slowdown × busy/Slots). A rate so low that the
+// interval passes the largest Duration (about 292 years) saturates there:
+// the stream stalls after its first token, it never speeds up.
 func (k Knobs) TokenInterval(busy int) time.Duration {
-	return time.Duration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
+	return nsDuration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
+}
+
+// tokenDue is when a stream's token i is due after its start: ttft + i ×
+// every, saturating at the largest Duration instead of overflowing.
+func tokenDue(ttft, every time.Duration, i int) time.Duration {
+	if i <= 0 || every <= 0 {
+		return ttft
+	}
+	if every > (math.MaxInt64-ttft)/time.Duration(i) {
+		return math.MaxInt64
+	}
+	return ttft + time.Duration(i)*every
 }
 
 // Patch applies a partial JSON knob object (a wire.KnobPatch) onto a copy
