@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -79,9 +80,12 @@ type Knobs struct {
 	// Slowdown inflates service time as slots fill, like batched GPU
 	// inference: time × (1 + Slowdown × busy/slots). 0..100.
 	Slowdown float64
-	// ErrorRate is the share of served requests answered 500 after their
-	// service time. HangRate is the share that hold their slot and never
-	// answer until the client gives up. Each 0..1, sum ≤ 1.
+	// HangRate is the share of served requests that hold their slot and
+	// never answer until the client gives up. ErrorRate is the share of
+	// the requests that do not hang answered 500 after their service time:
+	// the two are drawn independently (hang first), so a node shows hangs
+	// at HangRate and errors at ErrorRate × (1 − HangRate). Each 0..1, any
+	// combination (node_hang and model_errors can be on together).
 	ErrorRate float64
 	HangRate  float64
 	// AbortOnDisconnect stops queued and in-service work as soon as the
@@ -205,9 +209,6 @@ func (k Knobs) Validate() error {
 	default:
 		return &KnobError{Field: wire.KnobOverflow, Msg: fmt.Sprintf("must be one of queue, bounded, reject; got %q", k.Overflow)}
 	}
-	if k.ErrorRate+k.HangRate > 1 {
-		return &KnobError{Field: wire.KnobHangRate, Msg: fmt.Sprintf("error_rate + hang_rate must be in [0, 1], got %g", k.ErrorRate+k.HangRate)}
-	}
 	if err := k.Config.Validate(); err != nil {
 		var fe *pressure.FieldError
 		if errors.As(err, &fe) {
@@ -265,6 +266,17 @@ func (k Knobs) loadFactor(busy int) float64 {
 		return 1
 	}
 	return 1 + k.Slowdown*float64(busy)/float64(k.Slots)
+}
+
+// fate draws what befalls a request that got its slot: it hangs with
+// probability HangRate, and one that does not hang fails (500) with
+// probability ErrorRate, drawn independently. r may be nil to use the
+// global, concurrency-safe source.
+func (k Knobs) fate(r *rand.Rand) (hang, fail bool) {
+	if uniform(r) < k.HangRate {
+		return true, false
+	}
+	return false, uniform(r) < k.ErrorRate
 }
 
 // TTFT is a stream's time to first token under load busy:

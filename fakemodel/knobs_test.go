@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,10 @@ func TestKnobsValidate(t *testing.T) {
 		{"slowdown", func(k *Knobs) { k.Slowdown = -1 }, "slowdown"},
 		{"error rate", func(k *Knobs) { k.ErrorRate = 1.5 }, "error_rate"},
 		{"hang rate", func(k *Knobs) { k.HangRate = -0.1 }, "hang_rate"},
-		{"rates sum", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.6, 0.6 }, "hang_rate"},
+		{"error and hang both 1", func(k *Knobs) { k.ErrorRate, k.HangRate = 1, 1 }, ""},
+		{"error 0.5, hang 1: chaos defaults", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.5, 1 }, ""},
+		{"error rate nan", func(k *Knobs) { k.ErrorRate = math.NaN() }, "error_rate"},
+		{"hang rate over 1", func(k *Knobs) { k.HangRate = 1.01 }, "hang_rate"},
 		{"churn", func(k *Knobs) { k.ChurnMBPerS = -1 }, "churn_mb_per_s"},
 		{"hog duty", func(k *Knobs) { k.CPUHogDuty = 1 }, "cpu_hog_duty"},
 	}
@@ -228,5 +232,44 @@ func TestKnobsWireForm(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"slotz":1}`), &back); err == nil {
 		t.Error("an unknown knob decoded without error")
+	}
+}
+
+// TestFateShares: over many requests with a fixed seed, a node hangs
+// HangRate of them and fails ErrorRate × (1 − HangRate): the error draw is
+// independent of the hang draw, for any pair of rates.
+func TestFateShares(t *testing.T) {
+	const n = 200_000
+	for _, tc := range []struct{ hang, err float64 }{
+		{0, 0}, {0, 0.25}, {0.25, 0}, {0.3, 0.5}, {0.5, 0.5}, {0.6, 0.6}, {1, 0.5}, {0.02, 1}, {1, 1},
+	} {
+		k := DefaultKnobs()
+		k.HangRate, k.ErrorRate = tc.hang, tc.err
+		if err := k.Validate(); err != nil {
+			t.Fatalf("hang %g error %g: %v", tc.hang, tc.err, err)
+		}
+		r := rand.New(rand.NewPCG(42, 43))
+		hangs, fails := 0, 0
+		for range n {
+			h, f := k.fate(r)
+			if h && f {
+				t.Fatalf("hang %g error %g: a request both hung and failed", tc.hang, tc.err)
+			}
+			if h {
+				hangs++
+			}
+			if f {
+				fails++
+			}
+		}
+		check := func(what string, count int, want float64) {
+			got := float64(count) / n
+			t.Logf("hang %g error %g: %s share %.4f (want %.4f)", tc.hang, tc.err, what, got, want)
+			if tol := 4*math.Sqrt(want*(1-want)/n) + 1e-12; math.Abs(got-want) > tol {
+				t.Errorf("hang %g error %g: %s share %.4f, want %.4f ± %.4f", tc.hang, tc.err, what, got, want, tol)
+			}
+		}
+		check("hang", hangs, tc.hang)
+		check("error", fails, tc.err*(1-tc.hang))
 	}
 }
