@@ -307,7 +307,8 @@ func tokenDue(ttft, every time.Duration, i int) time.Duration {
 
 // Patch applies a partial JSON knob object (a wire.KnobPatch) onto a copy
 // of k, validates the result and returns it; k itself never changes.
-// Unknown knobs, wrong types and out-of-range values are *KnobError.
+// Unknown knobs (a name not exactly the wire's, "SLOTS" included), a knob
+// named twice, wrong types and out-of-range values are *KnobError.
 func (k Knobs) Patch(patch []byte) (Knobs, error) {
 	p, err := decodeKnobPatch(patch)
 	if err != nil {

@@ -112,7 +112,7 @@ func TestKnobsPatch(t *testing.T) {
 			}
 		}},
 		{"unknown knob", `{"slotz":3}`, "slotz", nil},
-		{"unknown nested", `{"latency":{"p95_ms":3}}`, "p95_ms", nil},
+		{"unknown nested", `{"latency":{"p95_ms":3}}`, "latency.p95_ms", nil},
 		{"wrong type", `{"slots":"many"}`, "slots", nil},
 		{"wrong nested type", `{"latency":{"p50_ms":true}}`, "latency.p50_ms", nil},
 		{"out of range", `{"error_rate":2}`, "error_rate", nil},
@@ -271,5 +271,50 @@ func TestFateShares(t *testing.T) {
 		}
 		check("hang", hangs, tc.hang)
 		check("error", fails, tc.err*(1-tc.hang))
+	}
+}
+
+// TestKnobNamesExact: a patch names each knob exactly as the wire does,
+// once. encoding/json alone took {"SLOTS":3} for slots and kept the last of
+// {"slots":9,"slots":10}.
+func TestKnobNamesExact(t *testing.T) {
+	for _, tc := range []struct {
+		name, patch, want string // want "" when valid
+	}{
+		{"exact", `{"slots":3,"latency":{"p50_ms":100,"p99_ms":300},"ballast_mb":1}`, ""},
+		{"whitespace and nulls", ` { "slots" : 3 , "latency" : null } `, ""},
+		{"upper case", `{"SLOTS":3}`, "knob SLOTS: unknown knob (names are lower case: slots)"},
+		{"mixed case", `{"Error_Rate":0.1}`, "knob Error_Rate: unknown knob (names are lower case: error_rate)"},
+		{"case of a pressure knob", `{"Ballast_MB":1}`, "knob Ballast_MB: unknown knob (names are lower case: ballast_mb)"},
+		{"case of latency", `{"Latency":{"p50_ms":1}}`, "knob Latency: unknown knob (names are lower case: latency)"},
+		{"case inside latency", `{"latency":{"P50_MS":100}}`, "knob latency.P50_MS: unknown knob (names are lower case: latency.p50_ms)"},
+		{"unknown inside latency", `{"latency":{"nope":1}}`, "knob latency.nope: unknown knob"},
+		{"latency knob at the top", `{"p50_ms":100}`, "knob p50_ms: unknown knob"},
+		{"top knob inside latency", `{"latency":{"slots":3}}`, "knob latency.slots: unknown knob"},
+		{"duplicate", `{"slots":9,"slots":10}`, "knob slots: given twice (name each knob once)"},
+		{"duplicate inside latency", `{"latency":{"p99_ms":900,"p99_ms":1000}}`, "knob latency.p99_ms: given twice (name each knob once)"},
+		{"duplicate latency", `{"latency":{"p99_ms":900},"latency":{"p50_ms":100}}`, "knob latency: given twice (name each knob once)"},
+		{"case twin", `{"slots":3,"Slots":4}`, "knob Slots: unknown knob (names are lower case: slots)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := DefaultKnobs().Patch([]byte(tc.patch))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Patch(%s) = %v", tc.patch, err)
+				}
+				return
+			}
+			var ke *KnobError
+			if !errors.As(err, &ke) || err.Error() != tc.want {
+				t.Fatalf("Patch(%s) = %v, want the KnobError %q", tc.patch, err, tc.want)
+			}
+			if k != DefaultKnobs() {
+				t.Fatalf("a refused patch changed the knobs")
+			}
+			var u Knobs
+			if err := json.Unmarshal([]byte(tc.patch), &u); err == nil || err.Error() != tc.want {
+				t.Fatalf("UnmarshalJSON(%s) = %v, want %q", tc.patch, err, tc.want)
+			}
+		})
 	}
 }
