@@ -123,6 +123,9 @@ func jsonKnobError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		re := openai.TypeError(te)
+		if re.Field == "" { // the body itself is not an object
+			return &KnobError{Msg: "the knob patch " + re.Msg}
+		}
 		return &KnobError{Field: re.Field, Msg: re.Msg}
 	}
 	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {

@@ -157,13 +157,20 @@ func DefaultKnobs() Knobs {
 }
 
 // KnobError is a knob that is missing, unknown or out of range. Field is its
-// wire name (dotted for latency fields, e.g. "latency.p99_ms").
+// wire name (dotted for latency fields, e.g. "latency.p99_ms"), or empty
+// when no knob is to blame (a body that is not one JSON knob object).
 type KnobError struct {
 	Field string
 	Msg   string
 }
 
-func (e *KnobError) Error() string { return "knob " + e.Field + ": " + e.Msg }
+// Error is "knob <field>: <msg>", or the message alone when Field is empty.
+func (e *KnobError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return "knob " + e.Field + ": " + e.Msg
+}
 
 func rangeErr(field string, v, lo, hi float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {

@@ -318,3 +318,30 @@ func TestKnobNamesExact(t *testing.T) {
 		})
 	}
 }
+
+// TestKnobErrorWording: an error that blames no knob reads as its message
+// alone (it read "knob : malformed JSON: …"); one that does names the knob
+// by its dotted path.
+func TestKnobErrorWording(t *testing.T) {
+	for _, tc := range []struct{ patch, want string }{
+		{`{"slots":`, "malformed JSON: unexpected EOF"},
+		{``, "empty body: want a JSON knob object"},
+		{`{"slots":3} {"slots":4}`, "trailing data after the knob object"},
+		{`[1,2]`, "the knob patch must be an object, got a JSON array"},
+		{`"slots"`, "the knob patch must be an object, got a JSON string"},
+		{`{"slots":"many"}`, "knob slots: must be an integer, got a JSON string"},
+		{`{"latency":5}`, "knob latency: must be an object, got a JSON number"},
+		{`{"latency":{"p50_ms":true}}`, "knob latency.p50_ms: must be a number, got a JSON bool"},
+		{`{"latency":{"nope":1}}`, "knob latency.nope: unknown knob"},
+		{`{"slots":0}`, "knob slots: must be in [1, 100000], got 0"},
+	} {
+		_, err := DefaultKnobs().Patch([]byte(tc.patch))
+		var ke *KnobError
+		if !errors.As(err, &ke) || err.Error() != tc.want {
+			t.Errorf("Patch(%q) = %v, want the KnobError %q", tc.patch, err, tc.want)
+		}
+	}
+	if got := (&KnobError{Msg: "x"}).Error(); got != "x" {
+		t.Errorf("KnobError with no field: %q, want %q", got, "x")
+	}
+}

@@ -54,6 +54,7 @@ func TestFakemodelKnobFlags(t *testing.T) {
 		{name: "not finite", args: []string{"--p50-ms", "Inf"}, wantCode: 2, wantErr: "want a finite number"},
 		{name: "out of the knob's range", args: []string{"--slots", "0"}, wantCode: 2, wantErr: "slots"},
 		{name: "--knobs names a knob twice", args: []string{"--knobs", `{"slots":9,"slots":10}`}, wantCode: 2, wantErr: "knob slots: given twice"},
+		{name: "--knobs cut short", args: []string{"--knobs", `{"slots":`}, wantCode: 2, wantErr: "--knobs: malformed JSON: unexpected EOF"},
 		{name: "--knobs in upper case", args: []string{"--knobs", `{"SLOTS":3}`}, wantCode: 2, wantErr: "knob SLOTS: unknown knob (names are lower case: slots)"},
 	}
 	for _, tt := range tests {
