@@ -170,7 +170,9 @@ func (f *NodeHang) Detail() string {
 	return s + f.errSuffix()
 }
 
-// ModelErrors makes nodes fail a share of requests with a 5xx.
+// ModelErrors makes nodes fail a share of requests with a 5xx. It combines
+// with NodeHang: a node draws the hang first, then fails error_rate of the
+// requests that did not hang.
 type ModelErrors struct {
 	Node      int     `json:"node"`       // 0-based node, -1 for every node
 	ErrorRate float64 `json:"error_rate"` // (0, 1]

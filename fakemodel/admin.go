@@ -12,7 +12,8 @@ import (
 )
 
 // adminHandler serves /admin/knobs behind the loopback check and the bearer
-// token.
+// token. PUT and PATCH are the same partial update (a patch names only the
+// knobs it changes), so both are allowed, and a 405 says so.
 func (n *Node) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(wire.PathAdminKnobs, func(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +39,7 @@ func (n *Node) adminHandler() http.Handler {
 			n.opts.log.Info("knobs changed", "node", n.addr, "patch", string(body))
 			writeJSON(w, http.StatusOK, k)
 		default:
-			w.Header().Set("Allow", "GET, PUT")
+			w.Header().Set("Allow", knobsAllow)
 			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed", "")
 		}
 	})
@@ -59,6 +60,9 @@ func (n *Node) adminHandler() http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// knobsAllow is the Allow header of /admin/knobs: every method it serves.
+const knobsAllow = "GET, PUT, PATCH"
 
 func loopbackPeer(remote string) bool {
 	host, _, err := net.SplitHostPort(remote)

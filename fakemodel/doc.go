@@ -15,5 +15,5 @@
 //	POST /v1/chat/completions   OpenAI-shaped completion, or SSE when "stream":true
 //	POST /v1/predict            {"decision":"APPROVE|REVIEW|DECLINE","score":0.87}
 //	GET  /healthz, /readyz, /metrics
-//	GET|PUT /admin/knobs        bearer token; loopback peers only unless AdminAny
+//	GET|PUT|PATCH /admin/knobs  bearer token; loopback peers only unless AdminAny
 package fakemodel

@@ -123,12 +123,11 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 
 	k = n.Knobs() // knobs may have changed while the request waited
 	busy, _, _ := n.slots.state()
-	roll := rand.Float64()
-	if roll < k.HangRate {
+	hang, fail := k.fate(nil)
+	if hang {
 		n.hang(w, ctx)
 		return
 	}
-	fail := roll < k.HangRate+k.ErrorRate
 	start := time.Now()
 	if j.stream && !fail {
 		n.stream(w, ctx, k, j, busy, start)
@@ -202,7 +201,7 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 	gone := false
 	var buf []byte
 	for i := range j.complTokens {
-		if !n.work(ctx, start.Add(ttft+time.Duration(i)*every), k.AbortOnDisconnect) {
+		if !n.work(ctx, start.Add(tokenDue(ttft, every, i)), k.AbortOnDisconnect) {
 			return
 		}
 		if ctx.Err() != nil {

@@ -85,8 +85,9 @@ func set[T any](dst *T, v *T) {
 func (k Knobs) MarshalJSON() ([]byte, error) { return json.Marshal(k.AsPatch()) }
 
 // UnmarshalJSON applies a JSON knob patch onto k (knobs it does not name
-// keep their value). Unknown knobs and wrong types are *KnobError; it does
-// not validate ranges (Validate does).
+// keep their value). Unknown knobs (names are exact), a knob named twice
+// and wrong types are *KnobError; it does not validate ranges (Validate
+// does).
 func (k *Knobs) UnmarshalJSON(b []byte) error {
 	p, err := decodeKnobPatch(b)
 	if err != nil {
@@ -100,9 +101,13 @@ func (k *Knobs) UnmarshalJSON(b []byte) error {
 func (k Knobs) MarshalYAML() (any, error) { return k.AsPatch(), nil }
 
 // decodeKnobPatch decodes exactly one JSON knob object, rejecting unknown
-// knobs. Errors are *KnobError.
+// knobs, names that are not exactly a knob's (any case but the wire's) and
+// names given twice. Errors are *KnobError.
 func decodeKnobPatch(b []byte) (wire.KnobPatch, error) {
 	var p wire.KnobPatch
+	if err := checkKnobNames(b, "", topKnobNames); err != nil {
+		return p, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -118,6 +123,9 @@ func jsonKnobError(err error) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		re := openai.TypeError(te)
+		if re.Field == "" { // the body itself is not an object
+			return &KnobError{Msg: "the knob patch " + re.Msg}
+		}
 		return &KnobError{Field: re.Field, Msg: re.Msg}
 	}
 	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
@@ -128,4 +136,69 @@ func jsonKnobError(err error) error {
 		return &KnobError{Msg: "empty body: want a JSON knob object"}
 	}
 	return &KnobError{Msg: "malformed JSON: " + err.Error()}
+}
+
+// topKnobNames and latencyKnobNames are the exact wire names of the knobs
+// of a patch object and of its latency object.
+var topKnobNames, latencyKnobNames = knobNameSets()
+
+func knobNameSets() (top, latency map[string]bool) {
+	top, latency = map[string]bool{wire.KnobLatency: true}, map[string]bool{}
+	for _, name := range wire.KnobNames() {
+		if l, ok := strings.CutPrefix(name, latencyKnob("")); ok {
+			latency[l] = true
+		} else {
+			top[name] = true
+		}
+	}
+	return top, latency
+}
+
+// checkKnobNames walks the JSON object b (the knobs under prefix, "" or
+// "latency.") before encoding/json decodes it, since that would take
+// "SLOTS" for "slots" and keep the last of a knob given twice. It refuses a
+// name that is not exactly in names, and a name given twice, with a
+// *KnobError naming it by its dotted path. What is not a well-formed
+// object is left to the decoder, which reports it.
+func checkKnobNames(b []byte, prefix string, names map[string]bool) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	seen := make(map[string]bool, len(names))
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := t.(string)
+		if !names[name] {
+			return unknownKnob(prefix, name, names)
+		}
+		if seen[name] {
+			return &KnobError{Field: prefix + name, Msg: "given twice (name each knob once)"}
+		}
+		seen[name] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil
+		}
+		if prefix == "" && name == wire.KnobLatency {
+			if err := checkKnobNames(raw, latencyKnob(""), latencyKnobNames); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unknownKnob is the error of a name that is not a knob; when it is one but
+// for its case, the message gives the wire name.
+func unknownKnob(prefix, name string, names map[string]bool) error {
+	for known := range names {
+		if strings.EqualFold(known, name) {
+			return &KnobError{Field: prefix + name, Msg: "unknown knob (names are lower case: " + prefix + known + ")"}
+		}
+	}
+	return &KnobError{Field: prefix + name, Msg: "unknown knob"}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -65,6 +66,7 @@ type Knobs struct {
 	// slow-down). 0..600000.
 	TTFTMs float64
 	// TokensPerS is a stream's token rate after the first token. (0, 100000].
+	// A tiny rate stalls the stream: the schedule saturates, never wraps.
 	TokensPerS float64
 	// MsPer1kTokens adds service time per 1000 prompt+completion tokens.
 	// 0..600000.
@@ -78,9 +80,12 @@ type Knobs struct {
 	// Slowdown inflates service time as slots fill, like batched GPU
 	// inference: time × (1 + Slowdown × busy/slots). 0..100.
 	Slowdown float64
-	// ErrorRate is the share of served requests answered 500 after their
-	// service time. HangRate is the share that hold their slot and never
-	// answer until the client gives up. Each 0..1, sum ≤ 1.
+	// HangRate is the share of served requests that hold their slot and
+	// never answer until the client gives up. ErrorRate is the share of
+	// the requests that do not hang answered 500 after their service time:
+	// the two are drawn independently (hang first), so a node shows hangs
+	// at HangRate and errors at ErrorRate × (1 − HangRate). Each 0..1, any
+	// combination (node_hang and model_errors can be on together).
 	ErrorRate float64
 	HangRate  float64
 	// AbortOnDisconnect stops queued and in-service work as soon as the
@@ -152,13 +157,20 @@ func DefaultKnobs() Knobs {
 }
 
 // KnobError is a knob that is missing, unknown or out of range. Field is its
-// wire name (dotted for latency fields, e.g. "latency.p99_ms").
+// wire name (dotted for latency fields, e.g. "latency.p99_ms"), or empty
+// when no knob is to blame (a body that is not one JSON knob object).
 type KnobError struct {
 	Field string
 	Msg   string
 }
 
-func (e *KnobError) Error() string { return "knob " + e.Field + ": " + e.Msg }
+// Error is "knob <field>: <msg>", or the message alone when Field is empty.
+func (e *KnobError) Error() string {
+	if e.Field == "" {
+		return e.Msg
+	}
+	return "knob " + e.Field + ": " + e.Msg
+}
 
 func rangeErr(field string, v, lo, hi float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
@@ -204,9 +216,6 @@ func (k Knobs) Validate() error {
 	default:
 		return &KnobError{Field: wire.KnobOverflow, Msg: fmt.Sprintf("must be one of queue, bounded, reject; got %q", k.Overflow)}
 	}
-	if k.ErrorRate+k.HangRate > 1 {
-		return &KnobError{Field: wire.KnobHangRate, Msg: fmt.Sprintf("error_rate + hang_rate must be in [0, 1], got %g", k.ErrorRate+k.HangRate)}
-	}
 	if err := k.Config.Validate(); err != nil {
 		var fe *pressure.FieldError
 		if errors.As(err, &fe) {
@@ -242,10 +251,11 @@ func (l Latency) validate() error {
 // the distribution's mean × LatencyMultiplier + LatencyAddMs. It leaves out
 // MsPer1kTokens (request-dependent) and Slowdown (load-dependent; at
 // saturation the mean becomes MeanService × (1 + Slowdown)). Capacity of a
-// node is Slots / MeanService.
+// node is Slots / MeanService. The distribution's mean is that of the
+// capped draws Sample makes (Latency.MeanMs), and the result saturates at
+// the largest Duration instead of overflowing.
 func (k Knobs) MeanService() time.Duration {
-	ms := k.Latency.MeanMs()*k.LatencyMultiplier + k.LatencyAddMs
-	return time.Duration(ms * float64(time.Millisecond))
+	return msDuration(k.Latency.MeanMs()*k.LatencyMultiplier + k.LatencyAddMs)
 }
 
 // ServiceTime turns a base sample into the time a request holds its slot:
@@ -255,7 +265,7 @@ func (k Knobs) MeanService() time.Duration {
 func (k Knobs) ServiceTime(base time.Duration, tokens, busy int) time.Duration {
 	ms := float64(base)/float64(time.Millisecond)*k.LatencyMultiplier + k.LatencyAddMs +
 		float64(tokens)*k.MsPer1kTokens/1000
-	return time.Duration(ms * k.loadFactor(busy) * float64(time.Millisecond))
+	return msDuration(ms * k.loadFactor(busy))
 }
 
 func (k Knobs) loadFactor(busy int) float64 {
@@ -265,21 +275,47 @@ func (k Knobs) loadFactor(busy int) float64 {
 	return 1 + k.Slowdown*float64(busy)/float64(k.Slots)
 }
 
+// fate draws what befalls a request that got its slot: it hangs with
+// probability HangRate, and one that does not hang fails (500) with
+// probability ErrorRate, drawn independently. r may be nil to use the
+// global, concurrency-safe source.
+func (k Knobs) fate(r *rand.Rand) (hang, fail bool) {
+	if uniform(r) < k.HangRate {
+		return true, false
+	}
+	return false, uniform(r) < k.ErrorRate
+}
+
 // TTFT is a stream's time to first token under load busy:
 // (TTFTMs × LatencyMultiplier + LatencyAddMs) × (1 + Slowdown × busy/Slots).
 func (k Knobs) TTFT(busy int) time.Duration {
-	ms := (k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy)
-	return time.Duration(ms * float64(time.Millisecond))
+	return msDuration((k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy))
 }
 
-// TokenInterval is the time between two streamed tokens under load busy.
+// TokenInterval is the time between two streamed tokens under load busy:
+// 1 s / TokensPerS × (1 + Slowdown × busy/Slots). A rate so low that the
+// interval passes the largest Duration (about 292 years) saturates there:
+// the stream stalls after its first token, it never speeds up.
 func (k Knobs) TokenInterval(busy int) time.Duration {
-	return time.Duration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
+	return nsDuration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
+}
+
+// tokenDue is when a stream's token i is due after its start: ttft + i ×
+// every, saturating at the largest Duration instead of overflowing.
+func tokenDue(ttft, every time.Duration, i int) time.Duration {
+	if i <= 0 || every <= 0 {
+		return ttft
+	}
+	if every > (math.MaxInt64-ttft)/time.Duration(i) {
+		return math.MaxInt64
+	}
+	return ttft + time.Duration(i)*every
 }
 
 // Patch applies a partial JSON knob object (a wire.KnobPatch) onto a copy
 // of k, validates the result and returns it; k itself never changes.
-// Unknown knobs, wrong types and out-of-range values are *KnobError.
+// Unknown knobs (a name not exactly the wire's, "SLOTS" included), a knob
+// named twice, wrong types and out-of-range values are *KnobError.
 func (k Knobs) Patch(patch []byte) (Knobs, error) {
 	p, err := decodeKnobPatch(patch)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -53,7 +54,10 @@ func TestKnobsValidate(t *testing.T) {
 		{"slowdown", func(k *Knobs) { k.Slowdown = -1 }, "slowdown"},
 		{"error rate", func(k *Knobs) { k.ErrorRate = 1.5 }, "error_rate"},
 		{"hang rate", func(k *Knobs) { k.HangRate = -0.1 }, "hang_rate"},
-		{"rates sum", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.6, 0.6 }, "hang_rate"},
+		{"error and hang both 1", func(k *Knobs) { k.ErrorRate, k.HangRate = 1, 1 }, ""},
+		{"error 0.5, hang 1: chaos defaults", func(k *Knobs) { k.ErrorRate, k.HangRate = 0.5, 1 }, ""},
+		{"error rate nan", func(k *Knobs) { k.ErrorRate = math.NaN() }, "error_rate"},
+		{"hang rate over 1", func(k *Knobs) { k.HangRate = 1.01 }, "hang_rate"},
 		{"churn", func(k *Knobs) { k.ChurnMBPerS = -1 }, "churn_mb_per_s"},
 		{"hog duty", func(k *Knobs) { k.CPUHogDuty = 1 }, "cpu_hog_duty"},
 	}
@@ -108,7 +112,7 @@ func TestKnobsPatch(t *testing.T) {
 			}
 		}},
 		{"unknown knob", `{"slotz":3}`, "slotz", nil},
-		{"unknown nested", `{"latency":{"p95_ms":3}}`, "p95_ms", nil},
+		{"unknown nested", `{"latency":{"p95_ms":3}}`, "latency.p95_ms", nil},
 		{"wrong type", `{"slots":"many"}`, "slots", nil},
 		{"wrong nested type", `{"latency":{"p50_ms":true}}`, "latency.p50_ms", nil},
 		{"out of range", `{"error_rate":2}`, "error_rate", nil},
@@ -228,5 +232,116 @@ func TestKnobsWireForm(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"slotz":1}`), &back); err == nil {
 		t.Error("an unknown knob decoded without error")
+	}
+}
+
+// TestFateShares: over many requests with a fixed seed, a node hangs
+// HangRate of them and fails ErrorRate × (1 − HangRate): the error draw is
+// independent of the hang draw, for any pair of rates.
+func TestFateShares(t *testing.T) {
+	const n = 200_000
+	for _, tc := range []struct{ hang, err float64 }{
+		{0, 0}, {0, 0.25}, {0.25, 0}, {0.3, 0.5}, {0.5, 0.5}, {0.6, 0.6}, {1, 0.5}, {0.02, 1}, {1, 1},
+	} {
+		k := DefaultKnobs()
+		k.HangRate, k.ErrorRate = tc.hang, tc.err
+		if err := k.Validate(); err != nil {
+			t.Fatalf("hang %g error %g: %v", tc.hang, tc.err, err)
+		}
+		r := rand.New(rand.NewPCG(42, 43))
+		hangs, fails := 0, 0
+		for range n {
+			h, f := k.fate(r)
+			if h && f {
+				t.Fatalf("hang %g error %g: a request both hung and failed", tc.hang, tc.err)
+			}
+			if h {
+				hangs++
+			}
+			if f {
+				fails++
+			}
+		}
+		check := func(what string, count int, want float64) {
+			got := float64(count) / n
+			t.Logf("hang %g error %g: %s share %.4f (want %.4f)", tc.hang, tc.err, what, got, want)
+			if tol := 4*math.Sqrt(want*(1-want)/n) + 1e-12; math.Abs(got-want) > tol {
+				t.Errorf("hang %g error %g: %s share %.4f, want %.4f ± %.4f", tc.hang, tc.err, what, got, want, tol)
+			}
+		}
+		check("hang", hangs, tc.hang)
+		check("error", fails, tc.err*(1-tc.hang))
+	}
+}
+
+// TestKnobNamesExact: a patch names each knob exactly as the wire does,
+// once. encoding/json alone took {"SLOTS":3} for slots and kept the last of
+// {"slots":9,"slots":10}.
+func TestKnobNamesExact(t *testing.T) {
+	for _, tc := range []struct {
+		name, patch, want string // want "" when valid
+	}{
+		{"exact", `{"slots":3,"latency":{"p50_ms":100,"p99_ms":300},"ballast_mb":1}`, ""},
+		{"whitespace and nulls", ` { "slots" : 3 , "latency" : null } `, ""},
+		{"upper case", `{"SLOTS":3}`, "knob SLOTS: unknown knob (names are lower case: slots)"},
+		{"mixed case", `{"Error_Rate":0.1}`, "knob Error_Rate: unknown knob (names are lower case: error_rate)"},
+		{"case of a pressure knob", `{"Ballast_MB":1}`, "knob Ballast_MB: unknown knob (names are lower case: ballast_mb)"},
+		{"case of latency", `{"Latency":{"p50_ms":1}}`, "knob Latency: unknown knob (names are lower case: latency)"},
+		{"case inside latency", `{"latency":{"P50_MS":100}}`, "knob latency.P50_MS: unknown knob (names are lower case: latency.p50_ms)"},
+		{"unknown inside latency", `{"latency":{"nope":1}}`, "knob latency.nope: unknown knob"},
+		{"latency knob at the top", `{"p50_ms":100}`, "knob p50_ms: unknown knob"},
+		{"top knob inside latency", `{"latency":{"slots":3}}`, "knob latency.slots: unknown knob"},
+		{"duplicate", `{"slots":9,"slots":10}`, "knob slots: given twice (name each knob once)"},
+		{"duplicate inside latency", `{"latency":{"p99_ms":900,"p99_ms":1000}}`, "knob latency.p99_ms: given twice (name each knob once)"},
+		{"duplicate latency", `{"latency":{"p99_ms":900},"latency":{"p50_ms":100}}`, "knob latency: given twice (name each knob once)"},
+		{"case twin", `{"slots":3,"Slots":4}`, "knob Slots: unknown knob (names are lower case: slots)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := DefaultKnobs().Patch([]byte(tc.patch))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("Patch(%s) = %v", tc.patch, err)
+				}
+				return
+			}
+			var ke *KnobError
+			if !errors.As(err, &ke) || err.Error() != tc.want {
+				t.Fatalf("Patch(%s) = %v, want the KnobError %q", tc.patch, err, tc.want)
+			}
+			if k != DefaultKnobs() {
+				t.Fatalf("a refused patch changed the knobs")
+			}
+			var u Knobs
+			if err := json.Unmarshal([]byte(tc.patch), &u); err == nil || err.Error() != tc.want {
+				t.Fatalf("UnmarshalJSON(%s) = %v, want %q", tc.patch, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestKnobErrorWording: an error that blames no knob reads as its message
+// alone (it read "knob : malformed JSON: …"); one that does names the knob
+// by its dotted path.
+func TestKnobErrorWording(t *testing.T) {
+	for _, tc := range []struct{ patch, want string }{
+		{`{"slots":`, "malformed JSON: unexpected EOF"},
+		{``, "empty body: want a JSON knob object"},
+		{`{"slots":3} {"slots":4}`, "trailing data after the knob object"},
+		{`[1,2]`, "the knob patch must be an object, got a JSON array"},
+		{`"slots"`, "the knob patch must be an object, got a JSON string"},
+		{`{"slots":"many"}`, "knob slots: must be an integer, got a JSON string"},
+		{`{"latency":5}`, "knob latency: must be an object, got a JSON number"},
+		{`{"latency":{"p50_ms":true}}`, "knob latency.p50_ms: must be a number, got a JSON bool"},
+		{`{"latency":{"nope":1}}`, "knob latency.nope: unknown knob"},
+		{`{"slots":0}`, "knob slots: must be in [1, 100000], got 0"},
+	} {
+		_, err := DefaultKnobs().Patch([]byte(tc.patch))
+		var ke *KnobError
+		if !errors.As(err, &ke) || err.Error() != tc.want {
+			t.Errorf("Patch(%q) = %v, want the KnobError %q", tc.patch, err, tc.want)
+		}
+	}
+	if got := (&KnobError{Msg: "x"}).Error(); got != "x" {
+		t.Errorf("KnobError with no field: %q, want %q", got, "x")
 	}
 }

@@ -510,6 +510,19 @@ func TestAdminAPI(t *testing.T) {
 	if n.Knobs() != before {
 		t.Fatal("a rejected patch changed some knobs: not atomic")
 	}
+	for _, bad := range []struct{ patch, field string }{
+		{`{"SLOTS":3}`, "SLOTS"},
+		{`{"slots":3,"slots":4}`, "slots"},
+		{`{"latency":{"Fixed_MS":3}}`, "latency.Fixed_MS"},
+	} {
+		code, body = do("PUT", testToken, bad.patch)
+		if code != 400 || json.Unmarshal(body, &e) != nil || e.Error.Field != bad.field {
+			t.Fatalf("PUT %s: %d %s, want 400 naming %s", bad.patch, code, body, bad.field)
+		}
+	}
+	if n.Knobs() != before {
+		t.Fatal("a patch with a wrong knob name changed some knobs")
+	}
 	if m := scrape(t, url)["levee_fakemodel_mean_service_seconds"]; m != 0.007 {
 		t.Fatalf("mean service metric %v, want 0.007", m)
 	}

@@ -53,6 +53,9 @@ func TestFakemodelKnobFlags(t *testing.T) {
 		{name: "not a number", args: []string{"--error-rate", "lots"}, wantCode: 2, wantErr: `invalid value "lots" for flag -error-rate: want a finite number`},
 		{name: "not finite", args: []string{"--p50-ms", "Inf"}, wantCode: 2, wantErr: "want a finite number"},
 		{name: "out of the knob's range", args: []string{"--slots", "0"}, wantCode: 2, wantErr: "slots"},
+		{name: "--knobs names a knob twice", args: []string{"--knobs", `{"slots":9,"slots":10}`}, wantCode: 2, wantErr: "knob slots: given twice"},
+		{name: "--knobs cut short", args: []string{"--knobs", `{"slots":`}, wantCode: 2, wantErr: "--knobs: malformed JSON: unexpected EOF"},
+		{name: "--knobs in upper case", args: []string{"--knobs", `{"SLOTS":3}`}, wantCode: 2, wantErr: "knob SLOTS: unknown knob (names are lower case: slots)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

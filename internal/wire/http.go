@@ -67,7 +67,7 @@ const (
 	PathAdminLimits   = "/admin/limits"   // G: PUT partial limits
 	PathAdminPressure = "/admin/pressure" // G: PUT PressurePatch
 	PathAdminLevel    = "/admin/level"    // G: PUT {"level":"black"} pins the level, "" unpins
-	PathAdminKnobs    = "/admin/knobs"    // F: GET knobs, PUT KnobPatch
+	PathAdminKnobs    = "/admin/knobs"    // F: GET knobs, PUT (or PATCH) KnobPatch
 )
 
 // Admin token: every admin request carries "Authorization: Bearer TOKEN".
