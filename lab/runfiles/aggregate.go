@@ -408,7 +408,7 @@ func (a *Aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 	if end < 0 {
 		end = endS
 	}
-	fs := FaultSummary{Fault: f.name, AtS: round(f.start, 3), EndS: round(end, 3), P0SuccessRate: 1}
+	fs := FaultSummary{Fault: f.name, AtS: round(f.start, 3), EndS: round(end, 3)}
 	var in []digest
 	var before, after *digest
 	for i := range a.digests {
@@ -429,7 +429,8 @@ func (a *Aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 			fin0, ok0 = before.p0Fin, before.p0OK
 		}
 		if after.p0Fin > fin0 {
-			fs.P0SuccessRate = round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
+			v := round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
+			fs.P0SuccessRate = &v
 		}
 	}
 	if chaos.Default.Effect(f.name) == chaos.EffectNodeLoss && len(in) > 0 && a.liveAfterKill(in) > 0 {

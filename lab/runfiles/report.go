@@ -114,10 +114,10 @@ var reportRows = []reportRow{
 		return out
 	}},
 	{"P0 success during faults", func(r *Run) string {
-		if len(r.Summary.Faults) == 0 {
+		v, _ := r.Summary.Metric("p0_success_during_faults")
+		if math.IsNaN(v) { // no fault, or no P0 request finished in one
 			return "-"
 		}
-		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
 	}},
 	{"agent task success", func(r *Run) string {
