@@ -98,7 +98,9 @@ var reportRows = []reportRow{
 		}
 		return s
 	}},
-	{"goodput ratio", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	// goodput_ratio: ok over Σ min(offered, capacity) per second (not
+	// over the capacity: below it, the offer is what could be served).
+	{"goodput ÷ usable capacity", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
 	{"limit settle after kill", func(r *Run) string {
 		out := "-"
 		for _, f := range r.Summary.Faults {
