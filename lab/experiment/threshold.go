@@ -39,7 +39,7 @@ var ThresholdMetrics = map[string]string{
 	"achieved_rate_error":              "|achieved − target| / target over the run",
 	"shed_mismatch":                    "gateway shed counters outside [client-observed sheds, + client timeouts]",
 	"limit_settle_s":                   "seconds from a node kill until the limit's trailing 3 s median stays within ±15% of the live slots",
-	"p0_success_during_faults":         "lowest P0 ok / P0 finished over any fault's window (plus a client timeout)",
+	"p0_success_during_faults":         "lowest P0 ok / P0 finished over any fault's window (plus a client timeout); none when no P0 request finished in one",
 	"attempts_per_admitted":            "upstream attempts (first tries, retries, hedges) / admitted requests",
 	"error_rate":                       "error / offered",
 	"timeout_rate":                     "timeout / offered",

@@ -107,6 +107,11 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 		Bands: []band{}, Narration: []mark{},
 	}
 	if r.Summary != nil {
+		// The run's duration is the load's, as the key figures say; the
+		// samples go on while requests in flight drain after it.
+		if r.Summary.DurationS > 0 {
+			v.DurationS = roundSig(r.Summary.DurationS, 4)
+		}
 		v.Quick, v.Ended = r.Summary.Quick, r.Summary.Ended
 		v.Redis = redisLine(r.Summary.Redis)
 		// A failed fault step fails the run (summary.json's pass), with

@@ -34,7 +34,7 @@ type runView struct {
 	Title     string  `json:"title,omitempty"`
 	Folder    string  `json:"folder"` // base name of the run folder
 	Started   string  `json:"started,omitempty"`
-	DurationS float64 `json:"duration_s"`
+	DurationS float64 `json:"duration_s"` // the load's (the summary's); the samples' span without a summary
 	Quick     bool    `json:"quick,omitempty"`
 	Partial   bool    `json:"partial,omitempty"`
 	Ended     string  `json:"ended,omitempty"`

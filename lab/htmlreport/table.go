@@ -46,7 +46,7 @@ var figures = []figure{
 	{label: "P1 success", kind: "pct", better: +1, value: prio("P1")},
 	{label: "P2 success", kind: "pct", better: +1, value: prio("P2")},
 	{label: "goodput", kind: "rps", better: +1, value: sv(func(s *summary) float64 { return s.GoodputRPS })},
-	{label: "goodput ratio", kind: "ratio", better: +1, value: sv(func(s *summary) float64 { return s.GoodputRatio })},
+	{label: "goodput ÷ usable capacity", kind: "ratio", better: +1, value: sv(func(s *summary) float64 { return s.GoodputRatio })},
 	{label: "capacity", kind: "rps", value: sv(func(s *summary) float64 { return s.CapacityRPS })},
 	{label: "offered", kind: "rps", value: sv(func(s *summary) float64 { return s.AchievedRPS })},
 	{label: "admitted p99", kind: "ms", better: -1, needsFull: true, value: sv(func(s *summary) float64 { return s.AdmittedP99Ms })},

@@ -273,29 +273,7 @@ func (a *Aggregator) addRates(s *Summary, t load.Totals) {
 
 // addCapacity fills the capacity figures and the goodput ratio; mu held.
 func (a *Aggregator) addCapacity(s *Summary, t load.Totals) {
-	// Usable capacity: min(offered, capacity) over ~1 s buckets (per tick,
-	// Poisson noise in the offered count would bias the minimum down).
-	var capSum, capT, usable float64
-	var bOff, bCap, bT float64
-	for i, d := range a.digests {
-		if d.dt > 0 {
-			capSum += d.capacity * d.dt
-			capT += d.dt
-			bOff += d.offered
-			bCap += d.capacity * d.dt
-			bT += d.dt
-		}
-		if bT >= usableBucket || i == len(a.digests)-1 {
-			usable += math.Min(bOff, bCap)
-			bOff, bCap, bT = 0, 0, 0
-		}
-	}
-	if capT > 0 {
-		s.CapacityRPS = round(capSum/capT, 3)
-	}
-	if usable > 0 {
-		s.GoodputRatio = round(float64(t.Outcomes[wire.OutcomeOK.String()])/usable, 6)
-	}
+	s.CapacityRPS, s.GoodputRatio = capacityAndRatio(a.digests, float64(t.Outcomes[wire.OutcomeOK.String()]))
 	if a.measuredN > 0 {
 		s.CapacityMeasuredRPS = round(a.measuredSum/float64(a.measuredN), 3)
 	}
@@ -396,6 +374,37 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// capacityAndRatio is the time-weighted mean capacity over ds (their dt,
+// capacity and offered) and the goodput ratio of ok requests: ok over the
+// usable capacity, Σ over ~1 s buckets of min(offered, capacity × dt) (per
+// tick, Poisson noise in the offered count would bias the minimum down).
+// Each is 0 when there is nothing to divide by. A killed run's summary,
+// rebuilt from its samples, uses it too.
+func capacityAndRatio(ds []digest, ok float64) (capacity, ratio float64) {
+	var capSum, capT, usable float64
+	var bOff, bCap, bT float64
+	for i, d := range ds {
+		if d.dt > 0 {
+			capSum += d.capacity * d.dt
+			capT += d.dt
+			bOff += d.offered
+			bCap += d.capacity * d.dt
+			bT += d.dt
+		}
+		if bT >= usableBucket || i == len(ds)-1 {
+			usable += math.Min(bOff, bCap)
+			bOff, bCap, bT = 0, 0, 0
+		}
+	}
+	if capT > 0 {
+		capacity = round(capSum/capT, 3)
+	}
+	if usable > 0 {
+		ratio = round(ok/usable, 6)
+	}
+	return capacity, ratio
+}
+
 // usableBucket is the time over which offered and capacity are compared
 // for the goodput ratio.
 const usableBucket = 1.0 // seconds
@@ -408,7 +417,7 @@ func (a *Aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 	if end < 0 {
 		end = endS
 	}
-	fs := FaultSummary{Fault: f.name, AtS: round(f.start, 3), EndS: round(end, 3), P0SuccessRate: 1}
+	fs := FaultSummary{Fault: f.name, AtS: round(f.start, 3), EndS: round(end, 3)}
 	var in []digest
 	var before, after *digest
 	for i := range a.digests {
@@ -429,7 +438,8 @@ func (a *Aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 			fin0, ok0 = before.p0Fin, before.p0OK
 		}
 		if after.p0Fin > fin0 {
-			fs.P0SuccessRate = round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
+			v := round(float64(after.p0OK-ok0)/float64(after.p0Fin-fin0), 6)
+			fs.P0SuccessRate = &v
 		}
 	}
 	if chaos.Default.Effect(f.name) == chaos.EffectNodeLoss && len(in) > 0 && a.liveAfterKill(in) > 0 {

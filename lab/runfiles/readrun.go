@@ -7,9 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/levee-lab/levee/internal/wire"
-	"github.com/levee-lab/levee/lab/load"
 )
 
 // Run is one run folder read back.
@@ -18,7 +15,8 @@ type Run struct {
 	Info    *RunInfo // nil when run.json is missing or unreadable
 	Summary *Summary
 	// Partial is true when summary.json is missing (the run was killed):
-	// Summary is then rebuilt from the last sample and has no latencies.
+	// Summary is then rebuilt from the samples, events and run.json (see
+	// partialSummary) and has no latencies.
 	Partial bool
 	// Predictions are the run's predict steps from events.jsonl (nil when
 	// it has none, or no events file).
@@ -26,7 +24,7 @@ type Run struct {
 }
 
 // ReadRun reads a run folder. A folder without summary.json (a killed run)
-// is summarized from its last sample.
+// is summarized from its samples, events and run.json.
 //
 // Bad input is an error naming the file, never a silent default: a
 // summary.json that does not decode or lacks a field every summary has
@@ -79,7 +77,7 @@ func ReadRun(dir string) (*Run, error) {
 	case len(samples) == 0:
 		return nil, fmt.Errorf("%s: no summary.json and no samples", dir)
 	}
-	r.Summary = partialSummary(samples)
+	r.Summary = partialSummary(samples, evs, r.Info)
 	if r.Info != nil {
 		r.Summary.Name = r.Info.Name
 		r.Summary.Quick = r.Info.Quick
@@ -89,52 +87,4 @@ func ReadRun(dir string) (*Run, error) {
 	}
 	r.Partial = true
 	return r, nil
-}
-
-// partialSummary rebuilds the counters of a Summary from samples (no
-// latency histograms, no thresholds).
-func partialSummary(samples []Sample) *Summary {
-	last := samples[len(samples)-1]
-	s := &Summary{
-		Started:    samples[0].Time,
-		DurationS:  last.Elapsed,
-		Offered:    last.OfferedTotal,
-		ByPriority: map[string]PrioritySummary{},
-	}
-	s.setOutcomes(last.OutcomeTotal)
-	for _, p := range load.Priorities {
-		ps := last.ByPriority[p]
-		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
-		if ps.OfferedTotal > 0 {
-			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
-		}
-		s.ByPriority[p] = v
-	}
-	var capSum, capT, target float64
-	prev := 0.0
-	for _, x := range samples {
-		dt := x.Elapsed - prev
-		prev = x.Elapsed
-		capSum += x.CapacityRPS * dt
-		target += x.TargetRPS * dt
-		capT += dt
-		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
-		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
-		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
-		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
-		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
-	}
-	s.Gateway.OOMKills = last.OOMKills
-	if capT > 0 {
-		s.CapacityRPS = round(capSum/capT, 3)
-		s.TargetRPS = round(target/capT, 3)
-	}
-	if last.Elapsed > 0 {
-		s.GoodputRPS = round(float64(s.Outcomes[wire.OutcomeOK.String()])/last.Elapsed, 3)
-		s.AchievedRPS = round(float64(s.Offered)/last.Elapsed, 3)
-	}
-	if s.CapacityRPS > 0 {
-		s.GoodputRatio = round(s.GoodputRPS/s.CapacityRPS, 6)
-	}
-	return s
 }

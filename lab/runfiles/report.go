@@ -98,7 +98,9 @@ var reportRows = []reportRow{
 		}
 		return s
 	}},
-	{"goodput ratio", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	// goodput_ratio: ok over Σ min(offered, capacity) per second (not
+	// over the capacity: below it, the offer is what could be served).
+	{"goodput ÷ usable capacity", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
 	{"limit settle after kill", func(r *Run) string {
 		out := "-"
 		for _, f := range r.Summary.Faults {
@@ -114,10 +116,10 @@ var reportRows = []reportRow{
 		return out
 	}},
 	{"P0 success during faults", func(r *Run) string {
-		if len(r.Summary.Faults) == 0 {
+		v, _ := r.Summary.Metric("p0_success_during_faults")
+		if math.IsNaN(v) { // no fault, or no P0 request finished in one
 			return "-"
 		}
-		v, _ := r.Summary.Metric("p0_success_during_faults")
 		return pct(v)
 	}},
 	{"agent task success", func(r *Run) string {

@@ -202,8 +202,10 @@ type FaultSummary struct {
 	AtS   float64 `json:"at_s"`
 	EndS  float64 `json:"end_s"` // revert time, or the end of the run
 	// P0SuccessRate is P0 ok / P0 finished over [at, end + client timeout]
-	// (requests offered during the fault finish up to a timeout later).
-	P0SuccessRate float64 `json:"p0_success_rate"`
+	// (requests offered during the fault finish up to a timeout later);
+	// null when no P0 request finished in that window: nothing was
+	// measured. (Summaries written before it could be null say 1 there.)
+	P0SuccessRate *float64 `json:"p0_success_rate"`
 	// For node_kill: the live slots after the kill, and when the trailing
 	// 3 s median of the gateways' summed concurrency limit entered ±15 % of
 	// them for good (until the fault ended).
@@ -277,11 +279,7 @@ func (s *Summary) Metric(name string) (float64, string) {
 		}
 		return worst, ""
 	case "p0_success_during_faults":
-		v := 1.0
-		for _, f := range s.Faults {
-			v = math.Min(v, f.P0SuccessRate)
-		}
-		return v, ""
+		return s.p0DuringFaults()
 	case "attempts_per_admitted":
 		return s.AttemptsPerAdmitted, ""
 	case "global_limit_error", "global_limit_error_during_faults", "redis_fallbacks", "redis_failover_s":
@@ -303,6 +301,30 @@ func (s *Summary) Metric(name string) (float64, string) {
 		return round(float64(s.ClientRetries)/float64(s.Offered), 6), ""
 	}
 	return math.NaN(), "unknown metric"
+}
+
+// p0DuringFaults is the lowest P0 success rate over the faults' windows
+// in which a P0 request finished. With no such window (no fault, or no P0
+// traffic) nothing was measured: NaN and a note, so that a threshold on it
+// is not met, as limit_settle_s without a kill.
+func (s *Summary) p0DuringFaults() (float64, string) {
+	if len(s.Faults) == 0 {
+		return math.NaN(), "no fault in this run"
+	}
+	v, found := 1.0, false
+	// A run offered no P0 at all measured nothing in any window, whatever
+	// an older summary.json wrote there (1).
+	if s.ByPriority[wire.PriorityP0].Offered > 0 {
+		for _, f := range s.Faults {
+			if f.P0SuccessRate != nil {
+				v, found = math.Min(v, *f.P0SuccessRate), true
+			}
+		}
+	}
+	if !found {
+		return math.NaN(), "no P0 request finished during a fault"
+	}
+	return v, ""
 }
 
 // FailedThresholds lists the failed thresholds as "name = value, want expr".

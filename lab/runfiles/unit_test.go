@@ -42,8 +42,8 @@ func TestSummaryMetricCoversEveryThreshold(t *testing.T) {
 	s := Summary{
 		Offered:    10,
 		Outcomes:   map[string]uint64{wire.OutcomeOK.String(): 8, wire.OutcomeError.String(): 1, wire.OutcomeTimeout.String(): 1},
-		ByPriority: map[string]PrioritySummary{"P0": {SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
-		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: 0.99}},
+		ByPriority: map[string]PrioritySummary{"P0": {Offered: 5, SuccessRate: 1}, "P1": {SuccessRate: 0.5}, "P2": {SuccessRate: 0}},
+		Faults:     []FaultSummary{{Fault: "node_kill", LiveSlots: 32, LimitSettleS: 2, Settled: true, P0SuccessRate: new(0.99)}},
 		ShedCheck:  ShedCheck{Exact: true},
 		Redis: RedisSummary{Kind: "cluster", Addr: "127.0.0.1:7000", Fallbacks: 12,
 			Failovers: []RedisFailover{{Killed: "127.0.0.1:7000", AtS: 5, By: "127.0.0.1:7003", AfterS: 1.5}}},
@@ -270,7 +270,7 @@ func TestAggregatorSummary(t *testing.T) {
 	if f.LiveSlots != 32 || !f.Settled || f.LimitSettleS < 2 || f.LimitSettleS > 3.5 {
 		t.Errorf("settle: %+v", f)
 	}
-	if math.Abs(f.P0SuccessRate-(1-4.0/(8*4*10+4*10))) > 0.001 {
+	if f.P0SuccessRate == nil || math.Abs(*f.P0SuccessRate-(1-4.0/(8*4*10+4*10))) > 0.001 {
 		t.Errorf("P0 during fault %v", f.P0SuccessRate)
 	}
 	if s.Gateway.RSSGrowthMB != 3 || s.Thresholds["rss_growth_mb"].Pass {

@@ -1,0 +1,138 @@
+package runfiles
+
+import (
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/load"
+)
+
+// partialSummary rebuilds what it can of a killed run's Summary from its
+// samples, its events and run.json (info, nil when unreadable) — no
+// latency histograms, no thresholds — the way Summarize makes it, so that
+// the figures read the same as a finished run's:
+//
+//   - the duration is the load's: until the run_end event (the load stops
+//     there; the samples go on while requests in flight drain), or without
+//     one until the last sample that saw a request offered; rates are over
+//     it, the target integrated (trapezoids) up to it;
+//   - the goodput ratio is ok over the usable capacity, as Summarize's
+//     (capacityAndRatio over the ticks; the real one's 1 s buckets follow
+//     the generator's windows, which samples do not keep, so the two may
+//     differ by a few per cent where the capacity is close to the offer);
+//   - the Redis is the one the run's child_start event names, else
+//     run.json's, with the fallbacks summed from the samples and the
+//     failovers from the redis_failover events.
+func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
+	last := samples[len(samples)-1]
+	// Sample.Elapsed counts from the load's start, as Summary.Started.
+	started := samples[0].Time.Add(-time.Duration(samples[0].Elapsed * float64(time.Second)))
+	s := &Summary{
+		Started:    started,
+		DurationS:  round(loadEnd(samples, events, started), 3),
+		Offered:    last.OfferedTotal,
+		ByPriority: map[string]PrioritySummary{},
+	}
+	s.setOutcomes(last.OutcomeTotal)
+	for _, p := range load.Priorities {
+		ps := last.ByPriority[p]
+		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
+		if ps.OfferedTotal > 0 {
+			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
+		}
+		s.ByPriority[p] = v
+	}
+	ds := make([]digest, 0, len(samples))
+	var target, fallbacks float64
+	prev, prevTarget := 0.0, samples[0].TargetRPS
+	for _, x := range samples {
+		dt := x.Elapsed - prev
+		if until := math.Min(x.Elapsed, s.DurationS); until > prev {
+			target += (prevTarget + x.TargetRPS) / 2 * (until - prev)
+		}
+		prev, prevTarget = x.Elapsed, x.TargetRPS
+		ds = append(ds, digest{dt: dt, offered: x.OfferedRPS * dt, capacity: x.CapacityRPS})
+		fallbacks += x.RedisFallbackRPS * dt
+		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
+		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
+		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
+		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
+		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
+	}
+	s.Gateway.OOMKills = last.OOMKills
+	ok := float64(s.Outcomes[wire.OutcomeOK.String()])
+	s.CapacityRPS, s.GoodputRatio = capacityAndRatio(ds, ok)
+	if d := s.DurationS; d > 0 {
+		s.GoodputRPS = round(ok/d, 3)
+		s.AchievedRPS = round(float64(s.Offered)/d, 3)
+		s.TargetRPS = round(target/d, 3)
+	}
+	if target > 0 {
+		s.AchievedRateError = round(math.Abs(float64(s.Offered)-target)/target, 6)
+	}
+	s.Redis = partialRedis(events, info, started)
+	if s.Redis.Kind != experiment.RedisOff {
+		s.Redis.Fallbacks = math.Round(fallbacks)
+	}
+	return s
+}
+
+// loadEnd is how long the load ran, in seconds from started: until the
+// run_end event, else until the last sample in which the offered count
+// grew (the last sample when it never did), never past the last sample.
+func loadEnd(samples []Sample, events []Event, started time.Time) float64 {
+	last := samples[len(samples)-1].Elapsed
+	for _, e := range events {
+		if e.Kind == EventRunEnd {
+			if end := e.Time.Sub(started).Seconds(); end > 0 && end < last {
+				return end
+			}
+			return last
+		}
+	}
+	end, offered := last, samples[0].OfferedTotal
+	for i, x := range samples {
+		if i == 0 || x.OfferedTotal > offered {
+			end, offered = x.Elapsed, x.OfferedTotal
+		}
+	}
+	return end
+}
+
+// partialRedis is the run's Redis: the kind and address its child_start
+// event says (the server the lab ran, or a cluster's first node), else
+// run.json's experiment kind and resolved URL, else off; with the
+// failovers its redis_failover events record.
+func partialRedis(events []Event, info *RunInfo, started time.Time) RedisSummary {
+	r := RedisSummary{Kind: experiment.RedisOff}
+	if info != nil && info.Experiment != nil && info.Experiment.Redis.Enabled() {
+		r.Kind = info.Experiment.Redis.Kind
+		if u, err := url.Parse(info.Resolved.Redis); err == nil {
+			r.Addr = u.Host
+		}
+	}
+	found := false
+	for _, e := range events {
+		switch {
+		case e.Kind == EventChildStart && !found && (e.Detail == "redis" || strings.HasPrefix(e.Detail, "redis-")):
+			kind, _ := e.Fields["kind"].(string)
+			addr, _ := e.Fields["addr"].(string)
+			if kind != "" {
+				r.Kind, r.Addr, found = kind, addr, true
+			}
+		case e.Kind == EventRedisFailover:
+			f := RedisFailover{}
+			f.Killed, _ = e.Fields["killed"].(string)
+			f.By, _ = e.Fields["by"].(string)
+			f.AfterS, _ = e.Fields["after_s"].(float64)
+			f.Error, _ = e.Fields["error"].(string)
+			f.AtS = round(e.Time.Sub(started).Seconds()-f.AfterS, 3)
+			r.Failovers = append(r.Failovers, f)
+		}
+	}
+	return r
+}
