@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -82,13 +85,23 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee loadtest: --rate: %v\n", err)
 		return 2
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	// Ctrl-C or SIGTERM ends the load early: the generator stops
+	// scheduling, waits for the requests in flight and the summary prints as
+	// after --duration. A second signal while it drains kills at once.
+	sigCtx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	context.AfterFunc(sigCtx, stopSignals)
+	ctx, cancel := context.WithTimeout(sigCtx, *duration)
 	defer cancel()
 	if err := g.Run(ctx); err != nil {
 		fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
 		return 1
 	}
 	t := g.Totals()
+	if sigCtx.Err() != nil {
+		fmt.Fprintf(stderr, "levee loadtest: interrupted after %.3f s of %v; the summary covers what was offered until then\n",
+			t.Elapsed.Seconds(), *duration)
+	}
 	printLoadtest(stdout, *rate, t)
 	if served != nil {
 		fmt.Fprintf(stdout, "server received %d\n", served())
