@@ -21,13 +21,19 @@ import (
 func init() {
 	register(command{
 		name:    "loadtest",
-		summary: "open-loop load against a URL (or a loopback server): target vs achieved rate",
+		summary: "open-loop load against a URL (or a loopback server): target vs sent rate",
 		run:     runLoadtest,
 	})
 }
 
 func runLoadtest(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]", stderr)
+	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]\n\n"+
+		"Offers open-loop load for --duration (Ctrl-C ends it early) and prints the\n"+
+		"target rate, the rate sent (offered minus generator_dropped), the outcomes\n"+
+		"and the latency.\n"+
+		"Exit status: 0 some requests succeeded and none was dropped; 1 no request\n"+
+		"succeeded, the generator dropped requests (--max-outstanding reached) or a\n"+
+		"request has no outcome; 2 bad usage.", stderr)
 	rate := fs.Float64("rate", 2000, "target arrival rate, requests per second")
 	duration := fs.Duration("duration", 5*time.Second, "how long to offer load")
 	url := fs.String("url", "", "base URL of a gateway; empty starts a trivial loopback server in-process")
@@ -106,20 +112,48 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	if served != nil {
 		fmt.Fprintf(stdout, "server received %d\n", served())
 	}
+	return loadtestVerdict(stderr, t, *maxOut)
+}
+
+// loadtestVerdict is the exit code of a finished load test: 1, with a
+// one-line reason on stderr, when a request has no outcome, when no request
+// succeeded, or when the generator dropped arrivals (the target rate was not
+// offered); else 0.
+func loadtestVerdict(stderr io.Writer, t load.Totals, maxOut int) int {
 	if u := t.Unaccounted(); u != 0 {
 		fmt.Fprintf(stderr, "levee loadtest: %d offered requests have no outcome\n", u)
+		return 1
+	}
+	if t.Outcomes[wire.OutcomeOK.String()] == 0 {
+		fmt.Fprintf(stderr, "levee loadtest: no request succeeded (ok 0 of %d offered)\n", t.Offered)
+		return 1
+	}
+	if d := t.Outcomes[wire.OutcomeGeneratorDropped.String()]; d > 0 {
+		fmt.Fprintf(stderr, "levee loadtest: the generator dropped %d of %d offered requests (%d already in flight, --max-outstanding): the target rate was not sent\n",
+			d, t.Offered, maxOut)
 		return 1
 	}
 	return 0
 }
 
+// loadtestSentRPS is the rate actually sent: the arrivals offered minus the
+// ones the generator dropped, per second of load.
+func loadtestSentRPS(t load.Totals) float64 {
+	if t.Elapsed <= 0 {
+		return 0
+	}
+	sent := t.Offered - min(t.Offered, t.Outcomes[wire.OutcomeGeneratorDropped.String()])
+	return float64(sent) / t.Elapsed.Seconds()
+}
+
 func printLoadtest(w io.Writer, target float64, t load.Totals) {
+	sent := loadtestSentRPS(t)
 	errPct := 0.0
 	if target > 0 {
-		errPct = 100 * loadtestAbs(t.AchievedRPS-target) / target
+		errPct = 100 * loadtestAbs(sent-target) / target
 	}
-	fmt.Fprintf(w, "target %.1f req/s  achieved %.1f req/s  error %.3f %%  (offered %d in %.3f s)\n",
-		target, t.AchievedRPS, errPct, t.Offered, t.Elapsed.Seconds())
+	fmt.Fprintf(w, "target %.1f req/s  sent %.1f req/s  error %.3f %%  (offered %d, generator_dropped %d, in %.3f s)\n",
+		target, sent, errPct, t.Offered, t.Outcomes[wire.OutcomeGeneratorDropped.String()], t.Elapsed.Seconds())
 	var parts []string
 	for _, o := range load.Outcomes {
 		if n := t.Outcomes[o]; n > 0 {
@@ -127,8 +161,7 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 		}
 	}
 	fmt.Fprintf(w, "outcomes: %s  (unaccounted %d)\n", strings.Join(parts, ", "), t.Unaccounted())
-	h := t.Admitted
-	if h.TotalCount() > 0 {
+	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
 		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
 			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,
 			float64(h.ValueAtQuantile(99.9))/1000, float64(h.Max())/1000)

@@ -2,12 +2,18 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"net"
 	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/load"
 )
 
 // TestLoadtestSignalPrintsSummary runs the real binary with a long
@@ -72,6 +78,89 @@ func TestLoadtestSignalPrintsSummary(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), "interrupted after ") {
 				t.Errorf("after %v: stderr does not say it was interrupted:\n%s", sig, stderr.String())
+			}
+		})
+	}
+}
+
+// TestLoadtestExitCode runs loadtest in-process against loopback targets:
+// it exits 1 with a one-line reason when no request succeeded or when the
+// generator dropped arrivals, and 0 when the target answered every request.
+func TestLoadtestExitCode(t *testing.T) {
+	// silent accepts connections (the kernel does, from its backlog) and
+	// never answers.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = silent.Close() })
+	// closed is a port nothing listens on any more.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	_ = ln.Close()
+
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		why  string // on stderr; "" means stderr is empty
+	}{
+		{"loopback answers", []string{"--rate", "200"}, 0, ""},
+		{"never answers, max-outstanding 1", []string{"--url", "http://" + silent.Addr().String(),
+			"--rate", "1000", "--max-outstanding", "1", "--timeout", "200ms"}, 1, "no request succeeded (ok 0 of "},
+		{"unreachable", []string{"--url", "http://" + closed, "--rate", "200"}, 1, "no request succeeded (ok 0 of "},
+		{"loopback, max-outstanding 1", []string{"--rate", "20000", "--max-outstanding", "1"}, 1, "the generator dropped "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runLoadtest(append(tt.args, "--duration", "300ms"), &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
+			}
+			if tt.why == "" && stderr.Len() > 0 {
+				t.Errorf("stderr %q, want nothing", stderr.String())
+			}
+			if tt.why != "" && (!strings.Contains(stderr.String(), tt.why) || strings.Count(stderr.String(), "\n") != 1) {
+				t.Errorf("stderr %q, want one line with %q", stderr.String(), tt.why)
+			}
+		})
+	}
+}
+
+// TestLoadtestSentRate: the rate printed, and the error against the target,
+// count only the requests sent, not the ones the generator dropped (the
+// generator's AchievedRPS counts every arrival offered, dropped included).
+func TestLoadtestSentRate(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		target        float64
+		offered, drop uint64
+		rate, err     string
+	}{
+		{"nothing dropped", 1000, 1000, 0, "sent 1000.0 req/s", "error 0.000 %"},
+		{"most dropped", 1000, 1000, 990, "sent 10.0 req/s", "error 99.000 %"},
+		{"all dropped", 1000, 1000, 1000, "sent 0.0 req/s", "error 100.000 %"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tot := load.Totals{
+				Elapsed:     time.Second,
+				Offered:     tt.offered,
+				AchievedRPS: float64(tt.offered),
+				Outcomes: map[string]uint64{
+					wire.OutcomeOK.String():               tt.offered - tt.drop,
+					wire.OutcomeGeneratorDropped.String(): tt.drop,
+				},
+				Admitted: hdrhistogram.New(1, 60_000_000, 3),
+			}
+			var out bytes.Buffer
+			printLoadtest(&out, tt.target, tot)
+			for _, want := range []string{tt.rate, tt.err} {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("got:\n%s\nwant %q", out.String(), want)
+				}
 			}
 		})
 	}
