@@ -55,19 +55,13 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
+	// Every flag is checked before anything starts: without --url the
+	// generator is built on a placeholder target, replaced by the loopback
+	// server's address once it listens.
 	target := *url
-	var served func() uint64
 	if target == "" {
-		addr, count, stop, err := startLoopbackServer()
-		if err != nil {
-			fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
-			return 1
-		}
-		defer stop()
-		target, served = "http://"+addr, count
-		fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+		target = "http://127.0.0.1"
 	}
-
 	cfg := load.Config{
 		Targets: []string{target},
 		Mix: load.Mix{
@@ -90,6 +84,22 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	if err := g.SetRate(*rate); err != nil {
 		fmt.Fprintf(stderr, "levee loadtest: --rate: %v\n", err)
 		return 2
+	}
+
+	var served func() uint64
+	if *url == "" {
+		addr, count, stop, err := startLoopbackServer()
+		if err != nil {
+			fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
+			return 1
+		}
+		defer stop()
+		if err := g.SetTargets([]string{"http://" + addr}); err != nil {
+			fmt.Fprintf(stderr, "levee loadtest: loopback server: %v\n", err)
+			return 1
+		}
+		served = count
+		fmt.Fprintf(stdout, "loopback server on %s\n", addr)
 	}
 	// Ctrl-C or SIGTERM ends the load early: the generator stops
 	// scheduling, waits for the requests in flight and the summary prints as
@@ -152,8 +162,8 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 	if target > 0 {
 		errPct = 100 * loadtestAbs(sent-target) / target
 	}
-	fmt.Fprintf(w, "target %.1f req/s  sent %.1f req/s  error %.3f %%  (offered %d, generator_dropped %d, in %.3f s)\n",
-		target, sent, errPct, t.Offered, t.Outcomes[wire.OutcomeGeneratorDropped.String()], t.Elapsed.Seconds())
+	fmt.Fprintf(w, "target %s req/s  sent %s req/s  error %.3f %%  (offered %d, generator_dropped %d, in %.3f s)\n",
+		loadtestRate(target), loadtestRate(sent), errPct, t.Offered, t.Outcomes[wire.OutcomeGeneratorDropped.String()], t.Elapsed.Seconds())
 	var parts []string
 	for _, o := range load.Outcomes {
 		if n := t.Outcomes[o]; n > 0 {
@@ -166,6 +176,16 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,
 			float64(h.ValueAtQuantile(99.9))/1000, float64(h.Max())/1000)
 	}
+}
+
+// loadtestRate formats a rate in req/s: one decimal from 10 up (1999.8),
+// three significant digits below (0.05, 0.333, 2.5), so a low --rate does not
+// print as 0.1 or 0.0.
+func loadtestRate(r float64) string {
+	if r == 0 || loadtestAbs(r) >= 10 {
+		return fmt.Sprintf("%.1f", r)
+	}
+	return fmt.Sprintf("%.3g", r)
 }
 
 func loadtestAbs(x float64) float64 {

@@ -165,3 +165,63 @@ func TestLoadtestSentRate(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadtestBadFlagsStartNothing: a bad flag value is a usage error (exit
+// 2) reported before the loopback server starts, so nothing is printed on
+// stdout.
+func TestLoadtestBadFlagsStartNothing(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "-1"}, "--rate: "},
+		{[]string{"--rate", "NaN"}, "--rate: "},
+		{[]string{"--arrival", "bursty"}, "arrival"},
+		{[]string{"--timeout", "0s"}, "client_timeout"},
+		{[]string{"--max-outstanding", "0"}, "max_outstanding"},
+		{[]string{"--route", "nosuch"}, "nosuch"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runLoadtest(append(tt.args, "--duration", "100ms"), &stdout, &stderr)
+			if code != 2 {
+				t.Errorf("exit %d, want 2; stderr:\n%s", code, stderr.String())
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout %q, want nothing (no loopback server started)", stdout.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr %q lacks %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestLoadtestLowRateDigits: rates below 10 req/s print with three
+// significant digits instead of %.1f (which printed --rate 0.05 as 0.1 and
+// its sent rate as 0.0); higher rates keep one decimal.
+func TestLoadtestLowRateDigits(t *testing.T) {
+	for _, tt := range []struct {
+		target  float64
+		offered uint64
+		elapsed time.Duration
+		want    string
+	}{
+		{0.05, 1, 20 * time.Second, "target 0.05 req/s  sent 0.05 req/s"},
+		{0.5, 1, 3 * time.Second, "target 0.5 req/s  sent 0.333 req/s"},
+		{2000, 9999, 5 * time.Second, "target 2000.0 req/s  sent 1999.8 req/s"},
+	} {
+		tot := load.Totals{
+			Elapsed:     tt.elapsed,
+			Offered:     tt.offered,
+			AchievedRPS: float64(tt.offered) / tt.elapsed.Seconds(),
+			Outcomes:    map[string]uint64{wire.OutcomeOK.String(): tt.offered},
+			Admitted:    hdrhistogram.New(1, 60_000_000, 3),
+		}
+		var out bytes.Buffer
+		printLoadtest(&out, tt.target, tot)
+		if !strings.Contains(out.String(), tt.want) {
+			t.Errorf("target %v: got\n%s\nwant %q", tt.target, out.String(), tt.want)
+		}
+	}
+}
