@@ -1,11 +1,15 @@
 package load
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
 
 // arrivalProcess draws the gap before the next arrival at a given rate.
+// A gap too long to represent (a tiny rate, or a long random draw)
+// saturates at the largest Duration, and time.Time.Add saturates too: such
+// an arrival lies beyond any end and is never offered.
 // It is used by the scheduler goroutine only and is not safe for concurrent
 // use. Its draws depend on the seed alone, so a schedule is reproducible.
 type arrivalProcess interface {
@@ -16,7 +20,7 @@ type arrivalProcess interface {
 type constantArrivals struct{}
 
 func (constantArrivals) gap(rate float64) time.Duration {
-	return time.Duration(float64(time.Second) / rate)
+	return saturatedNs(float64(time.Second) / rate)
 }
 
 // poissonArrivals draws exponential gaps with mean 1/rate, so arrivals form
@@ -24,7 +28,21 @@ func (constantArrivals) gap(rate float64) time.Duration {
 type poissonArrivals struct{ rng *rand.Rand }
 
 func (p poissonArrivals) gap(rate float64) time.Duration {
-	return time.Duration(p.rng.ExpFloat64() / rate * float64(time.Second))
+	return saturatedNs(p.rng.ExpFloat64() / rate * float64(time.Second))
+}
+
+// saturatedNs converts ns nanoseconds to a Duration, saturating at the
+// largest Duration (NaN and +Inf included) and at 0 below. A plain
+// conversion of a value past math.MaxInt64 is implementation-defined (on
+// amd64 it gives a negative Duration: arrivals forever in the past).
+func saturatedNs(ns float64) time.Duration {
+	switch {
+	case !(ns < math.MaxInt64): // also NaN
+		return math.MaxInt64
+	case ns <= 0:
+		return 0
+	}
+	return time.Duration(ns)
 }
 
 func newArrivals(kind string, seed int64) arrivalProcess {

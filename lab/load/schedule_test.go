@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -66,6 +67,78 @@ func TestScheduleIsExact(t *testing.T) {
 			// Loose: a Poisson count over 0.6 s varies by a few percent.
 			if rel := math.Abs(tot.AchievedRPS-tc.rate) / tc.rate; rel > 0.15 {
 				t.Errorf("achieved %.1f/s for %.0f/s", tot.AchievedRPS, tc.rate)
+			}
+		})
+	}
+}
+
+// A tiny rate's gap does not fit in a Duration: it saturates (no arrival
+// before any end) instead of overflowing into a negative gap, which put
+// every arrival in the past and flooded the target forever.
+func TestTinyRateGapSaturates(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		rate      float64
+		saturated bool // every gap is the largest Duration, else ≥ 0
+	}{
+		{ArrivalConstant, 1e-11, true},
+		{ArrivalConstant, 1e-300, true},
+		{ArrivalConstant, math.SmallestNonzeroFloat64, true},
+		{ArrivalPoisson, 1e-11, false}, // a short draw still fits
+		{ArrivalPoisson, 1e-300, true},
+		{ArrivalPoisson, math.SmallestNonzeroFloat64, true},
+	} {
+		a := newArrivals(tc.kind, 1)
+		for range 1000 {
+			g := a.gap(tc.rate)
+			if g < 0 || tc.saturated && g != math.MaxInt64 {
+				t.Fatalf("%s gap(%g) = %v, want the largest Duration", tc.kind, tc.rate, g)
+			}
+		}
+	}
+}
+
+// A tiny accepted rate over a short run offers nothing and the run returns,
+// whether it was set before the run or mid-run by SetRate.
+func TestTinyRateEnds(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "pong") }))
+	defer srv.Close()
+	for _, tc := range []struct {
+		arrival   string
+		before    float64 // rate for the first 50 ms
+		wantFirst uint64  // arrivals in the first 50 ms
+	}{
+		{ArrivalConstant, 1e-11, 0},
+		{ArrivalPoisson, 1e-11, 0},
+		{ArrivalConstant, 100, 5},
+	} {
+		t.Run(fmt.Sprintf("%s-%g", tc.arrival, tc.before), func(t *testing.T) {
+			cfg := allRoutesConfig(srv.URL)
+			cfg.Mix.Routes = map[string]float64{"standard": 1}
+			cfg.Arrival = tc.arrival
+			cfg.MaxOutstanding = 4
+			fc := clockwork.NewFakeClock()
+			g, err := New(cfg, WithClock(fc))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.SetRate(tc.before); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stop := startRun(t, g, ctx)
+			advance(t, fc, 50*time.Millisecond)
+			if err := g.SetRate(1e-11); err != nil {
+				t.Fatal(err)
+			}
+			waitWoken(t, g)
+			advance(t, fc, 50*time.Millisecond)
+			cancel()
+			stop()
+			tot := g.Totals()
+			if tot.Offered != tc.wantFirst || tot.Unaccounted() != 0 {
+				t.Errorf("offered %d (outcomes %v), want %d", tot.Offered, tot.Outcomes, tc.wantFirst)
 			}
 		})
 	}
