@@ -19,15 +19,12 @@ import (
 // however slow the machine is (late arrivals are sent late, never skipped).
 func expectedArrivals(kind string, seed int64, rate float64, elapsed time.Duration) uint64 {
 	a := newArrivals(kind, seed)
+	start := time.Unix(0, 0)
 	var n uint64
-	t := time.Duration(0)
-	for {
-		t += a.gap(rate)
-		if t > elapsed {
-			return n
-		}
+	for at := a.first(start, rate); !at.After(start.Add(elapsed)); at = a.next(at, rate) {
 		n++
 	}
+	return n
 }
 
 func TestScheduleIsExact(t *testing.T) {
@@ -76,6 +73,7 @@ func TestScheduleIsExact(t *testing.T) {
 // before any end) instead of overflowing into a negative gap, which put
 // every arrival in the past and flooded the target forever.
 func TestTinyRateGapSaturates(t *testing.T) {
+	start := time.Unix(1000, 0)
 	for _, tc := range []struct {
 		kind      string
 		rate      float64
@@ -89,17 +87,27 @@ func TestTinyRateGapSaturates(t *testing.T) {
 		{ArrivalPoisson, math.SmallestNonzeroFloat64, true},
 	} {
 		a := newArrivals(tc.kind, 1)
+		prev := a.first(start, tc.rate)
+		if tc.kind == ArrivalConstant {
+			if !prev.Equal(start) {
+				t.Fatalf("constant first arrival %v after the start", prev.Sub(start))
+			}
+		} else {
+			prev = start
+		}
 		for range 1000 {
-			g := a.gap(tc.rate)
-			if g < 0 || tc.saturated && g != math.MaxInt64 {
-				t.Fatalf("%s gap(%g) = %v, want the largest Duration", tc.kind, tc.rate, g)
+			next := a.next(prev, tc.rate)
+			g := next.Sub(prev)
+			if g < 0 || tc.saturated && next.Before(start.Add(100*365*24*time.Hour)) {
+				t.Fatalf("%s gap at rate %g = %v, want no arrival for a century", tc.kind, tc.rate, g)
 			}
 		}
 	}
 }
 
-// A tiny accepted rate over a short run offers nothing and the run returns,
-// whether it was set before the run or mid-run by SetRate.
+// A tiny accepted rate over a short run offers at most the arrival at the
+// start (constant arrivals) and the run returns, whether it was set before
+// the run or mid-run by SetRate.
 func TestTinyRateEnds(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "pong") }))
 	defer srv.Close()
@@ -108,9 +116,9 @@ func TestTinyRateEnds(t *testing.T) {
 		before    float64 // rate for the first 50 ms
 		wantFirst uint64  // arrivals in the first 50 ms
 	}{
-		{ArrivalConstant, 1e-11, 0},
+		{ArrivalConstant, 1e-11, 1}, // the arrival at the start
 		{ArrivalPoisson, 1e-11, 0},
-		{ArrivalConstant, 100, 5},
+		{ArrivalConstant, 100, 6}, // 0, 10, …, 50 ms
 	} {
 		t.Run(fmt.Sprintf("%s-%g", tc.arrival, tc.before), func(t *testing.T) {
 			cfg := allRoutesConfig(srv.URL)
