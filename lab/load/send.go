@@ -120,8 +120,19 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
-	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(timeout.Milliseconds(), 10))
+	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(deadlineMs(timeout), 10))
 	return req, nil
+}
+
+// deadlineMs is timeout in whole milliseconds rounded up, at least 1: the
+// gateway refuses a deadline of 0, and a truncated one would ask it to give
+// up before the client does.
+func deadlineMs(timeout time.Duration) int64 {
+	ms := timeout / time.Millisecond
+	if timeout%time.Millisecond > 0 {
+		ms++
+	}
+	return max(1, int64(ms))
 }
 
 // classify maps a complete answer to its outcome: by X-Levee-Outcome when
