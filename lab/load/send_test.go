@@ -33,3 +33,22 @@ func TestDeadlineHeader(t *testing.T) {
 		}
 	}
 }
+
+// A target's base path prefixes the request path.
+func TestTargetBasePath(t *testing.T) {
+	for _, target := range []string{"http://127.0.0.1:1/gw", "http://127.0.0.1:1/gw/"} {
+		cfg := validConfig()
+		cfg.Targets = []string{target}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		s := spec{route: RouteStandard, target: normalizeTargets(cfg.Targets)[0]}
+		req, err := newRequest(context.Background(), s, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "/gw" + wire.PathStandard + "ping"; req.URL.Path != want || req.URL.RawQuery != "" {
+			t.Errorf("%s: request to %q, want %q", target, req.URL.RequestURI(), want)
+		}
+	}
+}
