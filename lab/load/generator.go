@@ -384,39 +384,40 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, 0, tags)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, false, 0, tags)
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		o := g.request(spec, tags)
+		a := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, ri, o, lat, tags)
+		g.stats.finish(spec.priority, ri, a.outcome, a.reached, lat, tags)
 		g.outstanding.Add(-1)
 	}()
 }
 
 // request sends an arrival's attempts — one, or more under the retry
-// policy — and returns the last attempt's outcome. Once Run stops
-// scheduling, no further retry is sent.
-func (g *Generator) request(s spec, tags []tag) wire.Outcome {
+// policy — and returns the last one. Once Run stops scheduling, no
+// further retry is sent.
+func (g *Generator) request(s spec, tags []tag) sent {
 	p := g.cfg.Retry
 	for n := 1; ; n++ {
 		if n == 1 && g.budget != nil {
 			g.budget.request(g.clock.Now())
 		}
 		g.stats.attempt(s.priority, n > 1, tags)
-		o, status := g.send(s, n)
-		if n >= p.Attempts || !p.retries(o, status) {
-			return o
+		a := g.send(s, n)
+		o := a.outcome
+		if n >= p.Attempts || !p.retries(o, a.status) {
+			return a
 		}
 		if g.budget != nil && !g.budget.withdraw(g.clock.Now()) {
 			g.stats.retryDenied(tags)
-			return o
+			return a
 		}
 		if !g.waitToRetry(p.backoff(n, g.jit.float)) {
-			return o
+			return a
 		}
 		if _, shed := o.ShedReason(); shed {
 			g.stats.shedRetried(o, tags) // a shed the gateway counted, not this request's outcome
