@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -84,7 +85,8 @@ type Mix struct {
 // Config configures a Generator. The target rate is not part of it: it is
 // set (and changed live) with Generator.SetRate and starts at 0.
 type Config struct {
-	// Targets are gateway base URLs ("http://127.0.0.1:8080"); arrivals are
+	// Targets are gateway base URLs ("http://127.0.0.1:8080", optionally
+	// with a base path; no query or fragment); arrivals are
 	// spread over them round-robin. At least one.
 	Targets []string
 	Mix     Mix
@@ -139,6 +141,11 @@ func validateTargets(targets []string) error {
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
+		}
+		// Request paths are appended to the target: a query or fragment
+		// would swallow them ("/?tenant=a/v1/…").
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(t, "#") {
+			return fmt.Errorf("load: targets[%d]: %q has a query or fragment; a target is a base URL (scheme, host and an optional path)", i, t)
 		}
 	}
 	return nil

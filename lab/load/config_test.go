@@ -35,6 +35,11 @@ func TestConfigValidate(t *testing.T) {
 		{"no targets", func(c *Config) { c.Targets = nil }, "targets"},
 		{"bad target", func(c *Config) { c.Targets = []string{"127.0.0.1:80"} }, "targets[0]"},
 		{"ftp target", func(c *Config) { c.Targets = []string{"ftp://x"} }, "targets[0]"},
+		{"query target", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1/?tenant=a"} }, "query or fragment"},
+		{"empty query target", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1?"} }, "query or fragment"},
+		{"fragment target", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1/gw#x"} }, "query or fragment"},
+		{"empty fragment target", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1#"} }, "query or fragment"},
+		{"second target query", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1", "http://127.0.0.1:2/gw?x=1"} }, "targets[1]"},
 		{"arrival empty", func(c *Config) { c.Arrival = "" }, "arrival"},
 		{"arrival unknown", func(c *Config) { c.Arrival = "burst" }, "arrival"},
 		{"timeout zero", func(c *Config) { c.ClientTimeout = 0 }, "client_timeout"},
@@ -110,6 +115,9 @@ func TestSetters(t *testing.T) {
 	}
 	if err := g.SetTargets(nil); err == nil {
 		t.Error("empty targets accepted")
+	}
+	if err := g.SetTargets([]string{"http://127.0.0.1:2/?tenant=a"}); err == nil {
+		t.Error("a target with a query accepted")
 	}
 	if err := g.SetTargets([]string{"http://127.0.0.1:2/", "http://127.0.0.1:3"}); err != nil {
 		t.Fatal(err)

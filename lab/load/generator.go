@@ -282,7 +282,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 		end := g.endOf(ctx)
 		for !next.IsZero() && next.Before(end) {
 			g.arrive(next, mix)
-			next = next.Add(arr.gap(rate))
+			next = arr.next(next, rate)
 		}
 		return end
 	}
@@ -293,7 +293,15 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 	case <-g.wake:
 	default:
 	}
-	last := start // intended time of the previous arrival
+	last := start    // intended time of the previous arrival, or when arrivals (re)started
+	starting := true // no arrival since last: the first is due at last (constant arrivals)
+	// following is the arrival after last at rate r.
+	following := func(r float64) time.Time {
+		if starting {
+			return arr.first(last, r)
+		}
+		return arr.next(last, r)
+	}
 	for {
 		rate := g.Rate()
 		if rate <= 0 {
@@ -301,11 +309,11 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 			case <-ctx.Done():
 				return g.endOf(ctx)
 			case <-g.wake:
-				last = g.clock.Now()
+				last, starting = g.clock.Now(), true
 				continue
 			}
 		}
-		next := last.Add(arr.gap(rate))
+		next := following(rate)
 	wait:
 		for {
 			d := g.clock.Until(next)
@@ -324,7 +332,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 				timer.Stop()
 				r := g.Rate()
 				if r <= 0 {
-					last = g.clock.Now()
+					last, starting = g.clock.Now(), true
 					// Paused: go back to the top, which waits for a rate.
 					next = time.Time{}
 					break wait
@@ -332,7 +340,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 				// The new rate takes effect now: redraw the gap from the
 				// previous arrival, but never schedule into the past.
 				rate = r
-				n, now := last.Add(arr.gap(r)), g.clock.Now()
+				n, now := following(r), g.clock.Now()
 				if n.After(now) {
 					next = n
 				} else {
@@ -350,7 +358,7 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 			return finish(next, rate)
 		}
 		g.arrive(next, mix)
-		last = next
+		last, starting = next, false
 	}
 }
 
@@ -376,39 +384,40 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, 0, tags)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, false, 0, tags)
 		return
 	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		o := g.request(spec, tags)
+		a := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, ri, o, lat, tags)
+		g.stats.finish(spec.priority, ri, a.outcome, a.reached, lat, tags)
 		g.outstanding.Add(-1)
 	}()
 }
 
 // request sends an arrival's attempts — one, or more under the retry
-// policy — and returns the last attempt's outcome. Once Run stops
-// scheduling, no further retry is sent.
-func (g *Generator) request(s spec, tags []tag) wire.Outcome {
+// policy — and returns the last one. Once Run stops scheduling, no
+// further retry is sent.
+func (g *Generator) request(s spec, tags []tag) sent {
 	p := g.cfg.Retry
 	for n := 1; ; n++ {
 		if n == 1 && g.budget != nil {
 			g.budget.request(g.clock.Now())
 		}
 		g.stats.attempt(s.priority, n > 1, tags)
-		o, status := g.send(s, n)
-		if n >= p.Attempts || !p.retries(o, status) {
-			return o
+		a := g.send(s, n)
+		o := a.outcome
+		if n >= p.Attempts || !p.retries(o, a.status) {
+			return a
 		}
 		if g.budget != nil && !g.budget.withdraw(g.clock.Now()) {
 			g.stats.retryDenied(tags)
-			return o
+			return a
 		}
 		if !g.waitToRetry(p.backoff(n, g.jit.float)) {
-			return o
+			return a
 		}
 		if _, shed := o.ShedReason(); shed {
 			g.stats.shedRetried(o, tags) // a shed the gateway counted, not this request's outcome

@@ -203,6 +203,7 @@ func startStandardRun(t *testing.T, url string, rate float64, clientTimeout time
 	cfg := allRoutesConfig(url)
 	cfg.Mix.Routes = map[string]float64{"standard": 1}
 	cfg.Arrival = ArrivalConstant
+	cfg.MaxOutstanding = 1000 // the gated tests hold 31 in flight: none dropped
 	if clientTimeout > 0 {
 		cfg.ClientTimeout = clientTimeout
 	}
@@ -411,7 +412,7 @@ func TestLatencyFromIntendedTime(t *testing.T) {
 // A server that stalls makes the arrivals queued behind the stall show it:
 // the generator keeps sending on schedule (open loop) and each queued
 // request's latency runs from its intended time. The stall lasts from the
-// first arrival (10 ms) until 600 ms on the generator's clock, when the run
+// first arrival (0 ms) until 600 ms on the generator's clock, when the run
 // ends: the arrival at t waited 600 ms − t.
 func TestStallShowsInLatency(t *testing.T) {
 	var mu sync.Mutex // the server serves one request at a time
@@ -453,13 +454,14 @@ func TestStallShowsInLatency(t *testing.T) {
 	if tot.Unaccounted() != 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
 		t.Fatalf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
 	}
-	// Open loop: the stall did not slow the arrivals (60 in 600 ms; a
-	// closed loop would have sent one).
-	if tot.Offered != 60 {
-		t.Errorf("%d arrivals in 600 ms at 100/s, want exactly 60", tot.Offered)
+	// Open loop: the stall did not slow the arrivals (at 0, 10, …, 600 ms:
+	// the one due at 600 ms is sent before the cancel; a closed loop would
+	// have sent one).
+	if tot.Offered != 61 {
+		t.Errorf("%d arrivals in 0…600 ms at 100/s, want exactly 61", tot.Offered)
 	}
-	// The arrivals at 10…400 ms waited ≥ 200 ms for the stall (40 of them);
-	// the first waited 590 ms.
+	// The arrivals at 0…400 ms waited ≥ 200 ms for the stall (41 of them);
+	// the first waited 600 ms.
 	h := tot.Admitted
 	slow := int64(0)
 	for _, b := range h.Distribution() {
@@ -468,16 +470,17 @@ func TestStallShowsInLatency(t *testing.T) {
 		}
 	}
 
-	if slow != 40 {
-		t.Errorf("%d requests ≥ 200 ms, want the 40 intended 200 ms or more before the stall ended", slow)
+	if slow != 41 {
+		t.Errorf("%d requests ≥ 200 ms, want the 41 intended 200 ms or more before the stall ended", slow)
 	}
-	if m := h.Max(); m < 589*1000 || m > 592*1000 {
-		t.Errorf("max latency %dµs, want 590 ms (the first arrival, at 10 ms, waited until 600 ms)", m)
+	if m := h.Max(); m < 599*1000 || m > 602*1000 {
+		t.Errorf("max latency %dµs, want 600 ms (the first arrival, at 0 ms, waited until 600 ms)", m)
 	}
 }
 
 // Rate 0 pauses the arrivals; Tick windows count them. On a fake clock the
-// counts are exact: 200/s for 300 ms is 60 arrivals, then none.
+// counts are exact: 200/s for 300 ms is 60 arrivals in [0, 300 ms) and the
+// one due at 300 ms, sent before the pause, then none.
 func TestPauseAndTick(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok")
 	g, fc, cancel, stop := startStandardRun(t, srv.URL, 200, 0)
@@ -492,8 +495,8 @@ func TestPauseAndTick(t *testing.T) {
 	w2 := g.Tick()
 	cancel()
 	stop()
-	if w1.Offered != 60 || w1.OfferedTotal != w1.Offered {
-		t.Errorf("first window: offered %d, total %d; want 60", w1.Offered, w1.OfferedTotal)
+	if w1.Offered != 61 || w1.OfferedTotal != w1.Offered {
+		t.Errorf("first window: offered %d, total %d; want 61", w1.Offered, w1.OfferedTotal)
 	}
 	if w2.Offered != 0 {
 		t.Errorf("paused window offered %d", w2.Offered)
@@ -575,7 +578,7 @@ func TestRunEndedContext(t *testing.T) {
 }
 
 // A rate change takes effect at once, not after the gap the old rate had
-// scheduled: from 1/s (next arrival due at 1 s) to 500/s at 100 ms gives an
+// scheduled: from 1/s (arrivals at 0 and 1 s) to 500/s at 100 ms gives an
 // arrival at once and then one every 2 ms.
 func TestSetRateLive(t *testing.T) {
 	srv := newBehaviourServer(t, "1500", "ok")
@@ -593,11 +596,11 @@ func TestSetRateLive(t *testing.T) {
 	defer cancel()
 	stop := startRun(t, g, ctx)
 	advance(t, fc, 100*time.Millisecond)
-	if w := g.Tick(); w.Offered != 0 {
-		t.Errorf("%d arrivals in the first 100 ms at 1/s", w.Offered)
+	if w := g.Tick(); w.Offered != 1 {
+		t.Errorf("%d arrivals in the first 100 ms at 1/s, want the one at 0", w.Offered)
 	}
 	_ = g.SetRate(500)
-	waitOffered(t, g, 1) // the arrival at 100 ms: the old rate's timer is gone
+	waitOffered(t, g, 2) // the arrival at 100 ms: the old rate's timer is gone
 	advance(t, fc, 300*time.Millisecond)
 	w := g.Tick()
 	cancel()

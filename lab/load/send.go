@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -20,24 +22,42 @@ import (
 // fallback marker; the rest is read and discarded.
 const maxSmallBody = 1 << 20
 
-// send performs attempt number attempt (1 for the first) and returns its outcome and HTTP status (0
-// when no answer came). It never returns generator_dropped. The attempt is
+// sent is what became of one attempt.
+type sent struct {
+	outcome wire.Outcome // never generator_dropped
+	status  int          // HTTP status, 0 when no answer came
+	// reached: the request got to the server — an answer came (any
+	// status), or the whole request was written on a connection to it
+	// (a timeout waiting for the answer). A dial failure or a refused
+	// connection never reached it.
+	reached bool
+}
+
+// send performs attempt number attempt (1 for the first). The attempt is
 // bounded by the client timeout from now, body included, and is not tied
 // to the Run context.
-func (g *Generator) send(s spec, attempt int) (wire.Outcome, int) {
+func (g *Generator) send(s spec, attempt int) sent {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
 	defer cancel()
-	req, err := newRequest(ctx, s, g.cfg.ClientTimeout)
+	var wrote atomic.Bool // the transport may report from its own goroutine
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	req, err := newRequest(tctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return wire.OutcomeError, 0
+		return sent{outcome: wire.OutcomeError}
 	}
 	req.Header.Set(wire.HeaderAttempt, strconv.Itoa(attempt))
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return errorOutcome(ctx, err), 0
+		return sent{outcome: errorOutcome(ctx, err), reached: wrote.Load()}
 	}
 	defer resp.Body.Close()
-	return g.readAnswer(ctx, s, resp), resp.StatusCode
+	return sent{outcome: g.readAnswer(ctx, s, resp), status: resp.StatusCode, reached: true}
 }
 
 // readAnswer reads resp to its end (slowly for a slow client) and
@@ -120,8 +140,19 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 	if s.key != "" {
 		req.Header.Set("Authorization", "Bearer "+s.key)
 	}
-	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(timeout.Milliseconds(), 10))
+	req.Header.Set(wire.HeaderDeadlineMs, strconv.FormatInt(deadlineMs(timeout), 10))
 	return req, nil
+}
+
+// deadlineMs is timeout in whole milliseconds rounded up, at least 1: the
+// gateway refuses a deadline of 0, and a truncated one would ask it to give
+// up before the client does.
+func deadlineMs(timeout time.Duration) int64 {
+	ms := timeout / time.Millisecond
+	if timeout%time.Millisecond > 0 {
+		ms++
+	}
+	return max(1, int64(ms))
 }
 
 // classify maps a complete answer to its outcome: by X-Levee-Outcome when

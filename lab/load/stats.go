@@ -102,8 +102,8 @@ type stats struct {
 
 	total counters
 
-	// Cumulative histograms: admitted requests (sent and not shed), and every
-	// sent request per priority.
+	// Cumulative histograms: admitted requests (that reached the server and
+	// were not shed), and every sent request per priority.
 	admitted *hdrhistogram.Histogram
 	prio     [3]*hdrhistogram.Histogram
 
@@ -189,22 +189,24 @@ func (s *stats) retryDenied(tags []tag) {
 
 // finish records the one outcome of an offered request (on route index r,
 // tagged by offer) and, unless it was never sent, its latency from the
-// intended arrival time.
-func (s *stats) finish(p priority, r int, o wire.Outcome, latency time.Duration, tags []tag) {
+// intended arrival time: among the admitted latencies only when it reached
+// the server (an error before it did, such as a refused connection, was
+// admitted by no gateway).
+func (s *stats) finish(p priority, r int, o wire.Outcome, reached bool, latency time.Duration, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
 	s.total.route[r].outcomes[o]++
 	for _, t := range s.trackers {
-		t.endLocked(epochOf(tags, t), p, r, o, latency)
+		t.endLocked(epochOf(tags, t), p, r, o, reached, latency)
 	}
 	if o == wire.OutcomeGeneratorDropped {
 		return
 	}
 	recordLatency(s.prio[p], latency)
 	recordLatency(s.winPrio[p], latency)
-	if o.Admitted() {
+	if o.Admitted() && reached {
 		recordLatency(s.admitted, latency)
 		recordLatency(s.winAdmitted, latency)
 	}

@@ -214,7 +214,7 @@ func (t *Tracker) shedRetriedLocked(epoch int, o wire.Outcome) {
 
 // endLocked counts the end of a request offered in epoch (Before: before
 // Track); s.mu held.
-func (t *Tracker) endLocked(epoch int, p priority, r int, o wire.Outcome, latency time.Duration) {
+func (t *Tracker) endLocked(epoch int, p priority, r int, o wire.Outcome, reached bool, latency time.Duration) {
 	if epoch == Before {
 		t.before--
 	} else {
@@ -227,7 +227,7 @@ func (t *Tracker) endLocked(epoch int, p priority, r int, o wire.Outcome, latenc
 		t.total.route[r].outcomes[o]++
 		if o != wire.OutcomeGeneratorDropped {
 			recordLatency(t.prio[p], latency)
-			if o.Admitted() {
+			if o.Admitted() && reached {
 				recordLatency(t.admitted, latency)
 			}
 		}

@@ -89,8 +89,8 @@ func TestTrackerCountsByOfferEpoch(t *testing.T) {
 	g, fc, cancel, stop := startStandardRun(t, srv.URL, 100, 30*time.Second)
 	defer cancel()
 
-	advance(t, fc, 100*time.Millisecond) // 10 in flight before the tracker
-	srv.waitReceived(t, 10)
+	advance(t, fc, 100*time.Millisecond) // 11 in flight before the tracker (0, 10, …, 100 ms)
+	srv.waitReceived(t, 11)
 	before := srv.next()
 	tr := g.Track()
 	defer tr.Close()
@@ -98,13 +98,13 @@ func TestTrackerCountsByOfferEpoch(t *testing.T) {
 		t.Fatalf("first Mark started epoch %d, want 1", e)
 	}
 	advance(t, fc, 200*time.Millisecond) // 20 in the window
-	srv.waitReceived(t, 30)
+	srv.waitReceived(t, 31)
 	inWindow := srv.next()
-	close(before) // the 10 end inside the window: not counted
-	waitEnded(t, g, 10)
+	close(before) // the 11 end inside the window: not counted
+	waitEnded(t, g, 11)
 	tr.Mark(false)
 	advance(t, fc, 100*time.Millisecond) // 10 after the window
-	srv.waitReceived(t, 40)
+	srv.waitReceived(t, 41)
 	after := srv.next()
 
 	tot := tr.Totals()
@@ -146,13 +146,13 @@ func TestTrackerCountsByOfferEpoch(t *testing.T) {
 		t.Errorf("per-priority offered %d, admitted latencies %d; want 20 and 10", prio, tot.Admitted.TotalCount())
 	}
 
-	// Cells: the 10 from before ended in epoch 1, the window's 20 in epoch 2.
+	// Cells: the 11 from before ended in epoch 1, the window's 20 in epoch 2.
 	byCell := map[[2]int]uint64{}
 	for c, n := range tr.Cells() {
 		byCell[[2]int{c.Offered, c.Ended}] += n
 	}
-	want := map[[2]int]uint64{{Before, 1}: 10, {1, 2}: 20}
-	if len(byCell) != len(want) || byCell[[2]int{Before, 1}] != 10 || byCell[[2]int{1, 2}] != 20 {
+	want := map[[2]int]uint64{{Before, 1}: 11, {1, 2}: 20}
+	if len(byCell) != len(want) || byCell[[2]int{Before, 1}] != 11 || byCell[[2]int{1, 2}] != 20 {
 		t.Errorf("cells %v, want %v", byCell, want)
 	}
 
@@ -173,13 +173,13 @@ func TestTickAfterStopCoversTheDrain(t *testing.T) {
 	srv := newGatedServer(t)
 	g, fc, cancel, stop := startStandardRun(t, srv.URL, 100, 30*time.Second)
 	defer cancel()
-	advance(t, fc, 100*time.Millisecond)
-	srv.waitReceived(t, 10)
+	advance(t, fc, 100*time.Millisecond) // arrivals at 0, 10, …, 100 ms
+	srv.waitReceived(t, 11)
 	gate := srv.next()
-	if w := g.Tick(); w.Offered != 10 || w.Duration != 100*time.Millisecond {
-		t.Fatalf("first window: offered %d over %v, want 10 over 100ms", w.Offered, w.Duration)
+	if w := g.Tick(); w.Offered != 11 || w.Duration != 100*time.Millisecond {
+		t.Fatalf("first window: offered %d over %v, want 11 over 100ms", w.Offered, w.Duration)
 	}
-	cancel() // scheduling stops; the 10 are in flight
+	cancel() // scheduling stops; the 11 are in flight
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		g.timeMu.Lock()
@@ -195,15 +195,15 @@ func TestTickAfterStopCoversTheDrain(t *testing.T) {
 	}
 	fc.Advance(2 * time.Second)
 	close(gate)
-	waitEnded(t, g, 10)
+	waitEnded(t, g, 11)
 	stop()
 	w := g.Tick()
 	var ended uint64
 	for _, n := range w.Outcomes {
 		ended += n
 	}
-	if ended != 10 || w.Duration != 2*time.Second {
-		t.Errorf("drain window: %d ended over %v, want 10 over 2s", ended, w.Duration)
+	if ended != 11 || w.Duration != 2*time.Second {
+		t.Errorf("drain window: %d ended over %v, want 11 over 2s", ended, w.Duration)
 	}
 	if w.Elapsed != 100*time.Millisecond {
 		t.Errorf("elapsed %v, want the 100ms of scheduling", w.Elapsed)

@@ -32,8 +32,8 @@ type Window struct {
 	OutcomeTotal                                    map[string]uint64 // outcomes since the start, by name
 
 	// AdmittedP50Ms and AdmittedP99Ms are the latency, from the intended
-	// arrival time, of requests admitted by the gateway (sent and not shed)
-	// that ended in the window; 0 when none did.
+	// arrival time, of requests admitted by the gateway (that reached it and
+	// were not shed) that ended in the window; 0 when none did.
 	AdmittedP50Ms float64
 	AdmittedP99Ms float64
 	// AdmittedHist holds the same latencies (microseconds) as a sparse
@@ -95,7 +95,8 @@ type Totals struct {
 	ByRoute map[string]RouteTotals
 
 	// Admitted holds the latency in microseconds, from the intended arrival
-	// time, of every request the gateway admitted (sent and not shed).
+	// time, of every request the gateway admitted (that reached it and was
+	// not shed).
 	Admitted *hdrhistogram.Histogram
 }
 
