@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strings"
 
+	"github.com/levee-lab/levee/internal/jsonstrict"
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -105,8 +105,11 @@ func (k Knobs) MarshalYAML() (any, error) { return k.AsPatch(), nil }
 // names given twice. Errors are *KnobError.
 func decodeKnobPatch(b []byte) (wire.KnobPatch, error) {
 	var p wire.KnobPatch
-	if err := checkKnobNames(b, "", topKnobNames); err != nil {
-		return p, err
+	// encoding/json would take "SLOTS" for slots and keep the last of a
+	// knob given twice; jsonstrict refuses both, by the name's whole path.
+	var ne *jsonstrict.NameError
+	if err := jsonstrict.Check(b, &p); errors.As(err, &ne) {
+		return p, knobNameError(ne)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -128,77 +131,21 @@ func jsonKnobError(err error) error {
 		}
 		return &KnobError{Field: re.Field, Msg: re.Msg}
 	}
-	if s := err.Error(); strings.HasPrefix(s, "json: unknown field ") {
-		f := strings.Trim(strings.TrimPrefix(s, "json: unknown field "), `"`)
-		return &KnobError{Field: f, Msg: "unknown knob"}
-	}
 	if errors.Is(err, io.EOF) {
 		return &KnobError{Msg: "empty body: want a JSON knob object"}
 	}
 	return &KnobError{Msg: "malformed JSON: " + err.Error()}
 }
 
-// topKnobNames and latencyKnobNames are the exact wire names of the knobs
-// of a patch object and of its latency object.
-var topKnobNames, latencyKnobNames = knobNameSets()
-
-func knobNameSets() (top, latency map[string]bool) {
-	top, latency = map[string]bool{wire.KnobLatency: true}, map[string]bool{}
-	for _, name := range wire.KnobNames() {
-		if l, ok := strings.CutPrefix(name, latencyKnob("")); ok {
-			latency[l] = true
-		} else {
-			top[name] = true
-		}
+// knobNameError phrases jsonstrict's error for a knob patch: a name that
+// is no knob (or one in another case, whose wire name it gives), or a knob
+// given twice.
+func knobNameError(ne *jsonstrict.NameError) error {
+	switch {
+	case ne.Twice:
+		return &KnobError{Field: ne.Path, Msg: "given twice (name each knob once)"}
+	case ne.Exact != "":
+		return &KnobError{Field: ne.Path, Msg: "unknown knob (names are lower case: " + ne.Exact + ")"}
 	}
-	return top, latency
-}
-
-// checkKnobNames walks the JSON object b (the knobs under prefix, "" or
-// "latency.") before encoding/json decodes it, since that would take
-// "SLOTS" for "slots" and keep the last of a knob given twice. It refuses a
-// name that is not exactly in names, and a name given twice, with a
-// *KnobError naming it by its dotted path. What is not a well-formed
-// object is left to the decoder, which reports it.
-func checkKnobNames(b []byte, prefix string, names map[string]bool) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	seen := make(map[string]bool, len(names))
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		name, _ := t.(string)
-		if !names[name] {
-			return unknownKnob(prefix, name, names)
-		}
-		if seen[name] {
-			return &KnobError{Field: prefix + name, Msg: "given twice (name each knob once)"}
-		}
-		seen[name] = true
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil
-		}
-		if prefix == "" && name == wire.KnobLatency {
-			if err := checkKnobNames(raw, latencyKnob(""), latencyKnobNames); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// unknownKnob is the error of a name that is not a knob; when it is one but
-// for its case, the message gives the wire name.
-func unknownKnob(prefix, name string, names map[string]bool) error {
-	for known := range names {
-		if strings.EqualFold(known, name) {
-			return &KnobError{Field: prefix + name, Msg: "unknown knob (names are lower case: " + prefix + known + ")"}
-		}
-	}
-	return &KnobError{Field: prefix + name, Msg: "unknown knob"}
+	return &KnobError{Field: ne.Path, Msg: "unknown knob"}
 }

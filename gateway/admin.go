@@ -211,6 +211,7 @@ func checkNames(w http.ResponseWriter, data []byte, v any, path string) bool {
 // writeDecodeError answers 400 for err, a decoding error of the value at
 // path (or of the body, path ""), in JSON's words as the public API
 // answers ("must be an integer, got a JSON string"), not Go's type names.
+// Unknown names never get here: checkNames refuses them first, by path.
 func writeDecodeError(w http.ResponseWriter, err error, path string) {
 	join := func(field string) string {
 		switch {
@@ -227,9 +228,6 @@ func writeDecodeError(w http.ResponseWriter, err error, path string) {
 		re := openai.TypeError(te)
 		field := join(re.Field)
 		writeError(w, http.StatusBadRequest, 0, false, field, field+": "+re.Msg)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := join(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
-		writeError(w, http.StatusBadRequest, 0, false, field, "unknown field "+field)
 	default:
 		writeError(w, http.StatusBadRequest, 0, false, path, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))
 	}

@@ -573,7 +573,7 @@ func TestAdminAPI(t *testing.T) {
 	}{
 		{"limit a string", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":"8"}}}`, 400, "classes.ai.limit", "classes.ai.limit: must be an integer, got a JSON string", ""},
 		{"defense a number", "PUT", "/admin/defenses", `{"guard":1}`, 400, "guard", "guard: must be a boolean, got a JSON number", ""},
-		{"unknown field", "PUT", "/admin/limits", `{"clases":{}}`, 400, "clases", "unknown field clases", ""},
+		{"unknown field", "PUT", "/admin/limits", `{"clases":{}}`, 400, "clases", "clases: unknown field", ""},
 		{"a field in another case", "PUT", "/admin/limits", `{"Token_Budget":5}`, 400, "Token_Budget", "Token_Budget: unknown field (names are exact: token_budget)", ""},
 		{"a class field in another case", "PUT", "/admin/limits", `{"classes":{"ai":{"LIMIT":5}}}`, 400, "classes.ai.LIMIT", "names are exact: limit", ""},
 		{"a field given twice", "PUT", "/admin/limits", `{"token_budget":5,"token_budget":6}`, 400, "token_budget", "token_budget: given twice", ""},

@@ -15,12 +15,17 @@ import (
 	"strings"
 )
 
-// NameError is a name that is given twice, or that differs from a field's
-// only in case.
+// NameError is a name that is given twice, that differs from a field's
+// only in case, or that names no field at all.
 type NameError struct {
 	// Path is the dotted path of the offending name ("classes.ai.Limit"),
 	// array indexes in brackets.
 	Path string
+	// Exact is the path with the field's exact name, when the name differs
+	// from it only in case ("classes.ai.limit"); else "".
+	Exact string
+	// Twice is set for a name given twice in one object.
+	Twice bool
 	// Msg says what is wrong, naming the exact name when there is one.
 	Msg string
 }
@@ -29,9 +34,11 @@ func (e *NameError) Error() string { return e.Path + ": " + e.Msg }
 
 // Check walks data, a JSON text, beside the type of v (a pointer, as for
 // json.Unmarshal) and returns a *NameError for the first name given twice
-// in one object or matching a struct field only when case is ignored. It
-// returns nil for anything else, malformed JSON and names that match no
-// field at all included: the decoder's own error names those.
+// in one object, or naming no field of a struct (exactly: one that matches
+// only when case is ignored says which it would have been). Unlike the
+// decoder's "unknown field", the error has the name's whole path. It
+// returns nil for anything else, malformed JSON included: the decoder's
+// own error names that.
 func Check(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -94,18 +101,14 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 			at = path + "." + key
 		}
 		if seen[key] {
-			return &NameError{Path: at, Msg: "given twice"}
+			return &NameError{Path: at, Twice: true, Msg: "given twice"}
 		}
 		seen[key] = true
 		next := elem
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				for name := range fields {
-					if strings.EqualFold(name, key) {
-						return &NameError{Path: at, Msg: fmt.Sprintf("unknown field (names are exact: %s)", name)}
-					}
-				}
+				return unknownName(fields, path, key, at)
 			}
 			next = ft
 		}
@@ -115,6 +118,21 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 	}
 	_, _ = dec.Token() // '}'
 	return nil
+}
+
+// unknownName is the error of key, at path at, which names none of fields
+// (the fields of the object at path).
+func unknownName(fields map[string]reflect.Type, path, key, at string) *NameError {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			exact := name
+			if path != "" {
+				exact = path + "." + name
+			}
+			return &NameError{Path: at, Exact: exact, Msg: fmt.Sprintf("unknown field (names are exact: %s)", name)}
+		}
+	}
+	return &NameError{Path: at, Msg: "unknown field"}
 }
 
 // structFields maps the JSON names of t's fields, embedded structs'

@@ -40,7 +40,8 @@ func TestCheck(t *testing.T) {
 		msg      string
 	}{
 		{"exact names", `{"node":1,"classes":{"ai":{"limit":3,"algorithm":"aimd"}},"rules":[{"limit":1}],"token_budget":5,"Untaged":1}`, "", ""},
-		{"unknown names are the decoder's to refuse", `{"nope":1,"classes":{"ai":{"nope":2}}}`, "", ""},
+		{"an unknown name", `{"nope":1}`, "nope", "unknown field"},
+		{"an unknown name deep down, by its path", `{"classes":{"ai":{"nope":2}}}`, "classes.ai.nope", "unknown field"},
 		{"malformed JSON is the decoder's", `{"node":`, "", ""},
 		{"not an object", `[1,2]`, "", ""},
 		{"a map's keys are free in case", `{"classes":{"AI":{"limit":1},"ai":{"limit":2}}}`, "", ""},
@@ -54,7 +55,7 @@ func TestCheck(t *testing.T) {
 		{"a field given twice", `{"node":1,"node":2}`, "node", "given twice"},
 		{"a map key given twice", `{"classes":{"ai":{},"ai":{}}}`, "classes.ai", "given twice"},
 		{"a name given twice deep down", `{"rules":[{"limit":1,"limit":2}]}`, "rules[0].limit", "given twice"},
-		{"a json:\"-\" field is not a field", `{"Skip":1,"skip":2}`, "", ""},
+		{"a json:\"-\" field is not a field", `{"Skip":1}`, "Skip", "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v outer
@@ -70,6 +71,14 @@ func TestCheck(t *testing.T) {
 				t.Fatalf("Check = %v; want a NameError at %q saying %q", err, tc.path, tc.msg)
 			}
 		})
+	}
+	// The structured fields callers phrase their own errors from.
+	var ne *NameError
+	if err := Check([]byte(`{"classes":{"ai":{"Limit":3}}}`), &outer{}); !errors.As(err, &ne) || ne.Exact != "classes.ai.limit" || ne.Twice {
+		t.Errorf("a case variant: %+v; want Exact classes.ai.limit", err)
+	}
+	if err := Check([]byte(`{"node":1,"node":2}`), &outer{}); !errors.As(err, &ne) || !ne.Twice || ne.Exact != "" {
+		t.Errorf("a name twice: %+v; want Twice", err)
 	}
 	// Into a map (a patch of named booleans): keys are checked for
 	// duplicates only.
