@@ -68,17 +68,28 @@ func ParseConfig(data []byte) (Config, error) {
 	if _, err := yamlstrict.Decode(data, &cfg); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, yamlError(err)
 	}
+	headers, err := expandHeaderEnv(cfg.Upstream.Headers, lookupEnv)
+	if err != nil {
+		return Config{}, withLine(err, data)
+	}
+	cfg.Upstream.Headers = headers
 	if err := cfg.Validate(); err != nil {
-		var ce *ConfigError
-		if errors.As(err, &ce) && ce.Field != "" {
-			var root yaml.Node
-			if yaml.Unmarshal(data, &root) == nil {
-				ce.Line = lineOf(&root, ce.Field)
-			}
-		}
-		return Config{}, err
+		return Config{}, withLine(err, data)
 	}
 	return cfg, nil
+}
+
+// withLine sets the line of a *ConfigError naming a field to that field's
+// line in data, and returns err.
+func withLine(err error, data []byte) error {
+	var ce *ConfigError
+	if errors.As(err, &ce) && ce.Field != "" {
+		var root yaml.Node
+		if yaml.Unmarshal(data, &root) == nil {
+			ce.Line = lineOf(&root, ce.Field)
+		}
+	}
+	return err
 }
 
 // yamlError turns yaml.v3's errors ("yaml: line 3: …", TypeError lists)

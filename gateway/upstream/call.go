@@ -285,6 +285,7 @@ func (s *callState) request(a *attempt, remaining time.Duration, hasDeadline boo
 	if s.c.Header != nil {
 		req.Header = s.c.Header.Clone()
 	}
+	s.p.setHeaders(req)
 	// The caller's deadline, not the attempt timeout: an attempt nothing
 	// can replace runs on past its timeout.
 	if hasDeadline {

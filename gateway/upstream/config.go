@@ -98,6 +98,16 @@ type Config struct {
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
 	// DialTimeout bounds establishing a TCP connection to a node.
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
+	// Headers are set on every request to the nodes, model calls and
+	// health checks alike: a backend's API key ({Authorization: "Bearer
+	// …"}, Azure's api-key) or a routing header. The gateway config file
+	// replaces ${NAME} in a value with the environment variable NAME, so
+	// the key stays out of the file. Names are HTTP tokens, unique
+	// ignoring case, and not one the gateway sets itself (Host,
+	// Content-Type, Content-Length, hop-by-hop headers, the deadline
+	// header). The clients' own headers, their Authorization included,
+	// are never forwarded.
+	Headers map[string]string `yaml:"headers" json:"-"`
 
 	// RetryOn lists the failures a call is retried on, on another node,
 	// within the retry budget: connect, 5xx, timeout, 429 (see

@@ -31,7 +31,7 @@ func (c Config) Validate() error {
 	}
 	for _, check := range []func() error{
 		c.Breaker.validate, c.RetryBudget.validate, c.validateRetryOn,
-		c.AttemptTimeout.validate, c.Hedge.validate, c.Outlier.validate,
+		c.AttemptTimeout.validate, c.Hedge.validate, c.Outlier.validate, c.validateHeaders,
 	} {
 		if err := check(); err != nil {
 			return err

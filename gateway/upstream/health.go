@@ -83,6 +83,7 @@ func (p *Pool) check(ctx context.Context, n *node) checkResult {
 	if err != nil {
 		return checkFailed
 	}
+	p.setHeaders(req)
 	resp, err := p.rt.RoundTrip(req)
 	if err != nil {
 		if errors.Is(err, syscall.ECONNREFUSED) {

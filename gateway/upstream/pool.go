@@ -82,6 +82,8 @@ type Pool struct {
 
 	retryOnRefused bool // a 429 is retried (RetryOn)
 
+	header http.Header // Config.Headers, canonical; read-only after New
+
 	onRotation func(from, to int) // see WithRotationHook; nil: none
 	rotMu      sync.Mutex         // serializes onRotation's calls
 	rotation   int                // guarded by rotMu; nodes in rotation last reported
@@ -112,7 +114,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	p := &Pool{cfg: cfg, done: make(chan struct{})}
+	p := &Pool{cfg: cfg, header: headerOf(cfg.Headers), done: make(chan struct{})}
 	for _, o := range opts {
 		o(p)
 	}
