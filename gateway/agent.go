@@ -127,7 +127,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 		return
 	}
 	if !g.reserveAgent(&t, &plan, per) {
-		g.release(&t, admit.Sample{})
+		g.refuse(&t)
 		g.countTask(wire.AgentTaskShed, plan.level)
 		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
 			msg: fmt.Sprintf("token budget exhausted for %s: not even one sub-call of %d tokens fits", x.id.Priority, per)})
@@ -224,7 +224,7 @@ func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPl
 	g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
 	g.giveBudget(t, int64(plan.width-n)*int64(plan.steps)*per)
 	if n == 0 {
-		g.release(t, admit.Sample{})
+		g.refuse(t)
 		g.countTask(wire.AgentTaskShed, plan.level)
 		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
 			msg: "agent amplification cap and sub-call queue full (agent.max_subcalls_inflight, agent.queue_size)"})

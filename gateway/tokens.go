@@ -106,6 +106,17 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 	t.tokens, t.estimate = 0, 0
 }
 
+// refuse gives back what an admitted request that is then refused
+// before any model call holds: its place, its budget tokens and its
+// token-cost bucket's charge. It used nothing, so unlike settle nothing
+// is counted as used.
+func (g *Gateway) refuse(t *ticket) {
+	t.permit.Release(admit.Sample{})
+	g.refundRateLimit(t)
+	g.budget.Release(t.tokens)
+	t.tokens, t.estimate = 0, 0
+}
+
 // refundRateLimit gives a token-cost bucket back what a request that was
 // then refused (guard, bulkhead, budget) was charged: it used nothing.
 func (g *Gateway) refundRateLimit(t *ticket) {

@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/gateway/ratelimit"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// TestAgentRefusalRefundsTokens: an agent task admitted (rate limit,
+// guard, bulkhead) and then refused — not one sub-call fits the token
+// budget, or every sub-call place is taken — used no tokens: its
+// token-cost bucket gets its charge back and levee_tokens_used_total
+// counts nothing for it, as for any other refusal (refundRateLimit).
+// Before, each refusal drained the tenant's bucket by the task's
+// estimate and counted it as used, so a run of refusals turned the
+// tenant's next tasks away as rate limited although nothing ran.
+func TestAgentRefusalRefundsTokens(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		hold, allow func(t *testing.T, s *Server)
+	}{
+		{"budget", func(t *testing.T, s *Server) {
+			// Hold 700 of P2's 750 tokens: not one sub-call of 100 fits.
+			for _, n := range []int64{250, 250, 200} {
+				if err := s.G.budget.Reserve(2, n); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, func(_ *testing.T, s *Server) { s.G.budget.Release(700) }},
+		{"sub-call places", func(t *testing.T, s *Server) {
+			if n := s.G.subcalls.reserve(1, true); n != 1 {
+				t.Fatalf("reserved %d places, want 1", n)
+			}
+		}, func(_ *testing.T, s *Server) { s.G.subcalls.unreserve(1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fm := newFakeModel(t, 16, 0)
+			cfg := testConfig(fm.addr())
+			// A sub-call of this body is estimated at 100 tokens; a task
+			// is cut to 2 of them (the cap is 250): 200 charged.
+			cfg.TokenBudget, cfg.Budget.ReserveP0, cfg.Budget.ReserveP1 = 1000, 0.25, 0
+			cfg.Agent.MaxSubcallsInflight, cfg.Agent.QueueSize = 1, 0
+			cfg.RateLimit.Rules = []RuleConfig{{Tenant: "batch", Route: "agent", Cost: CostTokens,
+				Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 0.001, Burst: 400}}}
+			s := startServer(t, cfg)
+			body := `{"prompt":"` + strings.Repeat("a", 400) + `","max_tokens":0}`
+			url := "http://" + s.Addr() + "/v1/agent"
+			tc.hold(t, s)
+			for i := range 3 {
+				if a := call(t, "POST", url, "k2", body); a.status != 503 || a.outcome != wire.OutcomeShedBudget.String() {
+					t.Fatalf("task %d with no room: %v; want 503 shed_budget", i, a)
+				}
+			}
+			if used := counterSum(scrape(t, s), wire.MetricTokensUsed, nil); used != 0 {
+				t.Errorf("%s = %v after 3 refused tasks, want 0", wire.MetricTokensUsed, used)
+			}
+			tc.allow(t, s)
+			if a := call(t, "POST", url, "k2", body); a.outcome != wire.OutcomeOK.String() {
+				t.Fatalf("task once there is room: %v; want ok (the refused tasks cost the bucket nothing)", a)
+			}
+			eventually(t, 2*time.Second, func() bool { return s.G.budget.Inflight() == 0 }, "the budget back to 0 after the tasks")
+		})
+	}
+}
