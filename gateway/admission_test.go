@@ -65,3 +65,34 @@ func TestAgentRefusalRefundsTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestBudgetCapByPriority: a request costing more than its priority may
+// ever fill of the token budget can never pass, whatever the load: it is
+// a 400 naming the field, like one over budget.max_request_tokens, not a
+// 503 shed_budget that a client retries forever. Here reserve_p0 0.6
+// makes the per-request cap 600 of 1000 tokens while P1 and P2 may fill
+// 400: before, a lone P2 request of 500 was refused 503 every time.
+func TestBudgetCapByPriority(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	cfg := testConfig(fm.addr())
+	cfg.TokenBudget, cfg.Budget.ReserveP0, cfg.Budget.ReserveP1 = 1000, 0.6, 0
+	s := startServer(t, cfg)
+	url := "http://" + s.Addr() + "/v1/chat/completions"
+	// 1936 characters / 4 + the default 16 completion tokens: 500.
+	body := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("a", 1936) + `"}]}`
+	for range 2 {
+		a := call(t, "POST", url, "k2", body)
+		if a.status != 400 || a.outcome != wire.OutcomeError.String() || a.errorField() != "messages" ||
+			!strings.Contains(string(a.body), "reserve_p0") {
+			t.Fatalf("P2 request over what P2 may fill: %v; want 400 naming messages and reserve_p0", a)
+		}
+	}
+	if a := call(t, "POST", url, "k0", body); a.outcome != wire.OutcomeOK.String() {
+		t.Fatalf("the same request at P0, within the cap: %v; want ok", a)
+	}
+	// An agent task whose one sub-call P2 may never hold: 400 too.
+	agent := `{"prompt":"` + strings.Repeat("a", 1936) + `","max_tokens":16}`
+	if a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", agent); a.status != 400 || a.errorField() != "prompt" {
+		t.Fatalf("P2 agent task whose sub-call P2 may never hold: %v; want 400 naming prompt", a)
+	}
+}

@@ -115,7 +115,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
 		return
 	}
-	plan = g.fitPlan(plan, per, g.budget.RequestCap())
+	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))
 	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
 		if s.black && g.on(defFallback) {

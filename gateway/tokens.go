@@ -76,15 +76,27 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 }
 
 // overRequestCap answers 400 and reports true when a request's estimate
-// exceeds the budget's per-request cap (the budget defense on): such a
-// request could never pass, whatever the load. field names the request
-// field to blame; what says what the estimate is made of.
+// exceeds the most one request of its priority may take of the budget
+// (the budget defense on): the per-request cap, or the priority's
+// ceiling when the reserves held for more important priorities leave it
+// less (admit.Budget.RequestCapFor). Such a request could never pass,
+// whatever the load. field names the request field to blame; what says
+// what the estimate is made of.
 func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) bool {
-	if !g.on(defBudget) || tokens <= g.budget.RequestCap() {
+	p := x.id.Priority
+	capTokens := g.budget.RequestCapFor(p)
+	if !g.on(defBudget) || tokens <= capTokens {
 		return false
 	}
-	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf(
-		"estimated cost %d tokens (%s) exceeds the per-request cap of %d tokens (budget.max_request_tokens)", tokens, what, g.budget.RequestCap()))
+	why := fmt.Sprintf("the per-request cap of %d tokens (budget.max_request_tokens)", capTokens)
+	if capTokens < g.budget.RequestCap() {
+		held := "budget.reserve_p0"
+		if p == admit.P2 {
+			held += " and budget.reserve_p1"
+		}
+		why = fmt.Sprintf("the %d tokens a %s request may ever hold of the token budget of %d (%s held for more important priorities)", capTokens, p, g.budget.Capacity(), held)
+	}
+	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
 	return true
 }
 
