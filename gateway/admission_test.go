@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +95,35 @@ func TestBudgetCapByPriority(t *testing.T) {
 	agent := `{"prompt":"` + strings.Repeat("a", 1936) + `","max_tokens":16}`
 	if a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", agent); a.status != 400 || a.errorField() != "prompt" {
 		t.Fatalf("P2 agent task whose sub-call P2 may never hold: %v; want 400 naming prompt", a)
+	}
+}
+
+// TestRuleForUnknownTenantRefused: a rate-limit rule whose tenant no API
+// key has (nor the anonymous tenant) could never match; a misspelt tenant
+// used to be accepted and left the tenant it meant unlimited. It is
+// refused naming the rule's tenant and line at load, and on the admin API.
+func TestRuleForUnknownTenantRefused(t *testing.T) {
+	yaml := "upstream:\n  nodes: [\"127.0.0.1:9\"]\nkeys:\n  - {key: a, tenant: batch, priority: P2}\n" +
+		"ratelimit:\n  rules:\n    - {tenant: batch, route: chat, algorithm: sliding_window, limit: 3, window: 1s}\n" +
+		"    - {tenant: bacth, route: agent, algorithm: sliding_window, limit: 3, window: 1s}\n"
+	_, err := ParseConfig([]byte(yaml))
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "ratelimit.rules[1].tenant" || ce.Line != 8 || !strings.Contains(err.Error(), "bacth") {
+		t.Fatalf("rule for an unknown tenant: %v; want a *ConfigError on ratelimit.rules[1].tenant, line 8, naming bacth", err)
+	}
+	for _, ok := range []string{"batch", "anonymous", "'*'"} {
+		if _, err := ParseConfig([]byte(strings.Replace(yaml, "bacth", ok, 1))); err != nil {
+			t.Errorf("rule for tenant %q: %v", ok, err)
+		}
+	}
+
+	fm := newFakeModel(t, 4, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	a := admin(t, s, "PUT", "/admin/limits", `{"ratelimit":{"rules":[{"tenant":"trade","route":"*","algorithm":"sliding_window","limit":5,"window_ms":1000},{"tenant":"trdae","route":"*","algorithm":"sliding_window","limit":5,"window_ms":1000}]}}`)
+	if a.status != 400 || a.errorField() != "ratelimit.rules[1].tenant" {
+		t.Fatalf("admin rule for an unknown tenant: %v; want 400 naming ratelimit.rules[1].tenant", a)
+	}
+	if n := len(s.G.Config().RateLimit.Rules); n != 0 {
+		t.Errorf("%d rules in force after the refused patch, want 0", n)
 	}
 }
