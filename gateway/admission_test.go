@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -125,5 +126,43 @@ func TestRuleForUnknownTenantRefused(t *testing.T) {
 	}
 	if n := len(s.G.Config().RateLimit.Rules); n != 0 {
 		t.Errorf("%d rules in force after the refused patch, want 0", n)
+	}
+}
+
+// settlePanicStore is a local store whose Settle panics: a stand-in for
+// any bug on the request path after admission.
+type settlePanicStore struct{ *ratelimit.Local }
+
+func (settlePanicStore) Settle(context.Context, string, ratelimit.Rule, int64, time.Time) error {
+	panic("injected settle bug")
+}
+
+// TestPanicAfterAdmissionReleases: a request that panics after admission
+// (here in the token bucket's settlement, once its stream has ended) is
+// recovered and counted once, and gives back what it held: its place in
+// the class's bulkhead and its budget tokens. Before, each such panic
+// kept the request's tokens in the budget for good (5 streams: 5 × 11
+// tokens), so a recurring bug shrank the budget and the places until
+// nothing passed.
+func TestPanicAfterAdmissionReleases(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	cfg := testConfig(fm.addr())
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "chat", Cost: CostTokens,
+		Rule: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: 1000, Burst: 1000}}}
+	s := startServer(t, cfg, WithStore(settlePanicStore{ratelimit.NewLocal()}))
+	const n = 5
+	for range n {
+		_ = call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k1", streamBody)
+	}
+	if got := counterSum(scrape(t, s), wire.MetricRequests, map[string]string{"route": "chat"}); got != n {
+		t.Errorf("%v outcomes counted for %d requests", got, n)
+	}
+	deadline := time.Now().Add(5 * time.Second) // waiting for a state: only a leak takes this long
+	for s.G.budget.Inflight() != 0 || s.G.bulkheads[classStream].Stats().Inflight != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d panics: %d budget tokens and %d stream places still held, want 0",
+				n, s.G.budget.Inflight(), s.G.bulkheads[classStream].Stats().Inflight)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

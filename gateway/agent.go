@@ -126,6 +126,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
+	defer g.release(&t, admit.Sample{}) // a panic before the task's release: give t back (after it: a no-op)
 	if !g.reserveAgent(&t, &plan, per) {
 		g.refuse(&t)
 		g.countTask(wire.AgentTaskShed, plan.level)

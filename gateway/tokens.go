@@ -101,8 +101,10 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) 
 }
 
 // settle ends t's token reservation: the estimate, or the usage when
-// known, is counted as used; a token-cost bucket is settled with the
-// difference; the budget's tokens return.
+// known, is counted as used; the budget's tokens return; a token-cost
+// bucket is settled with the difference. t holds nothing before the
+// store is called, so a store that fails or panics cannot keep the
+// budget's tokens.
 func (g *Gateway) settle(t *ticket, used int64, known bool) {
 	if !known {
 		used = t.estimate
@@ -110,12 +112,12 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 	if t.estimate > 0 || used > 0 {
 		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
 	}
-	if t.rl != nil && known {
-		g.settleRateLimit(t.rl, used-t.rlCost)
-	}
-	t.rl = nil
+	rl, cost := t.rl, t.rlCost
 	g.budget.Release(t.tokens)
-	t.tokens, t.estimate = 0, 0
+	t.rl, t.tokens, t.estimate = nil, 0, 0
+	if rl != nil && known {
+		g.settleRateLimit(rl, used-cost)
+	}
 }
 
 // refuse gives back what an admitted request that is then refused
