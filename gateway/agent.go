@@ -115,7 +115,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
 		return
 	}
-	plan = g.fitPlan(plan, per, g.budget.RequestCap())
+	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))
 	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
 		if s.black && g.on(defFallback) {
@@ -126,8 +126,9 @@ func (g *Gateway) serveAgent(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
+	defer g.release(&t, admit.Sample{}) // a panic before the task's release: give t back (after it: a no-op)
 	if !g.reserveAgent(&t, &plan, per) {
-		g.release(&t, admit.Sample{})
+		g.refuse(&t)
 		g.countTask(wire.AgentTaskShed, plan.level)
 		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
 			msg: fmt.Sprintf("token budget exhausted for %s: not even one sub-call of %d tokens fits", x.id.Priority, per)})
@@ -224,7 +225,7 @@ func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPl
 	g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
 	g.giveBudget(t, int64(plan.width-n)*int64(plan.steps)*per)
 	if n == 0 {
-		g.release(t, admit.Sample{})
+		g.refuse(t)
 		g.countTask(wire.AgentTaskShed, plan.level)
 		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
 			msg: "agent amplification cap and sub-call queue full (agent.max_subcalls_inflight, agent.queue_size)"})

@@ -62,6 +62,9 @@ func (c *Config) Validate() error {
 	if err := c.RateLimit.validate(); err != nil {
 		return err
 	}
+	if err := checkRuleTenants(c.RateLimit.Rules, newKeyTable(c).tenants); err != nil {
+		return err
+	}
 	if err := c.Guard.validate(); err != nil {
 		return err
 	}

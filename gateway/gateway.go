@@ -396,7 +396,9 @@ func (g *Gateway) guardFor(c classID) *admit.Guard {
 	return g.localGuard
 }
 
-// ticket is an admitted request's hold on the chain: release it once.
+// ticket is an admitted request's hold on the chain: release it
+// (release, releaseCall or refuse; each clears it, so a second release —
+// a handler's deferred one — gives nothing back twice).
 type ticket struct {
 	permit   admit.Permit
 	tokens   int64          // budget tokens held (0 when the budget was off)

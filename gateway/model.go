@@ -261,6 +261,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
+	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
 	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body, &t.permit)
 	g.releaseCall(&t, res)
 }
@@ -284,6 +285,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.shedOrFallback(s, cr.Stream)
 		return
 	}
+	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
 	if !cr.Stream {
 		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body, &t.permit)
 		g.releaseCall(&t, res)

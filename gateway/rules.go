@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/levee-lab/levee/gateway/ratelimit"
 )
@@ -37,6 +38,9 @@ func newRuleTable(rules []RuleConfig, tenants []string) (*ruleTable, error) {
 		converted[i] = r
 		idx[pair{rc.Tenant, rc.Route}] = i
 	}
+	if err := checkRuleTenants(rules, tenants); err != nil {
+		return nil, err
+	}
 	t := &ruleTable{rules: rules, entries: make([][numRoutes]*ruleEntry, len(tenants))}
 	for tid, tenant := range tenants {
 		for r := range routeOther { // "other" is never limited
@@ -56,6 +60,22 @@ func newRuleTable(rules []RuleConfig, tenants []string) (*ruleTable, error) {
 		}
 	}
 	return t, nil
+}
+
+// checkRuleTenants returns a *ConfigError naming the first rule whose
+// tenant is neither "*" nor one of tenants (the anonymous tenant first,
+// then the API keys' tenants, as newKeyTable lists them): no request
+// would ever match it, so a misspelt tenant would leave the tenant it
+// meant unlimited without a word.
+func checkRuleTenants(rules []RuleConfig, tenants []string) error {
+	for i, rc := range rules {
+		if rc.Tenant == "*" || slices.Contains(tenants, rc.Tenant) {
+			continue
+		}
+		return &ConfigError{Field: fmt.Sprintf("ratelimit.rules[%d].tenant", i), Msg: fmt.Sprintf(
+			"must be \"*\", the anonymous tenant or an API key's tenant (%q): no request would ever match %q", tenants, rc.Tenant)}
+	}
+	return nil
 }
 
 func (t *ruleTable) lookup(tid int, r routeID) *ruleEntry {

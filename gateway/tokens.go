@@ -76,21 +76,35 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 }
 
 // overRequestCap answers 400 and reports true when a request's estimate
-// exceeds the budget's per-request cap (the budget defense on): such a
-// request could never pass, whatever the load. field names the request
-// field to blame; what says what the estimate is made of.
+// exceeds the most one request of its priority may take of the budget
+// (the budget defense on): the per-request cap, or the priority's
+// ceiling when the reserves held for more important priorities leave it
+// less (admit.Budget.RequestCapFor). Such a request could never pass,
+// whatever the load. field names the request field to blame; what says
+// what the estimate is made of.
 func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) bool {
-	if !g.on(defBudget) || tokens <= g.budget.RequestCap() {
+	p := x.id.Priority
+	capTokens := g.budget.RequestCapFor(p)
+	if !g.on(defBudget) || tokens <= capTokens {
 		return false
 	}
-	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf(
-		"estimated cost %d tokens (%s) exceeds the per-request cap of %d tokens (budget.max_request_tokens)", tokens, what, g.budget.RequestCap()))
+	why := fmt.Sprintf("the per-request cap of %d tokens (budget.max_request_tokens)", capTokens)
+	if capTokens < g.budget.RequestCap() {
+		held := "budget.reserve_p0"
+		if p == admit.P2 {
+			held += " and budget.reserve_p1"
+		}
+		why = fmt.Sprintf("the %d tokens a %s request may ever hold of the token budget of %d (%s held for more important priorities)", capTokens, p, g.budget.Capacity(), held)
+	}
+	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
 	return true
 }
 
 // settle ends t's token reservation: the estimate, or the usage when
-// known, is counted as used; a token-cost bucket is settled with the
-// difference; the budget's tokens return.
+// known, is counted as used; the budget's tokens return; a token-cost
+// bucket is settled with the difference. t holds nothing before the
+// store is called, so a store that fails or panics cannot keep the
+// budget's tokens.
 func (g *Gateway) settle(t *ticket, used int64, known bool) {
 	if !known {
 		used = t.estimate
@@ -98,10 +112,21 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 	if t.estimate > 0 || used > 0 {
 		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
 	}
-	if t.rl != nil && known {
-		g.settleRateLimit(t.rl, used-t.rlCost)
+	rl, cost := t.rl, t.rlCost
+	g.budget.Release(t.tokens)
+	t.rl, t.tokens, t.estimate = nil, 0, 0
+	if rl != nil && known {
+		g.settleRateLimit(rl, used-cost)
 	}
-	t.rl = nil
+}
+
+// refuse gives back what an admitted request that is then refused
+// before any model call holds: its place, its budget tokens and its
+// token-cost bucket's charge. It used nothing, so unlike settle nothing
+// is counted as used.
+func (g *Gateway) refuse(t *ticket) {
+	t.permit.Release(admit.Sample{})
+	g.refundRateLimit(t)
 	g.budget.Release(t.tokens)
 	t.tokens, t.estimate = 0, 0
 }

@@ -10,7 +10,8 @@ import (
 // Budget refusals. Reserve wraps neither: compare with errors.Is.
 var (
 	// ErrOverRequestCap: the request alone costs more than the
-	// per-request cap; it can never pass, whatever the load.
+	// per-request cap, or than its priority may ever fill of the budget
+	// (see Budget.RequestCapFor); it can never pass, whatever the load.
 	ErrOverRequestCap = errors.New("admit: request cost exceeds the per-request token cap")
 	// ErrBudgetFull: the budget has no room for the request's priority now.
 	ErrBudgetFull = errors.New("admit: token budget exhausted for this priority")
@@ -98,13 +99,14 @@ type budgetState struct {
 	cfg      BudgetConfig
 	cap      int64
 	ceilings [NumPriorities]int64
+	caps     [NumPriorities]int64 // min(cap, ceilings[p]): the most one request of p may take
 }
 
 // Budget bounds the estimated LLM tokens of requests in flight, by
 // priority: a request of priority p is admitted while the tokens in flight
 // plus its own stay within p's ceiling (the budget less the headroom held
 // for more important priorities), and never when it alone exceeds the
-// per-request cap. So whatever P1, P2 and anonymous requests do, P0 keeps
+// per-request cap or p's ceiling. So whatever P1, P2 and anonymous requests do, P0 keeps
 // ReserveP0 × Tokens for itself, and one request never takes the whole
 // budget. Reserve and Release never block and never allocate; Budget is
 // safe for concurrent use.
@@ -125,18 +127,20 @@ func NewBudget(cfg BudgetConfig) *Budget {
 
 // Reserve takes tokens for a request of priority p. It returns nil when
 // they were taken (pair it with Release of the same total),
-// ErrOverRequestCap when tokens exceed the per-request cap, or
-// ErrBudgetFull when p's ceiling has no room now. tokens ≤ 0 always
+// ErrOverRequestCap when tokens exceed RequestCapFor(p) (the per-request
+// cap, or p's ceiling: no load lets them pass), or ErrBudgetFull when
+// p's ceiling has no room now. tokens ≤ 0 always
 // succeeds and takes nothing.
 func (b *Budget) Reserve(p Priority, tokens int64) error {
 	if tokens <= 0 {
 		return nil
 	}
 	st := b.state.Load()
-	if tokens > st.cap {
+	p = min(p, NumPriorities-1)
+	if tokens > st.caps[p] {
 		return ErrOverRequestCap
 	}
-	ceiling := st.ceilings[min(p, NumPriorities-1)]
+	ceiling := st.ceilings[p]
 	for {
 		cur := b.inflight.Load()
 		if cur+tokens > ceiling {
@@ -176,6 +180,15 @@ func (b *Budget) Capacity() int64 { return b.state.Load().cfg.Tokens }
 // RequestCap reports the per-request cap.
 func (b *Budget) RequestCap() int64 { return b.state.Load().cap }
 
+// RequestCapFor reports the most one request of priority p may take: the
+// per-request cap, or p's ceiling when that is lower (reserves that hold
+// back more than the cap leaves P1 or P2: reserve_p0 0.6 caps a request
+// at 600 of 1000 tokens, while P2 may fill 400). A request above it can
+// never pass at p.
+func (b *Budget) RequestCapFor(p Priority) int64 {
+	return b.state.Load().caps[min(p, NumPriorities-1)]
+}
+
 // Ceiling reports how far priority p may fill the budget.
 func (b *Budget) Ceiling(p Priority) int64 { return b.state.Load().ceilings[min(p, NumPriorities-1)] }
 
@@ -189,7 +202,11 @@ func (b *Budget) SetConfig(cfg BudgetConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	b.state.Store(&budgetState{cfg: cfg, cap: cfg.RequestCap(), ceilings: cfg.ceilings()})
+	st := &budgetState{cfg: cfg, cap: cfg.RequestCap(), ceilings: cfg.ceilings()}
+	for p, c := range st.ceilings {
+		st.caps[p] = min(st.cap, c)
+	}
+	b.state.Store(st)
 	return nil
 }
 

@@ -175,3 +175,25 @@ func TestBudgetZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per Reserve+Release, want 0", a)
 	}
 }
+
+// TestBudgetRequestCapFor: a request over what its priority may ever fill
+// is refused as over the cap (it can never pass), not as a full budget
+// (try later): reserve_p0 0.6 caps a request at 600 of 1000 tokens, but
+// P1 and P2 may fill 400.
+func TestBudgetRequestCapFor(t *testing.T) {
+	b := NewBudget(BudgetConfig{Tokens: 1000, ReserveP0: 0.6})
+	for p, want := range [NumPriorities]int64{600, 400, 400} {
+		if got := b.RequestCapFor(Priority(p)); got != want {
+			t.Errorf("RequestCapFor(%s) = %d, want %d", Priority(p), got, want)
+		}
+	}
+	if err := b.Reserve(P2, 500); !errors.Is(err, ErrOverRequestCap) {
+		t.Fatalf("Reserve(P2, 500) with nothing in flight = %v, want ErrOverRequestCap", err)
+	}
+	if err := b.Reserve(P0, 500); err != nil {
+		t.Fatalf("Reserve(P0, 500) = %v", err)
+	}
+	if err := b.Reserve(P2, 400); !errors.Is(err, ErrBudgetFull) {
+		t.Fatalf("Reserve(P2, 400) with 500 in flight = %v, want ErrBudgetFull", err)
+	}
+}

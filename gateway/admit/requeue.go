@@ -35,13 +35,16 @@ var ErrNotRequeued = errors.New("admit: not requeued: nothing in flight and no r
 // token; nil: granted) and, granted, waits as Acquire does; refused, it
 // returns ErrNotRequeued, the place given back, and moves the requests
 // parked before (no Release will come for them) to the front of their
-// queues. Other errors as Acquire's.
+// queues. Other errors as Acquire's (ctx ended: the place is given back
+// too, and when nothing is left in flight the parked requests move to the
+// front of their queues all the same).
 func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sample, pay func() bool) (Permit, error) {
 	if !p.Valid() {
 		return Permit{}, fmt.Errorf("bulkhead %q: invalid priority %d", b.name, uint8(p))
 	}
 	b.giveBack(permit, s)
 	if err := ctx.Err(); err != nil {
+		b.wakeParkedIfIdle()
 		return Permit{}, err
 	}
 	b.mu.Lock()
@@ -52,7 +55,11 @@ func (b *Bulkhead) Requeue(ctx context.Context, p Priority, permit *Permit, s Sa
 	}
 	b.mu.Unlock()
 	if pay == nil || pay() {
-		return b.Acquire(ctx, p)
+		pm, err := b.Acquire(ctx, p)
+		if err != nil {
+			b.wakeParkedIfIdle()
+		}
+		return pm, err
 	}
 	b.wakeParked()
 	return Permit{}, ErrNotRequeued
@@ -65,6 +72,17 @@ func (b *Bulkhead) wakeParked() {
 	b.mu.Lock()
 	b.unparkLocked()
 	b.dispatchLocked()
+	b.mu.Unlock()
+}
+
+// wakeParkedIfIdle wakes the parked requests (see wakeParked) when
+// nothing is in flight: no Release will come for them then.
+func (b *Bulkhead) wakeParkedIfIdle() {
+	b.mu.Lock()
+	if b.inflight == 0 {
+		b.unparkLocked()
+		b.dispatchLocked()
+	}
 	b.mu.Unlock()
 }
 
