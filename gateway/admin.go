@@ -392,6 +392,7 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 	}
 	if patch.MaxSubcallsInflight != nil {
 		g.subcalls.setCap(*patch.MaxSubcallsInflight)
+		g.cfg.Agent.MaxSubcallsInflight = int(*patch.MaxSubcallsInflight)
 	}
 	if newRules != nil {
 		g.rules.Store(newRules)

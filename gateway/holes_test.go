@@ -68,6 +68,20 @@ func TestAdminDurationsRangeChecked(t *testing.T) {
 	}
 }
 
+// TestAdminLimitsShowInConfig: a limit the admin API changed is in the
+// config the gateway reports, as Config promises.
+func TestAdminLimitsShowInConfig(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	if a := admin(t, s, "PUT", "/admin/limits", `{"max_subcalls_inflight":7,"token_budget":5000}`); a.status != 200 {
+		t.Fatalf("PUT /admin/limits: %v", a)
+	}
+	c := s.G.Config()
+	if c.Agent.MaxSubcallsInflight != 7 || c.TokenBudget != 5000 {
+		t.Errorf("Config() after the patch: max_subcalls_inflight %d (want 7), token_budget %d (want 5000)", c.Agent.MaxSubcallsInflight, c.TokenBudget)
+	}
+}
+
 // TestConfigUpperBounds: every size, count and duration has an upper
 // bound, named in the error with the field.
 func TestConfigUpperBounds(t *testing.T) {
