@@ -105,22 +105,41 @@ type callState struct {
 	// (nil when none is armed).
 	hedgeDue  chan struct{}
 	stopHedge func() bool
-	// inFlight and launched mirror len(live) and len(tried) for the
-	// attempt timers' goroutines.
-	inFlight atomic.Int32
-	launched atomic.Int32
+	// inFlight mirrors len(live) and triedView tried for the attempt
+	// timers' goroutines (tried only grows by append, so the slice a
+	// reader loaded never changes under it).
+	inFlight  atomic.Int32
+	triedView atomic.Pointer[[]*node]
 }
 
 // replaceable reports whether an attempt of this call that timed out can
 // be replaced: another attempt is in flight, or a retry after a timeout
-// is allowed, a node is left untried and the budget has a token for it.
+// is allowed, a node a retry could go to is left (see untriedNode) and
+// the budget has a token for it.
 func (s *callState) replaceable() bool {
 	p := s.p
 	if s.inFlight.Load() > 1 {
 		return true
 	}
+	var tried []*node
+	if v := s.triedView.Load(); v != nil {
+		tried = *v
+	}
 	return p.retriesOn.Load() && p.retryOnKind[failTimeout] &&
-		int(s.launched.Load()) < len(p.nodes) && p.budget.Balance(s.prio) >= 1
+		p.untriedNode(tried) && p.budget.Balance(s.prio) >= 1
+}
+
+// untriedNode reports whether a node not in tried could take an attempt:
+// it is up and, with breakers on, its breaker is not open. (A probing or
+// ejected node counts: pick falls back to it.)
+func (p *Pool) untriedNode(tried []*node) bool {
+	breakerOn := p.breakerOn.Load()
+	for _, n := range p.nodes {
+		if n.up.Load() && !contains(tried, n) && (!breakerOn || n.breaker.State() != StateOpen) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryable reports whether r's failure is retried (RetryOn): a
@@ -238,8 +257,9 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 		return nil, err
 	}
 	s.tried = append(s.tried, pk.n)
+	tried := s.tried
+	s.triedView.Store(&tried)
 	s.live = append(s.live, a)
-	s.launched.Add(1)
 	s.inFlight.Add(1)
 	p.attempts[kind].Add(1)
 	// The hedge timer is armed before the attempt starts, like its timeout:

@@ -127,8 +127,9 @@ type Config struct {
 // attempt its node's median, and never exceeds the deadline. Before any measurement there is no attempt
 // timeout: the caller's deadline alone bounds the attempt. A timeout
 // abandons its attempt only when something can take its place — a hedge
-// in flight, or a retry (RetryOn has "timeout", a node is left untried,
-// the budget has a token) — else the attempt runs on to the deadline. An
+// in flight, or a retry (RetryOn has "timeout", a node is left untried
+// that is up and whose breaker is not open, the budget has a token) —
+// else the attempt runs on to the deadline. An
 // abandoned attempt's request is cancelled (the node sees the
 // disconnect) and counts as a failure of the node.
 type AttemptTimeoutConfig struct {
