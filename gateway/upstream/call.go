@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -105,22 +106,44 @@ type callState struct {
 	// (nil when none is armed).
 	hedgeDue  chan struct{}
 	stopHedge func() bool
-	// inFlight mirrors len(live) and triedView tried for the attempt
-	// timers' goroutines (tried only grows by append, so the slice a
-	// reader loaded never changes under it).
-	inFlight  atomic.Int32
+	// triedView is tried for the attempt timers' goroutines (tried only
+	// grows by append, so the slice a reader loaded never changes under
+	// it).
 	triedView atomic.Pointer[[]*node]
+	// running counts the attempts in live that no timeout gave up (see
+	// attempt.running); the call's goroutine and the attempt timers'
+	// share it under mu.
+	mu      sync.Mutex
+	running int
 }
 
-// replaceable reports whether an attempt of this call that timed out can
-// be replaced: another attempt is in flight, or a retry after a timeout
-// is allowed, a node a retry could go to is left (see untriedNode) and
-// the budget has a token for it.
-func (s *callState) replaceable() bool {
-	p := s.p
-	if s.inFlight.Load() > 1 {
+// timeOut is a's attempt timeout firing. It gives a up — moves it to
+// timed out for its caller to cancel, and reports true — only when
+// something can take its place: another attempt of the call still
+// running (which then can no longer be given up on a's account: two
+// attempts timing out together leave one running), or a retry (see
+// retryPossible). Otherwise a runs on until the caller's deadline.
+func (s *callState) timeOut(a *attempt) bool {
+	s.mu.Lock()
+	if a.running && s.running > 1 {
+		defer s.mu.Unlock()
+		if !a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
+			return false // its answer came just now
+		}
+		a.running = false
+		s.running--
 		return true
 	}
+	s.mu.Unlock()
+	return s.retryPossible() && a.state.CompareAndSwap(attemptPending, attemptTimedOut)
+}
+
+// retryPossible reports whether an attempt of this call that timed out
+// can be replaced by a retry: a retry after a timeout is allowed, a node
+// a retry could go to is left (see untriedNode) and the budget has a
+// token for it.
+func (s *callState) retryPossible() bool {
+	p := s.p
 	var tried []*node
 	if v := s.triedView.Load(); v != nil {
 		tried = *v
@@ -260,7 +283,10 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	tried := s.tried
 	s.triedView.Store(&tried)
 	s.live = append(s.live, a)
-	s.inFlight.Add(1)
+	s.mu.Lock()
+	a.running = true
+	s.running++
+	s.mu.Unlock()
 	p.attempts[kind].Add(1)
 	// The hedge timer is armed before the attempt starts, like its timeout:
 	// by the time the node sees the request, both are running.
@@ -320,7 +346,12 @@ func (s *callState) remove(a *attempt) {
 	for i, x := range s.live {
 		if x == a {
 			s.live = append(s.live[:i], s.live[i+1:]...)
-			s.inFlight.Add(-1)
+			s.mu.Lock()
+			if a.running {
+				a.running = false
+				s.running--
+			}
+			s.mu.Unlock()
 			return
 		}
 	}
@@ -366,7 +397,9 @@ func (s *callState) finish() {
 		}
 	}
 	s.live = nil
-	s.inFlight.Store(0)
+	s.mu.Lock()
+	s.running = 0
+	s.mu.Unlock()
 }
 
 // drainClose reads a little of an unused answer (so its connection may be
