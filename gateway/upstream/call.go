@@ -385,15 +385,17 @@ func (s *callState) result() (*http.Response, error) {
 }
 
 // finish abandons the attempts still in flight and waits for them to end
-// (a cancelled request ends at once), closing any answer they got: when
-// Send returns, only its own answer holds a node.
+// (a cancelled request ends at once), closing any answer they got without
+// reading it (it may be a stream that goes on for minutes: closing cancels
+// its request, so its node sees the client leave): when Send returns, only
+// its own answer holds a node.
 func (s *callState) finish() {
 	for _, a := range s.live {
 		a.abandon()
 	}
 	for range s.live {
 		if r := <-s.results; r.resp != nil {
-			drainClose(r.resp)
+			r.resp.Body.Close()
 		}
 	}
 	s.live = nil
