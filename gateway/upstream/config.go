@@ -165,7 +165,8 @@ type HedgeConfig struct {
 	Quantile float64 `yaml:"quantile" json:"quantile"`
 	// Ratio of hedge-eligible calls that may be hedged; in (0,1], default 0.1.
 	Ratio float64 `yaml:"ratio" json:"ratio"`
-	// MinPerSecond hedges are always allowed (≥ 0; default none).
+	// MinPerSecond hedges are always allowed (≥ 0, and × the retry
+	// budget's TTL at most MaxReserveTokens; default none).
 	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
 	// IncludeP1 hedges P1 calls too (default P0 only).
 	IncludeP1 bool `yaml:"include_p1" json:"include_p1"`
@@ -218,9 +219,11 @@ type BreakerConfig struct {
 // expire after TTL, and MinPerSecond×TTL tokens are always available, so
 // retries ≤ Ratio × requests(TTL) + MinPerSecond × TTL.
 type RetryBudgetConfig struct {
-	Ratio        float64       `yaml:"ratio" json:"ratio"`                   // in (0,1]; default 0.1
-	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"` // ≥ 0; zero means no reserve (not defaulted)
-	TTL          time.Duration `yaml:"ttl" json:"ttl"`                       // default 10s
+	Ratio float64 `yaml:"ratio" json:"ratio"` // in (0,1]; default 0.1
+	// MinPerSecond ≥ 0, and × TTL at most MaxReserveTokens; zero means no
+	// reserve (not defaulted).
+	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"`
+	TTL          time.Duration `yaml:"ttl" json:"ttl"` // default 10s
 	// P0Reserve is the share of the budget only P0 retries may spend; in
 	// (0,1), default 0.5 (see RetryBudget).
 	P0Reserve float64 `yaml:"p0_reserve" json:"p0_reserve"`
