@@ -16,8 +16,8 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// DeadlineHeader carries the attempt's remaining time, in whole
-// milliseconds, to the node.
+// DeadlineHeader carries the call's remaining time to the node, in whole
+// milliseconds rounded down, at least 1.
 const DeadlineHeader = wire.HeaderDeadlineMs
 
 // Call is one request for the pool to answer.
@@ -332,9 +332,11 @@ func (s *callState) request(a *attempt, remaining time.Duration, hasDeadline boo
 		req.Header = s.c.Header.Clone()
 	}
 	// The caller's deadline, not the attempt timeout: an attempt nothing
-	// can replace runs on past its timeout.
+	// can replace runs on past its timeout. Whole milliseconds, rounded
+	// down, but at least 1: the header is a positive count (a levee
+	// gateway answers 400 to 0), and launch sends nothing once it is past.
 	if hasDeadline {
-		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(0, remaining.Milliseconds()), 10))
+		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(1, remaining.Milliseconds()), 10))
 	} else {
 		req.Header.Del(DeadlineHeader)
 	}
