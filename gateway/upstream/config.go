@@ -182,7 +182,8 @@ type HedgeConfig struct {
 // calls (unless no other node can take one: then it is a last resort) for
 // BaseEjectionTime × 2^(ejections in a row − 1), at most MaxEjectionTime;
 // then it is probed: up to ProbeRequests calls at a time
-// (never P0 while another node can take it), ProbeRequests successes bring
+// (P0 ones only after it waited Interval on probation, or when no other
+// node can take them), ProbeRequests successes bring
 // it back, one failure ejects it again for twice as long. A node that
 // stays in rotation for BaseEjectionTime forgets one ejection. At most
 // MaxEjectionPercent of the nodes are out at once (at least one may be),
