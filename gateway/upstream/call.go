@@ -75,8 +75,9 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	p.budget.Deposit()
 	hedging := p.hedgeEligible(prio)
 	if hedging {
-		p.hedges.Deposit()
+		p.hedges.Deposit() // also while the retry defense is off
 	}
+	hedging = hedging && p.retriesOn.Load()
 	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging, results: make(chan attemptResult, len(p.nodes))}
 	if hedging {
 		s.hedgeDue = make(chan struct{}, 1)
@@ -84,9 +85,11 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	return s.run()
 }
 
+// hedgeEligible reports whether a call of priority prio is of the kind
+// hedged (it is hedged only while the retry defense is on).
 func (p *Pool) hedgeEligible(prio int) bool {
 	h := p.cfg.Hedge
-	return !h.Disabled && p.retriesOn.Load() && len(p.nodes) > 1 &&
+	return !h.Disabled && len(p.nodes) > 1 &&
 		(prio == HighestPriority || (prio == HighestPriority+1 && h.IncludeP1))
 }
 
