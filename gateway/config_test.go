@@ -97,6 +97,8 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"zero is no silent default", nodes + "  hedge: {ratio: 0}\n", 3, "upstream.hedge.ratio", "must not be 0"},
 		{"empty retry_on is no silent default", nodes + "  retry_on: []\n", 3, "upstream.retry_on", "must not be 0 or empty"},
 		{"retry ratio 0", nodes + "  retry_budget: {ratio: 0}\n", 3, "upstream.retry_budget.ratio", "(0, 1]"},
+		// Once wrapped to a negative reserve: no retry at all.
+		{"retry reserve beyond its count", nodes + "  retry_budget: {min_per_second: 1e15}\n", 3, "upstream.retry_budget.min_per_second", "reserve of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig([]byte(tc.yaml))

@@ -50,6 +50,9 @@ type attempt struct {
 	hedgeDelay time.Duration // 0: no hedge after this attempt
 	stopTimer  func() bool   // nil without a timeout
 	state      atomic.Int32
+	// running: in its call's live attempts and not given up by its
+	// timeout; guarded by call.mu (see callState.timeOut).
+	running bool
 }
 
 // attemptResult is what an attempt reports to its call.
@@ -79,14 +82,11 @@ func (a *attempt) start(results chan<- attemptResult) {
 }
 
 // expire is the attempt timeout firing. The attempt is abandoned only
-// when something can take its place: another attempt of the call in
-// flight, or a retry (see callState.replaceable). Otherwise it runs on
+// when something can take its place: another attempt of the call still
+// running, or a retry (see callState.timeOut). Otherwise it runs on
 // until the caller's deadline: a slow answer beats none.
 func (a *attempt) expire() {
-	if !a.call.replaceable() {
-		return
-	}
-	if a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
+	if a.call.timeOut(a) {
 		a.cancel()
 	}
 }

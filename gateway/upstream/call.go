@@ -9,14 +9,15 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// DeadlineHeader carries the attempt's remaining time, in whole
-// milliseconds, to the node.
+// DeadlineHeader carries the call's remaining time to the node, in whole
+// milliseconds rounded down, at least 1.
 const DeadlineHeader = wire.HeaderDeadlineMs
 
 // Call is one request for the pool to answer.
@@ -74,8 +75,9 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	p.budget.Deposit()
 	hedging := p.hedgeEligible(prio)
 	if hedging {
-		p.hedges.Deposit()
+		p.hedges.Deposit() // also while the retry defense is off
 	}
+	hedging = hedging && p.retriesOn.Load()
 	s := &callState{p: p, ctx: ctx, c: c, prio: prio, hedging: hedging, results: make(chan attemptResult, len(p.nodes))}
 	if hedging {
 		s.hedgeDue = make(chan struct{}, 1)
@@ -83,9 +85,11 @@ func (p *Pool) Send(ctx context.Context, c Call) (*http.Response, error) {
 	return s.run()
 }
 
+// hedgeEligible reports whether a call of priority prio is of the kind
+// hedged (it is hedged only while the retry defense is on).
 func (p *Pool) hedgeEligible(prio int) bool {
 	h := p.cfg.Hedge
-	return !h.Disabled && p.retriesOn.Load() && len(p.nodes) > 1 &&
+	return !h.Disabled && len(p.nodes) > 1 &&
 		(prio == HighestPriority || (prio == HighestPriority+1 && h.IncludeP1))
 }
 
@@ -105,22 +109,63 @@ type callState struct {
 	// (nil when none is armed).
 	hedgeDue  chan struct{}
 	stopHedge func() bool
-	// inFlight and launched mirror len(live) and len(tried) for the
-	// attempt timers' goroutines.
-	inFlight atomic.Int32
-	launched atomic.Int32
+	// triedView is tried for the attempt timers' goroutines (tried only
+	// grows by append, so the slice a reader loaded never changes under
+	// it).
+	triedView atomic.Pointer[[]*node]
+	// running counts the attempts in live that no timeout gave up (see
+	// attempt.running); the call's goroutine and the attempt timers'
+	// share it under mu.
+	mu      sync.Mutex
+	running int
 }
 
-// replaceable reports whether an attempt of this call that timed out can
-// be replaced: another attempt is in flight, or a retry after a timeout
-// is allowed, a node is left untried and the budget has a token for it.
-func (s *callState) replaceable() bool {
-	p := s.p
-	if s.inFlight.Load() > 1 {
+// timeOut is a's attempt timeout firing. It gives a up — moves it to
+// timed out for its caller to cancel, and reports true — only when
+// something can take its place: another attempt of the call still
+// running (which then can no longer be given up on a's account: two
+// attempts timing out together leave one running), or a retry (see
+// retryPossible). Otherwise a runs on until the caller's deadline.
+func (s *callState) timeOut(a *attempt) bool {
+	s.mu.Lock()
+	if a.running && s.running > 1 {
+		defer s.mu.Unlock()
+		if !a.state.CompareAndSwap(attemptPending, attemptTimedOut) {
+			return false // its answer came just now
+		}
+		a.running = false
+		s.running--
 		return true
 	}
+	s.mu.Unlock()
+	return s.retryPossible() && a.state.CompareAndSwap(attemptPending, attemptTimedOut)
+}
+
+// retryPossible reports whether an attempt of this call that timed out
+// can be replaced by a retry: a retry after a timeout is allowed, a node
+// a retry could go to is left (see untriedNode) and the budget has a
+// token for it.
+func (s *callState) retryPossible() bool {
+	p := s.p
+	var tried []*node
+	if v := s.triedView.Load(); v != nil {
+		tried = *v
+	}
 	return p.retriesOn.Load() && p.retryOnKind[failTimeout] &&
-		int(s.launched.Load()) < len(p.nodes) && p.budget.Balance(s.prio) >= 1
+		p.untriedNode(tried) && p.budget.Balance(s.prio) >= 1
+}
+
+// untriedNode reports whether a node not in tried could take an attempt:
+// it is up and, with breakers on, its breaker is not open. (A probing or
+// ejected node counts: pick falls back to it.)
+func (p *Pool) untriedNode(tried []*node) bool {
+	breakerOn := p.breakerOn.Load()
+	for _, n := range p.nodes {
+		if n.up.Load() && !contains(tried, n) && (!breakerOn || n.breaker.State() != StateOpen) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryable reports whether r's failure is retried (RetryOn): a
@@ -238,9 +283,13 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 		return nil, err
 	}
 	s.tried = append(s.tried, pk.n)
+	tried := s.tried
+	s.triedView.Store(&tried)
 	s.live = append(s.live, a)
-	s.launched.Add(1)
-	s.inFlight.Add(1)
+	s.mu.Lock()
+	a.running = true
+	s.running++
+	s.mu.Unlock()
 	p.attempts[kind].Add(1)
 	// The hedge timer is armed before the attempt starts, like its timeout:
 	// by the time the node sees the request, both are running.
@@ -287,9 +336,11 @@ func (s *callState) request(a *attempt, remaining time.Duration, hasDeadline boo
 	}
 	s.p.setHeaders(req)
 	// The caller's deadline, not the attempt timeout: an attempt nothing
-	// can replace runs on past its timeout.
+	// can replace runs on past its timeout. Whole milliseconds, rounded
+	// down, but at least 1: the header is a positive count (a levee
+	// gateway answers 400 to 0), and launch sends nothing once it is past.
 	if hasDeadline {
-		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(0, remaining.Milliseconds()), 10))
+		req.Header.Set(DeadlineHeader, strconv.FormatInt(max(1, remaining.Milliseconds()), 10))
 	} else {
 		req.Header.Del(DeadlineHeader)
 	}
@@ -301,7 +352,12 @@ func (s *callState) remove(a *attempt) {
 	for i, x := range s.live {
 		if x == a {
 			s.live = append(s.live[:i], s.live[i+1:]...)
-			s.inFlight.Add(-1)
+			s.mu.Lock()
+			if a.running {
+				a.running = false
+				s.running--
+			}
+			s.mu.Unlock()
 			return
 		}
 	}
@@ -335,19 +391,23 @@ func (s *callState) result() (*http.Response, error) {
 }
 
 // finish abandons the attempts still in flight and waits for them to end
-// (a cancelled request ends at once), closing any answer they got: when
-// Send returns, only its own answer holds a node.
+// (a cancelled request ends at once), closing any answer they got without
+// reading it (it may be a stream that goes on for minutes: closing cancels
+// its request, so its node sees the client leave): when Send returns, only
+// its own answer holds a node.
 func (s *callState) finish() {
 	for _, a := range s.live {
 		a.abandon()
 	}
 	for range s.live {
 		if r := <-s.results; r.resp != nil {
-			drainClose(r.resp)
+			r.resp.Body.Close()
 		}
 	}
 	s.live = nil
-	s.inFlight.Store(0)
+	s.mu.Lock()
+	s.running = 0
+	s.mu.Unlock()
 }
 
 // drainClose reads a little of an unused answer (so its connection may be
@@ -355,62 +415,6 @@ func (s *callState) finish() {
 func drainClose(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 	resp.Body.Close()
-}
-
-// timing returns an attempt's timeout and hedge delay on n for class (0:
-// none), from the latencies observed (see AttemptTimeoutConfig and
-// HedgeConfig). A retry or a hedge goes to another node, so the time it
-// needs, and the speed a slow node is hedged at, are its peers'.
-func (p *Pool) timing(n *node, class string, remaining time.Duration, hasDeadline bool) (timeout, hedgeDelay time.Duration) {
-	now := p.clock.Now()
-	var own, peers latencyHist
-	for _, m := range p.nodes {
-		if m == n {
-			m.stats.latency(now, class, &own)
-		} else {
-			m.stats.latency(now, class, &peers)
-		}
-	}
-	at, hc := p.cfg.AttemptTimeout, p.cfg.Hedge
-	enough := uint32(at.MinSamples)
-	peersKnown := peers.count >= enough
-	q := func(q float64) (time.Duration, bool) {
-		if own.count >= enough {
-			return own.quantile(q)
-		}
-		if peersKnown {
-			return peers.quantile(q)
-		}
-		return 0, false
-	}
-	if !at.Disabled {
-		if d, ok := q(at.Quantile); ok {
-			timeout = max(at.Min, time.Duration(at.Multiplier*float64(d)))
-			if hasDeadline && peersKnown {
-				// Leave a retry its peers' quantile latency, while this
-				// attempt keeps at least its node's median.
-				need, _ := peers.quantile(at.Quantile)
-				median, _ := q(0.5)
-				if room := remaining - need; room >= median && room < timeout {
-					timeout = max(room, at.Min)
-				}
-			}
-			if hasDeadline && timeout >= remaining {
-				timeout = 0
-			}
-		}
-	}
-	if !hc.Disabled {
-		d, ok := q(hc.Quantile)
-		if ok && peersKnown {
-			pd, _ := peers.quantile(hc.Quantile)
-			d = min(d, pd)
-		}
-		if ok && (!hasDeadline || d < remaining) {
-			hedgeDelay = d
-		}
-	}
-	return timeout, hedgeDelay
 }
 
 // Requeues reports whether a call that no node took (every node tried

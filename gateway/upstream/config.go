@@ -137,8 +137,9 @@ type Config struct {
 // attempt its node's median, and never exceeds the deadline. Before any measurement there is no attempt
 // timeout: the caller's deadline alone bounds the attempt. A timeout
 // abandons its attempt only when something can take its place — a hedge
-// in flight, or a retry (RetryOn has "timeout", a node is left untried,
-// the budget has a token) — else the attempt runs on to the deadline. An
+// in flight, or a retry (RetryOn has "timeout", a node is left untried
+// that is up and whose breaker is not open, the budget has a token) —
+// else the attempt runs on to the deadline. An
 // abandoned attempt's request is cancelled (the node sees the
 // disconnect) and counts as a failure of the node.
 type AttemptTimeoutConfig struct {
@@ -174,7 +175,8 @@ type HedgeConfig struct {
 	Quantile float64 `yaml:"quantile" json:"quantile"`
 	// Ratio of hedge-eligible calls that may be hedged; in (0,1], default 0.1.
 	Ratio float64 `yaml:"ratio" json:"ratio"`
-	// MinPerSecond hedges are always allowed (≥ 0; default none).
+	// MinPerSecond hedges are always allowed (≥ 0, and × the retry
+	// budget's TTL at most MaxReserveTokens; default none).
 	MinPerSecond float64 `yaml:"min_per_second" json:"min_per_second"`
 	// IncludeP1 hedges P1 calls too (default P0 only).
 	IncludeP1 bool `yaml:"include_p1" json:"include_p1"`
@@ -190,7 +192,8 @@ type HedgeConfig struct {
 // calls (unless no other node can take one: then it is a last resort) for
 // BaseEjectionTime × 2^(ejections in a row − 1), at most MaxEjectionTime;
 // then it is probed: up to ProbeRequests calls at a time
-// (never P0 while another node can take it), ProbeRequests successes bring
+// (P0 ones only after it waited Interval on probation, or when no other
+// node can take them), ProbeRequests successes bring
 // it back, one failure ejects it again for twice as long. A node that
 // stays in rotation for BaseEjectionTime forgets one ejection. At most
 // MaxEjectionPercent of the nodes are out at once (at least one may be),
@@ -227,9 +230,11 @@ type BreakerConfig struct {
 // expire after TTL, and MinPerSecond×TTL tokens are always available, so
 // retries ≤ Ratio × requests(TTL) + MinPerSecond × TTL.
 type RetryBudgetConfig struct {
-	Ratio        float64       `yaml:"ratio" json:"ratio"`                   // in (0,1]; default 0.1
-	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"` // ≥ 0; zero means no reserve (not defaulted)
-	TTL          time.Duration `yaml:"ttl" json:"ttl"`                       // default 10s
+	Ratio float64 `yaml:"ratio" json:"ratio"` // in (0,1]; default 0.1
+	// MinPerSecond ≥ 0, and × TTL at most MaxReserveTokens; zero means no
+	// reserve (not defaulted).
+	MinPerSecond float64       `yaml:"min_per_second" json:"min_per_second"`
+	TTL          time.Duration `yaml:"ttl" json:"ttl"` // default 10s
 	// P0Reserve is the share of the budget only P0 retries may spend; in
 	// (0,1), default 0.5 (see RetryBudget).
 	P0Reserve float64 `yaml:"p0_reserve" json:"p0_reserve"`

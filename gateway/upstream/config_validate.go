@@ -31,7 +31,8 @@ func (c Config) Validate() error {
 	}
 	for _, check := range []func() error{
 		c.Breaker.validate, c.RetryBudget.validate, c.validateRetryOn,
-		c.AttemptTimeout.validate, c.Hedge.validate, c.Outlier.validate, c.validateHeaders,
+		c.AttemptTimeout.validate, c.Hedge.validate, c.Outlier.validate,
+		c.validateReserves, c.validateHeaders,
 	} {
 		if err := check(); err != nil {
 			return err
@@ -78,6 +79,30 @@ func (c Config) ValidateExplicit() error {
 			msg += " (disabled: true turns " + sec + " off)"
 		}
 		return &FieldError{z.field, msg}
+	}
+	return nil
+}
+
+// MaxReserveTokens bounds a budget's reserve, min_per_second × the
+// retry budget's ttl: far above any real retry or hedge rate, and far
+// below where the budget's count of milli-tokens would overflow (which
+// wrapped to a negative reserve: no retry or hedge at all).
+const MaxReserveTokens = 1e12
+
+// validateReserves checks the retry and hedge budgets' reserves (both
+// expire after the retry budget's ttl) against MaxReserveTokens.
+func (c Config) validateReserves() error {
+	ttl := c.RetryBudget.TTL
+	if ttl == 0 {
+		ttl = DefaultRetryTTL
+	}
+	for _, r := range []struct {
+		field string
+		v     float64
+	}{{"retry_budget.min_per_second", c.RetryBudget.MinPerSecond}, {"hedge.min_per_second", c.Hedge.MinPerSecond}} {
+		if tokens := r.v * ttl.Seconds(); tokens > MaxReserveTokens {
+			return &FieldError{r.field, fmt.Sprintf("%v × retry_budget.ttl %v is a reserve of %g tokens, above the most, %g", r.v, ttl, tokens, MaxReserveTokens)}
+		}
 	}
 	return nil
 }

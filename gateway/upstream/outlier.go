@@ -52,6 +52,7 @@ type ejection struct {
 	until     time.Time // ejected: when probing may start
 	ejections int       // ejections in a row: the backoff exponent
 	since     time.Time // in rotation: when the last forgiveness or return happened
+	probeFrom time.Time // probing: when probation began
 	probes    int       // probing: probe attempts in flight
 	probeOK   int       // probing: probes that succeeded
 	total     [len(ejectReasons)]uint64
@@ -116,11 +117,30 @@ func (o *outliers) current(n *node) EjectionState {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	i := o.index(n)
-	if EjectionState(n.ejection.Load()) == Ejected && !o.clock.Now().Before(o.state[i].until) {
+	if now := o.clock.Now(); EjectionState(n.ejection.Load()) == Ejected && !now.Before(o.state[i].until) {
 		o.state[i].probes, o.state[i].probeOK = 0, 0
+		o.state[i].probeFrom = now
 		o.set(n, Probing, "")
 	}
 	return EjectionState(n.ejection.Load())
+}
+
+// overdue appends to dst the nodes of probing that have been on
+// probation for at least Interval: nodes a P0 call probes when no call of
+// a lower priority did (with P0 traffic alone they would wait forever).
+func (o *outliers) overdue(probing, dst []*node) []*node {
+	if len(probing) == 0 {
+		return dst
+	}
+	now := o.clock.Now()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, n := range probing {
+		if i := o.index(n); EjectionState(n.ejection.Load()) == Probing && now.Sub(o.state[i].probeFrom) >= o.cfg.Interval {
+			dst = append(dst, n)
+		}
+	}
+	return dst
 }
 
 // takeProbe reserves a probe slot on a probing node.

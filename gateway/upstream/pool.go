@@ -260,12 +260,14 @@ type picked struct {
 // outstanding count is already raised (so concurrent picks see it); undo
 // with release if it is not used. Nodes in rotation are preferred; a
 // node on probation takes a call of priority below P0 first (one probe
-// slot each), and P0 only when no node in rotation is left; ejected nodes
-// are a last resort. It returns the reason when no node is left.
+// slot each), and P0 only once it has waited the outlier Interval on
+// probation (so P0 traffic alone still brings a healed node back) or when
+// no node in rotation is left; ejected nodes are a last resort. It returns
+// the reason when no node is left.
 func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 	var candBuf [16]*node
 	var loadBuf [16]int64
-	var probeBuf, ejectBuf [16]*node
+	var probeBuf, ejectBuf, overdueBuf [16]*node
 	cand, loads := candBuf[:0], loadBuf[:0]
 	probing, ejected := probeBuf[:0], ejectBuf[:0]
 	breakerOn := p.breakerOn.Load()
@@ -296,6 +298,8 @@ func (p *Pool) pick(tried []*node, priority int) (picked, error) {
 		if pk, ok := p.probe(probing, breakerOn); ok {
 			return pk, nil
 		}
+	} else if pk, ok := p.probe(p.outliers.overdue(probing, overdueBuf[:0]), breakerOn); ok {
+		return pk, nil
 	}
 	for len(cand) > 0 {
 		i := p.bal.Pick(loads)
