@@ -164,10 +164,8 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 		res, err = redisSlidingWindowScript.Run(ctx, s.client, keys,
 			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
 	case TokenBucket:
-		// 'f', not 'g': the embedded server's Lua (gopher-lua) reads no
-		// exponent with a sign, "1e+12".
 		res, err = redisTokenBucketScript.Run(ctx, s.client, keys,
-			strconv.FormatFloat(rule.ReplenishRate, 'f', -1, 64), rule.Burst, cost).Int64Slice()
+			luaRate(rule.ReplenishRate), rule.Burst, cost).Int64Slice()
 	}
 	if err != nil {
 		if s.cluster != nil {
@@ -195,6 +193,12 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 	}
 	return d, nil
 }
+
+// luaRate formats a token bucket's rate for the scripts' tonumber: 'f',
+// never an exponent. The embedded server's Lua (gopher-lua) reads a
+// number with an exponent and no point ("1e+06", "5e-05") as nil, which
+// fails the script.
+func luaRate(rate float64) string { return strconv.FormatFloat(rate, 'f', -1, 64) }
 
 // redisSlidingWindowScript is an exact sliding window over a sorted set.
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,7 +55,7 @@ func (s *RedisStore) Settle(ctx context.Context, key string, rule Rule, delta in
 		return nil
 	}
 	err := redisSettleScript.Run(ctx, s.client, []string{s.RedisKey(key, TokenBucket)},
-		strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, delta).Err()
+		luaRate(rule.ReplenishRate), rule.Burst, delta).Err()
 	if err != nil {
 		return fmt.Errorf("ratelimit: redis settle %q: %w", key, err)
 	}

@@ -88,3 +88,37 @@ func TestFailoverSettleFallsBack(t *testing.T) {
 		t.Fatalf("after the local refund: %+v", d)
 	}
 }
+
+// TestSettleRatesThatPrintWithAnExponent: a settlement works on
+// redis-server and on the embedded server alike whatever the rate. The
+// embedded server's Lua (gopher-lua) reads a number with an exponent and
+// no point ("5e-05", "1e+06") as nil, so a rate formatted that way failed
+// every settlement there while the decisions, formatted without an
+// exponent, went on.
+func TestSettleRatesThatPrintWithAnExponent(t *testing.T) {
+	for _, kb := range []backend{serverBackend, embeddedBackend} {
+		t.Run(kb.name, func(t *testing.T) {
+			s := newRedisStoreAt(t, kb.start(t))
+			ctx, now := context.Background(), time.Now()
+			// One token per 20,000 s: refill plays no part.
+			slow := Rule{Algorithm: TokenBucket, ReplenishRate: 5e-05, Burst: 3}
+			if d, err := s.Allow(ctx, "slow", slow, 3, now); err != nil || !d.Allowed {
+				t.Fatalf("take the burst: %+v %v", d, err)
+			}
+			if err := s.Settle(ctx, "slow", slow, -2, now); err != nil {
+				t.Fatalf("refund 2 at rate %v: %v", slow.ReplenishRate, err)
+			}
+			if d, err := s.Allow(ctx, "slow", slow, 2, now); err != nil || !d.Allowed || d.Remaining != 0 {
+				t.Fatalf("after a refund of 2: %+v %v, want 2 allowed and 0 left", d, err)
+			}
+			// A million tokens a second (a fleet's LLM token budget).
+			fast := Rule{Algorithm: TokenBucket, ReplenishRate: 1e6, Burst: 1e6}
+			if d, err := s.Allow(ctx, "fast", fast, 1e6, now); err != nil || !d.Allowed {
+				t.Fatalf("take the burst: %+v %v", d, err)
+			}
+			if err := s.Settle(ctx, "fast", fast, -1000, now); err != nil {
+				t.Fatalf("refund 1000 at rate %v: %v", fast.ReplenishRate, err)
+			}
+		})
+	}
+}
