@@ -88,7 +88,12 @@ func (r *Process) start(ctx context.Context) error {
 			if err != nil {
 				return fail(err)
 			}
-			r.port = port
+			if r.port == 0 {
+				// The first start, before any caller holds r. A restart
+				// keeps the port (readyPort checked it) and must not write
+				// it: Addr and URL read it without a lock.
+				r.port = port
+			}
 		case <-exited:
 			return fail(errors.New("exited before printing its ready line"))
 		case <-ctx.Done():

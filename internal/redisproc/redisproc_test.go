@@ -283,3 +283,48 @@ func TestRestartOnATakenPort(t *testing.T) {
 		t.Errorf("after the failed Restart: running %v pid %d, want no child", r.Running(), r.PID())
 	}
 }
+
+// TestAddrDuringRestart: Process's methods are safe for concurrent use, so
+// a reader of Addr and URL (the lab's dashboard, its summary) may run
+// while a fault restarts the child. (Run with -race: an embedded child's
+// restart used to write the port it had already, racing with them.)
+func TestAddrDuringRestart(t *testing.T) {
+	for _, st := range starters {
+		t.Run(string(st.kind), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := st.start(t, ctx, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Kill() })
+			want := r.URL()
+			done := make(chan struct{})
+			read := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-done:
+						read <- n
+						return
+					default:
+					}
+					if r.URL() != want || r.Addr() == "" || r.Port() == 0 {
+						t.Errorf("URL %q during Restart, want %q", r.URL(), want)
+					}
+					n++
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+			err = r.Restart(ctx)
+			close(done)
+			if n := <-read; n == 0 {
+				t.Log("no read overlapped the restart")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
