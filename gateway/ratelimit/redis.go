@@ -320,5 +320,6 @@ end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', ts))
 -- once full again the bucket equals a missing one, so it may expire then
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
-return {allowed, math.floor(tokens), retry}
+-- a settled overuse may leave the bucket in debt: nothing remains then
+return {allowed, math.max(0, math.floor(tokens)), retry}
 `)

@@ -47,8 +47,8 @@ func TestSettle(t *testing.T) {
 				t.Fatalf("after a refund of 50: %+v, want 70 allowed and 0 left", d)
 			}
 			settle(30) // used 100 of the 70: 30 of debt
-			if d := allow(1); d.Allowed || d.RetryAfter < 300*time.Second {
-				t.Fatalf("in debt: %+v, want denied for ≥ 310 s (31 tokens at 0.1/s)", d)
+			if d := allow(1); d.Allowed || d.RetryAfter < 300*time.Second || d.Remaining != 0 {
+				t.Fatalf("in debt: %+v, want denied for ≥ 310 s (31 tokens at 0.1/s), 0 remaining", d)
 			}
 			settle(-1000) // a refund never lifts the bucket above its burst
 			if d := allow(100); !d.Allowed || d.Remaining != 0 {
