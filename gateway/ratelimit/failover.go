@@ -50,8 +50,10 @@ type Sharder interface {
 //   - Each remote call gets its own deadline (FailoverTimeout, default 5 ms).
 //   - On an error or timeout the decision falls back. Fail-open (the
 //     default) asks the in-process store with this instance's share of the
-//     limit, rule.Scaled(share), so N gateways with share 1/N together still
-//     admit about one limit. Fail-closed denies with RetryAfter set to the
+//     limit, rule.ShareFor(share, cost), so N gateways with share 1/N
+//     together still admit about one limit (a request above the share but
+//     within the rule needs the whole share: it is never refused as
+//     ErrCostExceedsCapacity while the rule could admit it). Fail-closed denies with RetryAfter set to the
 //     time until the remote store is tried again (and Unavailable set, so
 //     that the caller can say why). Either way Allow returns no
 //     error, and the fallback is counted (Fallbacks and the metric
@@ -221,7 +223,7 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 	// the breaker always learns whether it is back.
 	var local *Decision
 	if !probe && f.gated(b, rule) {
-		d, err := f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
+		d, err := f.local.Allow(ctx, key, rule.ShareFor(f.share, cost), cost, now)
 		if err != nil {
 			f.countFallback()
 			return d, err
@@ -251,7 +253,7 @@ func (f *Failover) Allow(ctx context.Context, key string, rule Rule, cost int64,
 		f.record(b, nil, probe)
 		f.remote.Add(1)
 		if d.Allowed && local == nil && f.recorder != nil {
-			f.recorder.Record(key, rule.Scaled(f.share), cost, now)
+			f.recorder.Record(key, rule.ShareFor(f.share, cost), cost, now)
 		}
 		return d, nil
 	}
@@ -316,7 +318,7 @@ func (f *Failover) fallback(ctx context.Context, b *breaker, key string, rule Ru
 		return Decision{Allowed: false, Remaining: 0, Limit: rule.Capacity(), RetryAfter: f.retryAfter(b), Unavailable: true}, nil
 	}
 	f.markLocal(b)
-	return f.local.Allow(ctx, key, rule.Scaled(f.share), cost, now)
+	return f.local.Allow(ctx, key, rule.ShareFor(f.share, cost), cost, now)
 }
 
 // retryAfter is the wait a fail-closed denial announces: until b's next

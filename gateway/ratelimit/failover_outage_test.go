@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -237,4 +238,52 @@ func deadPort(t *testing.T) string {
 	srv.Kill()
 	_, port, _ := strings.Cut(srv.Addr(), ":")
 	return port
+}
+
+// TestLocalShareAdmitsAnyAdmissibleCost: a request the global rule can
+// admit is never impossible in a gateway's share. Three gateways share a
+// token bucket of 90 (no refill to speak of); a request costs 60, more
+// than the share of 30. With Redis SIGKILLed, its fallback decision is a
+// decision — the share holds one such request, then denies with a
+// Retry-After — not ErrCostExceedsCapacity, which the gateway answers 400
+// "can never pass; lower its tokens" for a request that passes again once
+// Redis is back. The in-process store with a share decides the same way.
+func TestLocalShareAdmitsAnyAdmissibleCost(t *testing.T) {
+	srv := redistest.Start(t)
+	yes := true
+	redisStore, closer, err := Open(StoreConfig{Kind: "redis", URL: srv.URL(), Share: 1.0 / 3, TimeoutMs: 1000, FailOpen: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	localStore, _, err := Open(StoreConfig{Kind: "local", Share: 1.0 / 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := Rule{Algorithm: TokenBucket, ReplenishRate: 0.001, Burst: 90}
+	ctx, now := context.Background(), time.Now()
+	if d, err := redisStore.Allow(ctx, "before", rule, 60, now); err != nil || !d.Allowed {
+		t.Fatalf("cost 60 of 90 with Redis up: %+v %v", d, err)
+	}
+	srv.Kill()
+	for _, s := range []struct {
+		name  string
+		store Store
+	}{{"redis down", redisStore}, {"local share", localStore}} {
+		d, err := s.store.Allow(ctx, "k", rule, 60, now)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%s: cost 60 of 90 in a share of 30: %+v %v, want allowed (the share holds one such request)", s.name, d, err)
+		}
+		d, err = s.store.Allow(ctx, "k", rule, 60, now)
+		if err != nil || d.Allowed || d.RetryAfter <= 0 {
+			t.Fatalf("%s: a second cost 60 at once: %+v %v, want denied with a Retry-After", s.name, d, err)
+		}
+	}
+	if f := redisStore.(*Failover); f.Fallbacks() != 2 {
+		t.Errorf("fallbacks %d, want 2", f.Fallbacks())
+	}
+	// The cost above the whole rule is still the caller's error.
+	if _, err := redisStore.Allow(ctx, "k", rule, 91, now); !errors.Is(err, ErrCostExceedsCapacity) {
+		t.Errorf("cost 91 of 90: %v, want ErrCostExceedsCapacity", err)
+	}
 }

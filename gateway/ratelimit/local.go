@@ -308,7 +308,7 @@ func (e *entry) bucket(now int64, r Rule, cost int64) Decision {
 		d.Remaining = int64(e.tokens + tokenEpsilon)
 		return d
 	}
-	d.Remaining = int64(e.tokens + tokenEpsilon)
+	d.Remaining = max(0, int64(e.tokens+tokenEpsilon)) // a settled overuse may leave debt
 	d.RetryAfter = time.Duration(math.Ceil((c - e.tokens) / r.ReplenishRate * 1e9))
 	if d.RetryAfter <= 0 {
 		d.RetryAfter = 1

@@ -23,8 +23,8 @@ type StoreConfig struct {
 	// (true, the default when nil) or to deny (false) while it is unreachable.
 	FailOpen *bool `yaml:"fail_open" json:"fail_open"`
 	// Share is this instance's share of a global limit in (0, 1]; 0 means 1.
-	// The local store decides with every rule scaled by it (Rule.Scaled), a
-	// remote store's local fallback likewise.
+	// The local store decides with every rule scaled by it (Rule.ShareFor),
+	// a remote store's local fallback likewise.
 	Share float64 `yaml:"share" json:"share"`
 	// Logger hears a remote store's failover: its breaker opening and
 	// closing (see FailoverLogger). Nil: discard.
@@ -65,7 +65,7 @@ func Open(cfg StoreConfig) (Store, io.Closer, error) {
 			// the static split of seed 002 (limit / instances).
 			share := cfg.Share
 			return StoreFunc(func(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
-				return l.Allow(ctx, key, rule.Scaled(share), cost, now)
+				return l.Allow(ctx, key, rule.ShareFor(share, cost), cost, now)
 			}), l, nil
 		}
 		return l, l, nil

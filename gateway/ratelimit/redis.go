@@ -164,10 +164,8 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 		res, err = redisSlidingWindowScript.Run(ctx, s.client, keys,
 			rule.Limit, rule.Window.Microseconds(), cost, id).Int64Slice()
 	case TokenBucket:
-		// 'f', not 'g': the embedded server's Lua (gopher-lua) reads no
-		// exponent with a sign, "1e+12".
 		res, err = redisTokenBucketScript.Run(ctx, s.client, keys,
-			strconv.FormatFloat(rule.ReplenishRate, 'f', -1, 64), rule.Burst, cost).Int64Slice()
+			luaRate(rule.ReplenishRate), rule.Burst, cost).Int64Slice()
 	}
 	if err != nil {
 		if s.cluster != nil {
@@ -195,6 +193,12 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 	}
 	return d, nil
 }
+
+// luaRate formats a token bucket's rate for the scripts' tonumber: 'f',
+// never an exponent. The embedded server's Lua (gopher-lua) reads a
+// number with an exponent and no point ("1e+06", "5e-05") as nil, which
+// fails the script.
+func luaRate(rate float64) string { return strconv.FormatFloat(rate, 'f', -1, 64) }
 
 // redisSlidingWindowScript is an exact sliding window over a sorted set.
 //
@@ -316,5 +320,6 @@ end
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.0f', ts))
 -- once full again the bucket equals a missing one, so it may expire then
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
-return {allowed, math.floor(tokens), retry}
+-- a settled overuse may leave the bucket in debt: nothing remains then
+return {allowed, math.max(0, math.floor(tokens)), retry}
 `)

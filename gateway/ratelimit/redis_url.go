@@ -31,6 +31,9 @@ const (
 //	redis+sentinel://sentinel:26379?master_name=mymaster&addr=… Sentinel-managed primary (rediss+sentinel for TLS)
 //	redis://host1:port,host2:port[?option=value…]           a comma list of hosts: Redis Cluster seed nodes
 //
+// Redis Cluster has only database 0: a cluster URL (either form) with
+// another database in its path is an error.
+//
 // Options are go-redis's snake_case URL parameters (dial_timeout, pool_size,
 // …); an unknown option is an error. go-redis v9.23 has no single universal
 // URL parser, so the scheme picks ParseURL, ParseClusterURL or
@@ -104,6 +107,12 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 	case schemeCluster, schemeClusterTLS:
 		if u.Host == "" {
 			return nil, fmt.Errorf("ratelimit: redis URL %q has no seed node", shown)
+		}
+		// go-redis's cluster parser ignores the path: a /2 would be
+		// dropped without a word, and the limits would share database 0
+		// with whatever else lives there.
+		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+			return nil, fmt.Errorf("ratelimit: redis %s URL %q: path %q: Redis Cluster has only database 0; drop the path", kind, shown, u.Path)
 		}
 		v := *u
 		v.Scheme = base

@@ -61,6 +61,11 @@ func TestOpenRedisForms(t *testing.T) {
 				t.Errorf("password %q pool_size %d tls %v", o.Password, o.PoolSize, o.TLSConfig != nil)
 			}
 		}},
+		{"comma list with database 0", "redis://10.0.0.1:7000,10.0.0.2:7001/0", func(t *testing.T, c redis.UniversalClient) {
+			if o := mustCluster(t, c); len(o.Addrs) != 2 {
+				t.Errorf("addrs %q", o.Addrs)
+			}
+		}},
 		{"comma list over TLS", "rediss://10.0.0.1:7000,10.0.0.2:7001", func(t *testing.T, c redis.UniversalClient) {
 			if o := mustCluster(t, c); o.TLSConfig == nil {
 				t.Error("no TLS config")
@@ -100,6 +105,9 @@ func TestOpenRedisBadURLs(t *testing.T) {
 		{"unknown option", "redis://127.0.0.1:6379?pool_sise=3", "pool_sise"},
 		{"sentinel without master", "redis+sentinel://10.0.0.1:26379", "missing master_name"},
 		{"cluster without host", "redis+cluster://", "no seed node"},
+		{"cluster with a database", "redis+cluster://10.0.0.1:7000/3", "only database 0"},
+		{"comma list with a database", "redis://:pw@10.0.0.1:7000,10.0.0.2:7001/2?pool_size=3", "only database 0"},
+		{"cluster with a bad path", "redis+cluster://10.0.0.1:7000/x/y", "only database 0"},
 		{"empty host in list", "redis://a:1,,b:2", "empty host"},
 		{"list with unix scheme", "unix://a,b", "comma list"},
 		{"password is not echoed", "redis://user:hunter2@127.0.0.1:6379?bogus=1", "bogus"},

@@ -82,9 +82,9 @@ func (r Rule) Capacity() int64 {
 // Scaled returns this instance's share of a global rule, as used when a
 // shared (Redis) store is unreachable and each of N gateways falls back to
 // deciding alone with share 1/N. Limit and Burst are rounded up and stay ≥ 1
-// so that a request the global rule admits is never impossible locally;
-// ReplenishRate is scaled exactly; Window is unchanged. A share outside (0, 1]
-// (or NaN) returns r unchanged.
+// (a request of cost 1 is never impossible locally; ShareFor extends that
+// to any cost); ReplenishRate is scaled exactly; Window is unchanged. A
+// share outside (0, 1] (or NaN) returns r unchanged.
 func (r Rule) Scaled(share float64) Rule {
 	if !(share > 0 && share <= 1) {
 		return r
@@ -103,6 +103,22 @@ func (r Rule) Scaled(share float64) Rule {
 	r.Burst = scale(r.Burst)
 	r.ReplenishRate *= share
 	return r
+}
+
+// ShareFor is r.Scaled(share) for a request of cost: where the share's
+// capacity (Limit or Burst) is below cost, it is raised to cost, so that a
+// request the global rule admits (cost ≤ r.Capacity()) is never
+// impossible locally — it needs the whole share, and waits for it. Such a
+// share admits at most one such request per span more than share × the
+// rule.
+func (r Rule) ShareFor(share float64, cost int64) Rule {
+	s := r.Scaled(share)
+	if s.Algorithm == TokenBucket {
+		s.Burst = max(s.Burst, min(cost, r.Burst))
+	} else {
+		s.Limit = max(s.Limit, min(cost, r.Limit))
+	}
+	return s
 }
 
 // Decision is the answer to one Allow call.

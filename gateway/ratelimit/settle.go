@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -56,7 +55,7 @@ func (s *RedisStore) Settle(ctx context.Context, key string, rule Rule, delta in
 		return nil
 	}
 	err := redisSettleScript.Run(ctx, s.client, []string{s.RedisKey(key, TokenBucket)},
-		strconv.FormatFloat(rule.ReplenishRate, 'g', -1, 64), rule.Burst, delta).Err()
+		luaRate(rule.ReplenishRate), rule.Burst, delta).Err()
 	if err != nil {
 		return fmt.Errorf("ratelimit: redis settle %q: %w", key, err)
 	}
@@ -79,14 +78,16 @@ redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) * 1000 / rate) + 1000)
 return math.floor(tokens)
 `)
 
-// Settle implements Settler: the shared store settles while its breaker
-// is closed (within the store timeout); otherwise, or when it fails, the
-// local store settles this instance's share, as its decisions did.
+// Settle implements Settler: the shared store settles while the breaker
+// of key's shard is closed (within the store timeout); otherwise, or when
+// it fails, the local store settles this instance's share, as its
+// decisions did. On a cluster a lost master sends only its own keys'
+// settlements to the local share, as it does their decisions.
 func (f *Failover) Settle(ctx context.Context, key string, rule Rule, delta int64, now time.Time) error {
 	if rule.Algorithm != TokenBucket || delta == 0 {
 		return nil
 	}
-	if ps, ok := f.primary.(Settler); ok && f.State() == BreakerClosed {
+	if ps, ok := f.primary.(Settler); ok && f.shardClosed(key) {
 		callCtx, cancel := context.WithTimeout(ctx, f.timeout)
 		err := ps.Settle(callCtx, key, rule, delta, now)
 		cancel()
@@ -98,4 +99,19 @@ func (f *Failover) Settle(ctx context.Context, key string, rule Rule, delta int6
 		return ls.Settle(ctx, key, rule.Scaled(f.share), int64(math.Round(float64(delta)*f.share)), now)
 	}
 	return nil
+}
+
+// shardClosed reports whether the breaker of key's shard is closed: its
+// decisions go to the shared store.
+func (f *Failover) shardClosed(key string) bool {
+	shard := ""
+	if f.sharder != nil {
+		shard = f.sharder.Shard(key)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b := f.breakers[shard]; b != nil {
+		return b.state == BreakerClosed
+	}
+	return !f.clock().Before(f.trippedUntil) // a shard not seen yet starts open within a Trip
 }

@@ -88,7 +88,12 @@ func (r *Process) start(ctx context.Context) error {
 			if err != nil {
 				return fail(err)
 			}
-			r.port = port
+			if r.port == 0 {
+				// The first start, before any caller holds r. A restart
+				// keeps the port (readyPort checked it) and must not write
+				// it: Addr and URL read it without a lock.
+				r.port = port
+			}
 		case <-exited:
 			return fail(errors.New("exited before printing its ready line"))
 		case <-ctx.Done():
@@ -97,6 +102,15 @@ func (r *Process) start(ctx context.Context) error {
 	}
 	if err := waitPing(ctx, r.Addr(), exited); err != nil {
 		return fail(err)
+	}
+	if r.kind == KindServer {
+		// The PONG may be another server's on the same port (one that
+		// took it while this child was down, or between the pick and the
+		// bind): this child then failed to bind and is exiting. (The
+		// embedded child printed its address once it had bound it.)
+		if err := checkOwner(r.Addr(), cmd.Process.Pid); err != nil {
+			return fail(err)
+		}
 	}
 	r.mu.Lock()
 	r.cmd, r.exited, r.logFile = cmd, exited, logFile
@@ -192,6 +206,57 @@ func Ping(addr string, timeout time.Duration) error {
 		return fmt.Errorf("PING answered %q", got)
 	}
 	return nil
+}
+
+// checkOwner makes sure the Redis answering on addr is the child pid (or
+// a process of its group, should redis-server be a wrapper that forks):
+// INFO server names the process_id.
+func checkOwner(addr string, pid int) error {
+	got, err := serverPID(addr, time.Second)
+	if err != nil {
+		return fmt.Errorf("INFO server: %w", err)
+	}
+	if got == pid {
+		return nil
+	}
+	if pg, err := syscall.Getpgid(got); err == nil && pg == pid {
+		return nil
+	}
+	return fmt.Errorf("port taken: it answers as pid %d, another process, not this child (pid %d)", got, pid)
+}
+
+// serverPID asks the Redis on addr for its process_id (INFO server).
+func serverPID(addr string, timeout time.Duration) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return 0, err
+	}
+	if _, err := c.Write([]byte("*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
+		return 0, err
+	}
+	br := bufio.NewReader(c)
+	head, err := br.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
+		return 0, fmt.Errorf("answered %q, want a bulk string", strings.TrimSpace(head))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("no process_id in its answer")
 }
 
 // redisLogTail is the last lines of the log, for error messages.

@@ -241,3 +241,90 @@ func TestReadyLineRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartOnATakenPort: while the child is down another redis-server
+// takes its port. Restart must not take that server's PONG for its own
+// child's (which failed to bind and exits): it fails, saying the port is
+// another process's. It used to return nil, leaving a Process whose child
+// was dead and whose Kill and Pause missed the server the clients talked
+// to — a redis_outage that no longer kills anything.
+func TestRestartOnATakenPort(t *testing.T) {
+	needRedisServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := Start(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Kill() })
+	if err := r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command(Binary, "--port", strconv.Itoa(r.Port()), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	for Ping(r.Addr(), 200*time.Millisecond) != nil {
+		if ctx.Err() != nil {
+			t.Fatal("the other redis-server never answered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	err = r.Restart(ctx)
+	if err == nil {
+		t.Fatalf("Restart on a port another redis-server (pid %d) holds returned nil; child running %v", other.Process.Pid, r.Running())
+	}
+	if !strings.Contains(err.Error(), "another process") || !strings.Contains(err.Error(), strconv.Itoa(other.Process.Pid)) {
+		t.Errorf("error %q should say another process (pid %d) holds the port", err, other.Process.Pid)
+	}
+	if r.Running() || r.PID() != 0 {
+		t.Errorf("after the failed Restart: running %v pid %d, want no child", r.Running(), r.PID())
+	}
+}
+
+// TestAddrDuringRestart: Process's methods are safe for concurrent use, so
+// a reader of Addr and URL (the lab's dashboard, its summary) may run
+// while a fault restarts the child. (Run with -race: an embedded child's
+// restart used to write the port it had already, racing with them.)
+func TestAddrDuringRestart(t *testing.T) {
+	for _, st := range starters {
+		t.Run(string(st.kind), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			r, err := st.start(t, ctx, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Kill() })
+			want := r.URL()
+			done := make(chan struct{})
+			read := make(chan int)
+			go func() {
+				n := 0
+				for {
+					select {
+					case <-done:
+						read <- n
+						return
+					default:
+					}
+					if r.URL() != want || r.Addr() == "" || r.Port() == 0 {
+						t.Errorf("URL %q during Restart, want %q", r.URL(), want)
+					}
+					n++
+					time.Sleep(100 * time.Microsecond)
+				}
+			}()
+			err = r.Restart(ctx)
+			close(done)
+			if n := <-read; n == 0 {
+				t.Log("no read overlapped the restart")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
