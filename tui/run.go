@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -16,7 +19,16 @@ import (
 // ctrl.Stop has been called: by the q key, or by Run itself, bounded by the
 // stop timeout, when the program ends any other way (ctx, a signal, an
 // error). in and out must be a terminal; callers check that first.
+//
+// SIGINT and SIGTERM end it like a cancelled ctx. Run watches them itself
+// instead of Bubble Tea's signal handler, which sends its quit message
+// without watching the program's context (bubbletea v1.3.10): when the
+// same signal had cancelled ctx (a caller's signal.NotifyContext), the
+// event loop was gone, the send blocked for ever and so did the program's
+// shutdown — the lab was never stopped.
 func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, opts ...Option) error {
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
 	m := New(ctrl, opts...)
 	if m.log != nil {
 		m.log.setCapture(true)
@@ -27,6 +39,7 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 		tea.WithInput(in),
 		tea.WithOutput(out),
 		tea.WithAltScreen(),
+		tea.WithoutSignalHandler(),
 	)
 	final, runErr := p.Run()
 	fm, _ := final.(*Model)
