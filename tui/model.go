@@ -261,8 +261,10 @@ func (m *Model) setRate(r float64) {
 	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
 }
 
+// setStatus shows s (cleaned: it often carries a lab error or a progress
+// line) in the status line.
 func (m *Model) setStatus(s string, isErr bool) {
-	m.status, m.statusErr = s, isErr
+	m.status, m.statusErr = clean(s), isErr
 }
 
 // refreshControls reads the lab's control state that Samples do not carry.

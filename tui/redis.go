@@ -10,9 +10,9 @@ func (m *Model) redisBadge(wide bool) string {
 	if r.Kind == "" || r.Kind == "off" {
 		return ""
 	}
-	s := "redis " + r.Kind
+	s := "redis " + clean(r.Kind)
 	if wide && r.Addr != "" {
-		s += " " + r.Addr
+		s += " " + clean(r.Addr)
 	}
 	var out string
 	switch {

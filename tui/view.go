@@ -347,7 +347,7 @@ func fixAll(lines []string, w int) []string {
 func (m *Model) faultRows() []string {
 	var items []string
 	for _, f := range m.faults {
-		it := "[" + f.Key + "] " + f.Name
+		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
 		case f.Unavailable != "":
 			// Not in this lab: dimmed and marked, the reason on the key.
@@ -355,7 +355,7 @@ func (m *Model) faultRows() []string {
 		case f.Active:
 			it = stActive.Render(it + " ●")
 			if f.Detail != "" {
-				it += " " + f.Detail
+				it += " " + clean(f.Detail)
 			}
 		}
 		if f.Error != "" {
@@ -405,23 +405,24 @@ func (m *Model) lessonRows() []string {
 	label := stBold.Render(" lesson  ")
 	n := m.lay.lessonLines
 	ls := m.lesson
-	text := ls.Text
+	text := clean(ls.Text)
 	if text == "" {
-		text = m.last.Lesson
+		text = clean(m.last.Lesson)
 	}
 	if ls.Title == "" && text == "" {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
-	head := ls.Title
+	head := clean(ls.Title)
 	if ls.Steps > 0 {
 		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
-	if ls.Kind != "" {
-		head += " · " + stStale.Render(strings.ToUpper(ls.Kind))
+	kind := strings.ToUpper(clean(ls.Kind))
+	if kind != "" {
+		head += " · " + stStale.Render(kind)
 	}
 	if len(ls.Results) > 0 {
 		if n == 1 { // one line: the measured values first, the rest as fits
-			return []string{fit(label+stStale.Render(strings.ToUpper(ls.Kind))+" "+resultsText(ls.Results)+" — "+text, m.width)}
+			return []string{fit(label+stStale.Render(kind)+" "+resultsText(ls.Results)+" — "+text, m.width)}
 		}
 		text = "Measured: " + resultsText(ls.Results) + ". " + text
 	}
@@ -454,7 +455,7 @@ func (m *Model) statusLine() string {
 	case m.nSamples == 0:
 		left = stDim.Render(" waiting for the first sample…")
 	case m.recording && m.recDir != "":
-		left = stDim.Render(" recording to " + m.recDir)
+		left = stDim.Render(" recording to " + clean(m.recDir))
 	}
 	right := ""
 	if m.lay.pages > 1 {
