@@ -1,10 +1,13 @@
 package tui
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 )
 
 func ringOf(pts ...point) *ring {
@@ -107,6 +110,37 @@ func TestFmt(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.f(tt.v); got != tt.want {
 			t.Errorf("fmt(%g) = %q, want %q", tt.v, got, tt.want)
+		}
+	}
+}
+
+// TestChartNonFinite: a value that is not a number (NaN, +Inf, -Inf) is
+// drawn as a gap with "—" as its current value. An +Inf in the window made
+// the panel's scale "top +InfG ms" and pinned every series of the panel to
+// its top edge (renderBraille falls back to a top of 1) until it scrolled
+// out, and the legend printed "+InfG".
+func TestChartNonFinite(t *testing.T) {
+	for _, bad := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		m := New(newFake())
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		for i, s := range fixedSamples()[:40] {
+			if i == 30 {
+				s.LagProbeP99Ms = bad // in the window, not the newest
+			}
+			if i == 39 {
+				s.SchedLatencyP99Ms = bad // the newest
+			}
+			m.Update(sampleMsg(s))
+		}
+		v := ansi.Strip(m.View())
+		if strings.Contains(v, "Inf") || strings.Contains(v, "NaN") {
+			t.Errorf("%v: the view prints it:\n%s", bad, v)
+		}
+		lag := ansi.Strip(m.renderPanel(0, 54, 14))
+		for _, want := range []string{"probe       6.0 ms", "sched            —│", "top 10 ms"} {
+			if !strings.Contains(lag, want) {
+				t.Errorf("%v: the lag panel lacks %q:\n%s", bad, want, lag)
+			}
 		}
 	}
 }

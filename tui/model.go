@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -292,6 +293,9 @@ func (m *Model) addSample(s runfiles.Sample) {
 	for i, p := range panels {
 		for j, sd := range p.series {
 			v, ok := sd.get(&s)
+			// A value that is not a number (NaN, ±Inf) was not measured:
+			// a gap and "—", not a scale stretched to infinity.
+			ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
 			m.series[i][j].push(point{t: s.Elapsed, v: v, ok: ok})
 		}
 	}
