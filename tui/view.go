@@ -158,7 +158,7 @@ func (m *Model) View() string {
 	case m.pick.open:
 		grid = overlay(grid, m.pickerBox(w-2), w)
 	case m.panelOpen:
-		grid = overlay(grid, m.defensesBox(), w)
+		grid = overlay(grid, m.defensesBox(w), w)
 	case m.showHelp:
 		grid = overlay(grid, m.fullHelpBox(), w)
 	case m.prompt.ask != nil:
