@@ -215,16 +215,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, waitSample(m.samples)
 	case switchedMsg:
 		return m, m.switched(msg)
-	case logMsg:
-		// The lab says which lines report a failure (lab.ErrorWriter);
-		// the words of a line do not: "fault apply model_errors" and
-		// "redis: failover: … in 2.6s" are successes.
-		line := msg.text
-		if m.stopping {
-			line = "stopping… " + line
+	case logReadyMsg:
+		for _, ln := range m.log.take() {
+			m.showLog(ln)
 		}
-		m.setStatus(line, msg.isErr)
 		return m, waitLog(m.log)
+	case logMsg:
+		m.showLog(logLine(msg))
+		return m, nil
 	case samplesDoneMsg:
 		if msg.ch != m.samples {
 			return m, nil
@@ -260,6 +258,18 @@ func (m *Model) setRate(r float64) {
 		return
 	}
 	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
+}
+
+// showLog shows a progress line of the lab in the status line. The lab
+// says which lines report a failure (lab.ErrorWriter); the words of a line
+// do not: "fault apply model_errors" and "redis: failover: … in 2.6s" are
+// successes.
+func (m *Model) showLog(ln logLine) {
+	line := ln.text
+	if m.stopping {
+		line = "stopping… " + line
+	}
+	m.setStatus(line, ln.isErr)
 }
 
 // setStatus shows s (cleaned: it often carries a lab error or a progress

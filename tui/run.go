@@ -32,7 +32,6 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 	m := New(ctrl, opts...)
 	if m.log != nil {
 		m.log.setCapture(true)
-		defer m.log.setCapture(false)
 	}
 	p := tea.NewProgram(m,
 		tea.WithContext(ctx),
@@ -42,6 +41,12 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 		tea.WithoutSignalHandler(),
 	)
 	final, runErr := p.Run()
+	if m.log != nil {
+		// The screen is the terminal's again: what the lab writes while it
+		// stops below, and what the dashboard had no time to show, goes
+		// to the log's writer.
+		m.log.setCapture(false)
+	}
 	fm, _ := final.(*Model)
 	if fm == nil {
 		fm = m
