@@ -144,3 +144,37 @@ func TestChartNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyWithoutAnswers: a tick in which no admitted request ended
+// measured no latency (the Sample holds 0 ms and no histogram). The
+// latency panel drew it as 0 ms: at 1 req/s (seen in tmux) the legend
+// flipped between "p99 0 ms" and the real value and the chart fell to the
+// floor between answers. It is a gap and "—" now.
+func TestLatencyWithoutAnswers(t *testing.T) {
+	m := New(newFake())
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	for i, s := range fixedSamples()[:40] {
+		s.AdmittedP50Ms, s.AdmittedP99Ms, s.AdmittedHist = 400, 500, "HISTFAAA…"
+		if i%2 == 1 { // none ended in this tick
+			s.AdmittedP50Ms, s.AdmittedP99Ms, s.AdmittedHist = 0, 0, ""
+		}
+		m.Update(sampleMsg(s))
+	}
+	var lat int
+	for i, p := range panels {
+		if p.id == "latency" {
+			lat = i
+		}
+	}
+	lines := strings.Split(ansi.Strip(m.renderPanel(lat, 54, 14)), "\n")
+	for _, want := range []string{"p99              —│", "p50              —│", "top 500 ms"} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("the latency panel lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	// The chart's bottom row (0 ms) stays empty: nothing measured 0 ms.
+	bottom := []rune(lines[len(lines)-2])[1 : 1+54-2-21]
+	if strings.TrimSpace(string(bottom)) != "" {
+		t.Errorf("the chart draws 0 ms: %q\n%s", string(bottom), strings.Join(lines, "\n"))
+	}
+}
