@@ -114,3 +114,22 @@ func TestOverlaysFitNarrow(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderDefensesOff: with every defense off the header says so once.
+// From 120 columns it read "defenses defenses OFF" (seen in tmux with
+// lesson 01): the wide label was put before the words that carry it.
+func TestHeaderDefensesOff(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		f := newFake()
+		for k := range f.defenses {
+			f.defenses[k] = false
+		}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 48})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		head := ansi.Strip(strings.SplitN(m.View(), "\n", 2)[0])
+		if strings.Count(head, "defenses") != 1 || !strings.Contains(head, "defenses OFF") {
+			t.Errorf("%d columns: header %q, want \"defenses OFF\" once", w, head)
+		}
+	}
+}

@@ -278,14 +278,13 @@ func (m *Model) header() string {
 			on = append(on, a)
 		}
 	}
-	label := "defenses "
-	if !wide {
-		label = ""
-	}
-	if len(on) == 0 {
-		parts = append(parts, label+stErr.Render("defenses OFF"))
-	} else {
-		parts = append(parts, label+stBold.Render(strings.Join(on, " ")))
+	switch {
+	case len(on) == 0:
+		parts = append(parts, stErr.Render("defenses OFF"))
+	case wide:
+		parts = append(parts, "defenses "+stBold.Render(strings.Join(on, " ")))
+	default:
+		parts = append(parts, stBold.Render(strings.Join(on, " ")))
 	}
 	if b := m.redisBadge(wide); b != "" {
 		parts = append(parts, b)
