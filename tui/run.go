@@ -20,14 +20,16 @@ import (
 // stop timeout, when the program ends any other way (ctx, a signal, an
 // error). in and out must be a terminal; callers check that first.
 //
-// SIGINT and SIGTERM end it like a cancelled ctx. Run watches them itself
+// SIGINT, SIGTERM and SIGHUP (the terminal closed) end it like a
+// cancelled ctx: the lab is stopped as on q, its recording finished and
+// its work folder removed. Run watches them itself
 // instead of Bubble Tea's signal handler, which sends its quit message
 // without watching the program's context (bubbletea v1.3.10): when the
 // same signal had cancelled ctx (a caller's signal.NotifyContext), the
 // event loop was gone, the send blocked for ever and so did the program's
 // shutdown — the lab was never stopped.
 func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, opts ...Option) error {
-	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stopSignals()
 	m := New(ctrl, opts...)
 	if m.log != nil {

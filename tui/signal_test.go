@@ -55,3 +55,34 @@ func TestRunEndsOnSignal(t *testing.T) {
 		pw.Close()
 	}
 }
+
+// TestRunEndsOnHangup: closing the terminal (SIGHUP) stops the lab like q.
+// Nothing watched SIGHUP: its default action ended the process at once —
+// children killed by the kernel, not stopped, the recording without its
+// summary, the work folder left in /tmp (seen with tmux kill-session).
+func TestRunEndsOnHangup(t *testing.T) {
+	guard := make(chan os.Signal, 4) // without Run's handler the test process would die
+	signal.Notify(guard, syscall.SIGHUP)
+	defer signal.Stop(guard)
+	f := newFake()
+	f.ch = make(chan runfiles.Sample)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), f, pr, io.Discard, WithStopTimeout(time.Second)) }()
+	f.ch <- fixedSamples()[0] // the program runs
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still running 20 s after SIGHUP")
+	}
+	if got := f.Calls(); len(got) != 1 || got[0] != "Stop(deadline=true)" {
+		t.Errorf("calls %q, want one Stop", got)
+	}
+}
