@@ -268,6 +268,12 @@ func (m *Model) header() string {
 	if m.recording {
 		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
 	}
+	// Narrow, Redis goes before the defenses: it is what a Redis lesson
+	// watches, and the defenses panel (d) lists the defenses anyway.
+	redis := m.redisBadge(wide)
+	if !wide && redis != "" {
+		parts = append(parts, redis)
+	}
 	var on []string
 	for _, n := range m.defenseNames() {
 		if m.defenses[n] {
@@ -286,8 +292,8 @@ func (m *Model) header() string {
 	default:
 		parts = append(parts, stBold.Render(strings.Join(on, " ")))
 	}
-	if b := m.redisBadge(wide); b != "" {
-		parts = append(parts, b)
+	if wide && redis != "" {
+		parts = append(parts, redis)
 	}
 	if m.nSamples > 0 {
 		parts = append(parts, stDim.Render("t "+clock(m.last.Elapsed)))
