@@ -141,3 +141,15 @@ func waitLog(l *Log) tea.Cmd {
 func WithLog(l *Log) Option {
 	return func(m *Model) { m.log = l }
 }
+
+// showLog shows a progress line of the lab in the status line. The lab
+// says which lines report a failure (lab.ErrorWriter); the words of a line
+// do not: "fault apply model_errors" and "redis: failover: … in 2.6s" are
+// successes.
+func (m *Model) showLog(ln logLine) {
+	line := ln.text
+	if m.stopping {
+		line = "stopping… " + line
+	}
+	m.setStatus(line, ln.isErr)
+}

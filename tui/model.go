@@ -260,18 +260,6 @@ func (m *Model) setRate(r float64) {
 	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
 }
 
-// showLog shows a progress line of the lab in the status line. The lab
-// says which lines report a failure (lab.ErrorWriter); the words of a line
-// do not: "fault apply model_errors" and "redis: failover: … in 2.6s" are
-// successes.
-func (m *Model) showLog(ln logLine) {
-	line := ln.text
-	if m.stopping {
-		line = "stopping… " + line
-	}
-	m.setStatus(line, ln.isErr)
-}
-
 // setStatus shows s (cleaned: it often carries a lab error or a progress
 // line) in the status line.
 func (m *Model) setStatus(s string, isErr bool) {
