@@ -75,16 +75,22 @@ type plan struct {
 	firstStep, lastStep int
 }
 
+// baseLocked is the target rate at now before a spike and the rate
+// factor: the manual rate, else the stages' rate.
+func (s *schedule) baseLocked(now time.Time) float64 {
+	if s.manual {
+		return s.manualRate
+	}
+	return s.exp.TargetAt(s.elapsedLocked(now))
+}
+
 // next returns the plan at now and remembers its stage and narration step.
 func (s *schedule) next(now time.Time) plan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.exp
 	p := plan{at: s.elapsedLocked(now)}
-	base := e.TargetAt(p.at)
-	if s.manual {
-		base = s.manualRate
-	}
+	base := s.baseLocked(now)
 	f := s.rateFactor
 	if now.Before(s.spikeUntil) {
 		f *= s.spikeFactor
@@ -259,8 +265,18 @@ func (l *Lab) SetRate(rps float64) error {
 	return nil
 }
 
-// Rate is the target rate the generator runs at now.
-func (l *Lab) Rate() float64 { return l.gen.Rate() }
+// Rate is the target rate as SetRate sets it: the manual rate, else the
+// stages' rate now; without a spike or the traffic_spike fault's factor,
+// and at once, not a control period later. (It was the generator's rate:
+// a dashboard's ×1.25 during a spike made the spike the manual rate for
+// good, and keys pressed within one control period all started from the
+// same old rate.)
+func (l *Lab) Rate() float64 {
+	s := l.sched
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return min(s.baseLocked(l.clock.Now()), load.MaxRate)
+}
 
 // Spike multiplies the rate by factor for d (a factor that is not a
 // positive finite number, or a duration that is not positive, does

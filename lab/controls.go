@@ -26,7 +26,9 @@ type Controls interface {
 
 	// SetRate sets the target arrival rate (req/s) and pauses the
 	// experiment's stages, as a manual override; it refuses a rate that is
-	// negative, not finite or above load.MaxRate. Rate returns the target.
+	// negative, not finite or above load.MaxRate. Rate returns the target
+	// as SetRate sets it (the manual rate, else the stages' rate), before a
+	// Spike or the traffic_spike fault's factor.
 	// SetRate, Spike and PauseRamp return ErrStopping, changing nothing,
 	// once the lab is finishing (as ToggleFault does).
 	SetRate(rps float64) error

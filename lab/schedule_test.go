@@ -209,3 +209,71 @@ stages: [{duration: 10s, target: 100}]
 		})
 	}
 }
+
+// Rate is the target as SetRate sets it, at once and without a spike or
+// the traffic_spike factor: the dashboard's ↑/↓ multiply it by 1.25 and
+// set the result. It was the generator's rate, which the control loop
+// updates every control period with the spike and factor applied: ↑ during
+// a ×3 spike set 3.75× the rate for good (seen in tmux: 76/s, s, ↑ →
+// 284/s once the spike ended), and keys pressed within one control period
+// all started from the same old rate.
+func TestRateIsTheTargetSetRateSets(t *testing.T) {
+	e, err := experiment.ParseExperiment([]byte(`
+name: s
+start_rate: 0
+stages: [{duration: 10s, target: 100}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, fc := fakeClockLab(e)
+	l.gen, err = load.New(load.Config{
+		Targets: []string{"http://127.0.0.1:1"}, // never started: no request is sent
+		Mix: load.Mix{Priorities: map[string]float64{"P0": 1}, Keys: map[string]string{"P0": "k0"},
+			Routes: map[string]float64{"predict": 1}},
+		Arrival: load.ArrivalConstant, ClientTimeout: time.Second, MaxOutstanding: 1,
+	}, load.WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := func() { // one round of the control loop
+		t.Helper()
+		if err := l.gen.SetRate(l.sched.next(fc.Now()).rate); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(what string, rate float64) {
+		t.Helper()
+		if got := l.Rate(); got != rate {
+			t.Errorf("%s: Rate() = %v, want %v", what, got, rate)
+		}
+	}
+	fc.Advance(5 * time.Second)
+	tick()
+	want("the ramp halfway up", 50)
+	if err := l.SetRate(76); err != nil {
+		t.Fatal(err)
+	}
+	want("right after SetRate(76)", 76)
+	tick()
+	if err := l.Spike(3, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	if l.gen.Rate() != 228 {
+		t.Fatalf("the generator runs at %v during the spike, want 228", l.gen.Rate())
+	}
+	want("during a ×3 spike", 76)
+	l.SetRateFactor(2) // the traffic_spike fault
+	tick()
+	want("with the traffic_spike factor", 76)
+	if err := l.SetRate(l.Rate() * 1.25); err != nil { // ↑
+		t.Fatal(err)
+	}
+	l.SetRateFactor(1)
+	fc.Advance(10 * time.Second) // the spike is over
+	tick()
+	if got := l.gen.Rate(); got != 95 {
+		t.Errorf("after ↑ during the spike and the spike's end, the generator runs at %v, want 95", got)
+	}
+}

@@ -1,10 +1,13 @@
 package tui
 
 import (
+	"math"
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 )
 
 func ringOf(pts ...point) *ring {
@@ -108,5 +111,70 @@ func TestFmt(t *testing.T) {
 		if got := tt.f(tt.v); got != tt.want {
 			t.Errorf("fmt(%g) = %q, want %q", tt.v, got, tt.want)
 		}
+	}
+}
+
+// TestChartNonFinite: a value that is not a number (NaN, +Inf, -Inf) is
+// drawn as a gap with "—" as its current value. An +Inf in the window made
+// the panel's scale "top +InfG ms" and pinned every series of the panel to
+// its top edge (renderBraille falls back to a top of 1) until it scrolled
+// out, and the legend printed "+InfG".
+func TestChartNonFinite(t *testing.T) {
+	for _, bad := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		m := New(newFake())
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		for i, s := range fixedSamples()[:40] {
+			if i == 30 {
+				s.LagProbeP99Ms = bad // in the window, not the newest
+			}
+			if i == 39 {
+				s.SchedLatencyP99Ms = bad // the newest
+			}
+			m.Update(sampleMsg(s))
+		}
+		v := ansi.Strip(m.View())
+		if strings.Contains(v, "Inf") || strings.Contains(v, "NaN") {
+			t.Errorf("%v: the view prints it:\n%s", bad, v)
+		}
+		lag := ansi.Strip(m.renderPanel(0, 54, 14))
+		for _, want := range []string{"probe       6.0 ms", "sched            —│", "top 10 ms"} {
+			if !strings.Contains(lag, want) {
+				t.Errorf("%v: the lag panel lacks %q:\n%s", bad, want, lag)
+			}
+		}
+	}
+}
+
+// TestLatencyWithoutAnswers: a tick in which no admitted request ended
+// measured no latency (the Sample holds 0 ms and no histogram). The
+// latency panel drew it as 0 ms: at 1 req/s (seen in tmux) the legend
+// flipped between "p99 0 ms" and the real value and the chart fell to the
+// floor between answers. It is a gap and "—" now.
+func TestLatencyWithoutAnswers(t *testing.T) {
+	m := New(newFake())
+	m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	for i, s := range fixedSamples()[:40] {
+		s.AdmittedP50Ms, s.AdmittedP99Ms, s.AdmittedHist = 400, 500, "HISTFAAA…"
+		if i%2 == 1 { // none ended in this tick
+			s.AdmittedP50Ms, s.AdmittedP99Ms, s.AdmittedHist = 0, 0, ""
+		}
+		m.Update(sampleMsg(s))
+	}
+	var lat int
+	for i, p := range panels {
+		if p.id == "latency" {
+			lat = i
+		}
+	}
+	lines := strings.Split(ansi.Strip(m.renderPanel(lat, 54, 14)), "\n")
+	for _, want := range []string{"p99              —│", "p50              —│", "top 500 ms"} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("the latency panel lacks %q:\n%s", want, strings.Join(lines, "\n"))
+		}
+	}
+	// The chart's bottom row (0 ms) stays empty: nothing measured 0 ms.
+	bottom := []rune(lines[len(lines)-2])[1 : 1+54-2-21]
+	if strings.TrimSpace(string(bottom)) != "" {
+		t.Errorf("the chart draws 0 ms: %q\n%s", string(bottom), strings.Join(lines, "\n"))
 	}
 }

@@ -58,7 +58,8 @@ func (m *Model) defenseNames() []string {
 	return append(out, rest...)
 }
 
-func (m *Model) defensesBox() string {
+// defensesBox is the defenses panel drawn over the charts, at most w wide.
+func (m *Model) defensesBox(w int) string {
 	names := m.defenseNames()
 	body := []string{""}
 	for i, n := range names {
@@ -77,5 +78,5 @@ func (m *Model) defensesBox() string {
 		body = append(body, "  the lab reports no defenses")
 	}
 	body = append(body, "", stDim.Render(" ↑/↓ select · space toggle · esc close"))
-	return box(" "+stTitle.Render("defenses")+" ", 42, len(body)+2, body)
+	return box(" "+stTitle.Render("defenses")+" ", min(42, w), len(body)+2, body)
 }

@@ -27,7 +27,8 @@ type fakeControls struct {
 	redis     lab.RedisStatus
 	failNext  error // returned (once) by the next method that can fail
 	stopped   bool
-	finishing bool // the lab ended: controls that change the run refuse
+	finishing bool   // the lab ended: controls that change the run refuse
+	onStop    func() // called by Stop (may be nil)
 }
 
 func newFake() *fakeControls {
@@ -217,6 +218,9 @@ func (f *fakeControls) Predict(a lab.PredictionAnswer) error {
 func (f *fakeControls) Stop(ctx context.Context) error {
 	_, hasDeadline := ctx.Deadline()
 	f.record("Stop(deadline=%t)", hasDeadline)
+	if f.onStop != nil {
+		f.onStop()
+	}
 	f.mu.Lock()
 	f.stopped = true
 	f.mu.Unlock()

@@ -20,15 +20,25 @@ import (
 // information, whatever words it holds ("fault apply model_errors …" is a
 // success). A full buffer drops lines; Write never blocks. Safe for
 // concurrent use.
+//
+// Captured lines wait in the Log until the dashboard's Update takes them
+// (a command only waits for the signal that there are some): a line the
+// dashboard never took — written while it quit, or while Run stops the
+// lab after the program ended — goes to the underlying writer on release
+// instead of being lost with a command goroutine the program left behind.
 type Log struct {
 	mu         sync.Mutex
 	w          io.Writer // guarded by mu
-	capture    bool      // guarded by mu: lines go to ch, not w
+	capture    bool      // guarded by mu: lines go to pending, not w
 	partial    []byte    // guarded by mu: an unfinished line
 	partialErr []byte    // guarded by mu: an unfinished error line
-	ch         chan logLine
+	pending    []logLine // guarded by mu: captured lines not taken yet
+	ready      chan struct{}
 	skip       func(line string) bool
 }
+
+// maxPending bounds the captured lines not taken yet; more are dropped.
+const maxPending = 64
 
 // logLine is one captured line and whether its writer said it reports a
 // failure.
@@ -44,7 +54,7 @@ var _ lab.ErrorWriter = (*Log)(nil)
 // keeps every line): e.g. periodic progress that repeats what the charts
 // show.
 func NewLog(w io.Writer, skip func(line string) bool) *Log {
-	return &Log{w: w, ch: make(chan logLine, 64), skip: skip}
+	return &Log{w: w, ready: make(chan struct{}, 1), skip: skip}
 }
 
 // Write implements io.Writer: lines of information.
@@ -73,15 +83,25 @@ func (l *Log) write(p []byte, isErr bool) (int, error) {
 		}
 		line := strings.TrimSpace(string((*partial)[:i]))
 		*partial = (*partial)[i+1:]
-		if line == "" || (l.skip != nil && l.skip(line)) {
+		if line == "" || (l.skip != nil && l.skip(line)) || len(l.pending) >= maxPending {
 			continue
 		}
+		l.pending = append(l.pending, logLine{line, isErr})
 		select {
-		case l.ch <- logLine{line, isErr}:
-		default:
+		case l.ready <- struct{}{}:
+		default: // a signal is already waiting
 		}
 	}
 	return len(p), nil
+}
+
+// take returns the captured lines not taken yet, oldest first.
+func (l *Log) take() []logLine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.pending
+	l.pending = nil
+	return out
 }
 
 func (l *Log) setCapture(on bool) {
@@ -91,6 +111,10 @@ func (l *Log) setCapture(on bool) {
 	if on {
 		return
 	}
+	for _, ln := range l.pending {
+		_, _ = io.WriteString(l.w, ln.text+"\n")
+	}
+	l.pending = nil
 	for _, p := range []*[]byte{&l.partial, &l.partialErr} {
 		if len(*p) > 0 {
 			_, _ = l.w.Write(append(*p, '\n'))
@@ -99,14 +123,33 @@ func (l *Log) setCapture(on bool) {
 	}
 }
 
-type logMsg logLine
+type (
+	logMsg      logLine  // one line for the status line
+	logReadyMsg struct{} // the Log holds lines to take
+)
 
+// waitLog waits until the Log holds lines; Update takes them.
 func waitLog(l *Log) tea.Cmd {
-	return func() tea.Msg { return logMsg(<-l.ch) }
+	return func() tea.Msg {
+		<-l.ready
+		return logReadyMsg{}
+	}
 }
 
 // WithLog shows the lab's progress lines written to l in the status line
 // while the dashboard runs (Run captures l and releases it on return).
 func WithLog(l *Log) Option {
 	return func(m *Model) { m.log = l }
+}
+
+// showLog shows a progress line of the lab in the status line. The lab
+// says which lines report a failure (lab.ErrorWriter); the words of a line
+// do not: "fault apply model_errors" and "redis: failover: … in 2.6s" are
+// successes.
+func (m *Model) showLog(ln logLine) {
+	line := ln.text
+	if m.stopping {
+		line = "stopping… " + line
+	}
+	m.setStatus(line, ln.isErr)
 }

@@ -2,7 +2,10 @@ package tui
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,8 +27,8 @@ func TestLogPassThroughAndCapture(t *testing.T) {
 	if got := out.String(); got != "starting 3 nodes\n" {
 		t.Errorf("while captured, stderr got %q", got)
 	}
-	if got := <-l.ch; got != (logLine{text: "fault node_kill: error: admin API 500"}) {
-		t.Errorf("captured line %+v", got)
+	if got := l.take(); len(got) != 1 || got[0] != (logLine{text: "fault node_kill: error: admin API 500"}) {
+		t.Errorf("captured lines %+v", got)
 	}
 	l.setCapture(false)
 	if got := out.String(); got != "starting 3 nodes\nhalf a line\n" {
@@ -36,8 +39,8 @@ func TestLogPassThroughAndCapture(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		fmt.Fprintln(l, "line", i)
 	}
-	if len(l.ch) != cap(l.ch) {
-		t.Errorf("buffer holds %d lines, want %d", len(l.ch), cap(l.ch))
+	if got := l.take(); len(got) != maxPending {
+		t.Errorf("buffer holds %d lines, want %d", len(got), maxPending)
 	}
 }
 
@@ -89,13 +92,51 @@ func TestLogKeepsErrorLinesApart(t *testing.T) {
 	fmt.Fprintln(l, "fault apply cpu_hog")
 	_, _ = l.WriteError([]byte("admin API 500\nhalf"))
 	want := []logLine{{text: "fault apply cpu_hog"}, {text: "fault node_kill: admin API 500", isErr: true}}
-	for _, w := range want {
-		if got := <-l.ch; got != w {
-			t.Errorf("captured %+v, want %+v", got, w)
-		}
+	if got := l.take(); !reflect.DeepEqual(got, want) {
+		t.Errorf("captured %+v, want %+v", got, want)
 	}
 	l.setCapture(false)
 	if out.String() != "half\n" {
 		t.Errorf("after release, stderr got %q", out.String())
 	}
+}
+
+// TestLogNotLostAtExit: a line the dashboard never showed reaches the
+// log's writer. A command goroutine the program left behind used to take
+// it from the channel and hand it to a program that had ended, and Run
+// stopped the lab (ctx cancelled, a signal) with the log still captured,
+// so every line the lab wrote while stopping was lost, failures included.
+func TestLogNotLostAtExit(t *testing.T) {
+	t.Run("taken by a command of an ended program", func(t *testing.T) {
+		var out bytes.Buffer
+		l := NewLog(&out, nil)
+		l.setCapture(true)
+		done := make(chan tea.Msg, 1)
+		go func() { done <- waitLog(l)() }() // its program has ended
+		_, _ = l.WriteError([]byte("fault cpu_hog: revert: admin API 500\n"))
+		<-done // the message is dropped: no Update runs any more
+		l.setCapture(false)
+		if !strings.Contains(out.String(), "fault cpu_hog: revert: admin API 500\n") {
+			t.Errorf("the writer got %q", out.String())
+		}
+	})
+	t.Run("written while Run stops the lab", func(t *testing.T) {
+		var out bytes.Buffer // written by Run's goroutine, read after it returned
+		l := NewLog(&out, nil)
+		f := newFake()
+		f.onStop = func() { _, _ = l.WriteError([]byte("gateway-0: stop: still running after 5s\n")) }
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, f, pr, io.Discard, WithLog(l)) }()
+		f.ch <- fixedSamples()[0]
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if !strings.Contains(out.String(), "gateway-0: stop: still running after 5s\n") {
+			t.Errorf("the writer got %q", out.String())
+		}
+	})
 }

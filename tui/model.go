@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
@@ -214,16 +215,14 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, waitSample(m.samples)
 	case switchedMsg:
 		return m, m.switched(msg)
-	case logMsg:
-		// The lab says which lines report a failure (lab.ErrorWriter);
-		// the words of a line do not: "fault apply model_errors" and
-		// "redis: failover: … in 2.6s" are successes.
-		line := msg.text
-		if m.stopping {
-			line = "stopping… " + line
+	case logReadyMsg:
+		for _, ln := range m.log.take() {
+			m.showLog(ln)
 		}
-		m.setStatus(line, msg.isErr)
 		return m, waitLog(m.log)
+	case logMsg:
+		m.showLog(logLine(msg))
+		return m, nil
 	case samplesDoneMsg:
 		if msg.ch != m.samples {
 			return m, nil
@@ -261,8 +260,10 @@ func (m *Model) setRate(r float64) {
 	m.setStatus(fmt.Sprintf("target rate %s/s (ramp paused)", fmtNum(r)), false)
 }
 
+// setStatus shows s (cleaned: it often carries a lab error or a progress
+// line) in the status line.
 func (m *Model) setStatus(s string, isErr bool) {
-	m.status, m.statusErr = s, isErr
+	m.status, m.statusErr = clean(s), isErr
 }
 
 // refreshControls reads the lab's control state that Samples do not carry.
@@ -290,6 +291,9 @@ func (m *Model) addSample(s runfiles.Sample) {
 	for i, p := range panels {
 		for j, sd := range p.series {
 			v, ok := sd.get(&s)
+			// A value that is not a number (NaN, ±Inf) was not measured:
+			// a gap and "—", not a scale stretched to infinity.
+			ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
 			m.series[i][j].push(point{t: s.Elapsed, v: v, ok: ok})
 		}
 	}

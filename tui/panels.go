@@ -57,6 +57,16 @@ func gateway(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float
 	}
 }
 
+// admittedLatency reads a latency of the admitted requests that ended in
+// the Sample's tick: not measured when none ended (the Sample then holds
+// 0 and no histogram), so a tick without answers is a gap and "—", not a
+// latency of 0 ms.
+func admittedLatency(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float64, bool) {
+	return func(s *runfiles.Sample) (float64, bool) {
+		return f(s), s.AdmittedHist != "" || s.AdmittedP99Ms > 0
+	}
+}
+
 func mapVal(m map[string]float64, k string) float64 { return m[k] }
 
 // Colours of the series, chosen to read on dark and light terminals.
@@ -125,8 +135,8 @@ func buildPanels() []panelDef {
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},
 		{id: "success", title: "success by priority", unit: "%", fixedTop: 100, series: success},
 		{id: "latency", title: "admitted latency", unit: "ms", minTop: 1, series: []seriesDef{
-			{name: "p99", color: cRed, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedP99Ms })},
-			{name: "p50", color: cCyan, get: client(func(s *runfiles.Sample) float64 { return s.AdmittedP50Ms })},
+			{name: "p99", color: cRed, get: admittedLatency(func(s *runfiles.Sample) float64 { return s.AdmittedP99Ms })},
+			{name: "p50", color: cCyan, get: admittedLatency(func(s *runfiles.Sample) float64 { return s.AdmittedP50Ms })},
 		}},
 		{id: "gateway", title: "gateway heap · goroutines", gateway: true, ownScale: true, minTop: 1, series: []seriesDef{
 			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.HeapBytes / (1 << 20) })},

@@ -144,7 +144,7 @@ func (m *Model) pickerBox(w int) string {
 	per, shown := m.pickerRows()
 	numW, seedW := 2, 0
 	for _, l := range m.lessons {
-		numW = max(numW, ansi.StringWidth(l.Number))
+		numW = max(numW, ansi.StringWidth(clean(l.Number)))
 		seedW = max(seedW, ansi.StringWidth(seedText(l)))
 	}
 	var body []string
@@ -154,9 +154,9 @@ func (m *Model) pickerBox(w int) string {
 		if l.Experiment != nil && l.Experiment.Title == m.lesson.Title {
 			mark = "● "
 		}
-		row := fmt.Sprintf("%s%-*s  %-*s  %s", mark, numW, l.Number, seedW, seedText(l), l.Title)
+		row := fmt.Sprintf("%s%-*s  %-*s  %s", mark, numW, clean(l.Number), seedW, seedText(l), clean(l.Title))
 		if per == 1 && l.Line != "" {
-			row += stDim.Render(" — " + l.Line)
+			row += stDim.Render(" — " + clean(l.Line))
 		}
 		if i == m.pick.sel {
 			body = append(body, "▸"+stSelected.Render(fit(row, iw-1)))
@@ -165,7 +165,7 @@ func (m *Model) pickerBox(w int) string {
 		}
 		if per == 2 {
 			indent := strings.Repeat(" ", 3+numW+2)
-			body = append(body, stDim.Render(fit(indent+l.Line, iw)))
+			body = append(body, stDim.Render(fit(indent+clean(l.Line), iw)))
 		}
 	}
 	body = append(body, "", stDim.Render(" ↑/↓ choose · enter starts it (the running lab stops first) · esc closes"))
@@ -182,5 +182,5 @@ func seedText(l lesson.Lesson) string {
 	if len(l.Articles) == 0 {
 		return ""
 	}
-	return "seed " + strings.Join(l.Articles, " ")
+	return clean("seed " + strings.Join(l.Articles, " "))
 }

@@ -98,11 +98,11 @@ func (m *Model) promptBox(w int) string {
 	w = min(w, 60)
 	unit := ""
 	if a.Unit != "" {
-		unit = " " + a.Unit
+		unit = " " + clean(a.Unit)
 	}
 	body := []string{
 		"",
-		"  " + stBold.Render(a.Question),
+		"  " + stBold.Render(clean(a.Question)),
 		"",
 		"  > " + stSelected.Render(m.prompt.input+"▏") + unit,
 		"",
@@ -133,5 +133,5 @@ func resultsText(rs []runfiles.Prediction) string {
 		}
 		parts = append(parts, s)
 	}
-	return strings.Join(parts, " · ")
+	return clean(strings.Join(parts, " · "))
 }

@@ -2,17 +2,21 @@ package tui
 
 import "fmt"
 
-// redisBadge is the header's Redis: its kind (and address on a wide
-// screen), red when its processes are down, and the decisions per second
-// the gateways make without it; "" without Redis.
+// redisBadge is the header's Redis: its kind and address on a wide
+// screen, red when its processes are down, and the decisions per second
+// the gateways make without it; "" without Redis. A narrow header leaves
+// out the kind: its state and the fallback rate must fit in 80 columns.
 func (m *Model) redisBadge(wide bool) string {
 	r := m.redis
 	if r.Kind == "" || r.Kind == "off" {
 		return ""
 	}
-	s := "redis " + r.Kind
-	if wide && r.Addr != "" {
-		s += " " + r.Addr
+	s := "redis"
+	if wide {
+		s += " " + clean(r.Kind)
+		if r.Addr != "" {
+			s += " " + clean(r.Addr)
+		}
 	}
 	var out string
 	switch {

@@ -42,3 +42,21 @@ func TestHeaderShowsRedis(t *testing.T) {
 		})
 	}
 }
+
+// At 80 columns the Redis state and the decisions the gateways make
+// without it (the fail-open fallback lesson 06 is about) are in the
+// header. They came after the defenses and were cut: "… RL BULK BRK redis
+// server ✕ dow…", the fallback rate never shown at that size.
+func TestHeaderRedisAt80(t *testing.T) {
+	f := newFake()
+	f.redis = lab.RedisStatus{Kind: "server", Addr: "127.0.0.1:36089", Nodes: 1, Up: 0}
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	s := fixedSamples()[10]
+	s.TargetRPS, s.OfferedRPS, s.RedisFallbackRPS = 2100, 2095, 487
+	m.Update(sampleMsg(s))
+	head := strings.SplitN(ansi.Strip(m.View()), "\n", 2)[0]
+	if !strings.Contains(head, "redis ✕ down local 487/s") {
+		t.Errorf("header %q lacks the Redis state and fallback rate", head)
+	}
+}

@@ -1,11 +1,16 @@
 package tui
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/lesson"
 )
 
 // TestResize walks through sizes, small to large and back, and checks every
@@ -76,6 +81,55 @@ func TestTooSmall(t *testing.T) {
 	for _, l := range strings.Split(m.View(), "\n") {
 		if ansi.StringWidth(l) > 30 {
 			t.Errorf("line wider than 30: %q", l)
+		}
+	}
+}
+
+// TestOverlaysFitNarrow: every box drawn over the charts (defenses, lesson
+// picker, full help, prediction prompt) fits the narrowest terminal the
+// dashboard draws on. The defenses panel was 42 cells wide whatever the
+// width: at 40 and 41 columns its lines overflowed and wrapped.
+func TestOverlaysFitNarrow(t *testing.T) {
+	open := map[string]func(m *Model, f *fakeControls){
+		"defenses": func(m *Model, f *fakeControls) { press(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("d")}) },
+		"picker":   func(m *Model, f *fakeControls) { press(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("l")}) },
+		"help":     func(m *Model, f *fakeControls) { press(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("?")}) },
+		"prompt": func(m *Model, f *fakeControls) {
+			f.lesson.Ask = &lab.PredictionAsk{Step: 2, Question: "What share of P0 will succeed at 10×?", Unit: "%"}
+			m.refreshControls()
+		},
+	}
+	ls := []lesson.Lesson{{Number: "03", Name: "03-priority-shedding", Title: "Priority load shedding: P0 survives a 10× overload", Articles: []string{"003"}, Line: "Three model nodes, 10× their capacity."}}
+	start := func(context.Context, lesson.Lesson) (lab.Controls, error) { return nil, errFake }
+	for name, o := range open {
+		for _, s := range []struct{ w, h int }{{40, 12}, {41, 12}, {40, 24}, {41, 40}} {
+			f := newFake()
+			m := New(f, WithLessons(ls, start))
+			m.Update(tea.WindowSizeMsg{Width: s.w, Height: s.h})
+			for _, smp := range fixedSamples()[:8] {
+				m.Update(sampleMsg(smp))
+			}
+			o(m, f)
+			t.Run(fmt.Sprintf("%s_%dx%d", name, s.w, s.h), func(t *testing.T) { checkFrame(t, m.View(), s.w, s.h) })
+		}
+	}
+}
+
+// TestHeaderDefensesOff: with every defense off the header says so once.
+// From 120 columns it read "defenses defenses OFF" (seen in tmux with
+// lesson 01): the wide label was put before the words that carry it.
+func TestHeaderDefensesOff(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		f := newFake()
+		for k := range f.defenses {
+			f.defenses[k] = false
+		}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 48})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		head := ansi.Strip(strings.SplitN(m.View(), "\n", 2)[0])
+		if strings.Count(head, "defenses") != 1 || !strings.Contains(head, "defenses OFF") {
+			t.Errorf("%d columns: header %q, want \"defenses OFF\" once", w, head)
 		}
 	}
 }

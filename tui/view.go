@@ -158,7 +158,7 @@ func (m *Model) View() string {
 	case m.pick.open:
 		grid = overlay(grid, m.pickerBox(w-2), w)
 	case m.panelOpen:
-		grid = overlay(grid, m.defensesBox(), w)
+		grid = overlay(grid, m.defensesBox(w), w)
 	case m.showHelp:
 		grid = overlay(grid, m.fullHelpBox(), w)
 	case m.prompt.ask != nil:
@@ -268,6 +268,12 @@ func (m *Model) header() string {
 	if m.recording {
 		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
 	}
+	// Narrow, Redis goes before the defenses: it is what a Redis lesson
+	// watches, and the defenses panel (d) lists the defenses anyway.
+	redis := m.redisBadge(wide)
+	if !wide && redis != "" {
+		parts = append(parts, redis)
+	}
 	var on []string
 	for _, n := range m.defenseNames() {
 		if m.defenses[n] {
@@ -278,17 +284,16 @@ func (m *Model) header() string {
 			on = append(on, a)
 		}
 	}
-	label := "defenses "
-	if !wide {
-		label = ""
+	switch {
+	case len(on) == 0:
+		parts = append(parts, stErr.Render("defenses OFF"))
+	case wide:
+		parts = append(parts, "defenses "+stBold.Render(strings.Join(on, " ")))
+	default:
+		parts = append(parts, stBold.Render(strings.Join(on, " ")))
 	}
-	if len(on) == 0 {
-		parts = append(parts, label+stErr.Render("defenses OFF"))
-	} else {
-		parts = append(parts, label+stBold.Render(strings.Join(on, " ")))
-	}
-	if b := m.redisBadge(wide); b != "" {
-		parts = append(parts, b)
+	if wide && redis != "" {
+		parts = append(parts, redis)
 	}
 	if m.nSamples > 0 {
 		parts = append(parts, stDim.Render("t "+clock(m.last.Elapsed)))
@@ -347,7 +352,7 @@ func fixAll(lines []string, w int) []string {
 func (m *Model) faultRows() []string {
 	var items []string
 	for _, f := range m.faults {
-		it := "[" + f.Key + "] " + f.Name
+		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
 		case f.Unavailable != "":
 			// Not in this lab: dimmed and marked, the reason on the key.
@@ -355,7 +360,7 @@ func (m *Model) faultRows() []string {
 		case f.Active:
 			it = stActive.Render(it + " ●")
 			if f.Detail != "" {
-				it += " " + f.Detail
+				it += " " + clean(f.Detail)
 			}
 		}
 		if f.Error != "" {
@@ -405,23 +410,24 @@ func (m *Model) lessonRows() []string {
 	label := stBold.Render(" lesson  ")
 	n := m.lay.lessonLines
 	ls := m.lesson
-	text := ls.Text
+	text := clean(ls.Text)
 	if text == "" {
-		text = m.last.Lesson
+		text = clean(m.last.Lesson)
 	}
 	if ls.Title == "" && text == "" {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
-	head := ls.Title
+	head := clean(ls.Title)
 	if ls.Steps > 0 {
 		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
-	if ls.Kind != "" {
-		head += " · " + stStale.Render(strings.ToUpper(ls.Kind))
+	kind := strings.ToUpper(clean(ls.Kind))
+	if kind != "" {
+		head += " · " + stStale.Render(kind)
 	}
 	if len(ls.Results) > 0 {
 		if n == 1 { // one line: the measured values first, the rest as fits
-			return []string{fit(label+stStale.Render(strings.ToUpper(ls.Kind))+" "+resultsText(ls.Results)+" — "+text, m.width)}
+			return []string{fit(label+stStale.Render(kind)+" "+resultsText(ls.Results)+" — "+text, m.width)}
 		}
 		text = "Measured: " + resultsText(ls.Results) + ". " + text
 	}
@@ -454,7 +460,7 @@ func (m *Model) statusLine() string {
 	case m.nSamples == 0:
 		left = stDim.Render(" waiting for the first sample…")
 	case m.recording && m.recDir != "":
-		left = stDim.Render(" recording to " + m.recDir)
+		left = stDim.Render(" recording to " + clean(m.recDir))
 	}
 	right := ""
 	if m.lay.pages > 1 {

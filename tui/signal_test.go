@@ -1,0 +1,88 @@
+package tui
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// TestRunEndsOnSignal: SIGTERM to a `levee lab` whose ctx is tied to
+// SIGTERM (signal.NotifyContext, as cmd/levee does) ends Run and stops the
+// lab. Bubble Tea's own signal handler sends its QuitMsg without watching
+// the program's context (bubbletea v1.3.10, tea.go handleSignals): when
+// the same signal cancelled ctx first, the event loop was gone, the send
+// blocked, and Run hung in the program's shutdown with every child still
+// running and the keys dead. Each round is a race, so it plays several.
+func TestRunEndsOnSignal(t *testing.T) {
+	// The test process must not die of the signals it sends itself, also
+	// between rounds, when no Run listens.
+	guard := make(chan os.Signal, 16)
+	signal.Notify(guard, syscall.SIGTERM)
+	defer signal.Stop(guard)
+	for round := 0; round < 12; round++ {
+		f := newFake()
+		f.ch = make(chan runfiles.Sample) // a send returns once the dashboard reads it
+		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, f, pr, io.Discard, WithStopTimeout(time.Second)) }()
+		// The first Sample read: the program runs, its handlers are set.
+		f.ch <- fixedSamples()[0]
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("round %d: Run = %v", round, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: Run still running 20 s after SIGTERM (calls %q)", round, f.Calls())
+		}
+		f.mu.Lock()
+		stopped := f.stopped
+		f.mu.Unlock()
+		if !stopped {
+			t.Errorf("round %d: the lab was not stopped", round)
+		}
+		cancel()
+		pw.Close()
+	}
+}
+
+// TestRunEndsOnHangup: closing the terminal (SIGHUP) stops the lab like q.
+// Nothing watched SIGHUP: its default action ended the process at once —
+// children killed by the kernel, not stopped, the recording without its
+// summary, the work folder left in /tmp (seen with tmux kill-session).
+func TestRunEndsOnHangup(t *testing.T) {
+	guard := make(chan os.Signal, 4) // without Run's handler the test process would die
+	signal.Notify(guard, syscall.SIGHUP)
+	defer signal.Stop(guard)
+	f := newFake()
+	f.ch = make(chan runfiles.Sample)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), f, pr, io.Discard, WithStopTimeout(time.Second)) }()
+	f.ch <- fixedSamples()[0] // the program runs
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still running 20 s after SIGHUP")
+	}
+	if got := f.Calls(); len(got) != 1 || got[0] != "Stop(deadline=true)" {
+		t.Errorf("calls %q, want one Stop", got)
+	}
+}
