@@ -20,7 +20,7 @@ func TestHeaderShowsAgents(t *testing.T) {
 	if v := ansi.Strip(m.View()); strings.Contains(v, "agents ") {
 		t.Fatalf("agents shown without agent traffic:\n%s", v)
 	}
-	s.Agent = &runfiles.AgentSample{Level: "yellow", SuccessRate: 0.925}
+	s.Agent = &runfiles.AgentSample{Level: "yellow", SuccessRate: 0.925, SuccessFinished: 40}
 	m.Update(sampleMsg(s))
 	head := strings.Join(strings.Fields(strings.SplitN(ansi.Strip(m.View()), "\n", 2)[0]), " ")
 	if !strings.Contains(head, "agents YELLOW 92.50%") {

@@ -264,9 +264,9 @@ func fixedSamples() []runfiles.Sample {
 			CapacityRPS: capacity, Outstanding: int(admitted),
 			OfferedTotal: uint64(i * 30),
 			ByPriority: map[string]runfiles.PrioritySample{
-				"P0": {OfferedTotal: uint64(i * 6), OKTotal: uint64(i * 6), SuccessRate: 1 - 0.0003*float64(i%3)},
-				"P1": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1), SuccessRate: p1},
-				"P2": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1 * p1), SuccessRate: p1 * p1 * 0.9},
+				"P0": {OfferedTotal: uint64(i * 6), OKTotal: uint64(i * 6), SuccessRate: 1 - 0.0003*float64(i%3), SuccessFinished: uint64(min(i, 12) * 6)},
+				"P1": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1), SuccessRate: p1, SuccessFinished: uint64(min(i, 12) * 12)},
+				"P2": {OfferedTotal: uint64(i * 12), OKTotal: uint64(float64(i*12) * p1 * p1), SuccessRate: p1 * p1 * 0.9, SuccessFinished: uint64(min(i, 12) * 12)},
 			},
 			AdmittedP50Ms: 400 + float64(i)*3, AdmittedP99Ms: 900 + float64(i)*12,
 			Level:             level,

@@ -111,7 +111,7 @@ func buildPanels() []panelDef {
 		shedByPrio = append(shedByPrio, seriesDef{name: p, color: priorityColors[p],
 			get: gateway(func(s *runfiles.Sample) float64 { return mapVal(s.ShedRPSByPriority, p) })})
 		success = append(success, seriesDef{name: p, color: priorityColors[p], format: fmtPct,
-			get: client(func(s *runfiles.Sample) float64 { return s.ByPriority[p].SuccessRate * 100 })})
+			get: client(func(s *runfiles.Sample) float64 { return successValue(s.ByPriority[p]) })})
 	}
 	return []panelDef{
 		{id: "lag", title: "scheduler lag p99", unit: "ms", gateway: true, minTop: 1, series: []seriesDef{

@@ -1,9 +1,12 @@
 package tui
 
 import (
+	"math"
+
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 var (
@@ -42,6 +45,25 @@ func levelStyle(level string) lipgloss.Style {
 }
 
 // successStyle colours a success percentage: green ≥ 99.9, yellow ≥ 99.
+// successText is a success rate (ok / finished) as a percentage and its
+// style; "—", dim, when nothing finished (finished 0): the rate's 1 is
+// then a convention, and a stall must not read as 100 %.
+func successText(rate float64, finished uint64) (string, lipgloss.Style) {
+	if finished == 0 {
+		return "—", stDim
+	}
+	return fmtPct(rate * 100), successStyle(rate * 100)
+}
+
+// successValue is a priority's success rate in % for the charts, NaN (a
+// gap) when nothing finished.
+func successValue(ps runfiles.PrioritySample) float64 {
+	if ps.SuccessFinished == 0 {
+		return math.NaN()
+	}
+	return ps.SuccessRate * 100
+}
+
 func successStyle(pct float64) lipgloss.Style {
 	switch {
 	case pct >= 99.9:

@@ -112,21 +112,21 @@ func (m *Model) p0Body(iw, ih int) []string {
 		return []string{"", center("waiting for samples…", iw)}
 	}
 	p0 := m.last.ByPriority[wire.PriorityP0]
-	pct := p0.SuccessRate * 100
-	st := successStyle(pct)
+	text, st := successText(p0.SuccessRate, p0.SuccessFinished)
 	var body []string
-	big := bigText(fmtPct(pct) + "%")
+	big := bigText(text + "%")
 	if ih >= 6 && ansi.StringWidth(big[0]) <= iw {
 		for _, l := range big {
 			body = append(body, center(st.Render(l), iw))
 		}
 	} else {
-		body = append(body, center(st.Render("P0 "+fmtPct(pct)+"%"), iw))
+		body = append(body, center(st.Render("P0 "+text+"%"), iw))
 	}
 	var others []string
 	for _, p := range load.Priorities[1:] {
 		ps := m.last.ByPriority[p]
-		others = append(others, p+" "+successStyle(ps.SuccessRate*100).Render(fmtPct(ps.SuccessRate*100)+"%"))
+		t, s := successText(ps.SuccessRate, ps.SuccessFinished)
+		others = append(others, p+" "+s.Render(t+"%"))
 	}
 	body = append(body, center(strings.Join(others, "   "), iw))
 	body = append(body, center(stDim.Render(fmt.Sprintf("P0 ok %d of %d offered", p0.OKTotal, p0.OfferedTotal)), iw))
@@ -249,8 +249,9 @@ func (m *Model) header() string {
 		}
 	}
 	if m.nSamples > 0 {
-		pct := m.last.ByPriority[wire.PriorityP0].SuccessRate * 100
-		parts = append(parts, "P0 "+successStyle(pct).Render(fmtPct(pct)+"%"))
+		p0 := m.last.ByPriority[wire.PriorityP0]
+		t, s := successText(p0.SuccessRate, p0.SuccessFinished)
+		parts = append(parts, "P0 "+s.Render(t+"%"))
 	}
 	if a := m.last.Agent; m.nSamples > 0 && a != nil {
 		// Seed 004: the level agent tasks are planned at, and the share
@@ -259,8 +260,8 @@ func (m *Model) header() string {
 		if al == "" {
 			al = "—"
 		}
-		pct := a.SuccessRate * 100
-		parts = append(parts, "agents "+levelStyle(al).Render(strings.ToUpper(al))+" "+successStyle(pct).Render(fmtPct(pct)+"%"))
+		t, s := successText(a.SuccessRate, a.SuccessFinished)
+		parts = append(parts, "agents "+levelStyle(al).Render(strings.ToUpper(al))+" "+s.Render(t+"%"))
 	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))

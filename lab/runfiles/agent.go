@@ -20,6 +20,9 @@ type AgentSample struct {
 	// SuccessRate is answered / finished over the last few seconds (client
 	// side); 1 when none finished.
 	SuccessRate float64 `json:"success_rate"`
+	// SuccessFinished is SuccessRate's denominator: tasks finished over
+	// those seconds (0: none, see PrioritySample.SuccessFinished).
+	SuccessFinished uint64 `json:"success_finished,omitempty"`
 	// TasksByLevel and TasksByResult are gateway side: tasks counted in
 	// levee_agent_tasks_total since the previous scrape, by the level they
 	// were planned at and by result.

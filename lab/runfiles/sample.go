@@ -103,8 +103,14 @@ type PrioritySample struct {
 	// through (every outcome but shed_ratelimit and generator_dropped).
 	PassedRateLimitTotal uint64  `json:"passed_ratelimit_total,omitempty"`
 	SuccessRate          float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
-	P50Ms                float64 `json:"p50_ms"`
-	P99Ms                float64 `json:"p99_ms"`
+	// SuccessFinished is the finished requests SuccessRate is taken over
+	// (its denominator). 0: nothing finished in those seconds, and
+	// SuccessRate's 1 is a convention, not a measurement (a stall, or
+	// no traffic of the class); the dashboard shows "—" then. Runs
+	// recorded before it have no such field.
+	SuccessFinished uint64  `json:"success_finished,omitempty"`
+	P50Ms           float64 `json:"p50_ms"`
+	P99Ms           float64 `json:"p99_ms"`
 	// Hist is the histogram behind P50Ms/P99Ms (every sent request of the
 	// class that ended in the last tick), encoded like Sample.AdmittedHist.
 	Hist string `json:"hist,omitempty"`

@@ -20,8 +20,8 @@ func (st *State) addAgentClient(smp *runfiles.Sample, in Input) {
 	if aw.OfferedTotal == 0 {
 		return
 	}
-	rate := st.recentRate(agentKey, prioCount{ok: aw.Answered, finished: aw.Finished}, in.Tick)
-	smp.Agent = &runfiles.AgentSample{OfferedTotal: aw.OfferedTotal, AnsweredTotal: aw.AnsweredTotal, SuccessRate: round(rate, 6)}
+	rate, fin := st.recentRate(agentKey, prioCount{ok: aw.Answered, finished: aw.Finished}, in.Tick)
+	smp.Agent = &runfiles.AgentSample{OfferedTotal: aw.OfferedTotal, AnsweredTotal: aw.AnsweredTotal, SuccessRate: round(rate, 6), SuccessFinished: fin}
 }
 
 // agentDeltas are one gateway's agent task counts since its previous

@@ -140,8 +140,8 @@ func Next(prev State, in Input) (Output, State) {
 type prioCount struct{ ok, finished uint64 }
 
 // recentRate adds this tick's count under key and returns ok / finished
-// over the last SuccessWindow (1 when nothing finished).
-func (st *State) recentRate(key string, c prioCount, tick time.Duration) float64 {
+// over the last SuccessWindow (1 when nothing finished) and finished.
+func (st *State) recentRate(key string, c prioCount, tick time.Duration) (float64, uint64) {
 	keep := max(int(SuccessWindow/tick), 1)
 	r := append(st.recent[key], c)
 	if len(r) > keep {
@@ -154,9 +154,9 @@ func (st *State) recentRate(key string, c prioCount, tick time.Duration) float64
 		fin += c.finished
 	}
 	if fin == 0 {
-		return 1
+		return 1, 0
 	}
-	return float64(ok) / float64(fin)
+	return float64(ok) / float64(fin), fin
 }
 
 // addClient fills the generator's (client-side) view.
@@ -184,9 +184,9 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	smp.ByPriority = map[string]runfiles.PrioritySample{}
 	for _, p := range load.Priorities {
 		pw := w.ByPriority[p]
-		rate := st.recentRate(p, prioCount{ok: pw.OK, finished: pw.Finished}, in.Tick)
+		rate, fin := st.recentRate(p, prioCount{ok: pw.OK, finished: pw.Finished}, in.Tick)
 		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
 			PassedRateLimitTotal: pw.PassedRateLimitTotal,
-			SuccessRate:          round(rate, 6), P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
+			SuccessRate:          round(rate, 6), SuccessFinished: fin, P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 }

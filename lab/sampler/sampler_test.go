@@ -274,3 +274,35 @@ levee_admitted_total{class="ai",priority="P1"} %d
 		t.Errorf("errors %v/s, want the 24000/s the clients saw end", out.Sample.OutcomeRPS[wire.OutcomeError.String()])
 	}
 }
+
+// TestSuccessFinished: a priority's success rate comes with the finished
+// requests it is taken over, so a stall (nothing finished in the window)
+// is told apart from 100 %.
+func TestSuccessFinished(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := time.Second
+	st := NewState(1, 1)
+	in := func(at time.Time, ok, fin uint64) Input {
+		w := load.Window{Duration: tick, ByPriority: map[string]load.PriorityWindow{}}
+		w.ByPriority["P0"] = load.PriorityWindow{OK: ok, Finished: fin}
+		return Input{Now: at, Start: t0, Tick: tick, Window: w}
+	}
+	for i, tc := range []struct {
+		ok, fin  uint64
+		rate     float64
+		finished uint64
+	}{
+		{0, 0, 1, 0},    // nothing yet: the convention, flagged
+		{3, 4, 0.75, 4}, // 3 of 4
+		{0, 0, 0.75, 4}, // a quiet tick: the window still holds the 4
+		{0, 0, 0.75, 4},
+		{0, 0, 1, 0}, // three ticks (SuccessWindow) with nothing: unmeasured
+	} {
+		var out Output
+		out, st = Next(st, in(t0.Add(time.Duration(i+1)*tick), tc.ok, tc.fin))
+		ps := out.Sample.ByPriority["P0"]
+		if ps.SuccessRate != tc.rate || ps.SuccessFinished != tc.finished {
+			t.Errorf("tick %d: rate %v over %d finished; want %v over %d", i, ps.SuccessRate, ps.SuccessFinished, tc.rate, tc.finished)
+		}
+	}
+}
