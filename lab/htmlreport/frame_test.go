@@ -159,10 +159,35 @@ func TestChooseInterval(t *testing.T) {
 		{1800, 0.25, 5},
 		{1800, 0.1, 5},
 		{20, 0.33, 0.5}, // a stalled sampler: never finer than the ticks
+		// A 250 ms tick measured a little over 250 ms (the reference
+		// 04-node-loss reads 0.250029 s) is still a 250 ms tick.
+		{60.76, 0.250029, 0.25},
+		{150, 0.2501, 0.25},
+		{20, 0.26, 0.5},
 		{86400, 0.25, 300},
 	} {
 		if got := chooseInterval(c.span, c.tick); got != c.want {
 			t.Errorf("chooseInterval(%v, %v) = %v, want %v", c.span, c.tick, got, c.want)
+		}
+	}
+}
+
+// TestReferenceIntervalIsTheTick: the recorded runs of experiments/reference
+// last at most 150 s and are plotted at their 250 ms tick, as the README
+// says, whether their median sample spacing reads a little over or under
+// 250 ms (04-node-loss: 0.250029 s, 03-priority-shedding: 0.249988 s).
+func TestReferenceIntervalIsTheTick(t *testing.T) {
+	for _, name := range []string{"03-priority-shedding", "04-node-loss", "07-llm-limit", "11-big-queue"} {
+		r, err := Load(filepath.Join("../../experiments/reference", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg, err := build([]*Run{r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.Interval != 0.25 {
+			t.Errorf("%s (%.1f s, median tick %.6f s): one point every %v s, want 0.25", name, pg.XMax, newTimeline(r).tick, pg.Interval)
 		}
 	}
 }

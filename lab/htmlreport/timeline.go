@@ -13,11 +13,18 @@ const maxPoints = 600
 // niceIntervals are the plotted intervals (seconds) the report chooses from.
 var niceIntervals = []float64{0.25, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600}
 
-// chooseInterval is the shortest nice interval, no shorter than the tick,
-// that plots a run of span seconds in at most maxPoints points.
+// tickSlack is how far the measured tick may run over a nice interval and
+// still be plotted at it: the median spacing of samples taken every 250 ms
+// reads a few tens of µs over 250 ms (each tick waits for its scrapes), and
+// a run must not be drawn at half its resolution for that.
+const tickSlack = 0.01
+
+// chooseInterval is the shortest nice interval, no shorter than the tick
+// (within tickSlack), that plots a run of span seconds in at most
+// maxPoints points.
 func chooseInterval(span, tick float64) float64 {
 	for _, iv := range niceIntervals {
-		if iv >= tick-1e-9 && math.Ceil(span/iv) <= maxPoints {
+		if iv >= tick*(1-tickSlack) && math.Ceil(span/iv) <= maxPoints {
 			return iv
 		}
 	}

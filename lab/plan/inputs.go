@@ -21,6 +21,7 @@ type Source string
 const (
 	FromFlag    Source = "flag"
 	FromRun     Source = "run.json"
+	FromSamples Source = "samples.jsonl"
 	FromLesson  Source = "lesson"
 	FromGateway Source = "gateway default"
 	FromDefault Source = "default"

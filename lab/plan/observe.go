@@ -134,6 +134,20 @@ func (o *Observed) fromSamples(all []sample) {
 	}
 }
 
+// peakTarget is the highest target rate the samples recorded (req/s; 0
+// without samples): the schedule as it ran, with rates set by hand in the
+// dashboard, spikes and traffic_spike faults, which run.json's experiment
+// does not hold.
+func peakTarget(all []sample) float64 {
+	peak := 0.0
+	for _, x := range all {
+		if x.TargetRPS > peak && !math.IsInf(x.TargetRPS, 0) {
+			peak = x.TargetRPS
+		}
+	}
+	return peak
+}
+
 // serviceOf is a tick's observed mean service time in seconds: its live
 // slots over the capacity the lab computed from them; 0 when unknown.
 func serviceOf(x sample) float64 {

@@ -96,6 +96,11 @@ func ReadRun(dir string, lessons Lessons) (Parts, error) {
 		return Parts{}, fmt.Errorf("run folder %s: gateway config: %w", dir, err)
 	}
 	p.Inputs = inputsOf(exp, knobs, cfg, src)
+	if peak := peakTarget(r.samples); peak > 0 {
+		// What the load asked for as the run went: a rate set by hand, a
+		// spike or a traffic_spike fault is not in the experiment's stages.
+		p.Inputs.Target = Of(peak, FromSamples)
+	}
 	p.Setup = setupOf(exp, cfg)
 	p.Observed = observe(r, knobs.Slots*exp.Nodes.Count)
 	return p, nil

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,60 @@ func TestReadRunErrors(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestTargetIsWhatTheRunAskedFor: the target load of a run folder is the
+// peak rate its samples recorded, not the experiment's stages: a dashboard
+// recording whose rate was raised by hand, or a traffic spike, offered more
+// than run.json's schedule says. Here the recorded 04-node-loss run (stages
+// up to 640 req/s) is rewritten as if a ×3 spike had run from 5 s to 8 s.
+func TestTargetIsWhatTheRunAskedFor(t *testing.T) {
+	src := "testdata/runs/04-node-loss-quick"
+	dir := t.TempDir()
+	for _, f := range []string{"run.json", "summary.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(src, "samples.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	spiked := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			t.Fatal(err)
+		}
+		if e := m["elapsed_s"].(float64); e >= 5 && e <= 8 {
+			m["target_rps"] = 3 * m["target_rps"].(float64)
+			spiked++
+		}
+		enc, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(append(enc, '\n'))
+	}
+	if spiked == 0 {
+		t.Fatal("no sample between 5 s and 8 s")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "samples.jsonl"), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := planText(t, dir, nil, Inputs{})
+	for _, want := range []string{
+		"target load          1,920 req/s (the peak offered)",
+		"slots = ⌈target × T⌉ = ⌈1,920 req/s × 0.224 s⌉ = 430 slots",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("plan lacks %q:\n%s", want, text)
+		}
 	}
 }

@@ -120,7 +120,7 @@ func (p *Plan) writeFigures(o *out) {
 	}
 	if in.Target.Set() {
 		v := rps(in.Target.V)
-		if in.Target.From == FromRun || in.Target.From == FromLesson {
+		if in.Target.From == FromRun || in.Target.From == FromLesson || in.Target.From == FromSamples {
 			v += " (the peak offered)"
 		}
 		fig("target load", v, in.Target.From)
