@@ -176,25 +176,33 @@ func upstreamRates(s *runfiles.Sample) []string {
 	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge "+fmtNum(s.HedgeRPS))
 }
 
-// fmtNum prints a value in at most 5 cells: 0.42, 3.1, 87, 1.2k, 3.4M.
+// fmtNum prints a value in at most 5 cells (6 when negative): 0.4, 3.1,
+// 87, 1.2k, 120k, 3.4M. A value is scaled by the unit it fits in once
+// rounded, so 999,950 is "1.0M", never "1000.0k".
 func fmtNum(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v):
+	if math.IsNaN(v) {
 		return "—"
-	case a == 0:
-		return "0"
-	case a < 10:
-		return fmt.Sprintf("%.1f", v)
-	case a < 1000:
-		return fmt.Sprintf("%.0f", v)
-	case a < 1e6:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case a < 1e9:
-		return fmt.Sprintf("%.1fM", v/1e6)
-	default:
-		return fmt.Sprintf("%.1fG", v/1e9)
 	}
+	if v == 0 {
+		return "0"
+	}
+	sign, a := "", math.Abs(v)
+	if v < 0 {
+		sign = "-"
+	}
+	for _, u := range [...]struct {
+		scale  float64
+		suffix string
+	}{{1, ""}, {1e3, "k"}, {1e6, "M"}, {1e9, "G"}, {1e12, "T"}} {
+		x := a / u.scale
+		switch {
+		case x < 9.95:
+			return sign + fmt.Sprintf("%.1f", x) + u.suffix
+		case x < 999.5:
+			return sign + fmt.Sprintf("%.0f", x) + u.suffix
+		}
+	}
+	return sign + "≫1P"
 }
 
 // fmtPct prints a percentage with two decimals, never rounding up to 100.

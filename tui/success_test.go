@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
@@ -45,5 +46,24 @@ func TestSuccessUnmeasured(t *testing.T) {
 	}
 	if got := successValue(runfiles.PrioritySample{SuccessRate: 0.5, SuccessFinished: 8}); got != 50 {
 		t.Errorf("chart value %v; want 50", got)
+	}
+}
+
+func TestFmtNumWidth(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {0.42, "0.4"}, {3.14, "3.1"}, {9.96, "10"}, {87, "87"}, {999.4, "999"}, {999.6, "1.0k"},
+		{1234, "1.2k"}, {99_950, "100k"}, {123_456, "123k"}, {999_950, "1.0M"}, {3.4e6, "3.4M"},
+		{2.5e9, "2.5G"}, {1e13, "10T"}, {-87, "-87"}, {math.Inf(1), "≫1P"}, {math.NaN(), "—"},
+	} {
+		got := fmtNum(tc.v)
+		if got != tc.want {
+			t.Errorf("fmtNum(%v) = %q; want %q", tc.v, got, tc.want)
+		}
+		if w := utf8.RuneCountInString(strings.TrimPrefix(got, "-")); w > 5 {
+			t.Errorf("fmtNum(%v) = %q: %d cells", tc.v, got, w)
+		}
 	}
 }
