@@ -274,3 +274,33 @@ levee_admitted_total{class="ai",priority="P1"} %d
 		t.Errorf("errors %v/s, want the 24000/s the clients saw end", out.Sample.OutcomeRPS[wire.OutcomeError.String()])
 	}
 }
+
+// The client-side rates are the window's counts over the window's real
+// length. A tick that fires late is followed by an early one (the ticker
+// keeps its schedule): the short window's counts over the nominal tick
+// read as a dip (150 arrivals in 150 ms at 1,000/s showed 600/s). Only
+// the run's closing window, a few milliseconds long, is taken over a tick.
+func TestRatesOverTheRealWindow(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	ok := wire.OutcomeOK.String()
+	for _, tc := range []struct {
+		window          time.Duration
+		offered, done   uint64
+		offRPS, goodRPS float64
+	}{
+		{tick, 250, 200, 1000, 800},
+		{350 * time.Millisecond, 350, 280, 1000, 800}, // a late tick
+		{150 * time.Millisecond, 150, 120, 1000, 800}, // the early one after it
+		{5 * time.Millisecond, 5, 4, 20, 16},          // the closing window: over one tick
+	} {
+		in := Input{Now: t0.Add(time.Second), Start: t0, Tick: tick,
+			Window: load.Window{Duration: tc.window, Offered: tc.offered, Outcomes: map[string]uint64{ok: tc.done}}}
+		out, _ := Next(NewState(0, 0), in)
+		smp := out.Sample
+		if math.Abs(smp.OfferedRPS-tc.offRPS) > 1e-9 || math.Abs(smp.GoodputRPS-tc.goodRPS) > 1e-9 || math.Abs(smp.OutcomeRPS[ok]-tc.goodRPS) > 1e-9 {
+			t.Errorf("window %v with %d offered, %d ok: offered %v/s, goodput %v/s, ok %v/s; want %v and %v",
+				tc.window, tc.offered, tc.done, smp.OfferedRPS, smp.GoodputRPS, smp.OutcomeRPS[ok], tc.offRPS, tc.goodRPS)
+		}
+	}
+}
