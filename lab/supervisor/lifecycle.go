@@ -49,7 +49,9 @@ const memoryPoll = 100 * time.Millisecond
 
 // watchMemory reads the gateway's VmRSS several times a second; at the
 // pod limit it SIGKILLs it (an OOM kill), counts it and restarts it after
-// the restart delay.
+// the restart delay. A gateway that is down (crashed, killed, starting
+// again) has no RSS: its reading is 0, not the last one of the process
+// that ended.
 func (s *Supervisor) watchMemory(c *Child) {
 	t := time.NewTicker(memoryPoll)
 	defer t.Stop()
@@ -59,12 +61,12 @@ func (s *Supervisor) watchMemory(c *Child) {
 			return
 		case <-t.C:
 		}
-		if !c.Up() {
-			continue
+		rss, err := uint64(0), error(nil)
+		if c.Up() {
+			rss, err = readRSS(c.PID())
 		}
-		rss, err := readRSS(c.PID())
 		if err != nil {
-			continue
+			continue // a process ending between Up and the read
 		}
 		s.mu.Lock()
 		s.gwRSS[c.index] = rss
