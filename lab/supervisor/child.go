@@ -30,8 +30,9 @@ type Child struct {
 	logPath string
 	// readyTimeout bounds one start.
 	readyTimeout time.Duration
-	// onExit is called (from the waiter goroutine) when a process ends that
-	// nobody was stopping or killing on purpose.
+	// onExit is called (from the waiter goroutine) when a process that was
+	// up (ready) ends without anybody stopping or killing it on purpose. A
+	// process that ends before it is ready is Start's error instead.
 	onExit func(c *Child, err error)
 
 	mu sync.Mutex
@@ -121,12 +122,13 @@ func (c *Child) launch(args []string) (launched, error) {
 		fmt.Fprintf(logf, "---- %s exit: %v\n", time.Now().UTC().Format(time.RFC3339Nano), exitText(waitErr))
 		logf.Close()
 		c.mu.Lock()
+		wasUp := c.up
 		c.up = false
 		c.downAt = time.Now()
 		expected := c.expected
+		close(exited) // under mu: waitReady never marks an ended process up
 		c.mu.Unlock()
-		close(exited)
-		if !expected && c.onExit != nil {
+		if wasUp && !expected && c.onExit != nil {
 			c.onExit(c, waitErr)
 		}
 	}()
@@ -168,6 +170,12 @@ func (c *Child) waitReady(ctx context.Context, p launched) error {
 	select {
 	case r := <-p.ready:
 		c.mu.Lock()
+		select {
+		case <-p.exited: // it ended right after its ready line
+			c.mu.Unlock()
+			return fmt.Errorf("%s: exited right after its ready line (%s); log %s:\n%s", c.name, exitText(*p.waitErr), c.logPath, tail(c.logPath, 12))
+		default:
+		}
 		if c.listen == "" {
 			c.listen = r.Listen
 		}

@@ -1,8 +1,11 @@
 package supervisor
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // A gateway that is down has no memory: the supervisor's RSS (the
@@ -27,5 +30,50 @@ func TestRSSOfACrashedGatewayIsGone(t *testing.T) {
 	h.mu.Unlock()
 	if live == 0 {
 		t.Error("the live gateway's RSS went with the crashed one's")
+	}
+}
+
+// A gateway restart that fails is tried again, each time after twice the
+// previous delay: one that exits before its ready line is not restarted
+// at the restart delay forever (15 starts in 3 s at a 100 ms delay, each
+// with an exit event, an error event and its log's tail printed), and
+// one that hangs is not given up on after its ready timeout (it stayed
+// down for the rest of the run).
+func TestFailedRestartsBackOff(t *testing.T) {
+	modes := []string{"serve", "exit", "exit", "hang", "exit", "serve"}
+	h := startHelperLab(t, 1, Config{RestartDelay: 100 * time.Millisecond, ReadyTimeout: time.Second}, func(n int) string {
+		return modes[min(n, len(modes)-1)]
+	})
+	g := h.Gateways()[0]
+	h.crash(t, g)
+	waitFor(t, 30*time.Second, "the gateway is not back after its failed restarts", g.Up)
+	if g.Starts() != len(modes) {
+		t.Errorf("%d starts, want %d", g.Starts(), len(modes))
+	}
+	var delays []float64
+	for _, e := range h.eventsOf(runfiles.EventError) {
+		delays = append(delays, e.fields["retry_in_s"].(float64))
+	}
+	if want := []float64{0.2, 0.4, 0.8, 1.6}; !slices.Equal(delays, want) {
+		t.Errorf("failed restarts retried after %v s, want %v", delays, want)
+	}
+	if n := len(h.eventsOf(runfiles.EventChildExit)); n != 1 {
+		t.Errorf("%d exit events, want 1 (the crash; a failed start is its restart's error)", n)
+	}
+	if c := h.Counters(); c.Restarts != 1 {
+		t.Errorf("%d restarts counted, want 1", c.Restarts)
+	}
+}
+
+func TestNextRestartDelay(t *testing.T) {
+	for _, tc := range []struct{ d, delay, want time.Duration }{
+		{2 * time.Second, 2 * time.Second, 4 * time.Second},
+		{40 * time.Second, 2 * time.Second, time.Minute},
+		{0, 0, 100 * time.Millisecond},
+		{5 * time.Minute, 5 * time.Minute, 5 * time.Minute},
+	} {
+		if got := nextRestartDelay(tc.d, tc.delay); got != tc.want {
+			t.Errorf("nextRestartDelay(%v, %v) = %v, want %v", tc.d, tc.delay, got, tc.want)
+		}
 	}
 }
