@@ -22,7 +22,11 @@ type Child struct {
 	// Starts counts the child's processes: a new value means a new process,
 	// whose counters start from zero.
 	Starts int
-	Up     bool
+	// Started is when the current process was started, on At's clock (the
+	// supervisor's Child.StartedAt); zero when unknown, and then the
+	// process's process_start_time_seconds stands in.
+	Started time.Time
+	Up      bool
 	// Addr and RestartIn are shown for nodes: the traffic address, and the
 	// time until a scheduled restart of a node that is down.
 	Addr      string

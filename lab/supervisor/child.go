@@ -46,8 +46,11 @@ type Child struct {
 	closed   bool          // Close was called: no more starts
 	exited   chan struct{} // closed when the current process has been waited for
 	starts   int           // processes started so far
-	downAt   time.Time
-	restart  time.Time // when a scheduled restart is due (zero: none)
+	// startedAt is when the current (or last) process was started, read
+	// just before the fork.
+	startedAt time.Time
+	downAt    time.Time
+	restart   time.Time // when a scheduled restart is due (zero: none)
 }
 
 // Start starts the process and waits until it prints its ready line, ctx
@@ -103,6 +106,7 @@ func (c *Child) launch(args []string) (launched, error) {
 		logf.Close()
 		return launched{}, fmt.Errorf("%s: %w", c.name, err)
 	}
+	startedAt := time.Now() // before the fork: nothing was counted earlier
 	if err := StartProcess(cmd); err != nil {
 		logf.Close()
 		return launched{}, fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
@@ -112,7 +116,7 @@ func (c *Child) launch(args []string) (launched, error) {
 	go copyStdout(stdout, logf, ready, copied)
 	exited := make(chan struct{})
 	c.mu.Lock()
-	c.cmd, c.pid, c.exited, c.expected = cmd, cmd.Process.Pid, exited, false
+	c.cmd, c.pid, c.exited, c.expected, c.startedAt = cmd, cmd.Process.Pid, exited, false, startedAt
 	c.starts++
 	c.mu.Unlock()
 	var waitErr error
@@ -307,6 +311,17 @@ func (c *Child) Starts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starts
+}
+
+// StartedAt is when the current (or last) process was started, read from
+// the lab's clock just before the fork; zero before the first start. It is
+// exact where the process's own process_start_time_seconds is not: that
+// adds the start's clock ticks to the boot time in whole seconds
+// (/proc/stat btime), so it reads up to a second early.
+func (c *Child) StartedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.startedAt
 }
 
 // setRestart records when a scheduled restart is due (zero clears it).

@@ -77,3 +77,20 @@ func TestNextRestartDelay(t *testing.T) {
 		}
 	}
 }
+
+// StartedAt is each process's start, read before its fork: the sampler's
+// first rate of a new process is over the time since then.
+func TestStartedAtIsEachProcesssStart(t *testing.T) {
+	before := time.Now()
+	h := startHelperLab(t, 1, Config{RestartDelay: 10 * time.Millisecond}, func(int) string { return "serve" })
+	g := h.Gateways()[0]
+	first := g.StartedAt()
+	if first.Before(before) || first.After(time.Now()) {
+		t.Fatalf("StartedAt %v, want between %v and now", first, before)
+	}
+	h.crash(t, g)
+	waitFor(t, 20*time.Second, "the gateway is not back", g.Up)
+	if !g.StartedAt().After(first) {
+		t.Errorf("StartedAt %v after a restart, want later than the first %v", g.StartedAt(), first)
+	}
+}
