@@ -23,9 +23,18 @@ import (
 //	             /metrics and /crash (exit 3) until killed
 //	mode: exit   exit 1 before any ready line
 //	mode: hang   never print a ready line
+//
+// Re-executed as "lab DIR", it is a lab of its own: a Supervisor of two
+// stand-in gateways, which prints their pids and waits to be killed.
+//
+//	mode: grow   serve, and grow its heap by 4 MiB every 10 ms (touched,
+//	             so it is resident) up to 256 MiB
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "gateway" {
 		os.Exit(helperGateway(os.Args[2:]))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "lab" {
+		os.Exit(helperLabProcess(os.Args[2]))
 	}
 	os.Exit(m.Run())
 }
@@ -72,6 +81,9 @@ func helperGateway(args []string) int {
 	mux.HandleFunc("/crash", func(w http.ResponseWriter, r *http.Request) { os.Exit(3) })
 	go http.Serve(ln, mux)
 	go http.Serve(adm, mux)
+	if cfg["mode"] == "grow" {
+		go grow()
+	}
 	fmt.Printf("%s\n", wire.Ready{Kind: wire.KindGateway, Listen: ln.Addr().String(), Admin: adm.Addr().String(), PID: os.Getpid()}.Line())
 	select {}
 }
@@ -164,4 +176,42 @@ func (h *helperLab) crash(t *testing.T, g *Child) {
 		resp.Body.Close()
 	}
 	waitFor(t, 10*time.Second, g.Name()+" still up after /crash", func() bool { return !g.Up() })
+}
+
+var held [][]byte
+
+func grow() {
+	for range 64 {
+		b := make([]byte, 4<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		held = append(held, b)
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {}
+}
+
+func helperLabProcess(dir string) int {
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := Start(context.Background(), Config{
+		Executable: exe, Token: "0123456789abcdef-token", LogsDir: dir, WorkDir: dir,
+		ReadyTimeout: 20 * time.Second, Gateways: 2, RestartDelay: time.Hour,
+		GatewayConfig: func(listen, admin string, _ []string, _ string) ([]byte, error) {
+			return fmt.Appendf(nil, "mode: serve\nlisten: %s\nadmin: %s\n", listen, admin), nil
+		},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for _, p := range s.ChildPIDs() {
+		fmt.Println(p)
+	}
+	fmt.Println("ready")
+	select {}
 }

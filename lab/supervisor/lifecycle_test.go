@@ -94,3 +94,32 @@ func TestStartedAtIsEachProcesssStart(t *testing.T) {
 		t.Errorf("StartedAt %v after a restart, want later than the first %v", g.StartedAt(), first)
 	}
 }
+
+// A gateway whose resident memory reaches the pod limit is SIGKILLed
+// there, counted, and restarted: the limit is in bytes and VmRSS (kB) is
+// read in bytes, of the gateway's own pid.
+func TestOOMKillAtTheLimit(t *testing.T) {
+	const limit = 48 << 20
+	h := startHelperLab(t, 1, Config{MemoryLimit: limit, RestartDelay: 10 * time.Millisecond}, func(n int) string {
+		if n == 0 {
+			return "grow"
+		}
+		return "serve"
+	})
+	g := h.Gateways()[0]
+	first := g.PID()
+	waitFor(t, 20*time.Second, "no OOM kill of a gateway growing to 256 MiB over a 48 MiB limit", func() bool {
+		return len(h.eventsOf(runfiles.EventOOMKill)) > 0
+	})
+	e := h.eventsOf(runfiles.EventOOMKill)[0]
+	rss := e.fields["rss_bytes"].(uint64)
+	// The stand-in grows 4 MiB per 10 ms and is read every 100 ms: it is
+	// killed within a few reads' growth of the limit, never below it.
+	if rss < limit || rss > limit+256<<20 || e.fields["pid"] != first {
+		t.Errorf("OOM kill at %d bytes of pid %v, want ≥ %d of pid %d", rss, e.fields["pid"], limit, first)
+	}
+	waitFor(t, 20*time.Second, "the OOM-killed gateway is not back", func() bool { return g.Up() && g.PID() != first })
+	if c := h.Counters(); c.OOMKills != 1 || c.Restarts != 1 {
+		t.Errorf("counters %+v, want 1 OOM kill and 1 restart", c)
+	}
+}
