@@ -42,6 +42,7 @@ type Child struct {
 	listen   string // traffic address learned from the first ready line
 	admin    string // admin address (gateway); "" for nodes
 	up       bool
+	starting bool          // a Start is under way
 	expected bool          // the current process is being stopped or killed on purpose
 	closed   bool          // Close was called: no more starts
 	exited   chan struct{} // closed when the current process has been waited for
@@ -54,7 +55,8 @@ type Child struct {
 }
 
 // Start starts the process and waits until it prints its ready line, ctx
-// ends, or readyTimeout passes. It fails when the process is running.
+// ends, or readyTimeout passes. It fails when the process is running or
+// another Start of it is under way (one process per child, ever).
 func (c *Child) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -65,8 +67,18 @@ func (c *Child) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%s: already running", c.name)
 	}
+	if c.starting {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: already starting", c.name)
+	}
+	c.starting = true
 	listen, admin := c.listen, c.admin
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = false
+		c.mu.Unlock()
+	}()
 	p, err := c.launch(c.args(c.index, listen, admin))
 	if err != nil {
 		return err

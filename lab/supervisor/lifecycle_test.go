@@ -123,3 +123,31 @@ func TestOOMKillAtTheLimit(t *testing.T) {
 		t.Errorf("counters %+v, want 1 OOM kill and 1 restart", c)
 	}
 }
+
+// Two Starts of one child at once (RestartNode from a fault's revert and
+// from another caller) start one process: the other is refused while the
+// first is starting. Both used to launch, on the same port (3 starts):
+// one failed to bind, its exit marked the Child down while the other
+// served, and the Child kept whichever launched last — a survivor it did
+// not keep served untracked, beyond the reach of Kill and Close.
+func TestConcurrentStartsStartOneProcess(t *testing.T) {
+	h := startHelperLab(t, 1, Config{RestartDelay: time.Hour}, func(int) string { return "serve" })
+	g := h.Gateways()[0]
+	h.crash(t, g)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- g.Start(t.Context()) }()
+	}
+	e1, e2 := <-errs, <-errs
+	if (e1 == nil) == (e2 == nil) {
+		t.Fatalf("two concurrent starts: errors %v and %v, want exactly one to succeed", e1, e2)
+	}
+	if g.Starts() != 2 || !g.Up() {
+		t.Errorf("%d starts (want 2: the first and one restart), up %v", g.Starts(), g.Up())
+	}
+	pid := g.PID()
+	g.Close(time.Second)
+	if alive(pid) {
+		t.Errorf("the started process %d outlived Close", pid)
+	}
+}
