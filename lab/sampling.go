@@ -85,7 +85,7 @@ func (sl *scrapeSlot) scrape(ctx context.Context, c *http.Client, clk clockwork.
 // when it is down, restarted since, or was not scraped for staleAfter.
 func (sl *scrapeSlot) latest(now time.Time, staleAfter time.Duration) sampler.Child {
 	c := sl.child
-	v := sampler.Child{Starts: c.Starts(), Up: c.Up(), Addr: c.Listen(), RestartIn: c.RestartIn(time.Now())}
+	v := sampler.Child{Starts: c.Starts(), Started: c.StartedAt(), Up: c.Up(), Addr: c.Listen(), RestartIn: c.RestartIn(time.Now())}
 	if !v.Up {
 		return v
 	}

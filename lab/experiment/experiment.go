@@ -122,8 +122,11 @@ type GatewaySpec struct {
 	// MemoryLimitMB is the pod memory limit: at this RSS the gateway is
 	// SIGKILLed (an OOM kill) and restarted after RestartDelay. Default 512;
 	// 0 in YAML means the default, a negative value means no limit.
-	MemoryLimitMB float64  `yaml:"memory_limit_mb" json:"memory_limit_mb"`
-	RestartDelay  Duration `yaml:"restart_delay" json:"restart_delay"` // default 2s
+	MemoryLimitMB float64 `yaml:"memory_limit_mb" json:"memory_limit_mb"`
+	// RestartDelay is the wait before a gateway's restart (default 2s); a
+	// restart that fails is tried again after twice the previous wait, up
+	// to a minute.
+	RestartDelay Duration `yaml:"restart_delay" json:"restart_delay"`
 	// Config is merged last into the generated gateway config (raw keys).
 	Config map[string]any `yaml:"config" json:"config,omitempty"`
 }

@@ -54,9 +54,9 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 		}
 		var byLevel, byResult map[string]float64
 		if c.At.After(g.prevAt) { // a new scrape: new rates
-			prev, _ := sinceLast(g.prev, g.prevAt, f, c.At)
+			prev, _ := sinceLast(g.prev, g.prevAt, f, c.At, c.Started)
 			byLevel, byResult = agentDeltas(f, prev)
-			shed, admitted, fallbacks := g.update(f, c.At)
+			shed, admitted, fallbacks := g.update(f, c.At, c.Started)
 			st.shed += shed
 			st.admitted += admitted
 			st.fallbacks += fallbacks
@@ -132,12 +132,13 @@ func markEjections(smp *runfiles.Sample, gateways []Child) {
 	}
 }
 
-// update takes a new scrape f taken at at: the shed, admission, retry and
+// update takes a new scrape f taken at at (of a process started at
+// started, zero when unknown): the shed, admission, retry and
 // hedge rates since the previous scrape (see sinceLast), and the increases
 // of the shed, admitted and rate-limit store fallback counters, which it
 // returns.
-func (g *gatewayState) update(f scrape.Families, at time.Time) (shed, admitted, fallbacks float64) {
-	prev, since := sinceLast(g.prev, g.prevAt, f, at)
+func (g *gatewayState) update(f scrape.Families, at, started time.Time) (shed, admitted, fallbacks float64) {
+	prev, since := sinceLast(g.prev, g.prevAt, f, at, started)
 	g.byReason, g.byPriority = map[string]float64{}, map[string]float64{}
 	if since > 0 {
 		for k, v := range f.ByLabelDelta(prev, wire.MetricShed, wire.LabelReason, nil) {
@@ -162,21 +163,27 @@ func (g *gatewayState) update(f scrape.Families, at time.Time) (shed, admitted, 
 // sinceLast is the scrape a new one f (taken at at) is compared with — the
 // previous one, or an empty one for a new process — and the seconds between
 // them. A new process's counters count from its start, so their first
-// increase spans the time since it started (process_start_time_seconds),
-// however many ticks went by before the first scrape; dividing it by one
-// tick made a restarted gateway's first rates peak at many times the
-// truth. Without a start time the first scrape is only a baseline: since
-// is 0 and there is no rate yet.
-func sinceLast(prev scrape.Families, prevAt time.Time, f scrape.Families, at time.Time) (scrape.Families, float64) {
+// increase spans the time since it started, however many ticks went by
+// before the first scrape; dividing it by one tick made a restarted
+// gateway's first rates peak at many times the truth. The start is
+// started, when the supervisor knows it, else the process's
+// process_start_time_seconds (up to a second early: it is based on the
+// boot time in whole seconds, which read a first rate at under half the
+// truth). Without either the first scrape is only a baseline: since is 0
+// and there is no rate yet.
+func sinceLast(prev scrape.Families, prevAt time.Time, f scrape.Families, at, started time.Time) (scrape.Families, float64) {
 	if prev == nil {
 		prev = scrape.Families{}
 	}
 	if prevAt.IsZero() {
-		start, ok := f.Value(wire.MetricProcessStart, nil)
-		if !ok || start <= 0 {
-			return prev, 0
+		if started.IsZero() {
+			start, ok := f.Value(wire.MetricProcessStart, nil)
+			if !ok || start <= 0 {
+				return prev, 0
+			}
+			started = time.Unix(0, int64(start*1e9))
 		}
-		return prev, max(at.Sub(time.Unix(0, int64(start*1e9))).Seconds(), 0)
+		return prev, max(at.Sub(started).Seconds(), 0)
 	}
 	return prev, at.Sub(prevAt).Seconds()
 }

@@ -45,7 +45,7 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 		}
 		switch {
 		case f != nil:
-			n.read(f, c.At, &ns)
+			n.read(f, c.At, c.Started, &ns)
 			completions += n.rate
 			if ns.Slots <= 0 || ns.Busy < ns.Slots {
 				saturated = false
@@ -68,9 +68,10 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 	return completions, saturated
 }
 
-// read takes the node's scrape f (taken at at) into ns and, when it is a
-// new scrape, updates the completion rate and service window.
-func (n *nodeState) read(f scrape.Families, at time.Time, ns *runfiles.NodeSample) {
+// read takes the node's scrape f (taken at at, of a process started at
+// started) into ns and, when it is a new scrape, updates the completion
+// rate and service window.
+func (n *nodeState) read(f scrape.Families, at, started time.Time, ns *runfiles.NodeSample) {
 	ns.Busy = f.Sum(wire.MetricFakeInService, nil)
 	ns.Queued = f.Sum(wire.MetricFakeQueued, nil)
 	ns.Slots = f.Sum(wire.MetricFakeSlots, nil)
@@ -80,7 +81,7 @@ func (n *nodeState) read(f scrape.Families, at time.Time, ns *runfiles.NodeSampl
 	if !at.After(n.prevAt) {
 		return
 	}
-	prev, since := sinceLast(n.prev, n.prevAt, f, at)
+	prev, since := sinceLast(n.prev, n.prevAt, f, at, started)
 	n.rate = 0
 	if since > 0 {
 		n.rate = f.SumDelta(prev, wire.MetricFakeRequests, map[string]string{wire.LabelOutcome: wire.FakeOutcomeOK}) / since

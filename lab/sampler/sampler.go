@@ -22,7 +22,11 @@ type Child struct {
 	// Starts counts the child's processes: a new value means a new process,
 	// whose counters start from zero.
 	Starts int
-	Up     bool
+	// Started is when the current process was started, on At's clock (the
+	// supervisor's Child.StartedAt); zero when unknown, and then the
+	// process's process_start_time_seconds stands in.
+	Started time.Time
+	Up      bool
 	// Addr and RestartIn are shown for nodes: the traffic address, and the
 	// time until a scheduled restart of a node that is down.
 	Addr      string
@@ -159,13 +163,25 @@ func (st *State) recentRate(key string, c prioCount, tick time.Duration) (float6
 	return float64(ok) / float64(fin), fin
 }
 
+// rateSeconds is the length a window's counts are divided by to make
+// per-second rates: the window's real length. A tick that fired late is
+// followed by an early one (the ticker keeps its schedule), so both are
+// over their real length, or the short one reads as a dip of the rates by
+// the lateness (a 150 ms window over a 250 ms tick read 60 % of the
+// truth). Only a window shorter than half a tick — the run's closing
+// window, cut a few milliseconds after the last tick, whose few counts
+// over its length would be a spike — is taken over one tick.
+func rateSeconds(window, tick time.Duration) float64 {
+	if window >= tick/2 && window > 0 {
+		return window.Seconds()
+	}
+	return max(window.Seconds(), tick.Seconds())
+}
+
 // addClient fills the generator's (client-side) view.
 func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	w := in.Window
-	// Rates are over at least one tick: the last sample of a run closes a
-	// window of a few milliseconds, and n/dt over it would be noise.
-	rateDT := max(w.Duration.Seconds(), in.Tick.Seconds())
-	per := func(n uint64) float64 { return float64(n) / rateDT }
+	per := func(n uint64) float64 { return float64(n) / rateSeconds(w.Duration, in.Tick) }
 	smp.TargetRPS = w.TargetRPS
 	smp.OfferedRPS = per(w.Offered)
 	smp.Outstanding = w.Outstanding

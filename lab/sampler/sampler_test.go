@@ -306,3 +306,63 @@ func TestSuccessFinished(t *testing.T) {
 		}
 	}
 }
+
+// The client-side rates are the window's counts over the window's real
+// length. A tick that fires late is followed by an early one (the ticker
+// keeps its schedule): the short window's counts over the nominal tick
+// read as a dip (150 arrivals in 150 ms at 1,000/s showed 600/s). Only
+// the run's closing window, a few milliseconds long, is taken over a tick.
+func TestRatesOverTheRealWindow(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	ok := wire.OutcomeOK.String()
+	for _, tc := range []struct {
+		window          time.Duration
+		offered, done   uint64
+		offRPS, goodRPS float64
+	}{
+		{tick, 250, 200, 1000, 800},
+		{350 * time.Millisecond, 350, 280, 1000, 800}, // a late tick
+		{150 * time.Millisecond, 150, 120, 1000, 800}, // the early one after it
+		{5 * time.Millisecond, 5, 4, 20, 16},          // the closing window: over one tick
+	} {
+		in := Input{Now: t0.Add(time.Second), Start: t0, Tick: tick,
+			Window: load.Window{Duration: tc.window, Offered: tc.offered, Outcomes: map[string]uint64{ok: tc.done}}}
+		out, _ := Next(NewState(0, 0), in)
+		smp := out.Sample
+		if math.Abs(smp.OfferedRPS-tc.offRPS) > 1e-9 || math.Abs(smp.GoodputRPS-tc.goodRPS) > 1e-9 || math.Abs(smp.OutcomeRPS[ok]-tc.goodRPS) > 1e-9 {
+			t.Errorf("window %v with %d offered, %d ok: offered %v/s, goodput %v/s, ok %v/s; want %v and %v",
+				tc.window, tc.offered, tc.done, smp.OfferedRPS, smp.GoodputRPS, smp.OutcomeRPS[ok], tc.offRPS, tc.goodRPS)
+		}
+	}
+}
+
+// A new process's first rate is over the time since the supervisor
+// started it, not since its process_start_time_seconds: that is the boot
+// time in whole seconds plus the start's clock ticks, so it reads up to a
+// second early (0.37 s on the build machine). A gateway restarted 0.25 s
+// before its first scrape read its shed rate at 40 % of the truth.
+func TestFirstRateIsOverTheKnownStart(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	const text = `# TYPE process_start_time_seconds gauge
+process_start_time_seconds %g
+# TYPE levee_shed_total counter
+levee_shed_total{reason="overload",priority="P2"} %d
+# TYPE levee_fakemodel_requests_total counter
+levee_fakemodel_requests_total{outcome="ok"} %d
+`
+	started := t0.Add(-250 * time.Millisecond)
+	// The process's own start time, a boot time 0.6 s into its second lost.
+	f := families(t, fmt.Sprintf(text, float64(started.UnixNano())/1e9-0.6, 50, 25))
+	in := Input{Now: t0, Start: t0, Tick: tick, Window: load.Window{Duration: tick},
+		Gateways: []Child{{Scrape: f, At: t0, Starts: 1, Started: started, Up: true}},
+		Nodes:    []Child{{Scrape: f, At: t0, Starts: 1, Started: started, Up: true, Addr: "n0"}}}
+	out, _ := Next(NewState(1, 1), in)
+	if got := out.Sample.ShedRPSByReason["overload"]; math.Abs(got-200) > 1e-6 {
+		t.Errorf("first shed rate %v/s, want 200 (50 in the 0.25 s since the start)", got)
+	}
+	if math.Abs(out.Completions-100) > 1e-6 {
+		t.Errorf("first completions %v/s, want 100 (25 in 0.25 s)", out.Completions)
+	}
+}

@@ -30,8 +30,9 @@ type Child struct {
 	logPath string
 	// readyTimeout bounds one start.
 	readyTimeout time.Duration
-	// onExit is called (from the waiter goroutine) when a process ends that
-	// nobody was stopping or killing on purpose.
+	// onExit is called (from the waiter goroutine) when a process that was
+	// up (ready) ends without anybody stopping or killing it on purpose. A
+	// process that ends before it is ready is Start's error instead.
 	onExit func(c *Child, err error)
 
 	mu sync.Mutex
@@ -41,16 +42,21 @@ type Child struct {
 	listen   string // traffic address learned from the first ready line
 	admin    string // admin address (gateway); "" for nodes
 	up       bool
+	starting bool          // a Start is under way
 	expected bool          // the current process is being stopped or killed on purpose
 	closed   bool          // Close was called: no more starts
 	exited   chan struct{} // closed when the current process has been waited for
 	starts   int           // processes started so far
-	downAt   time.Time
-	restart  time.Time // when a scheduled restart is due (zero: none)
+	// startedAt is when the current (or last) process was started, read
+	// just before the fork.
+	startedAt time.Time
+	downAt    time.Time
+	restart   time.Time // when a scheduled restart is due (zero: none)
 }
 
 // Start starts the process and waits until it prints its ready line, ctx
-// ends, or readyTimeout passes. It fails when the process is running.
+// ends, or readyTimeout passes. It fails when the process is running or
+// another Start of it is under way (one process per child, ever).
 func (c *Child) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -61,8 +67,18 @@ func (c *Child) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%s: already running", c.name)
 	}
+	if c.starting {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: already starting", c.name)
+	}
+	c.starting = true
 	listen, admin := c.listen, c.admin
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.starting = false
+		c.mu.Unlock()
+	}()
 	p, err := c.launch(c.args(c.index, listen, admin))
 	if err != nil {
 		return err
@@ -102,6 +118,7 @@ func (c *Child) launch(args []string) (launched, error) {
 		logf.Close()
 		return launched{}, fmt.Errorf("%s: %w", c.name, err)
 	}
+	startedAt := time.Now() // before the fork: nothing was counted earlier
 	if err := StartProcess(cmd); err != nil {
 		logf.Close()
 		return launched{}, fmt.Errorf("%s: start %s: %w", c.name, c.exe, err)
@@ -111,7 +128,7 @@ func (c *Child) launch(args []string) (launched, error) {
 	go copyStdout(stdout, logf, ready, copied)
 	exited := make(chan struct{})
 	c.mu.Lock()
-	c.cmd, c.pid, c.exited, c.expected = cmd, cmd.Process.Pid, exited, false
+	c.cmd, c.pid, c.exited, c.expected, c.startedAt = cmd, cmd.Process.Pid, exited, false, startedAt
 	c.starts++
 	c.mu.Unlock()
 	var waitErr error
@@ -121,12 +138,13 @@ func (c *Child) launch(args []string) (launched, error) {
 		fmt.Fprintf(logf, "---- %s exit: %v\n", time.Now().UTC().Format(time.RFC3339Nano), exitText(waitErr))
 		logf.Close()
 		c.mu.Lock()
+		wasUp := c.up
 		c.up = false
 		c.downAt = time.Now()
 		expected := c.expected
+		close(exited) // under mu: waitReady never marks an ended process up
 		c.mu.Unlock()
-		close(exited)
-		if !expected && c.onExit != nil {
+		if wasUp && !expected && c.onExit != nil {
 			c.onExit(c, waitErr)
 		}
 	}()
@@ -168,6 +186,12 @@ func (c *Child) waitReady(ctx context.Context, p launched) error {
 	select {
 	case r := <-p.ready:
 		c.mu.Lock()
+		select {
+		case <-p.exited: // it ended right after its ready line
+			c.mu.Unlock()
+			return fmt.Errorf("%s: exited right after its ready line (%s); log %s:\n%s", c.name, exitText(*p.waitErr), c.logPath, tail(c.logPath, 12))
+		default:
+		}
 		if c.listen == "" {
 			c.listen = r.Listen
 		}
@@ -299,6 +323,17 @@ func (c *Child) Starts() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.starts
+}
+
+// StartedAt is when the current (or last) process was started, read from
+// the lab's clock just before the fork; zero before the first start. It is
+// exact where the process's own process_start_time_seconds is not: that
+// adds the start's clock ticks to the boot time in whole seconds
+// (/proc/stat btime), so it reads up to a second early.
+func (c *Child) StartedAt() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.startedAt
 }
 
 // setRestart records when a scheduled restart is due (zero clears it).

@@ -20,22 +20,40 @@ func (s *Supervisor) childExited(c *Child, err error) {
 	}
 }
 
-// restartGatewayLater restarts c after the restart delay.
+// maxRestartBackoff caps the delay between failed restarts of a gateway
+// (unless the restart delay itself is longer).
+const maxRestartBackoff = time.Minute
+
+// restartGatewayLater restarts c after the restart delay, on a goroutine.
+// A restart that fails — the process exits before its ready line, or is
+// not ready within the ready timeout — is tried again after twice the
+// previous delay, up to maxRestartBackoff (a pod in CrashLoopBackOff): the
+// gateway is never given up on after one hung start, and a start that
+// cannot succeed (its port taken, a bad config) is not retried at the
+// restart delay forever. Each failure is an error event saying when the
+// next try is; RestartIn counts down to it.
 func (s *Supervisor) restartGatewayLater(c *Child, why string) {
-	d := s.cfg.RestartDelay
-	c.setRestart(time.Now().Add(d))
 	go func() {
-		select {
-		case <-time.After(d):
-		case <-s.quiet:
-			return
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ReadyTimeout)
-		defer cancel()
-		if err := c.Start(ctx); err != nil {
-			s.event(runfiles.EventError, c.name+": restart failed", map[string]any{"error": err.Error()})
-			s.failure("%s: restart failed: %v", c.name, err)
-			return
+		d := s.cfg.RestartDelay
+		for {
+			c.setRestart(time.Now().Add(d))
+			select {
+			case <-time.After(d):
+			case <-s.quiet:
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ReadyTimeout)
+			err := c.Start(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if !s.watching() {
+				return
+			}
+			d = nextRestartDelay(d, s.cfg.RestartDelay)
+			s.event(runfiles.EventError, c.name+": restart failed", map[string]any{"error": err.Error(), "retry_in_s": d.Seconds()})
+			s.failure("%s: restart failed (next try in %s): %v", c.name, d, err)
 		}
 		s.mu.Lock()
 		s.restarts++
@@ -44,12 +62,21 @@ func (s *Supervisor) restartGatewayLater(c *Child, why string) {
 	}()
 }
 
+// nextRestartDelay is the delay after a failed restart that waited d:
+// twice d (at least 100 ms), at most maxRestartBackoff or the restart
+// delay when that is longer.
+func nextRestartDelay(d, restartDelay time.Duration) time.Duration {
+	return min(2*max(d, 50*time.Millisecond), max(maxRestartBackoff, restartDelay))
+}
+
 // memoryPoll is how often gateway RSS is read.
 const memoryPoll = 100 * time.Millisecond
 
 // watchMemory reads the gateway's VmRSS several times a second; at the
 // pod limit it SIGKILLs it (an OOM kill), counts it and restarts it after
-// the restart delay.
+// the restart delay. A gateway that is down (crashed, killed, starting
+// again) has no RSS: its reading is 0, not the last one of the process
+// that ended.
 func (s *Supervisor) watchMemory(c *Child) {
 	t := time.NewTicker(memoryPoll)
 	defer t.Stop()
@@ -59,12 +86,12 @@ func (s *Supervisor) watchMemory(c *Child) {
 			return
 		case <-t.C:
 		}
-		if !c.Up() {
-			continue
+		rss, err := uint64(0), error(nil)
+		if c.Up() {
+			rss, err = readRSS(c.PID())
 		}
-		rss, err := readRSS(c.PID())
 		if err != nil {
-			continue
+			continue // a process ending between Up and the read
 		}
 		s.mu.Lock()
 		s.gwRSS[c.index] = rss
