@@ -4,7 +4,7 @@
 lab *ARGS:
     go run ./cmd/levee lab {{ARGS}}
 
-# Everything CI runs: gofmt, vet, race tests (installs redis-server when missing).
+# Everything CI runs: gofmt, vet, race tests (installs redis-server, tmux and chromium when missing).
 test:
     bash scripts/test.sh
 
