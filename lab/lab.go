@@ -355,7 +355,10 @@ func (l *Lab) startLoad() error {
 	l.start = now
 	l.mu.Unlock()
 	l.sched.begin(now)
-	l.recs.loadStarted(now)
+	if l.recs.current() != nil {
+		win, _ := l.openWindow() // before the first request
+		l.recs.loadStarted(now, win)
+	}
 	go func() {
 		defer close(l.loadDone)
 		_ = gen.Run(loadCtx)
@@ -445,6 +448,17 @@ func (l *Lab) finish(reason string) {
 			os.RemoveAll(l.workDir)
 		}
 	})
+}
+
+// loadFinished reports whether load has stopped and every request it
+// offered has ended.
+func (l *Lab) loadFinished() bool {
+	select {
+	case <-l.loadDone:
+		return true
+	default:
+		return false
+	}
 }
 
 func (l *Lab) isFinishing() bool {

@@ -17,12 +17,17 @@ var errNotRecording = errors.New("lab: not recording")
 type recording struct {
 	rec *runfiles.Recorder
 	agg *runfiles.Aggregator // nil until load starts (a recording from Open)
-	// live counts a recording started while load ran (nil: it started with
-	// the generator, whose totals are the recording's).
-	live     *liveWindow
-	fbBase   float64 // the gateways' accumulated Redis fallbacks when recording started
-	oomBase  int
-	restBase int
+	// live counts the requests offered inside the recording: one started
+	// while load ran, or one from the start (fromStart), whose window opens
+	// as load starts, so that stopping it while load still runs waits for
+	// the requests in flight rather than leaving them unaccounted.
+	live *liveWindow
+	// fromStart is a recording opened before load started: when it ends
+	// with the run, after load finished, the generator's totals are its own.
+	fromStart bool
+	fbBase    float64 // the gateways' accumulated Redis fallbacks when recording started
+	oomBase   int
+	restBase  int
 	// stepBase is how many fault steps had failed when recording started
 	// (the summary lists those after).
 	stepBase int
@@ -102,13 +107,18 @@ func (r *recordings) rewriteRunInfo(info runfiles.RunInfo) error {
 	return nil
 }
 
-// loadStarted starts the aggregation of a recording from the start.
-func (r *recordings) loadStarted(now time.Time) {
+// loadStarted starts the aggregation of a recording from the start, and
+// its window: win, opened before the first request. It closes win when no
+// recording from the start is on.
+func (r *recordings) loadStarted(now time.Time, win *liveWindow) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur != nil && r.cur.agg == nil {
-		r.cur.agg = runfiles.NewAggregator(now, 0)
+	if r.cur == nil || r.cur.agg != nil {
+		win.tr.Close()
+		return
 	}
+	r.cur.agg = runfiles.NewAggregator(now, 0)
+	r.cur.live, r.cur.fromStart = win, true
 }
 
 // rate records a change of the generator's target.
@@ -215,11 +225,16 @@ func (l *Lab) stopRecording() error {
 		ended = "recording stopped"
 	}
 	in := runfiles.SummaryInput{Exp: l.exp, Quick: l.opts.Quick, End: l.clock.Now(), Ended: ended}
-	if c.live != nil {
+	if c.live != nil && !(c.fromStart && l.loadFinished()) {
 		tot, check, end := l.closeWindow(c.live)
 		in.Totals, in.LiveShed, in.End = tot, &check, end
 		counters = l.sup.Counters()
 	} else {
+		// The whole run, ended: every request offered has ended, and the
+		// last sample read the gateways' final counters.
+		if c.live != nil {
+			c.live.tr.Close()
+		}
 		in.Totals, in.GatewayShed = l.gen.Totals(), uint64(l.sampling.shedTotal()+0.5)
 	}
 	in.Restarts, in.OOMKills = counters.Restarts-c.restBase, counters.OOMKills-c.oomBase
