@@ -13,7 +13,9 @@ import (
 // levelLog records every gateway's overload level changes as events, with
 // their causes: a level change seen in a sample makes it read each
 // gateway's GET /admin/state (off the sampling goroutine) and record the
-// changes it has not recorded yet (by their sequence number).
+// changes it has not recorded yet (by their sequence number). A recording
+// started while the lab runs takes a baseline first, so that it holds the
+// changes made while it runs, not the gateways' history.
 type levelLog struct {
 	l       *Lab
 	mu      sync.Mutex
@@ -52,6 +54,29 @@ func (g *levelLog) observe(level string, stale bool) {
 	g.busy = true
 	g.mu.Unlock()
 	go g.read()
+}
+
+// baseline marks the changes every gateway reports now as recorded, so
+// that a recording starting now holds only the changes made after it
+// began. A gateway that does not answer keeps its mark.
+func (g *levelLog) baseline(ctx context.Context) {
+	n := len(g.l.sup.Gateways())
+	for i := range n {
+		var st struct {
+			Guard struct {
+				ChangeSeq uint64 `json:"change_seq"`
+			} `json:"guard"`
+		}
+		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil {
+			continue
+		}
+		g.mu.Lock()
+		if len(g.lastSeq) < n {
+			g.lastSeq = append(g.lastSeq, make([]uint64, n-len(g.lastSeq))...)
+		}
+		g.lastSeq[i] = max(g.lastSeq[i], st.Guard.ChangeSeq)
+		g.mu.Unlock()
+	}
 }
 
 // read records the changes each gateway reports and that are new.

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -179,6 +180,11 @@ func (l *Lab) StartRecording() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("lab: %w", err)
 	}
+	// The level changes the gateways made before now are not this
+	// recording's.
+	bctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
+	l.sampling.levels.baseline(bctx)
+	cancel()
 	win, now := l.openWindow()
 	counters := l.sup.Counters()
 	c := &recording{
