@@ -21,7 +21,10 @@ type levelLog struct {
 	mu      sync.Mutex
 	busy    bool     // a read is under way; guarded by mu
 	lastSeq []uint64 // per gateway, the last change recorded; guarded by mu
-	level   string   // the level of the last sample (sampling goroutine only)
+	// starts is, per gateway, the process (Child.Starts) lastSeq counts
+	// in: a restarted gateway numbers its changes from 1 again. Guarded by mu.
+	starts []int
+	level  string // the level of the last sample (sampling goroutine only)
 }
 
 // gatewayLevelChange is one entry of the guard's changes in /admin/state.
@@ -67,13 +70,12 @@ func (g *levelLog) baseline(ctx context.Context) {
 				ChangeSeq uint64 `json:"change_seq"`
 			} `json:"guard"`
 		}
-		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil {
+		starts := g.l.sup.Gateways()[i].Starts()
+		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil || g.l.sup.Gateways()[i].Starts() != starts {
 			continue
 		}
 		g.mu.Lock()
-		if len(g.lastSeq) < n {
-			g.lastSeq = append(g.lastSeq, make([]uint64, n-len(g.lastSeq))...)
-		}
+		g.processLocked(n, i, starts)
 		g.lastSeq[i] = max(g.lastSeq[i], st.Guard.ChangeSeq)
 		g.mu.Unlock()
 	}
@@ -95,13 +97,12 @@ func (g *levelLog) read() {
 				Changes []gatewayLevelChange `json:"changes"`
 			} `json:"guard"`
 		}
-		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil {
+		starts := g.l.sup.Gateways()[i].Starts()
+		if err := g.l.sup.GatewayState(ctx, i, &st); err != nil || g.l.sup.Gateways()[i].Starts() != starts {
 			continue // restarting or stopped: its changes are lost with it
 		}
 		g.mu.Lock()
-		if len(g.lastSeq) < n {
-			g.lastSeq = append(g.lastSeq, make([]uint64, n-len(g.lastSeq))...)
-		}
+		g.processLocked(n, i, starts)
 		var fresh []gatewayLevelChange
 		for _, c := range st.Guard.Changes {
 			if c.Seq > g.lastSeq[i] {
@@ -116,6 +117,19 @@ func (g *levelLog) read() {
 				"value": c.Value, "threshold": c.Threshold, "shed": round(c.Shed, 3), "changed_at": c.At.UTC().Format(time.RFC3339Nano),
 			})
 		}
+	}
+}
+
+// processLocked sizes the marks for n gateways and starts gateway i's
+// mark again at 0 when its process is not the one the mark counts in
+// (starts: its Child.Starts); g.mu held.
+func (g *levelLog) processLocked(n, i, starts int) {
+	if len(g.lastSeq) < n {
+		g.lastSeq = append(g.lastSeq, make([]uint64, n-len(g.lastSeq))...)
+		g.starts = append(g.starts, make([]int, n-len(g.starts))...)
+	}
+	if g.starts[i] != starts {
+		g.lastSeq[i], g.starts[i] = 0, starts
 	}
 }
 

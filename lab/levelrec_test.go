@@ -123,3 +123,67 @@ func levelEvents(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A gateway that restarts (an OOM kill) numbers its level changes from 1
+// again: the level log still records them. It kept the old process's last
+// sequence number and skipped every change of the new process up to it.
+func TestLevelChangesAfterAGatewayRestart(t *testing.T) {
+	exp := mustParse(t, `
+name: levels-restart
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+gateway: {memory_limit_mb: 128, restart_delay: 300ms}
+`)
+	dir := t.TempDir() + "/run"
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	ch := l.Samples()
+	levelsSeen := func(n int) []string {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		got := levelEvents(t, dir)
+		for len(got) < n && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+			got = levelEvents(t, dir)
+		}
+		return got
+	}
+	waitLevel(t, ch, "green", true)
+	forceLevel(t, l, "red")
+	waitLevel(t, ch, "red", true)
+	forceLevel(t, l, "")
+	waitLevel(t, ch, "green", true)
+	if got := levelsSeen(2); len(got) != 2 {
+		t.Fatalf("level events before the restart %v", got)
+	}
+
+	gw := l.sup.Gateways()[0]
+	// The kill may come before the answer (EOF): the restart below is what counts.
+	if err := l.PatchGatewayPressure(context.Background(), map[string]any{"ballast_mb": 400}); err != nil {
+		t.Logf("ballast: %v", err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for gw.Starts() < 2 || !gw.Up() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway was not OOM-killed and restarted (starts %d)", gw.Starts())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	waitLevel(t, ch, "green", true)
+	forceLevel(t, l, "yellow")
+	waitLevel(t, ch, "yellow", true)
+	forceLevel(t, l, "")
+	waitLevel(t, ch, "green", true)
+	got := levelsSeen(4)
+	if want := "[green→red red→green green→yellow yellow→green]"; fmt.Sprint(got) != want {
+		t.Errorf("level events %v, want %s", got, want)
+	}
+}
