@@ -52,7 +52,9 @@ type Controls interface {
 
 	// StartRecording writes the same files as `levee run` into a new run
 	// folder and returns it; StopRecording finishes summary.json, the logs
-	// and the reports. Both block on file I/O until done.
+	// and the reports. Both block on file I/O until done. StartRecording
+	// returns ErrStopping once the lab is finishing (its end sequence
+	// finishes the recording on, and no later one).
 	StartRecording() (dir string, err error)
 	StopRecording() error
 	Recording() bool

@@ -435,6 +435,7 @@ func (l *Lab) finish(reason string) {
 		l.sup.StopWatching()
 		l.stopEnv()
 		var errs []error
+		l.recs.end()
 		if err := l.stopRecording(); err != nil && !errors.Is(err, errNotRecording) {
 			errs = append(errs, err)
 		}

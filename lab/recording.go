@@ -14,6 +14,11 @@ import (
 
 var errNotRecording = errors.New("lab: not recording")
 
+// testHookBeforeRecordingSet, when set (tests only), runs in
+// StartRecording between its files' creation and the moment the recording
+// becomes the lab's.
+var testHookBeforeRecordingSet func()
+
 // recording is one recording in progress.
 type recording struct {
 	rec *runfiles.Recorder
@@ -40,6 +45,9 @@ type recordings struct {
 	mu      sync.Mutex
 	cur     *recording        // guarded by mu; nil when not recording
 	summary *runfiles.Summary // guarded by mu
+	// ended is set by the lab's end sequence before it finishes the
+	// recording on: no recording may start after it. Guarded by mu.
+	ended bool
 }
 
 // open starts recording into dir; it fails when a recording is on.
@@ -51,16 +59,31 @@ func (r *recordings) open(dir string, info runfiles.RunInfo, agg *runfiles.Aggre
 	return r.set(&recording{rec: rec, agg: agg})
 }
 
-// set makes c the current recording unless one is on already.
+// set makes c the current recording unless one is on already, or the
+// lab's end sequence has finished the recordings (ErrStopping: c's files
+// are closed with an event saying why).
 func (r *recordings) set(c *recording) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		_ = c.rec.WriteEvent(runfiles.Event{Time: time.Now().UTC(), Kind: runfiles.EventError, Detail: "recording not started: the lab was stopping"})
+		c.rec.Close()
+		return ErrStopping
+	}
 	if r.cur != nil {
 		c.rec.Close()
 		return errors.New("lab: already recording")
 	}
 	r.cur = c
 	return nil
+}
+
+// end refuses every recording from now on (the lab's end sequence, before
+// it finishes the one on).
+func (r *recordings) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
 }
 
 func (r *recordings) current() *recording {
@@ -164,10 +187,12 @@ func (l *Lab) recorderOptions() []runfiles.RecorderOption {
 
 // StartRecording starts a new run folder (RunsDir/<time>-<name>) with the
 // same files as `levee run`, covering from now until StopRecording. It
-// writes run.json and creates the files before it returns.
+// writes run.json and creates the files before it returns. Once the lab
+// is finishing it returns ErrStopping (the folder it may have begun holds
+// an error event saying so).
 func (l *Lab) StartRecording() (string, error) {
 	if l.isFinishing() {
-		return "", errors.New("lab: stopping")
+		return "", ErrStopping
 	}
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
@@ -193,7 +218,10 @@ func (l *Lab) StartRecording() (string, error) {
 		oomBase: counters.OOMKills, restBase: counters.Restarts,
 		stepBase: len(l.FaultStepErrors()),
 	}
-	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
+	if testHookBeforeRecordingSet != nil {
+		testHookBeforeRecordingSet()
+	}
+	if err := l.recs.set(c); err != nil { // the lab ended, or another StartRecording won
 		win.tr.Close()
 		return "", err
 	}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -159,4 +160,44 @@ nodes:
 		t.Errorf("ended %q, want recording stopped", sum.Ended)
 	}
 	t.Logf("offered %d, outcomes %v, shed check %+v", sum.Offered, sum.Outcomes, sum.ShedCheck)
+}
+
+// r pressed as the lab ends: a StartRecording that checked the lab was
+// running, then lost the race with the end sequence's StopRecording, made
+// a recording nobody would finish — no summary.json, its files left open,
+// Recording() true after Wait. It is refused instead (ErrStopping).
+func TestStartRecordingRacingTheEnd(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: end-race
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	// The end sequence runs between StartRecording's check and its set.
+	testHookBeforeRecordingSet = func() {
+		if err := l.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+	defer func() { testHookBeforeRecordingSet = nil }()
+	dir, err := l.StartRecording()
+	if !errors.Is(err, ErrStopping) {
+		t.Errorf("StartRecording as the lab ended: %q, %v; want ErrStopping", dir, err)
+	}
+	if l.Recording() {
+		t.Errorf("a recording is on after the lab ended: %s", l.Dir())
+	}
 }
