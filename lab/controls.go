@@ -175,7 +175,7 @@ func (l *Lab) ToggleFault(name string) error {
 	if _, err := chaos.Default.Get(name); err != nil {
 		return err
 	}
-	if l.isFinishing() {
+	if l.isEnding() {
 		return ErrStopping
 	}
 	if why := l.faultUnavailable(name); why != "" {

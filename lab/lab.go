@@ -80,20 +80,25 @@ type Lab struct {
 	ctx    context.Context // lives until teardown finishes
 	cancel context.CancelFunc
 
-	sup       *supervisor.Supervisor
-	gen       *load.Generator
-	loadStop  context.CancelFunc
-	loadDone  chan struct{}
-	ctl       *chaos.Controller
-	sched     *schedule
-	narr      narration
-	latest    atomic.Pointer[runfiles.Sample] // the newest Sample
-	sampling  *sampling
-	subs      subscribers
-	recs      recordings
-	stopOnce  sync.Once
-	done      chan struct{} // closed when torn down
-	finishing chan struct{} // closed when the end sequence begins
+	sup      *supervisor.Supervisor
+	gen      *load.Generator
+	loadStop context.CancelFunc
+	loadDone chan struct{}
+	ctl      *chaos.Controller
+	sched    *schedule
+	narr     narration
+	latest   atomic.Pointer[runfiles.Sample] // the newest Sample
+	sampling *sampling
+	subs     subscribers
+	recs     recordings
+	stopOnce sync.Once
+	done     chan struct{} // closed when torn down
+	// ending is closed when the end sequence begins (Stop, or the
+	// experiment's end): the controls refuse from then on.
+	ending chan struct{}
+	// finishing is closed once load has finished and the last sample is
+	// taken, before the children stop.
+	finishing chan struct{}
 
 	mu sync.Mutex
 	// guarded by mu:
@@ -170,7 +175,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 	}
 	l := &Lab{
 		exp: e, opts: opts, clock: opts.Clock, exe: exe, token: randomToken(),
-		done: make(chan struct{}), finishing: make(chan struct{}),
+		done: make(chan struct{}), ending: make(chan struct{}), finishing: make(chan struct{}),
 		defenses: map[string]bool{}, faultErrs: map[string]string{},
 	}
 	l.sched = newSchedule(e, l.clock)
@@ -218,6 +223,7 @@ func (l *Lab) makeFolders() (runDir string, err error) {
 // abort undoes a failed Open: it stops the lab's goroutines and every
 // child, records why in events.jsonl, and removes a temporary work folder.
 func (l *Lab) abort(err error) {
+	close(l.ending)
 	close(l.finishing)
 	if l.sup != nil {
 		l.sup.Close()
@@ -417,6 +423,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 func (l *Lab) finish(reason string) {
 	l.stopOnce.Do(func() {
 		defer close(l.done)
+		close(l.ending)
 		l.mu.Lock()
 		l.endReason = reason
 		l.mu.Unlock()
@@ -456,6 +463,17 @@ func (l *Lab) finish(reason string) {
 func (l *Lab) loadFinished() bool {
 	select {
 	case <-l.loadDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// isEnding reports whether the end sequence has begun: load is stopping
+// or stopped, and the controls that would change the run refuse.
+func (l *Lab) isEnding() bool {
+	select {
+	case <-l.ending:
 		return true
 	default:
 		return false

@@ -191,7 +191,7 @@ func (l *Lab) recorderOptions() []runfiles.RecorderOption {
 // is finishing it returns ErrStopping (the folder it may have begun holds
 // an error event saying so).
 func (l *Lab) StartRecording() (string, error) {
-	if l.isFinishing() {
+	if l.isEnding() {
 		return "", ErrStopping
 	}
 	if dir := l.recs.dir(); dir != "" {
