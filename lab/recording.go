@@ -9,6 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
@@ -211,6 +212,11 @@ func (l *Lab) StartRecording() (string, error) {
 	l.sampling.levels.baseline(bctx)
 	cancel()
 	win, now := l.openWindow()
+	p0 := l.gen.Totals().ByPriority[wire.PriorityP0]
+	var p0Fin uint64
+	for _, n := range p0.Outcomes {
+		p0Fin += n
+	}
 	counters := l.sup.Counters()
 	c := &recording{
 		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()), live: win,
@@ -218,6 +224,7 @@ func (l *Lab) StartRecording() (string, error) {
 		oomBase: counters.OOMKills, restBase: counters.Restarts,
 		stepBase: len(l.FaultStepErrors()),
 	}
+	c.agg.Base(p0Fin, p0.Outcomes[wire.OutcomeOK.String()])
 	if testHookBeforeRecordingSet != nil {
 		testHookBeforeRecordingSet()
 	}

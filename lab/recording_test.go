@@ -201,3 +201,76 @@ nodes:
 		t.Errorf("a recording is on after the lab ended: %s", l.Dir())
 	}
 }
+
+// A fault already active when r starts a recording is judged on the
+// requests of the recording: P0 success during it counted from the lab's
+// start instead (the P0 answered before the fault and before the
+// recording made a fault that failed every P0 call read as a success).
+func TestFaultActiveAtRecordingStart(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: fault-at-start
+duration: forever
+start_rate: 50
+stages: [{duration: 1s, target: 50}]
+mix: {priorities: {P0: 1}, routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 2
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+faults:
+  - {at: 1h, fault: model_errors, params: {node: -1, error_rate: 1}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	ch := l.Samples()
+	next := func() runfiles.Sample {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no sample in 10 s")
+		}
+		return runfiles.Sample{}
+	}
+	for s := next(); s.ByPriority["P0"].OKTotal < 50; s = next() {
+	}
+	if err := l.ToggleFault("model_errors"); err != nil {
+		t.Fatal(err)
+	}
+	for s := next(); len(s.Faults) == 0; s = next() {
+	}
+	time.Sleep(300 * time.Millisecond) // the calls answered before the fault have ended
+	dir, err := l.StartRecording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 8; {
+		if s := next(); s.Recording {
+			n++
+		}
+	}
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := runfiles.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := run.Summary
+	if len(sum.Faults) != 1 || sum.Faults[0].Fault != "model_errors" || sum.Faults[0].P0SuccessRate == nil {
+		t.Fatalf("faults %+v", sum.Faults)
+	}
+	if ok := sum.Outcomes["ok"]; ok != 0 {
+		t.Fatalf("%d requests ok in the recording: the fault did not fail every call", ok)
+	}
+	if got := *sum.Faults[0].P0SuccessRate; got != 0 {
+		t.Errorf("P0 success during the fault %v, want 0: no P0 call of the recording succeeded", got)
+	}
+}
