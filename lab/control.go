@@ -39,12 +39,12 @@ type schedule struct {
 	rateFactor  float64       // chaos traffic_spike
 	spikeFactor float64
 	spikeUntil  time.Time
-	stage       int
+	stage       int // the stage last reported (-1 before the first plan)
 	step        int // narration step shown (1-based; 0 none)
 }
 
 func newSchedule(e *experiment.Experiment, clk clockwork.Clock) *schedule {
-	return &schedule{exp: e, clock: clk, rateFactor: 1, spikeFactor: 1, start: clk.Now()}
+	return &schedule{exp: e, clock: clk, rateFactor: 1, spikeFactor: 1, start: clk.Now(), stage: -1}
 }
 
 // begin starts the schedule's clock at now (when load starts).
@@ -69,7 +69,7 @@ type plan struct {
 	at       time.Duration // the schedule's clock
 	rate     float64       // the target rate, at most load.MaxRate
 	stage    int           // the stage now (len(Stages) once they are over)
-	newStage bool          // the stage changed since the last plan
+	newStage bool          // the stage changed since the last plan (or this is the first)
 	// Narration steps firstStep..lastStep (1-based) show now, in order;
 	// lastStep is 0 when none does.
 	firstStep, lastStep int

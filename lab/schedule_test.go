@@ -329,3 +329,28 @@ nodes:
 		}
 	}
 }
+
+// The first stage's start is an event too: the schedule began at stage 0
+// as if it had already reported it, so events.jsonl went from run_start
+// to "stage 2" (seen in a --quick run of 02-semaphore).
+func TestFirstStageIsReported(t *testing.T) {
+	e, err := experiment.ParseExperiment([]byte(`
+name: s
+start_rate: 0
+stages: [{duration: 10s, target: 100}, {duration: 10s, target: 100}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, fc := fakeClockLab(e)
+	var got []string
+	for range 25 {
+		if p := l.sched.next(fc.Now()); p.newStage {
+			got = append(got, fmt.Sprintf("%d@%v", p.stage, p.at))
+		}
+		fc.Advance(time.Second)
+	}
+	if want := "[0@0s 1@10s 2@20s]"; fmt.Sprint(got) != want {
+		t.Errorf("stages reported %v, want %s", got, want)
+	}
+}
