@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -61,13 +64,12 @@ func (r *recordings) open(dir string, info runfiles.RunInfo, agg *runfiles.Aggre
 }
 
 // set makes c the current recording unless one is on already, or the
-// lab's end sequence has finished the recordings (ErrStopping: c's files
-// are closed with an event saying why).
+// lab's end sequence has finished the recordings (ErrStopping); else it
+// closes c's files.
 func (r *recordings) set(c *recording) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
-		_ = c.rec.WriteEvent(runfiles.Event{Time: time.Now().UTC(), Kind: runfiles.EventError, Detail: "recording not started: the lab was stopping"})
 		c.rec.Close()
 		return ErrStopping
 	}
@@ -189,8 +191,8 @@ func (l *Lab) recorderOptions() []runfiles.RecorderOption {
 // StartRecording starts a new run folder (RunsDir/<time>-<name>) with the
 // same files as `levee run`, covering from now until StopRecording. It
 // writes run.json and creates the files before it returns. Once the lab
-// is finishing it returns ErrStopping (the folder it may have begun holds
-// an error event saying so).
+// is finishing it returns ErrStopping. The folder is its own: a call that
+// fails (the lab ended, another recording won) leaves none behind.
 func (l *Lab) StartRecording() (string, error) {
 	if l.isEnding() {
 		return "", ErrStopping
@@ -198,14 +200,61 @@ func (l *Lab) StartRecording() (string, error) {
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
 	}
-	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
+	dir, err := l.claimRunDir()
 	if err != nil {
 		return "", err
 	}
 	rec, err := runfiles.OpenRecorder(dir, l.runInfo(), l.recorderOptions()...)
 	if err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("lab: %w", err)
 	}
+	c, now := l.newLiveRecording(rec)
+	if testHookBeforeRecordingSet != nil {
+		testHookBeforeRecordingSet()
+	}
+	if err := l.recs.set(c); err != nil { // the lab ended, or another StartRecording won
+		c.live.tr.Close()
+		os.RemoveAll(dir)
+		return "", err
+	}
+	for _, fs := range l.ctl.Active() {
+		c.agg.FaultApplied(fs.Name, now)
+	}
+	l.event(runfiles.EventRecordStart, dir, nil)
+	// Predictions made before the recording began belong to it too.
+	for _, ev := range l.narr.history() {
+		_ = rec.WriteEvent(ev)
+	}
+	return dir, nil
+}
+
+// claimRunDir makes a new run folder for a recording started now, one no
+// other recording uses (two started within a second would otherwise share
+// the name).
+func (l *Lab) claimRunDir() (string, error) {
+	for range 10 {
+		dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return "", fmt.Errorf("lab: runs folder: %w", err)
+		}
+		switch err := os.Mkdir(dir, 0o755); {
+		case err == nil:
+			return dir, nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", fmt.Errorf("lab: run folder: %w", err)
+		}
+	}
+	return "", errors.New("lab: run folder: another recording took every name tried")
+}
+
+// newLiveRecording is a recording into rec starting now, while load runs:
+// its window opens now, and its baselines (level changes, P0 totals,
+// Redis fallbacks, OOM kills, restarts, failed fault steps) are taken.
+func (l *Lab) newLiveRecording(rec *runfiles.Recorder) (*recording, time.Time) {
 	// The level changes the gateways made before now are not this
 	// recording's.
 	bctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
@@ -225,22 +274,7 @@ func (l *Lab) StartRecording() (string, error) {
 		stepBase: len(l.FaultStepErrors()),
 	}
 	c.agg.Base(p0Fin, p0.Outcomes[wire.OutcomeOK.String()])
-	if testHookBeforeRecordingSet != nil {
-		testHookBeforeRecordingSet()
-	}
-	if err := l.recs.set(c); err != nil { // the lab ended, or another StartRecording won
-		win.tr.Close()
-		return "", err
-	}
-	for _, fs := range l.ctl.Active() {
-		c.agg.FaultApplied(fs.Name, now)
-	}
-	l.event(runfiles.EventRecordStart, dir, nil)
-	// Predictions made before the recording began belong to it too.
-	for _, ev := range l.narr.history() {
-		_ = rec.WriteEvent(ev)
-	}
-	return dir, nil
+	return c, now
 }
 
 // StopRecording finishes the recording: summary.json, the logs, the

@@ -3,6 +3,8 @@ package lab
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -181,7 +183,8 @@ nodes:
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +202,9 @@ nodes:
 	}
 	if l.Recording() {
 		t.Errorf("a recording is on after the lab ended: %s", l.Dir())
+	}
+	if ents, err := os.ReadDir(runs); err != nil || len(ents) != 0 {
+		t.Errorf("the refused recording left %v behind (%v)", ents, err)
 	}
 }
 
@@ -272,5 +278,64 @@ faults:
 	}
 	if got := *sum.Faults[0].P0SuccessRate; got != 0 {
 		t.Errorf("P0 success during the fault %v, want 0: no P0 call of the recording succeeded", got)
+	}
+}
+
+// Two StartRecordings at once (r from two dashboards, or a script): one
+// wins, and the other leaves no folder behind. The loser's folder stayed
+// with an empty samples.jsonl and events.jsonl and no summary, a run that
+// `levee report runs/*` cannot read ("no summary.json and no samples").
+func TestLosingStartRecordingLeavesNoFolder(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: two-r
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	// The second StartRecording runs, whole, inside the first, after the
+	// first made its folder and before it became the lab's recording.
+	var winner string
+	var winErr error
+	testHookBeforeRecordingSet = func() {
+		testHookBeforeRecordingSet = nil
+		winner, winErr = l.StartRecording()
+	}
+	defer func() { testHookBeforeRecordingSet = nil }()
+	if _, err := l.StartRecording(); err == nil {
+		t.Fatal("both StartRecordings succeeded")
+	}
+	if winErr != nil {
+		t.Fatal(winErr)
+	}
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || filepath.Join(runs, names[0]) != winner {
+		t.Errorf("run folders %v, want only the winner's %s", names, winner)
+	}
+	if _, err := runfiles.ReadRun(winner); err != nil {
+		t.Error(err)
 	}
 }
