@@ -13,13 +13,17 @@ import (
 // levelLog records every gateway's overload level changes as events, with
 // their causes: a level change seen in a sample makes it read each
 // gateway's GET /admin/state (off the sampling goroutine) and record the
-// changes it has not recorded yet (by their sequence number). A recording
-// started while the lab runs takes a baseline first, so that it holds the
-// changes made while it runs, not the gateways' history.
+// changes it has not recorded yet (by their sequence number). A sample's
+// level is the worst gateway's, so a gateway's change can leave it as it
+// was: a recording reads once more as it ends (flush), and holds them all.
+// A recording started while the lab runs takes a baseline first, so that
+// it holds the changes made while it runs, not the gateways' history.
 type levelLog struct {
 	l       *Lab
+	readMu  sync.Mutex // held for a whole read: one at a time
 	mu      sync.Mutex
 	busy    bool     // a read is under way; guarded by mu
+	again   bool     // the level changed during that read: read again; guarded by mu
 	lastSeq []uint64 // per gateway, the last change recorded; guarded by mu
 	// starts is, per gateway, the process (Child.Starts) lastSeq counts
 	// in: a restarted gateway numbers its changes from 1 again. Guarded by mu.
@@ -51,6 +55,7 @@ func (g *levelLog) observe(level string, stale bool) {
 	}
 	g.mu.Lock()
 	if g.busy {
+		g.again = true
 		g.mu.Unlock()
 		return
 	}
@@ -58,6 +63,24 @@ func (g *levelLog) observe(level string, stale bool) {
 	g.mu.Unlock()
 	go g.read()
 }
+
+// read records the new changes, again while the level changed meanwhile.
+func (g *levelLog) read() {
+	for {
+		g.readAll()
+		g.mu.Lock()
+		again := g.again
+		g.again, g.busy = false, again
+		g.mu.Unlock()
+		if !again {
+			return
+		}
+	}
+}
+
+// flush records every change the gateways report and that is not recorded
+// yet, now (a recording about to end).
+func (g *levelLog) flush() { g.readAll() }
 
 // baseline marks the changes every gateway reports now as recorded, so
 // that a recording starting now holds only the changes made after it
@@ -81,13 +104,10 @@ func (g *levelLog) baseline(ctx context.Context) {
 	}
 }
 
-// read records the changes each gateway reports and that are new.
-func (g *levelLog) read() {
-	defer func() {
-		g.mu.Lock()
-		g.busy = false
-		g.mu.Unlock()
-	}()
+// readAll records the changes each gateway reports and that are new.
+func (g *levelLog) readAll() {
+	g.readMu.Lock()
+	defer g.readMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	n := len(g.l.sup.Gateways())

@@ -16,8 +16,14 @@ import (
 // admin API.
 func forceLevel(t *testing.T, l *Lab, level string) {
 	t.Helper()
+	forceGatewayLevel(t, l, 0, level)
+}
+
+// forceGatewayLevel pins gateway i's overload level ("" unpins it).
+func forceGatewayLevel(t *testing.T, l *Lab, i int, level string) {
+	t.Helper()
 	body := fmt.Sprintf(`{"level":%q}`, level)
-	req, err := http.NewRequest(http.MethodPut, "http://"+l.sup.Gateways()[0].Admin()+wire.PathAdminLevel, bytes.NewBufferString(body))
+	req, err := http.NewRequest(http.MethodPut, "http://"+l.sup.Gateways()[i].Admin()+wire.PathAdminLevel, bytes.NewBufferString(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +190,48 @@ gateway: {memory_limit_mb: 128, restart_delay: 300ms}
 	waitLevel(t, ch, "green", true)
 	got := levelsSeen(4)
 	if want := "[green→red red→green green→yellow yellow→green]"; fmt.Sprint(got) != want {
+		t.Errorf("level events %v, want %s", got, want)
+	}
+}
+
+// Each gateway's level change lands in the recording, also when the
+// samples' level — the worst gateway's — does not change with it: the log
+// read the gateways only on a change of that level, so with gateway-0 at
+// red, gateway-1's green → yellow → green never reached events.jsonl.
+func TestEveryGatewaysLevelChangesRecorded(t *testing.T) {
+	exp := mustParse(t, `
+name: levels-two
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+gateway: {count: 2}
+`)
+	dir := t.TempDir() + "/run"
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	ch := l.Samples()
+	waitLevel(t, ch, "green", true)
+	forceGatewayLevel(t, l, 0, "red")
+	waitLevel(t, ch, "red", true)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(levelEvents(t, dir)) < 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	forceGatewayLevel(t, l, 1, "yellow")
+	forceGatewayLevel(t, l, 1, "")
+	waitLevel(t, ch, "red", true) // gateway-0 still red
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	got := levelEvents(t, dir)
+	if want := "[green→red green→yellow yellow→green]"; fmt.Sprint(got) != want {
 		t.Errorf("level events %v, want %s", got, want)
 	}
 }

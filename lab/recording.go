@@ -288,6 +288,9 @@ func (l *Lab) stopRecording() error {
 	if c == nil {
 		return errNotRecording
 	}
+	if l.sampling != nil {
+		l.sampling.levels.flush() // the changes the samples' level did not show
+	}
 	l.event(runfiles.EventRecordStop, c.rec.Dir(), nil)
 	if l.recs.take() != c {
 		return errNotRecording // another StopRecording took it
