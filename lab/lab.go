@@ -100,6 +100,9 @@ type Lab struct {
 	// taken, before the children stop.
 	finishing chan struct{}
 
+	// defenseMu is held while one defense switch is sent to the gateways.
+	defenseMu sync.Mutex
+
 	mu sync.Mutex
 	// guarded by mu:
 	start     time.Time // when load started; Sample.Elapsed counts from here
