@@ -39,12 +39,12 @@ type schedule struct {
 	rateFactor  float64       // chaos traffic_spike
 	spikeFactor float64
 	spikeUntil  time.Time
-	stage       int
+	stage       int // the stage last reported (-1 before the first plan)
 	step        int // narration step shown (1-based; 0 none)
 }
 
 func newSchedule(e *experiment.Experiment, clk clockwork.Clock) *schedule {
-	return &schedule{exp: e, clock: clk, rateFactor: 1, spikeFactor: 1, start: clk.Now()}
+	return &schedule{exp: e, clock: clk, rateFactor: 1, spikeFactor: 1, start: clk.Now(), stage: -1}
 }
 
 // begin starts the schedule's clock at now (when load starts).
@@ -69,7 +69,7 @@ type plan struct {
 	at       time.Duration // the schedule's clock
 	rate     float64       // the target rate, at most load.MaxRate
 	stage    int           // the stage now (len(Stages) once they are over)
-	newStage bool          // the stage changed since the last plan
+	newStage bool          // the stage changed since the last plan (or this is the first)
 	// Narration steps firstStep..lastStep (1-based) show now, in order;
 	// lastStep is 0 when none does.
 	firstStep, lastStep int
@@ -142,7 +142,7 @@ func (l *Lab) control() {
 			return
 		}
 		select {
-		case <-l.finishing:
+		case <-l.ending: // load is stopping: no more of the schedule plays
 			return
 		case <-t.Chan():
 		}
@@ -178,7 +178,7 @@ func (l *Lab) stageEvent(stage int) {
 // node restart waits for readiness without stalling the schedule).
 func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
 	for a := range actions {
-		if l.isFinishing() {
+		if l.isEnding() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
@@ -247,7 +247,7 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 // is finishing it changes nothing and says so (ErrStopping): the load has
 // stopped for good.
 func (l *Lab) SetRate(rps float64) error {
-	if l.isFinishing() {
+	if l.isEnding() {
 		return ErrStopping
 	}
 	if !(rps >= 0 && rps <= load.MaxRate) { // NaN and ±Inf too
@@ -282,7 +282,7 @@ func (l *Lab) Rate() float64 {
 // positive finite number, or a duration that is not positive, does
 // nothing). Once the lab is finishing it is an error (ErrStopping).
 func (l *Lab) Spike(factor float64, d time.Duration) error {
-	if l.isFinishing() {
+	if l.isEnding() {
 		return ErrStopping
 	}
 	if !(factor > 0) || math.IsInf(factor, 1) || d <= 0 {
@@ -301,7 +301,7 @@ func (l *Lab) Spike(factor float64, d time.Duration) error {
 // Once the lab is finishing it is an error: there is no schedule left to
 // pause or resume.
 func (l *Lab) PauseRamp(paused bool) error {
-	if l.isFinishing() {
+	if l.isEnding() {
 		return ErrStopping
 	}
 	s := l.sched

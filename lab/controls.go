@@ -52,7 +52,9 @@ type Controls interface {
 
 	// StartRecording writes the same files as `levee run` into a new run
 	// folder and returns it; StopRecording finishes summary.json, the logs
-	// and the reports. Both block on file I/O until done.
+	// and the reports. Both block on file I/O until done. StartRecording
+	// returns ErrStopping once the lab is finishing (its end sequence
+	// finishes the recording on, and no later one).
 	StartRecording() (dir string, err error)
 	StopRecording() error
 	Recording() bool
@@ -173,7 +175,7 @@ func (l *Lab) ToggleFault(name string) error {
 	if _, err := chaos.Default.Get(name); err != nil {
 		return err
 	}
-	if l.isFinishing() {
+	if l.isEnding() {
 		return ErrStopping
 	}
 	if why := l.faultUnavailable(name); why != "" {
@@ -204,7 +206,10 @@ func (l *Lab) Defenses() map[string]bool {
 
 // SetDefense switches one defense on every gateway (and on gateways that
 // restart later). Unknown names are an error at once; the admin calls run
-// on a lab goroutine and failures land in events.jsonl.
+// on a lab goroutine and failures land in events.jsonl. Switches pressed
+// in quick succession reach the gateways one at a time, each sending the
+// defense's state as the lab holds it then, so the last one sent is the
+// lab's (Defenses).
 func (l *Lab) SetDefense(name string, on bool) error {
 	if !experiment.KnownDefense(name) {
 		return fmt.Errorf("lab: unknown defense %q (known: %v)", name, experiment.Defenses)
@@ -214,9 +219,11 @@ func (l *Lab) SetDefense(name string, on bool) error {
 	l.mu.Unlock()
 	l.event(runfiles.EventDefense, fmt.Sprintf("%s %s", name, map[bool]string{true: "on", false: "off"}[on]), map[string]any{"defense": name, "on": on})
 	go func() {
+		l.defenseMu.Lock()
+		defer l.defenseMu.Unlock()
 		ctx, cancel := context.WithTimeout(l.ctx, 3*time.Second)
 		defer cancel()
-		l.sup.SetDefense(ctx, name, on)
+		l.sup.SetDefense(ctx, name, l.Defenses()[name])
 	}()
 	return nil
 }

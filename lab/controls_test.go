@@ -1,9 +1,12 @@
 package lab
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // TestFaultKey: every fault of the catalogue has a key of its own (the
@@ -29,5 +32,55 @@ func TestFaultKey(t *testing.T) {
 	}
 	if len(names) < 11 || names[10] != "redis_master_kill" || seen["!"] != "redis_master_kill" {
 		t.Errorf("the eleventh fault, redis_master_kill, is not on key !: %q", names)
+	}
+}
+
+// Defense switches pressed in quick succession end with the gateways in
+// the state the lab reports (and the dashboard shows, from Defenses): each
+// switch's admin call ran on its own goroutine, and they reached the
+// gateway in any order — after 7 quick toggles of guard, the gateway was
+// left in the other state in 10 rounds of 30.
+func TestQuickDefenseTogglesEndInTheLabsState(t *testing.T) {
+	exp := mustParse(t, `
+name: defenses
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+`)
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	gatewayGuard := func() bool {
+		t.Helper()
+		var st struct {
+			Defenses map[string]bool `json:"defenses"`
+		}
+		if err := l.sup.GatewayState(context.Background(), 0, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Defenses["guard"]
+	}
+	for round := range 30 {
+		for i := range 7 {
+			if err := l.SetDefense("guard", (i+round)%2 == 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := l.Defenses()["guard"]
+		// Once every switch has reached the gateway nothing changes its
+		// state again: it ends at the lab's state, or never does.
+		deadline := time.Now().Add(5 * time.Second)
+		for gatewayGuard() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the gateway's guard is %t, the lab's %t", round, !want, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

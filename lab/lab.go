@@ -80,20 +80,28 @@ type Lab struct {
 	ctx    context.Context // lives until teardown finishes
 	cancel context.CancelFunc
 
-	sup       *supervisor.Supervisor
-	gen       *load.Generator
-	loadStop  context.CancelFunc
-	loadDone  chan struct{}
-	ctl       *chaos.Controller
-	sched     *schedule
-	narr      narration
-	latest    atomic.Pointer[runfiles.Sample] // the newest Sample
-	sampling  *sampling
-	subs      subscribers
-	recs      recordings
-	stopOnce  sync.Once
-	done      chan struct{} // closed when torn down
-	finishing chan struct{} // closed when the end sequence begins
+	sup      *supervisor.Supervisor
+	gen      *load.Generator
+	loadStop context.CancelFunc
+	loadDone chan struct{}
+	ctl      *chaos.Controller
+	sched    *schedule
+	narr     narration
+	latest   atomic.Pointer[runfiles.Sample] // the newest Sample
+	sampling *sampling
+	subs     subscribers
+	recs     recordings
+	stopOnce sync.Once
+	done     chan struct{} // closed when torn down
+	// ending is closed when the end sequence begins (Stop, or the
+	// experiment's end): the controls refuse from then on.
+	ending chan struct{}
+	// finishing is closed once load has finished and the last sample is
+	// taken, before the children stop.
+	finishing chan struct{}
+
+	// defenseMu is held while one defense switch is sent to the gateways.
+	defenseMu sync.Mutex
 
 	mu sync.Mutex
 	// guarded by mu:
@@ -170,7 +178,7 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 	}
 	l := &Lab{
 		exp: e, opts: opts, clock: opts.Clock, exe: exe, token: randomToken(),
-		done: make(chan struct{}), finishing: make(chan struct{}),
+		done: make(chan struct{}), ending: make(chan struct{}), finishing: make(chan struct{}),
 		defenses: map[string]bool{}, faultErrs: map[string]string{},
 	}
 	l.sched = newSchedule(e, l.clock)
@@ -218,6 +226,7 @@ func (l *Lab) makeFolders() (runDir string, err error) {
 // abort undoes a failed Open: it stops the lab's goroutines and every
 // child, records why in events.jsonl, and removes a temporary work folder.
 func (l *Lab) abort(err error) {
+	close(l.ending)
 	close(l.finishing)
 	if l.sup != nil {
 		l.sup.Close()
@@ -234,45 +243,6 @@ func randomToken() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// ErrorWriter is implemented by a Progress writer that wants the lines
-// reporting a failure (a fault that did not apply, a failover that did not
-// happen, a recording that cannot write) apart from the other progress
-// lines, so that a dashboard can show them as errors without guessing from
-// their words. A writer without it gets every line through Write.
-type ErrorWriter interface {
-	WriteError(p []byte) (int, error)
-}
-
-// progress writes one line of progress: something that happened.
-func (l *Lab) progress(format string, args ...any) {
-	if l.opts.Progress != nil {
-		fmt.Fprintf(l.opts.Progress, format+"\n", args...)
-	}
-}
-
-// progressErr writes one line that reports a failure.
-func (l *Lab) progressErr(format string, args ...any) {
-	if w := l.errorLog(); w != nil {
-		fmt.Fprintf(w, format+"\n", args...)
-	}
-}
-
-// errorLog is the Progress writer for failure lines (nil without Progress).
-func (l *Lab) errorLog() io.Writer {
-	if l.opts.Progress == nil {
-		return nil
-	}
-	if ew, ok := l.opts.Progress.(ErrorWriter); ok {
-		return errorLines{ew}
-	}
-	return l.opts.Progress
-}
-
-// errorLines sends everything written to it to WriteError.
-type errorLines struct{ w ErrorWriter }
-
-func (e errorLines) Write(p []byte) (int, error) { return e.w.WriteError(p) }
 
 // startChildren starts Redis (when asked), the nodes, then the gateways.
 func (l *Lab) startChildren(ctx context.Context) error {
@@ -355,7 +325,10 @@ func (l *Lab) startLoad() error {
 	l.start = now
 	l.mu.Unlock()
 	l.sched.begin(now)
-	l.recs.loadStarted(now)
+	if l.recs.current() != nil {
+		win, _ := l.openWindow() // before the first request
+		l.recs.loadStarted(now, win)
+	}
 	go func() {
 		defer close(l.loadDone)
 		_ = gen.Run(loadCtx)
@@ -414,6 +387,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 func (l *Lab) finish(reason string) {
 	l.stopOnce.Do(func() {
 		defer close(l.done)
+		close(l.ending)
 		l.mu.Lock()
 		l.endReason = reason
 		l.mu.Unlock()
@@ -432,6 +406,7 @@ func (l *Lab) finish(reason string) {
 		l.sup.StopWatching()
 		l.stopEnv()
 		var errs []error
+		l.recs.end()
 		if err := l.stopRecording(); err != nil && !errors.Is(err, errNotRecording) {
 			errs = append(errs, err)
 		}
@@ -445,6 +420,28 @@ func (l *Lab) finish(reason string) {
 			os.RemoveAll(l.workDir)
 		}
 	})
+}
+
+// loadFinished reports whether load has stopped and every request it
+// offered has ended.
+func (l *Lab) loadFinished() bool {
+	select {
+	case <-l.loadDone:
+		return true
+	default:
+		return false
+	}
+}
+
+// isEnding reports whether the end sequence has begun: load is stopping
+// or stopped, and the controls that would change the run refuse.
+func (l *Lab) isEnding() bool {
+	select {
+	case <-l.ending:
+		return true
+	default:
+		return false
+	}
 }
 
 func (l *Lab) isFinishing() bool {

@@ -1,28 +1,43 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 var errNotRecording = errors.New("lab: not recording")
 
+// testHookBeforeRecordingSet, when set (tests only), runs in
+// StartRecording between its files' creation and the moment the recording
+// becomes the lab's.
+var testHookBeforeRecordingSet func()
+
 // recording is one recording in progress.
 type recording struct {
 	rec *runfiles.Recorder
 	agg *runfiles.Aggregator // nil until load starts (a recording from Open)
-	// live counts a recording started while load ran (nil: it started with
-	// the generator, whose totals are the recording's).
-	live     *liveWindow
-	fbBase   float64 // the gateways' accumulated Redis fallbacks when recording started
-	oomBase  int
-	restBase int
+	// live counts the requests offered inside the recording: one started
+	// while load ran, or one from the start (fromStart), whose window opens
+	// as load starts, so that stopping it while load still runs waits for
+	// the requests in flight rather than leaving them unaccounted.
+	live *liveWindow
+	// fromStart is a recording opened before load started: when it ends
+	// with the run, after load finished, the generator's totals are its own.
+	fromStart bool
+	fbBase    float64 // the gateways' accumulated Redis fallbacks when recording started
+	oomBase   int
+	restBase  int
 	// stepBase is how many fault steps had failed when recording started
 	// (the summary lists those after).
 	stepBase int
@@ -34,6 +49,9 @@ type recordings struct {
 	mu      sync.Mutex
 	cur     *recording        // guarded by mu; nil when not recording
 	summary *runfiles.Summary // guarded by mu
+	// ended is set by the lab's end sequence before it finishes the
+	// recording on: no recording may start after it. Guarded by mu.
+	ended bool
 }
 
 // open starts recording into dir; it fails when a recording is on.
@@ -45,16 +63,30 @@ func (r *recordings) open(dir string, info runfiles.RunInfo, agg *runfiles.Aggre
 	return r.set(&recording{rec: rec, agg: agg})
 }
 
-// set makes c the current recording unless one is on already.
+// set makes c the current recording unless one is on already, or the
+// lab's end sequence has finished the recordings (ErrStopping); else it
+// closes c's files.
 func (r *recordings) set(c *recording) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.ended {
+		c.rec.Close()
+		return ErrStopping
+	}
 	if r.cur != nil {
 		c.rec.Close()
 		return errors.New("lab: already recording")
 	}
 	r.cur = c
 	return nil
+}
+
+// end refuses every recording from now on (the lab's end sequence, before
+// it finishes the one on).
+func (r *recordings) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = true
 }
 
 func (r *recordings) current() *recording {
@@ -102,13 +134,18 @@ func (r *recordings) rewriteRunInfo(info runfiles.RunInfo) error {
 	return nil
 }
 
-// loadStarted starts the aggregation of a recording from the start.
-func (r *recordings) loadStarted(now time.Time) {
+// loadStarted starts the aggregation of a recording from the start, and
+// its window: win, opened before the first request. It closes win when no
+// recording from the start is on.
+func (r *recordings) loadStarted(now time.Time, win *liveWindow) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur != nil && r.cur.agg == nil {
-		r.cur.agg = runfiles.NewAggregator(now, 0)
+	if r.cur == nil || r.cur.agg != nil {
+		win.tr.Close()
+		return
 	}
+	r.cur.agg = runfiles.NewAggregator(now, 0)
+	r.cur.live, r.cur.fromStart = win, true
 }
 
 // rate records a change of the generator's target.
@@ -153,32 +190,32 @@ func (l *Lab) recorderOptions() []runfiles.RecorderOption {
 
 // StartRecording starts a new run folder (RunsDir/<time>-<name>) with the
 // same files as `levee run`, covering from now until StopRecording. It
-// writes run.json and creates the files before it returns.
+// writes run.json and creates the files before it returns. Once the lab
+// is finishing it returns ErrStopping. The folder is its own: a call that
+// fails (the lab ended, another recording won) leaves none behind.
 func (l *Lab) StartRecording() (string, error) {
-	if l.isFinishing() {
-		return "", errors.New("lab: stopping")
+	if l.isEnding() {
+		return "", ErrStopping
 	}
 	if dir := l.recs.dir(); dir != "" {
 		return dir, fmt.Errorf("lab: already recording into %s", dir)
 	}
-	dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
+	dir, err := l.claimRunDir()
 	if err != nil {
 		return "", err
 	}
 	rec, err := runfiles.OpenRecorder(dir, l.runInfo(), l.recorderOptions()...)
 	if err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("lab: %w", err)
 	}
-	win, now := l.openWindow()
-	counters := l.sup.Counters()
-	c := &recording{
-		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()), live: win,
-		fbBase:  l.sampling.fallbackTotal(),
-		oomBase: counters.OOMKills, restBase: counters.Restarts,
-		stepBase: len(l.FaultStepErrors()),
+	c, now := l.newLiveRecording(rec)
+	if testHookBeforeRecordingSet != nil {
+		testHookBeforeRecordingSet()
 	}
-	if err := l.recs.set(c); err != nil { // lost a race with another StartRecording
-		win.tr.Close()
+	if err := l.recs.set(c); err != nil { // the lab ended, or another StartRecording won
+		c.live.tr.Close()
+		os.RemoveAll(dir)
 		return "", err
 	}
 	for _, fs := range l.ctl.Active() {
@@ -192,6 +229,54 @@ func (l *Lab) StartRecording() (string, error) {
 	return dir, nil
 }
 
+// claimRunDir makes a new run folder for a recording started now, one no
+// other recording uses (two started within a second would otherwise share
+// the name).
+func (l *Lab) claimRunDir() (string, error) {
+	for range 10 {
+		dir, err := runfiles.ResolveRunDir("", l.opts.RunsDir, l.exp.Name, time.Now(), false)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+			return "", fmt.Errorf("lab: runs folder: %w", err)
+		}
+		switch err := os.Mkdir(dir, 0o755); {
+		case err == nil:
+			return dir, nil
+		case !errors.Is(err, fs.ErrExist):
+			return "", fmt.Errorf("lab: run folder: %w", err)
+		}
+	}
+	return "", errors.New("lab: run folder: another recording took every name tried")
+}
+
+// newLiveRecording is a recording into rec starting now, while load runs:
+// its window opens now, and its baselines (level changes, P0 totals,
+// Redis fallbacks, OOM kills, restarts, failed fault steps) are taken.
+func (l *Lab) newLiveRecording(rec *runfiles.Recorder) (*recording, time.Time) {
+	// The level changes the gateways made before now are not this
+	// recording's.
+	bctx, cancel := context.WithTimeout(l.ctx, 2*time.Second)
+	l.sampling.levels.baseline(bctx)
+	cancel()
+	win, now := l.openWindow()
+	p0 := l.gen.Totals().ByPriority[wire.PriorityP0]
+	var p0Fin uint64
+	for _, n := range p0.Outcomes {
+		p0Fin += n
+	}
+	counters := l.sup.Counters()
+	c := &recording{
+		rec: rec, agg: runfiles.NewAggregator(now, l.gen.Rate()), live: win,
+		fbBase:  l.sampling.fallbackTotal(),
+		oomBase: counters.OOMKills, restBase: counters.Restarts,
+		stepBase: len(l.FaultStepErrors()),
+	}
+	c.agg.Base(p0Fin, p0.Outcomes[wire.OutcomeOK.String()])
+	return c, now
+}
+
 // StopRecording finishes the recording: summary.json, the logs, the
 // reports. A recording started while load ran counts the requests offered
 // inside it: StopRecording first waits for those still in flight (each
@@ -202,6 +287,9 @@ func (l *Lab) stopRecording() error {
 	c := l.recs.current()
 	if c == nil {
 		return errNotRecording
+	}
+	if l.sampling != nil {
+		l.sampling.levels.flush() // the changes the samples' level did not show
 	}
 	l.event(runfiles.EventRecordStop, c.rec.Dir(), nil)
 	if l.recs.take() != c {
@@ -215,11 +303,16 @@ func (l *Lab) stopRecording() error {
 		ended = "recording stopped"
 	}
 	in := runfiles.SummaryInput{Exp: l.exp, Quick: l.opts.Quick, End: l.clock.Now(), Ended: ended}
-	if c.live != nil {
+	if c.live != nil && !(c.fromStart && l.loadFinished()) {
 		tot, check, end := l.closeWindow(c.live)
 		in.Totals, in.LiveShed, in.End = tot, &check, end
 		counters = l.sup.Counters()
 	} else {
+		// The whole run, ended: every request offered has ended, and the
+		// last sample read the gateways' final counters.
+		if c.live != nil {
+			c.live.tr.Close()
+		}
 		in.Totals, in.GatewayShed = l.gen.Totals(), uint64(l.sampling.shedTotal()+0.5)
 	}
 	in.Restarts, in.OOMKills = counters.Restarts-c.restBase, counters.OOMKills-c.oomBase

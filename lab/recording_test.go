@@ -2,6 +2,9 @@ package lab
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,4 +107,235 @@ func TestDashboardRecordingIsExact(t *testing.T) {
 		t.Errorf("shed check: %+v", sum.ShedCheck)
 	}
 	t.Logf("offered %d, outcomes %v, shed check %+v", sum.Offered, sum.Outcomes, sum.ShedCheck)
+}
+
+// A recording from the start (`levee lab --record`) stopped with r while
+// load runs counts exactly the requests offered before it stopped: it
+// waits for those in flight, as a recording started with r does. It took
+// the generator's totals at that instant instead: 110 of 300 requests
+// offered had no outcome yet (unaccounted 110) and the shed check,
+// reading the gateways' counters of the last tick, claimed an exact
+// mismatch of 43.
+func TestRecordingFromTheStartStoppedMidRun(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: from-start
+duration: forever
+start_rate: 200
+stages: [{duration: 1s, target: 200}]
+mix: {routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 300}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir() + "/run"
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: out, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	// Requests queue at the one node (8 slots × 300 ms against 200 req/s):
+	// many are in flight whenever the recording stops.
+	time.Sleep(1500 * time.Millisecond)
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := runfiles.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := run.Summary
+	var outs uint64
+	for _, o := range load.Outcomes {
+		outs += sum.Outcomes[o]
+	}
+	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
+		t.Errorf("offered %d, Σ outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
+	}
+	if sum.ShedCheck.Exact && sum.ShedCheck.Mismatch != 0 {
+		t.Errorf("shed check: %+v", sum.ShedCheck)
+	}
+	if sum.Ended != "recording stopped" {
+		t.Errorf("ended %q, want recording stopped", sum.Ended)
+	}
+	t.Logf("offered %d, outcomes %v, shed check %+v", sum.Offered, sum.Outcomes, sum.ShedCheck)
+}
+
+// r pressed as the lab ends: a StartRecording that checked the lab was
+// running, then lost the race with the end sequence's StopRecording, made
+// a recording nobody would finish — no summary.json, its files left open,
+// Recording() true after Wait. It is refused instead (ErrStopping).
+func TestStartRecordingRacingTheEnd(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: end-race
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	// The end sequence runs between StartRecording's check and its set.
+	testHookBeforeRecordingSet = func() {
+		if err := l.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}
+	defer func() { testHookBeforeRecordingSet = nil }()
+	dir, err := l.StartRecording()
+	if !errors.Is(err, ErrStopping) {
+		t.Errorf("StartRecording as the lab ended: %q, %v; want ErrStopping", dir, err)
+	}
+	if l.Recording() {
+		t.Errorf("a recording is on after the lab ended: %s", l.Dir())
+	}
+	if ents, err := os.ReadDir(runs); err != nil || len(ents) != 0 {
+		t.Errorf("the refused recording left %v behind (%v)", ents, err)
+	}
+}
+
+// A fault already active when r starts a recording is judged on the
+// requests of the recording: P0 success during it counted from the lab's
+// start instead (the P0 answered before the fault and before the
+// recording made a fault that failed every P0 call read as a success).
+func TestFaultActiveAtRecordingStart(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: fault-at-start
+duration: forever
+start_rate: 50
+stages: [{duration: 1s, target: 50}]
+mix: {priorities: {P0: 1}, routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 2
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+faults:
+  - {at: 1h, fault: model_errors, params: {node: -1, error_rate: 1}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	ch := l.Samples()
+	next := func() runfiles.Sample {
+		t.Helper()
+		select {
+		case s := <-ch:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no sample in 10 s")
+		}
+		return runfiles.Sample{}
+	}
+	for s := next(); s.ByPriority["P0"].OKTotal < 50; s = next() {
+	}
+	if err := l.ToggleFault("model_errors"); err != nil {
+		t.Fatal(err)
+	}
+	for s := next(); len(s.Faults) == 0; s = next() {
+	}
+	time.Sleep(300 * time.Millisecond) // the calls answered before the fault have ended
+	dir, err := l.StartRecording()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 8; {
+		if s := next(); s.Recording {
+			n++
+		}
+	}
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	run, err := runfiles.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := run.Summary
+	if len(sum.Faults) != 1 || sum.Faults[0].Fault != "model_errors" || sum.Faults[0].P0SuccessRate == nil {
+		t.Fatalf("faults %+v", sum.Faults)
+	}
+	if ok := sum.Outcomes["ok"]; ok != 0 {
+		t.Fatalf("%d requests ok in the recording: the fault did not fail every call", ok)
+	}
+	if got := *sum.Faults[0].P0SuccessRate; got != 0 {
+		t.Errorf("P0 success during the fault %v, want 0: no P0 call of the recording succeeded", got)
+	}
+}
+
+// Two StartRecordings at once (r from two dashboards, or a script): one
+// wins, and the other leaves no folder behind. The loser's folder stayed
+// with an empty samples.jsonl and events.jsonl and no summary, a run that
+// `levee report runs/*` cannot read ("no summary.json and no samples").
+func TestLosingStartRecordingLeavesNoFolder(t *testing.T) {
+	exp, err := experiment.ParseExperiment([]byte(`
+name: two-r
+duration: forever
+start_rate: 20
+stages: [{duration: 1s, target: 20}]
+mix: {routes: {predict: 1}}
+client_timeout: 1s
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	// The second StartRecording runs, whole, inside the first, after the
+	// first made its folder and before it became the lab's recording.
+	var winner string
+	var winErr error
+	testHookBeforeRecordingSet = func() {
+		testHookBeforeRecordingSet = nil
+		winner, winErr = l.StartRecording()
+	}
+	defer func() { testHookBeforeRecordingSet = nil }()
+	if _, err := l.StartRecording(); err == nil {
+		t.Fatal("both StartRecordings succeeded")
+	}
+	if winErr != nil {
+		t.Fatal(winErr)
+	}
+	if err := l.StopRecording(); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if len(names) != 1 || filepath.Join(runs, names[0]) != winner {
+		t.Errorf("run folders %v, want only the winner's %s", names, winner)
+	}
+	if _, err := runfiles.ReadRun(winner); err != nil {
+		t.Error(err)
+	}
 }

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // The schedule runs on the lab's clock: with a fake clock the ramp, a
@@ -197,8 +199,8 @@ stages: [{duration: 10s, target: 100}]
 			}
 			l, fc = fakeClockLab(e)
 			fc.Advance(5 * time.Second)
-			l.finishing = make(chan struct{})
-			close(l.finishing)
+			l.ending = make(chan struct{})
+			close(l.ending)
 			before := l.sched.next(fc.Now())
 			if err := tt.do(l); !errors.Is(err, ErrStopping) {
 				t.Errorf("finishing: err %v, want ErrStopping", err)
@@ -275,5 +277,80 @@ stages: [{duration: 10s, target: 100}]
 	tick()
 	if got := l.gen.Rate(); got != 95 {
 		t.Errorf("after ↑ during the spike and the spike's end, the generator runs at %v, want 95", got)
+	}
+}
+
+// Once Stop was called the controls that would change the run refuse
+// (ErrStopping), also while the requests in flight drain: the load has
+// stopped for good. They were accepted until the drain ended — SetRate
+// said the rate changed, ToggleFault applied a fault to the nodes under
+// the requests still in flight, after the run's end.
+func TestControlsRefusedWhileDraining(t *testing.T) {
+	exp := mustParse(t, `
+name: drain
+duration: forever
+start_rate: 40
+stages: [{duration: 1s, target: 40}]
+mix: {routes: {predict: 1}}
+client_timeout: 5s
+nodes:
+  count: 1
+  knobs: {slots: 64, latency: {dist: fixed, fixed_ms: 2000}}
+`)
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Stop(context.Background())
+	time.Sleep(500 * time.Millisecond) // requests in flight, each for 2 s
+	go l.Stop(context.Background())
+	for {
+		l.mu.Lock()
+		ended := l.endReason
+		l.mu.Unlock()
+		if ended != "" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	errs := map[string]error{
+		"SetRate":     l.SetRate(10),
+		"Spike":       l.Spike(3, time.Second),
+		"PauseRamp":   l.PauseRamp(true),
+		"ToggleFault": l.ToggleFault("model_latency"),
+	}
+	_, errs["StartRecording"] = l.StartRecording()
+	if l.loadFinished() {
+		t.Fatal("the drain ended before the controls were tried: the test proves nothing")
+	}
+	for name, err := range errs {
+		if !errors.Is(err, ErrStopping) {
+			t.Errorf("%s while draining: %v, want ErrStopping", name, err)
+		}
+	}
+}
+
+// The first stage's start is an event too: the schedule began at stage 0
+// as if it had already reported it, so events.jsonl went from run_start
+// to "stage 2" (seen in a --quick run of 02-semaphore).
+func TestFirstStageIsReported(t *testing.T) {
+	e, err := experiment.ParseExperiment([]byte(`
+name: s
+start_rate: 0
+stages: [{duration: 10s, target: 100}, {duration: 10s, target: 100}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, fc := fakeClockLab(e)
+	var got []string
+	for range 25 {
+		if p := l.sched.next(fc.Now()); p.newStage {
+			got = append(got, fmt.Sprintf("%d@%v", p.stage, p.at))
+		}
+		fc.Advance(time.Second)
+	}
+	if want := "[0@0s 1@10s 2@20s]"; fmt.Sprint(got) != want {
+		t.Errorf("stages reported %v, want %s", got, want)
 	}
 }

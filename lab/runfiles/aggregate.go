@@ -55,14 +55,28 @@ type Aggregator struct {
 	lastRate       float64
 	lastRateAt     time.Time
 	faults         []faultWindow
-	failovers      []RedisFailover
-	agent          agentAgg
+	// p0Fin0, p0OK0 are the P0 requests finished and ok since the lab's
+	// start when the recording started (Base); 0 for one from the start.
+	p0Fin0, p0OK0 uint64
+	failovers     []RedisFailover
+	agent         agentAgg
 }
 
 // NewAggregator returns an aggregator for a recording that starts at start
 // with the generator's target at rate.
 func NewAggregator(start time.Time, rate float64) *Aggregator {
 	return &Aggregator{started: start, lastRate: rate, lastRateAt: start}
+}
+
+// Base sets the P0 requests finished (any outcome) and ok since the lab
+// started, as of the recording's start: a recording started while the lab
+// ran judges a fault active at its start on the P0 requests that finished
+// inside it, not on every one since the lab began. A recording from the
+// start needs no Base (they count from 0).
+func (a *Aggregator) Base(p0Finished, p0OK uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.p0Fin0, a.p0OK0 = p0Finished, p0OK
 }
 
 // Rate records that the generator's target became r at t.
@@ -433,7 +447,7 @@ func (a *Aggregator) faultSummary(f faultWindow, endS, clientTimeout float64) Fa
 		}
 	}
 	if after != nil {
-		var fin0, ok0 uint64
+		fin0, ok0 := a.p0Fin0, a.p0OK0
 		if before != nil {
 			fin0, ok0 = before.p0Fin, before.p0OK
 		}
