@@ -371,8 +371,10 @@ func (l *Lab) FaultStepErrors() []error {
 func (l *Lab) Summary() *runfiles.Summary { return l.recs.lastSummary() }
 
 // Stop ends the experiment now: load stops (requests in flight finish or
-// time out), faults are reverted, the recording is finished and every child
-// is stopped. It returns when that is done or ctx ends.
+// time out), the recording is finished and every child is stopped. Active
+// faults are not reverted one by one: each lives in a child (a node's
+// knobs, a gateway's pressure, a stopped or killed process) or in the load
+// generator (slow clients, a traffic spike) and ends with it. It returns when that is done or ctx ends.
 func (l *Lab) Stop(ctx context.Context) error {
 	go l.finish("stopped")
 	select {
