@@ -13,6 +13,7 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/lesson"
+	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
@@ -326,7 +327,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 	switch {
 	case key.Matches(msg, k.RateUp), key.Matches(msg, k.RateDown):
-		r := m.ctrl.Rate() * rateFactor
+		// From 0 (a lesson may start there) ↑ goes to 1 req/s, since ×1.25
+		// of 0 is 0; near the lab's maximum it goes to the maximum.
+		r := min(max(m.ctrl.Rate()*rateFactor, 1), load.MaxRate)
 		if key.Matches(msg, k.RateDown) {
 			r = m.ctrl.Rate() / rateFactor
 		}
