@@ -104,7 +104,7 @@ func (k keyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
 		short(k.RateUp, "↑↓", "rate"),
 		short(k.Pause, "p", "pause"),
-		short(k.Fault, "0-9", "fault"),
+		short(k.Fault, "0-9!", "fault"),
 		short(k.Defenses, "d", "defense"),
 		short(k.Record, "r", "rec"),
 		short(k.Next, "n", "next"),
