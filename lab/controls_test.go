@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
-	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // TestFaultKey: every fault of the catalogue has a key of its own (the
@@ -51,11 +50,7 @@ nodes:
   count: 1
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
 `)
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	gatewayGuard := func() bool {
 		t.Helper()
 		var st struct {

@@ -73,11 +73,7 @@ nodes:
   count: 1
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
 `)
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	ch := l.Samples()
 	waitLevel(t, ch, "green", false)
 	forceLevel(t, l, "red") // before the recording
@@ -146,11 +142,7 @@ nodes:
 gateway: {memory_limit_mb: 128, restart_delay: 300ms}
 `)
 	dir := t.TempDir() + "/run"
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{Record: true, Out: dir})
 	ch := l.Samples()
 	levelsSeen := func(n int) []string {
 		t.Helper()
@@ -211,11 +203,7 @@ nodes:
 gateway: {count: 2}
 `)
 	dir := t.TempDir() + "/run"
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{Record: true, Out: dir})
 	ch := l.Samples()
 	waitLevel(t, ch, "green", true)
 	forceGatewayLevel(t, l, 0, "red")

@@ -29,11 +29,7 @@ func TestDashboardRecordingIsExact(t *testing.T) {
 	exp.StartRate = 400
 	exp.Stages = []experiment.Stage{{Duration: experiment.Duration(time.Second), Target: 400}}
 	runs := t.TempDir()
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: runs})
 	var c Controls = l
 	time.Sleep(time.Second) // requests in flight when recording starts
 
@@ -73,18 +69,8 @@ func TestDashboardRecordingIsExact(t *testing.T) {
 	if err := c.StopRecording(); err != nil {
 		t.Fatal(err)
 	}
-	run, err := runfiles.ReadRun(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := run.Summary
-	var outs uint64
-	for _, o := range load.Outcomes {
-		outs += sum.Outcomes[o]
-	}
-	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
-		t.Errorf("offered %d, Σ outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
-	}
+	sum := readRun(t, dir).Summary
+	checkExact(t, sum)
 	var prioOff uint64
 	for _, p := range load.Priorities {
 		ps := sum.ByPriority[p]
@@ -117,7 +103,7 @@ func TestDashboardRecordingIsExact(t *testing.T) {
 // reading the gateways' counters of the last tick, claimed an exact
 // mismatch of 43.
 func TestRecordingFromTheStartStoppedMidRun(t *testing.T) {
-	exp, err := experiment.ParseExperiment([]byte(`
+	exp := parseExp(t, `
 name: from-start
 duration: forever
 start_rate: 200
@@ -127,34 +113,17 @@ client_timeout: 1s
 nodes:
   count: 1
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 300}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	out := t.TempDir() + "/run"
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: out, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{Record: true, Out: out})
 	// Requests queue at the one node (8 slots × 300 ms against 200 req/s):
 	// many are in flight whenever the recording stops.
 	time.Sleep(1500 * time.Millisecond)
 	if err := l.StopRecording(); err != nil {
 		t.Fatal(err)
 	}
-	run, err := runfiles.ReadRun(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := run.Summary
-	var outs uint64
-	for _, o := range load.Outcomes {
-		outs += sum.Outcomes[o]
-	}
-	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
-		t.Errorf("offered %d, Σ outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
-	}
+	sum := readRun(t, out).Summary
+	checkExact(t, sum)
 	if sum.ShedCheck.Exact && sum.ShedCheck.Mismatch != 0 {
 		t.Errorf("shed check: %+v", sum.ShedCheck)
 	}
@@ -169,7 +138,7 @@ nodes:
 // a recording nobody would finish — no summary.json, its files left open,
 // Recording() true after Wait. It is refused instead (ErrStopping).
 func TestStartRecordingRacingTheEnd(t *testing.T) {
-	exp, err := experiment.ParseExperiment([]byte(`
+	exp := parseExp(t, `
 name: end-race
 duration: forever
 start_rate: 20
@@ -179,16 +148,9 @@ client_timeout: 1s
 nodes:
   count: 1
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	runs := t.TempDir()
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: runs})
 	// The end sequence runs between StartRecording's check and its set.
 	testHookBeforeRecordingSet = func() {
 		if err := l.Stop(context.Background()); err != nil {
@@ -213,7 +175,7 @@ nodes:
 // start instead (the P0 answered before the fault and before the
 // recording made a fault that failed every P0 call read as a success).
 func TestFaultActiveAtRecordingStart(t *testing.T) {
-	exp, err := experiment.ParseExperiment([]byte(`
+	exp := parseExp(t, `
 name: fault-at-start
 duration: forever
 start_rate: 50
@@ -225,15 +187,8 @@ nodes:
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
 faults:
   - {at: 1h, fault: model_errors, params: {node: -1, error_rate: 1}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+`)
+	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	ch := l.Samples()
 	next := func() runfiles.Sample {
 		t.Helper()
@@ -286,7 +241,7 @@ faults:
 // with an empty samples.jsonl and events.jsonl and no summary, a run that
 // `levee report runs/*` cannot read ("no summary.json and no samples").
 func TestLosingStartRecordingLeavesNoFolder(t *testing.T) {
-	exp, err := experiment.ParseExperiment([]byte(`
+	exp := parseExp(t, `
 name: two-r
 duration: forever
 start_rate: 20
@@ -296,16 +251,9 @@ client_timeout: 1s
 nodes:
   count: 1
   knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	runs := t.TempDir()
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: runs, Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: runs})
 	// The second StartRecording runs, whole, inside the first, after the
 	// first made its folder and before it became the lab's recording.
 	var winner string

@@ -14,7 +14,6 @@ import (
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
-	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // The schedule runs on the lab's clock: with a fake clock the ramp, a
@@ -297,11 +296,7 @@ nodes:
   count: 1
   knobs: {slots: 64, latency: {dist: fixed, fixed_ms: 2000}}
 `)
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, RunsDir: t.TempDir(), Reports: []runfiles.ReportWriter{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Stop(context.Background())
+	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	time.Sleep(500 * time.Millisecond) // requests in flight, each for 2 s
 	go l.Stop(context.Background())
 	for {
