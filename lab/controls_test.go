@@ -40,16 +40,7 @@ func TestFaultKey(t *testing.T) {
 // gateway in any order — after 7 quick toggles of guard, the gateway was
 // left in the other state in 10 rounds of 30.
 func TestQuickDefenseTogglesEndInTheLabsState(t *testing.T) {
-	exp := mustParse(t, `
-name: defenses
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`)
+	exp := foreverLab(t, "defenses", 20, 20, "")
 	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	gatewayGuard := func() bool {
 		t.Helper()

@@ -2,23 +2,13 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
-
-// parseExp parses an experiment a test writes out, failing the test on an
-// error.
-func parseExp(t *testing.T, yamlText string) *experiment.Experiment {
-	t.Helper()
-	exp, err := experiment.ParseExperiment([]byte(yamlText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return exp
-}
 
 // openLab opens a lab on exp whose children are leveeBin, with no report
 // writers (opts.Reports is ignored), and stops it when the test ends.
@@ -54,4 +44,21 @@ func checkExact(t *testing.T, sum *runfiles.Summary) {
 	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
 		t.Errorf("offered %d, Σ outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
 	}
+}
+
+// foreverLab is an experiment that runs until stopped: rate req/s of
+// predict calls from the first second on, to one node of 8 slots answering
+// in latencyMs; extra is more top-level YAML (client_timeout, gateway…).
+func foreverLab(t *testing.T, name string, rate, latencyMs int, extra string) *experiment.Experiment {
+	t.Helper()
+	return mustParse(t, fmt.Sprintf(`
+name: %s
+duration: forever
+start_rate: %d
+stages: [{duration: 1s, target: %d}]
+mix: {routes: {predict: 1}}
+nodes:
+  count: 1
+  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: %d}}
+%s`, name, rate, rate, latencyMs, extra))
 }

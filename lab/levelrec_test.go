@@ -63,16 +63,7 @@ func waitLevel(t *testing.T, ch <-chan runfiles.Sample, level string, rec bool) 
 // it saw made it read every change the gateway had kept, and it wrote the
 // green → red → green played before it into its events.jsonl.
 func TestRecordingHoldsOnlyItsLevelChanges(t *testing.T) {
-	exp := mustParse(t, `
-name: levels
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`)
+	exp := foreverLab(t, "levels", 20, 20, "")
 	l := openLab(t, exp, Options{RunsDir: t.TempDir()})
 	ch := l.Samples()
 	waitLevel(t, ch, "green", false)
@@ -130,17 +121,7 @@ func levelEvents(t *testing.T, dir string) []string {
 // again: the level log still records them. It kept the old process's last
 // sequence number and skipped every change of the new process up to it.
 func TestLevelChangesAfterAGatewayRestart(t *testing.T) {
-	exp := mustParse(t, `
-name: levels-restart
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-gateway: {memory_limit_mb: 128, restart_delay: 300ms}
-`)
+	exp := foreverLab(t, "levels-restart", 20, 20, "gateway: {memory_limit_mb: 128, restart_delay: 300ms}")
 	dir := t.TempDir() + "/run"
 	l := openLab(t, exp, Options{Record: true, Out: dir})
 	ch := l.Samples()
@@ -191,17 +172,7 @@ gateway: {memory_limit_mb: 128, restart_delay: 300ms}
 // read the gateways only on a change of that level, so with gateway-0 at
 // red, gateway-1's green → yellow → green never reached events.jsonl.
 func TestEveryGatewaysLevelChangesRecorded(t *testing.T) {
-	exp := mustParse(t, `
-name: levels-two
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-gateway: {count: 2}
-`)
+	exp := foreverLab(t, "levels-two", 20, 20, "gateway: {count: 2}")
 	dir := t.TempDir() + "/run"
 	l := openLab(t, exp, Options{Record: true, Out: dir})
 	ch := l.Samples()

@@ -103,17 +103,7 @@ func TestDashboardRecordingIsExact(t *testing.T) {
 // reading the gateways' counters of the last tick, claimed an exact
 // mismatch of 43.
 func TestRecordingFromTheStartStoppedMidRun(t *testing.T) {
-	exp := parseExp(t, `
-name: from-start
-duration: forever
-start_rate: 200
-stages: [{duration: 1s, target: 200}]
-mix: {routes: {predict: 1}}
-client_timeout: 1s
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 300}}
-`)
+	exp := foreverLab(t, "from-start", 200, 300, "client_timeout: 1s")
 	out := t.TempDir() + "/run"
 	l := openLab(t, exp, Options{Record: true, Out: out})
 	// Requests queue at the one node (8 slots × 300 ms against 200 req/s):
@@ -138,17 +128,7 @@ nodes:
 // a recording nobody would finish — no summary.json, its files left open,
 // Recording() true after Wait. It is refused instead (ErrStopping).
 func TestStartRecordingRacingTheEnd(t *testing.T) {
-	exp := parseExp(t, `
-name: end-race
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-client_timeout: 1s
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`)
+	exp := foreverLab(t, "end-race", 20, 20, "client_timeout: 1s")
 	runs := t.TempDir()
 	l := openLab(t, exp, Options{RunsDir: runs})
 	// The end sequence runs between StartRecording's check and its set.
@@ -175,7 +155,7 @@ nodes:
 // start instead (the P0 answered before the fault and before the
 // recording made a fault that failed every P0 call read as a success).
 func TestFaultActiveAtRecordingStart(t *testing.T) {
-	exp := parseExp(t, `
+	exp := mustParse(t, `
 name: fault-at-start
 duration: forever
 start_rate: 50
@@ -241,17 +221,7 @@ faults:
 // with an empty samples.jsonl and events.jsonl and no summary, a run that
 // `levee report runs/*` cannot read ("no summary.json and no samples").
 func TestLosingStartRecordingLeavesNoFolder(t *testing.T) {
-	exp := parseExp(t, `
-name: two-r
-duration: forever
-start_rate: 20
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-client_timeout: 1s
-nodes:
-  count: 1
-  knobs: {slots: 8, latency: {dist: fixed, fixed_ms: 20}}
-`)
+	exp := foreverLab(t, "two-r", 20, 20, "client_timeout: 1s")
 	runs := t.TempDir()
 	l := openLab(t, exp, Options{RunsDir: runs})
 	// The second StartRecording runs, whole, inside the first, after the
