@@ -159,7 +159,18 @@ func (m *manualTimers) count(d time.Duration) int {
 // fire runs the armed timers of duration d, in its own goroutines as
 // time.AfterFunc would, and returns how many there were.
 func (m *manualTimers) fire(d time.Duration) int {
+	due := m.take(d)
+	for _, f := range due {
+		go f()
+	}
+	return len(due)
+}
+
+// take marks the armed timers of duration d fired and returns their
+// functions, for the caller to run.
+func (m *manualTimers) take(d time.Duration) []func() {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	var due []func()
 	for _, tm := range m.timers {
 		if tm.d == d && !tm.stopped && !tm.fired {
@@ -167,9 +178,5 @@ func (m *manualTimers) fire(d time.Duration) int {
 			due = append(due, tm.f)
 		}
 	}
-	m.mu.Unlock()
-	for _, f := range due {
-		go f()
-	}
-	return len(due)
+	return due
 }

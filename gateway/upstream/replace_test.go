@@ -52,18 +52,7 @@ func TestAttemptTimeoutNoReplacementNode(t *testing.T) {
 			seedLatency(p, 0, "work", seed, 50)
 			seedLatency(p, 1, "work", seed, 50)
 			tt.out(t, p, b)
-			done := make(chan error, 1)
-			go func() {
-				resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Class: "work"})
-				if err == nil {
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					if string(body) != "ok" {
-						t.Errorf("body %q, want ok", body)
-					}
-				}
-				done <- err
-			}()
+			done := sendOK(t, p, Call{Method: http.MethodPost, Path: "/work", Class: "work"})
 			a.waitArrived(t)
 			timeout := time.Duration(2 * float64(binValue(binOf(seed))))
 			if k := timers.fire(timeout); k != 1 {
@@ -108,15 +97,7 @@ func (h holdErrors) RoundTrip(r *http.Request) (*http.Response, error) {
 // runTimers runs the armed timers of duration d one after another on the
 // caller's goroutine and returns how many there were.
 func runTimers(m *manualTimers, d time.Duration) int {
-	m.mu.Lock()
-	var due []func()
-	for _, tm := range m.timers {
-		if tm.d == d && !tm.stopped && !tm.fired {
-			tm.fired = true
-			due = append(due, tm.f)
-		}
-	}
-	m.mu.Unlock()
+	due := m.take(d)
 	for _, f := range due {
 		f()
 	}
@@ -147,18 +128,7 @@ func TestAttemptTimeoutsTogetherKeepOne(t *testing.T) {
 	}, first, WithClock(newFakeClock()), WithAfterFunc(timers.after), WithTransport(holdErrors{tr, release}))
 	seedLatency(p, 0, "work", seed, 50)
 	seedLatency(p, 1, "work", seed, 50)
-	done := make(chan error, 1)
-	go func() {
-		resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Priority: HighestPriority, Class: "work"})
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if string(body) != "ok" {
-				t.Errorf("body %q, want ok", body)
-			}
-		}
-		done <- err
-	}()
+	done := sendOK(t, p, Call{Method: http.MethodPost, Path: "/work", Priority: HighestPriority, Class: "work"})
 	a.waitArrived(t)
 	if k := timers.fire(binValue(binOf(seed))); k != 1 { // the seeded p95: the hedge
 		t.Fatalf("%d hedge timers armed, want 1 (armed: %v)", k, timers.armed())
@@ -181,4 +151,22 @@ func TestAttemptTimeoutsTogetherKeepOne(t *testing.T) {
 	if st[0].Timeouts+st[1].Timeouts != 1 || st[0].Inflight != 0 || st[1].Inflight != 0 {
 		t.Fatalf("stats %+v: want exactly one attempt timed out, nothing outstanding", st)
 	}
+}
+
+// sendOK sends c on p from its own goroutine and returns the channel its
+// error arrives on; an answer whose body is not "ok" is a test error.
+func sendOK(t *testing.T, p *Pool, c Call) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := p.Send(context.Background(), c)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if string(body) != "ok" {
+				t.Errorf("body %q, want ok", body)
+			}
+		}
+		done <- err
+	}()
+	return done
 }
