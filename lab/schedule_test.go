@@ -219,14 +219,11 @@ stages: [{duration: 10s, target: 100}]
 // 284/s once the spike ended), and keys pressed within one control period
 // all started from the same old rate.
 func TestRateIsTheTargetSetRateSets(t *testing.T) {
-	e, err := experiment.ParseExperiment([]byte(`
+	e := mustParse(t, `
 name: s
 start_rate: 0
 stages: [{duration: 10s, target: 100}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	l, fc := fakeClockLab(e)
 	l.gen, err = load.New(load.Config{
 		Targets: []string{"http://127.0.0.1:1"}, // never started: no request is sent
