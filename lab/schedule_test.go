@@ -225,6 +225,7 @@ start_rate: 0
 stages: [{duration: 10s, target: 100}]
 `)
 	l, fc := fakeClockLab(e)
+	var err error
 	l.gen, err = load.New(load.Config{
 		Targets: []string{"http://127.0.0.1:1"}, // never started: no request is sent
 		Mix: load.Mix{Priorities: map[string]float64{"P0": 1}, Keys: map[string]string{"P0": "k0"},
