@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -132,19 +133,18 @@ func TestAnswerUsage(t *testing.T) {
 
 func TestStreamMeter(t *testing.T) {
 	var m StreamMeter
-	lines := []string{
-		`data: {"choices":[{"delta":{"role":"assistant","content":"a "}}]}`,
-		``,
-		`data: {"choices":[{"delta":{"content":""}}]}`,
-		`data: {"choices":[{"delta":{"content":"b "}}]}`,
-		`: comment`,
-		`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`,
-		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
-		`data: [DONE]`,
+	events := []string{
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"a \"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"b \"}}]}\r\n\r\n",
+		": comment\n\n",
+		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+		"event: usage\nid: 7\ndata: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n",
+		"data: [DONE]\n\n",
 	}
 	var usageOnly []int
-	for i, l := range lines {
-		if m.Line([]byte(l)) {
+	for i, e := range events {
+		if m.Event(EventData(nil, []byte(e))) {
 			usageOnly = append(usageOnly, i)
 		}
 	}
@@ -154,7 +154,32 @@ func TestStreamMeter(t *testing.T) {
 	if u, ok := m.Usage(); !ok || u.Total() != 5 {
 		t.Fatalf("Usage() = %+v, %v", u, ok)
 	}
-	if !reflect.DeepEqual(usageOnly, []int{6}) {
-		t.Fatalf("usage-only lines %v, want [6]", usageOnly)
+	if !reflect.DeepEqual(usageOnly, []int{5}) {
+		t.Fatalf("usage-only events %v, want [5]", usageOnly)
+	}
+}
+
+// TestEventData: an event's data is what an EventSource hands its client:
+// the data fields joined by "\n", one leading space dropped, any line
+// ending, other fields and comments ignored.
+func TestEventData(t *testing.T) {
+	tests := []struct {
+		event string
+		want  []byte
+	}{
+		{"data: {\"a\":1}\n\n", []byte(`{"a":1}`)},
+		{"data:{\"a\":1}\r\n\r\n", []byte(`{"a":1}`)},
+		{"data:  two spaces\n", []byte(" two spaces")},
+		{"event: x\nid: 3\ndata: a\n: note\ndata: b\n\n", []byte("a\nb")},
+		{"data\ndata: x\n", []byte("\nx")},
+		{"data: no end", []byte("no end")},
+		{": keep-alive\n\n", nil},
+		{"event: x\n\n", nil},
+		{"datum: x\n\n", nil},
+	}
+	for _, tt := range tests {
+		if got := EventData([]byte("junk"), []byte(tt.event)); !bytes.Equal(got, tt.want) || (got == nil) != (tt.want == nil) {
+			t.Errorf("EventData(%q) = %q, want %q", tt.event, got, tt.want)
+		}
 	}
 }

@@ -39,9 +39,9 @@ func AnswerUsage(body []byte) (u Usage, ok bool) {
 	return a.Usage.clamped(), true
 }
 
-// StreamMeter measures a streamed chat answer (SSE) as it is relayed: it
-// counts the chunks that carry content and keeps the usage of a final
-// usage chunk (stream_options.include_usage). The zero value is ready;
+// StreamMeter measures a streamed chat answer (SSE) as it is relayed,
+// event by event: it counts the chunks that carry content and keeps the
+// usage of a final usage chunk (stream_options.include_usage). The zero value is ready;
 // it is not safe for concurrent use.
 type StreamMeter struct {
 	chunks   int
@@ -49,17 +49,46 @@ type StreamMeter struct {
 	hasUsage bool
 }
 
-var dataPrefix = []byte("data:")
-
-// Line reads one SSE line. It reports whether the line is the data of a
-// usage-only chunk (usage set, no choices), which a relay drops when its
-// client did not ask for usage. Lines that are not data, "[DONE]" and
-// data that is not a JSON object are ignored.
-func (m *StreamMeter) Line(line []byte) (usageOnly bool) {
-	data, ok := bytes.CutPrefix(line, dataPrefix)
-	if !ok {
-		return false
+// EventData returns the data of one SSE event as an EventSource hands it
+// to its client: the values of the event's "data" fields, in order,
+// joined by "\n" (one space after the colon removed, as SSE says). event
+// is the event's lines, each ending in "\n" or "\r\n", the blank line
+// that ends it included or not. It returns nil when the event has no data
+// field (a comment, an "event:" or "id:" line alone). The result is
+// appended to buf[:0].
+func EventData(buf, event []byte) []byte {
+	var data []byte
+	has := false
+	for len(event) > 0 {
+		line := event
+		if i := bytes.IndexByte(event, '\n'); i >= 0 {
+			line, event = event[:i], event[i+1:]
+		} else {
+			event = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		name, value, colon := bytes.Cut(line, []byte(":"))
+		if string(name) != "data" {
+			continue
+		}
+		if colon {
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		if !has {
+			data, has = buf[:0], true
+		} else {
+			data = append(data, '\n')
+		}
+		data = append(data, value...)
 	}
+	return data
+}
+
+// Event reads the data of one SSE event (EventData). It reports whether
+// the event is a usage-only chunk (usage set, no choices), which a relay
+// drops when its client did not ask for usage. "[DONE]" and data that is
+// not a JSON object are ignored.
+func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return false

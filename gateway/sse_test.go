@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// sseCases are streams as a model may send them, each with what a client
+// that did not ask for usage must get: the same bytes without the usage
+// chunk's event. Every case's usage totals 3 tokens.
+var sseCases = map[string]struct{ stream, want string }{
+	"vllm": {
+		sseChunk + "\n\n" + sseUsage + "\n\ndata: [DONE]\n\n",
+		sseChunk + "\n\ndata: [DONE]\n\n"},
+	"crlf": {
+		sseChunk + "\r\n\r\n" + sseUsage + "\r\n\r\ndata: [DONE]\r\n\r\n",
+		sseChunk + "\r\n\r\ndata: [DONE]\r\n\r\n"},
+	"comments": {
+		": keep-alive\n\n" + sseChunk + "\n\n: ping\n\n" + sseUsage + "\n\ndata: [DONE]\n\n",
+		": keep-alive\n\n" + sseChunk + "\n\n: ping\n\ndata: [DONE]\n\n"},
+	"event line": {
+		"event: message\n" + sseChunk + "\n\nevent: message\n" + sseUsage + "\n\ndata: [DONE]\n\n",
+		"event: message\n" + sseChunk + "\n\ndata: [DONE]\n\n"},
+	"id lines": {
+		"id: 1\n" + sseChunk + "\n\nid: 2\n: usage\n" + sseUsage + "\n\nid: 3\ndata: [DONE]\n\n",
+		"id: 1\n" + sseChunk + "\n\nid: 3\ndata: [DONE]\n\n"},
+	"multi-line data": {
+		sseChunk + "\n\ndata: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":2,\"completion_tokens\":1,\"total_tokens\":3}}\n\ndata: [DONE]\n\n",
+		sseChunk + "\n\ndata: [DONE]\n\n"},
+	"no [DONE]": {
+		sseChunk + "\n\n" + sseUsage + "\n\n",
+		sseChunk + "\n\n"},
+}
+
+const (
+	sseChunk = `data: {"choices":[{"index":0,"delta":{"content":"tok0 "},"finish_reason":null}]}`
+	sseUsage = `data: {"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":1,"total_tokens":3}}`
+)
+
+// TestUsageEventDroppedWhole: the usage chunk the gateway asked for on a
+// client's behalf is dropped as a whole event — its "event:", "id:" and
+// comment lines, every line of a multi-line data field, its blank line —
+// whatever the line endings; every other byte reaches the client as the
+// model sent it; and the stream settles with that usage (3 tokens). Before,
+// the relay dropped the usage line alone: an "event:" or "id:" line of the
+// usage event was glued onto the next event ("event: message\ndata:
+// [DONE]"), and a usage chunk whose data spanned lines was neither dropped
+// nor read. A client that asked for usage gets the stream unchanged.
+func TestUsageEventDroppedWhole(t *testing.T) {
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		var req struct {
+			Model string `json:"model"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
+		w.Header().Set("Content-Type", "text/event-stream")
+		if !strings.Contains(string(b), `"include_usage":true`) {
+			t.Errorf("%s: the gateway did not ask for usage: %s", req.Model, b)
+		}
+		_, _ = io.WriteString(w, sseCases[req.Model].stream)
+	}))
+	t.Cleanup(model.Close)
+	s := startServer(t, testConfig(strings.TrimPrefix(model.URL, "http://")))
+	url := "http://" + s.Addr() + "/v1/chat/completions"
+	for name, tc := range sseCases {
+		for _, asked := range []bool{false, true} {
+			opts, want := "", tc.want
+			if asked {
+				opts, want = `"stream_options":{"include_usage":true},`, tc.stream
+			}
+			used := func() float64 {
+				return counterSum(scrape(t, s), "levee_tokens_used_total", map[string]string{"priority": "P2"})
+			}
+			before := used()
+			a := call(t, "POST", url, "k2", `{"model":"`+name+`","stream":true,`+opts+`"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`)
+			if a.status != 200 || string(a.body) != want {
+				t.Errorf("%s (usage asked %v): got %q\nwant %q", name, asked, a.body, want)
+			}
+			if got := used() - before; got != 3 {
+				t.Errorf("%s (usage asked %v): settled %v tokens, want the usage chunk's 3", name, asked, got)
+			}
+		}
+	}
+}
+
+// TestSSEEventLargerThanBuffer: an event longer than stream.buffer_bytes
+// (a chunk with large logprobs) reaches the client whole, byte for byte,
+// and the events around it too.
+func TestSSEEventLargerThanBuffer(t *testing.T) {
+	big := `data: {"choices":[{"delta":{"content":"` + strings.Repeat("x", 3000) + `"}}]}`
+	stream := sseChunk + "\n\n" + big + "\r\n\r\n" + sseUsage + "\n\ndata: [DONE]\n\n"
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			_, _ = io.WriteString(w, stream)
+		}
+	}))
+	t.Cleanup(model.Close)
+	cfg := testConfig(strings.TrimPrefix(model.URL, "http://"))
+	cfg.Stream.BufferBytes = 1024
+	s := startServer(t, cfg)
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if want := sseChunk + "\n\n" + big + "\r\n\r\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
+		t.Fatalf("got %v\nwant %q", a, want)
+	}
+}
