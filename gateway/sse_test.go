@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/levee-lab/levee/internal/jsonstrict"
 )
 
 // sseCases are streams as a model may send them, each with what a client
@@ -108,5 +111,47 @@ func TestSSEEventLargerThanBuffer(t *testing.T) {
 	a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 	if want := sseChunk + "\n\n" + big + "\r\n\r\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
 		t.Fatalf("got %v\nwant %q", a, want)
+	}
+}
+
+// TestNullStreamOptionsNotDoubled: a client that sends "stream_options":
+// null (clients that serialize every optional field, Jackson's default)
+// gets its stream through a backend that refuses a name given twice, as
+// serde-based servers (TGI) do. Before, the gateway read null as "not
+// named" and spliced its own stream_options in front: the backend got the
+// name twice and answered 422, which the client got.
+func TestNullStreamOptionsNotDoubled(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(b))
+		mu.Unlock()
+		if err := jsonstrict.Check(b, &map[string]json.RawMessage{}); err != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnprocessableEntity)
+			_, _ = io.WriteString(w, `{"error":"Failed to deserialize the JSON body: duplicate field `+"`stream_options`"+`","error_type":"validation"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, sseChunk+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(model.Close)
+	s := startServer(t, testConfig(strings.TrimPrefix(model.URL, "http://")))
+	body := `{"model":"m","stream":true,"stream_options":null,"max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", body)
+	if want := sseChunk + "\n\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
+		t.Fatalf("got %v\nwant %q", a, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != body {
+		t.Fatalf("the model got %q, want the client's body unchanged", got)
 	}
 }

@@ -54,6 +54,8 @@ func TestParseChat(t *testing.T) {
 			Chat{Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"empty stream_options", `{"stream_options":{},"messages":[{"role":"u"}]}`,
 			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+		{"null stream_options is named", `{"stream_options":null,"messages":[{"role":"u"}]}`,
+			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"max_completion_tokens wins", `{"max_tokens":8,"max_completion_tokens":3,"messages":[{"role":"u"}]}`,
 			Chat{MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
 	}
@@ -80,6 +82,8 @@ func TestParseChat(t *testing.T) {
 		{"max_completion_tokens over the cap", `{"max_completion_tokens":32769,"messages":[{"role":"u"}]}`, "max_completion_tokens"},
 		{"stream_options not an object", `{"stream_options":true,"messages":[{"role":"u"}]}`, "stream_options"},
 		{"include_usage wrong type", `{"stream_options":{"include_usage":1},"messages":[{"role":"u"}]}`, "stream_options.include_usage"},
+		{"stream_options a number", `{"stream_options":3,"messages":[{"role":"u"}]}`, "stream_options"},
+		{"stream_options malformed inside", `{"stream_options":{"include_usage":tru},"messages":[{"role":"u"}]}`, ""},
 		{"max_tokens wrong type", `{"max_tokens":"x","messages":[{"role":"u"}]}`, "max_tokens"},
 		{"stream wrong type", `{"stream":1,"messages":[{"role":"u"}]}`, "stream"},
 	}
