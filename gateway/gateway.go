@@ -32,7 +32,7 @@
 // budget pressure, a share of complex tasks dropped at red.
 //
 // Model requests reserve their estimated tokens (prompt characters / 4 +
-// max_tokens) in a budget by priority — P0 keeps budget.reserve_p0 of it,
+// max_tokens × n) in a budget by priority — P0 keeps budget.reserve_p0 of it,
 // one request may take at most budget.max_request_tokens (over it: 400
 // naming the cap) — and settle with the usage the model reports
 // (tokens.go). Streamed answers promise "ok" in

@@ -277,7 +277,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, cr.Tokens(), cr.costField(), fmt.Sprintf("prompt ≈ %d + max_tokens %d", cr.Tokens()-int64(cr.MaxTokens), cr.MaxTokens)) {
+	if g.overRequestCap(x, cr.Tokens(), cr.costField(), cr.costParts()) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())

@@ -17,6 +17,9 @@ const (
 	// MaxTokens bounds max_tokens and max_completion_tokens (and an agent
 	// request's max_tokens) on the gateway and the fake model alike.
 	MaxTokens = 32768
+	// MaxChoices bounds n, the choices one request asks for (OpenAI's own
+	// bound).
+	MaxChoices = 128
 )
 
 // Chat is what Levee reads of a chat completion request.
@@ -28,6 +31,9 @@ type Chat struct {
 	// 0 when neither is (MaxTokensSet is false then).
 	MaxTokens    int
 	MaxTokensSet bool
+	// N is n, the choices to generate (each up to MaxTokens long): 1 when
+	// absent or null.
+	N int
 	// IncludeUsage is stream_options.include_usage: a streamed answer ends
 	// with a chunk carrying usage and no choices.
 	IncludeUsage bool
@@ -59,6 +65,7 @@ func ParseChat(body []byte) (Chat, error) {
 		StreamOptions json.RawMessage   `json:"stream_options"`
 		MaxTokens     *int              `json:"max_tokens"`
 		MaxCompl      *int              `json:"max_completion_tokens"`
+		N             *int              `json:"n"`
 	}
 	err := DecodeObject(body, &raw)
 	if err != nil {
@@ -86,6 +93,13 @@ func ParseChat(body []byte) (Chat, error) {
 	}
 	if c.MaxTokens < 0 || c.MaxTokens > MaxTokens {
 		return Chat{}, &RequestError{field, fmt.Sprintf("must be an integer in [0, %d], got %d", MaxTokens, c.MaxTokens)}
+	}
+	c.N = 1
+	if raw.N != nil {
+		c.N = *raw.N
+	}
+	if c.N < 1 || c.N > MaxChoices {
+		return Chat{}, &RequestError{"n", fmt.Sprintf("must be an integer in [1, %d], got %d", MaxChoices, c.N)}
 	}
 	if len(raw.Messages) == 0 {
 		return Chat{}, &RequestError{"messages", "must be a non-empty array"}

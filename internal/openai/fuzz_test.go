@@ -29,7 +29,7 @@ func FuzzParseChat(f *testing.F) {
 			}
 			return
 		}
-		if len(c.Messages) == 0 || c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Completion() < 0 {
+		if len(c.Messages) == 0 || c.N < 1 || c.N > MaxChoices || c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Completion() < 0 {
 			t.Fatalf("accepted an out-of-range request: %+v", c)
 		}
 		if c.IncludeUsage && !c.HasStreamOptions {

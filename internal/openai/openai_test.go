@@ -47,17 +47,19 @@ func TestParseChat(t *testing.T) {
 		want       Chat
 	}{
 		{"minimal", `{"messages":[{"role":"user","content":"hi"}]}`,
-			Chat{Messages: []Message{{"user", "hi"}}}},
+			Chat{N: 1, Messages: []Message{{"user", "hi"}}}},
 		{"everything", `{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"system","content":"a"},{"role":"user","content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]},{"role":"assistant","content":null}]}`,
-			Chat{Model: "m", Stream: true, MaxTokens: 8, MaxTokensSet: true, Messages: []Message{{"system", "a"}, {"user", "bc"}, {"assistant", ""}}}},
+			Chat{N: 1, Model: "m", Stream: true, MaxTokens: 8, MaxTokensSet: true, Messages: []Message{{"system", "a"}, {"user", "bc"}, {"assistant", ""}}}},
 		{"include_usage", `{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"u"}]}`,
-			Chat{Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"empty stream_options", `{"stream_options":{},"messages":[{"role":"u"}]}`,
-			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"null stream_options is named", `{"stream_options":null,"messages":[{"role":"u"}]}`,
-			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"max_completion_tokens wins", `{"max_tokens":8,"max_completion_tokens":3,"messages":[{"role":"u"}]}`,
-			Chat{MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
+		{"n", `{"n":4,"messages":[{"role":"u"}]}`, Chat{N: 4, Messages: []Message{{"u", ""}}}},
+		{"null n", `{"n":null,"messages":[{"role":"u"}]}`, Chat{N: 1, Messages: []Message{{"u", ""}}}},
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +88,9 @@ func TestParseChat(t *testing.T) {
 		{"stream_options malformed inside", `{"stream_options":{"include_usage":tru},"messages":[{"role":"u"}]}`, ""},
 		{"max_tokens wrong type", `{"max_tokens":"x","messages":[{"role":"u"}]}`, "max_tokens"},
 		{"stream wrong type", `{"stream":1,"messages":[{"role":"u"}]}`, "stream"},
+		{"n zero", `{"n":0,"messages":[{"role":"u"}]}`, "n"},
+		{"n over the cap", `{"n":129,"messages":[{"role":"u"}]}`, "n"},
+		{"n wrong type", `{"n":"2","messages":[{"role":"u"}]}`, "n"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
