@@ -58,8 +58,9 @@ func (n *Node) handlePredict(w http.ResponseWriter, r *http.Request) {
 	n.serve(w, r, job{predict: true, promptTokens: req.Bytes / 4})
 }
 
-// readBody checks the method and reads at most MaxBodyBytes; it answers the
-// error itself and reports false when the request cannot go on.
+// readBody checks the method and reads at most MaxBodyBytes, without a
+// leading UTF-8 byte order mark (openai.TrimBOM); it answers the error
+// itself and reports false when the request cannot go on.
 func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -81,7 +82,7 @@ func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), "")
 		return nil, false
 	}
-	return body, true
+	return openai.TrimBOM(body), true
 }
 
 func (n *Node) badRequest(w http.ResponseWriter, err error) {
