@@ -84,10 +84,14 @@ type streamMeter struct {
 
 // meterStream prepares the metering of a stream: with stream.request_usage
 // and a client that named no stream_options, *body asks the model for a
-// final usage chunk, which the relay then keeps from the client.
+// final usage chunk, which the relay then keeps from the client — unless
+// that would take the body past body_limit_bytes: the gateway sends no
+// model a body larger than it takes itself (a model with the same limit
+// would answer a client that kept within it 413).
 func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
 	m := &streamMeter{}
-	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions {
+	fits := int64(len(*body)+len(usageOption)) <= g.cfg.BodyLimitBytes
+	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions && fits {
 		if i := bytes.IndexByte(*body, '{'); i >= 0 {
 			b := make([]byte, 0, len(*body)+len(usageOption))
 			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
