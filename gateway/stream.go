@@ -113,14 +113,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		x.started = true
-		h := x.w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-		x.w.WriteHeader(resp.StatusCode)
-		_, _ = x.w.Write(b)
-		x.finish(wire.OutcomeError)
+		x.relayRefusal(resp)
 		return res
 	}
 	x.startStream("text/event-stream")
