@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,4 +33,38 @@ func TestModelDiesMidStream(t *testing.T) {
 	eventually(t, 2*time.Second, func() bool {
 		return counterSum(scrape(t, s), "levee_requests_total", map[string]string{"route": "chat", "outcome": "error"}) == 1
 	}, "the broken stream counted as an error")
+}
+
+// TestFallbackHasCompletionFields: the static fallback answer carries
+// every field OpenAI's schema marks required of a chat completion and of
+// a stream chunk (id, object, created, model, choices with index), so
+// clients that decode strictly (Rust's async-openai: "missing field
+// `created`") take it. Before, "created" was missing from both.
+func TestFallbackHasCompletionFields(t *testing.T) {
+	f := newFakeModel(t, 1, time.Millisecond)
+	f.status.Store(http.StatusInternalServerError)
+	s := startServer(t, testConfig(f.addr()))
+	for _, stream := range []bool{false, true} {
+		body := `{"model":"m","stream":` + map[bool]string{false: "false", true: "true"}[stream] + `,"messages":[{"role":"user","content":"hi"}]}`
+		a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k1", body)
+		data := a.body
+		if stream {
+			events := strings.Split(string(a.body), "\n\n")
+			if len(events) != 3 || events[1] != "data: [DONE]" {
+				t.Fatalf("stream fallback: %q", a.body)
+			}
+			data = []byte(strings.TrimPrefix(events[0], "data: "))
+		}
+		var c struct {
+			ID, Object, Model *string
+			Created           *int64
+			Choices           []struct{ Index *int }
+		}
+		if err := json.Unmarshal(data, &c); err != nil || a.outcome != "fallback" {
+			t.Fatalf("stream %v: %v: %v", stream, a, err)
+		}
+		if c.ID == nil || c.Object == nil || c.Model == nil || c.Created == nil || *c.Created <= 0 || len(c.Choices) != 1 || c.Choices[0].Index == nil {
+			t.Errorf("stream %v: a required field is missing: %s", stream, data)
+		}
+	}
 }

@@ -28,9 +28,12 @@ var (
 	predictFallback = map[string]any{"decision": "REVIEW", "score": 0.5, wire.FieldFallback: true}
 )
 
+// chatFallback is the fallback chat completion, with every field OpenAI's
+// schema marks required (clients that decode strictly refuse an answer
+// without "created").
 func chatFallback() map[string]any {
 	return map[string]any{
-		"id": "levee-fallback", "object": "chat.completion", "model": "levee-fallback",
+		"id": "levee-fallback", "object": "chat.completion", "created": time.Now().Unix(), "model": "levee-fallback",
 		"choices": []any{map[string]any{
 			"index":         0,
 			"message":       map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."},
@@ -72,7 +75,7 @@ func (x *exchange) fallbackStream(reason string) {
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
-		"id": "levee-fallback", "object": "chat.completion.chunk", "model": "levee-fallback",
+		"id": "levee-fallback", "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": "levee-fallback",
 		"choices":          []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
 		wire.FieldFallback: true,
 	}
