@@ -155,3 +155,34 @@ func TestNullStreamOptionsNotDoubled(t *testing.T) {
 		t.Fatalf("the model got %q, want the client's body unchanged", got)
 	}
 }
+
+// TestStreamWithoutUsageCountsEveryDelta: a model that sends no usage
+// (one that ignores stream_options) is settled on the prompt's estimate
+// plus one token per chunk that carried generated tokens — reasoning
+// (vLLM's reasoning_content and reasoning) and a tool call's pieces as
+// well as content. Here 1 + 2 reasoning + 2 tool call + 1 content
+// chunks: 6. Before, only content counted: a reasoning model's or a tool
+// call's stream settled at little more than its prompt.
+func TestStreamWithoutUsageCountsEveryDelta(t *testing.T) {
+	stream := `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_content":"Let"}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"reasoning":" me"}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}` + "\n\n" +
+		`data: {"choices":[{"index":0,"delta":{"content":"ok"},"finish_reason":"tool_calls"}]}` + "\n\n" +
+		"data: [DONE]\n\n"
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, stream)
+		}
+	}))
+	t.Cleanup(model.Close)
+	s := startServer(t, testConfig(strings.TrimPrefix(model.URL, "http://")))
+	a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", `{"model":"m","stream":true,"max_tokens":50,"messages":[{"role":"user","content":"abcd"}]}`)
+	if a.status != 200 || string(a.body) != stream {
+		t.Fatalf("got %v", a)
+	}
+	if got := counterSum(scrape(t, s), "levee_tokens_used_total", map[string]string{"priority": "P2"}); got != 6 {
+		t.Fatalf("settled %v tokens, want 6", got)
+	}
+}

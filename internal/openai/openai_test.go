@@ -147,6 +147,12 @@ func TestStreamMeter(t *testing.T) {
 		"data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
 		"data: {\"choices\":[{\"delta\":{\"content\":\"b \"}}]}\r\n\r\n",
 		": comment\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":null,\"reasoning_content\":\"hm\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"so\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\"}}]}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"refusal\":\"no\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\",\"tool_calls\":[],\"reasoning\":null}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":7}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\n\n",
 		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
 		"event: usage\nid: 7\ndata: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n",
 		"data: [DONE]\n\n",
@@ -157,14 +163,14 @@ func TestStreamMeter(t *testing.T) {
 			usageOnly = append(usageOnly, i)
 		}
 	}
-	if m.Chunks() != 2 {
-		t.Fatalf("Chunks() = %d, want 2", m.Chunks())
+	if m.Chunks() != 7 { // content ×2, reasoning ×2, a tool call, a refusal, a number
+		t.Fatalf("Chunks() = %d, want 7", m.Chunks())
 	}
 	if u, ok := m.Usage(); !ok || u.Total() != 5 {
 		t.Fatalf("Usage() = %+v, %v", u, ok)
 	}
-	if !reflect.DeepEqual(usageOnly, []int{5}) {
-		t.Fatalf("usage-only events %v, want [5]", usageOnly)
+	if !reflect.DeepEqual(usageOnly, []int{11}) {
+		t.Fatalf("usage-only events %v, want [11]", usageOnly)
 	}
 }
 

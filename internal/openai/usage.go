@@ -40,7 +40,7 @@ func AnswerUsage(body []byte) (u Usage, ok bool) {
 }
 
 // StreamMeter measures a streamed chat answer (SSE) as it is relayed,
-// event by event: it counts the chunks that carry content and keeps the
+// event by event: it counts the chunks that carry generated tokens and keeps the
 // usage of a final usage chunk (stream_options.include_usage). The zero value is ready;
 // it is not safe for concurrent use.
 type StreamMeter struct {
@@ -95,9 +95,7 @@ func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	}
 	var c struct {
 		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
+			Delta delta `json:"delta"`
 		} `json:"choices"`
 		Usage *Usage `json:"usage"`
 	}
@@ -105,7 +103,7 @@ func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 		return false
 	}
 	for _, ch := range c.Choices {
-		if ch.Delta.Content != "" {
+		if ch.Delta.generated() {
 			m.chunks++
 			break
 		}
@@ -117,8 +115,33 @@ func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	return false
 }
 
-// Chunks is the number of chunks that carried content: about one per
-// completion token for most servers.
+// delta is what Event reads of a stream chunk's choice: the fields a
+// model generates tokens into, raw, so that one of an unexpected type
+// costs the chunk's count, never the event's usage.
+type delta struct {
+	Content          json.RawMessage `json:"content"`
+	Refusal          json.RawMessage `json:"refusal"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"` // vLLM, DeepSeek
+	Reasoning        json.RawMessage `json:"reasoning"`         // vLLM ≥ 0.10, OpenRouter, llama.cpp
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+}
+
+// generated reports whether the delta carries generated tokens: text,
+// a refusal, reasoning or a piece of a tool call.
+func (d delta) generated() bool {
+	for _, v := range []json.RawMessage{d.Content, d.Refusal, d.ReasoningContent, d.Reasoning, d.ToolCalls} {
+		switch string(v) {
+		case "", "null", `""`, "[]", "{}":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// Chunks is the number of chunks that carried generated tokens (content,
+// a refusal, reasoning or a tool call's pieces): about one per completion
+// token for most servers.
 func (m *StreamMeter) Chunks() int { return m.chunks }
 
 // Usage returns the stream's usage chunk, and false when it had none.
