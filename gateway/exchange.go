@@ -232,6 +232,7 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux.Handle(wire.PathAgent, g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
 	mux.Handle(wire.PathExport, g.serveRoute(routeExport, http.MethodGet, g.serveExport))
 	mux.Handle(wire.PathStandard, g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
+	mux.Handle(wire.PathModels, g.serveRoute(routeOther, http.MethodGet, g.serveModels))
 	mux.Handle(wire.PathV1, g.serveRoute(routeOther, "", func(x *exchange) {
 		x.fail(http.StatusNotFound, wire.OutcomeError, "", "no route "+x.r.URL.Path)
 	}))

@@ -20,6 +20,7 @@
 //	POST /v1/agent             {"prompt":"…","max_tokens":64,"steps":3} → {"answer":…,"steps":k,"fan_out":n,"level":…,…}
 //	GET  /v1/export?rows=N     NDJSON rows, streamed
 //	GET  /v1/standard/…        small JSON, served locally
+//	GET  /v1/models            a node's model list, relayed (route "other")
 //
 // Fallbacks (when the fallback defense is on) answer level black and
 // upstream failures (no node, breaker open, connection failure, 5xx) on
