@@ -26,6 +26,9 @@ func TestFinishReason(t *testing.T) {
 		{`{"messages":[{"role":"user","content":"hi"}],"max_tokens":6}`, FinishStop, 6},
 		{`{"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":100}`, FinishStop, 6},
 		{`{"messages":[{"role":"user","content":"hi"}]}`, FinishStop, 6}, // default cap 16
+		// A body with a UTF-8 byte order mark (curl -d @file of a file
+		// Windows PowerShell wrote) is read as vLLM reads it.
+		{"\xef\xbb\xbf" + `{"messages":[{"role":"user","content":"hi"}],"max_tokens":4}`, FinishLength, 4},
 	} {
 		code, body, err := post(context.Background(), url+wire.PathChat, tt.body)
 		if err != nil || code != http.StatusOK {

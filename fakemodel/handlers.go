@@ -15,6 +15,10 @@ import (
 	"github.com/levee-lab/levee/internal/openai"
 )
 
+// DefaultModel is the model a fake node answers as when a request names
+// none, and the one GET /v1/models lists.
+const DefaultModel = "levee-fake"
+
 // job is one parsed request, ready to be served.
 type job struct {
 	stream bool
@@ -38,11 +42,24 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	model := req.Model
 	if model == "" {
-		model = "levee-fake"
+		model = DefaultModel
 	}
 	compl, finish := req.Completion(n.Knobs().AnswerTokens)
 	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: compl,
 		finish: finish, includeUsage: req.IncludeUsage})
+}
+
+// handleModels is GET /v1/models: OpenAI's model list, the one model a
+// fake node answers as when a request names none.
+func (n *Node) handleModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed: use GET", "")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
+		map[string]any{"id": DefaultModel, "object": "model", "created": 0, "owned_by": "levee"},
+	}})
 }
 
 func (n *Node) handlePredict(w http.ResponseWriter, r *http.Request) {
@@ -58,8 +75,9 @@ func (n *Node) handlePredict(w http.ResponseWriter, r *http.Request) {
 	n.serve(w, r, job{predict: true, promptTokens: req.Bytes / 4})
 }
 
-// readBody checks the method and reads at most MaxBodyBytes; it answers the
-// error itself and reports false when the request cannot go on.
+// readBody checks the method and reads at most MaxBodyBytes, without a
+// leading UTF-8 byte order mark (openai.TrimBOM); it answers the error
+// itself and reports false when the request cannot go on.
 func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -81,7 +99,7 @@ func (n *Node) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), "")
 		return nil, false
 	}
-	return body, true
+	return openai.TrimBOM(body), true
 }
 
 func (n *Node) badRequest(w http.ResponseWriter, err error) {

@@ -274,7 +274,8 @@ type StreamConfig struct {
 	// RequestUsage asks the model for a final usage chunk
 	// (stream_options.include_usage) on streams whose client did not ask,
 	// so the token budget settles with exact counts; that chunk is not
-	// relayed to such clients. Off: tokens are counted on the stream.
+	// relayed to such clients. Off, or when asking would take the body
+	// past body_limit_bytes: tokens are counted on the stream.
 	RequestUsage bool `yaml:"request_usage" json:"request_usage"`
 }
 

@@ -84,6 +84,8 @@ func (x *exchange) timedOut() bool { return x.ctx.Err() != nil }
 // readBody reads the request body within the body limit: 413 above it,
 // 400 when the body cannot be read or is shorter than its Content-Length,
 // 504 when the deadline passes first. It returns false after answering.
+// A leading UTF-8 byte order mark is taken off (openai.TrimBOM): what is
+// read is what goes upstream.
 func (x *exchange) readBody() ([]byte, bool) {
 	limit := x.g.cfg.BodyLimitBytes
 	if x.r.ContentLength > limit {
@@ -112,7 +114,7 @@ func (x *exchange) readBody() ([]byte, bool) {
 		x.fail(http.StatusBadRequest, wire.OutcomeError, "", "reading body: "+err.Error())
 		return nil, false
 	}
-	return body, true
+	return openai.TrimBOM(body), true
 }
 
 // badRequest answers a *openai.RequestError as 400 naming its field, in
@@ -230,6 +232,7 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux.Handle(wire.PathAgent, g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
 	mux.Handle(wire.PathExport, g.serveRoute(routeExport, http.MethodGet, g.serveExport))
 	mux.Handle(wire.PathStandard, g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))
+	mux.Handle(wire.PathModels, g.serveRoute(routeOther, http.MethodGet, g.serveModels))
 	mux.Handle(wire.PathV1, g.serveRoute(routeOther, "", func(x *exchange) {
 		x.fail(http.StatusNotFound, wire.OutcomeError, "", "no route "+x.r.URL.Path)
 	}))

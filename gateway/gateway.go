@@ -20,6 +20,7 @@
 //	POST /v1/agent             {"prompt":"…","max_tokens":64,"steps":3} → {"answer":…,"steps":k,"fan_out":n,"level":…,…}
 //	GET  /v1/export?rows=N     NDJSON rows, streamed
 //	GET  /v1/standard/…        small JSON, served locally
+//	GET  /v1/models            a node's model list, relayed (route "other")
 //
 // Fallbacks (when the fallback defense is on) answer level black and
 // upstream failures (no node, breaker open, connection failure, 5xx) on
@@ -32,7 +33,7 @@
 // budget pressure, a share of complex tasks dropped at red.
 //
 // Model requests reserve their estimated tokens (prompt characters / 4 +
-// max_tokens) in a budget by priority — P0 keeps budget.reserve_p0 of it,
+// max_tokens × n) in a budget by priority — P0 keeps budget.reserve_p0 of it,
 // one request may take at most budget.max_request_tokens (over it: 400
 // naming the cap) — and settle with the usage the model reports
 // (tokens.go). Streamed answers promise "ok" in

@@ -28,9 +28,12 @@ var (
 	predictFallback = map[string]any{"decision": "REVIEW", "score": 0.5, wire.FieldFallback: true}
 )
 
+// chatFallback is the fallback chat completion, with every field OpenAI's
+// schema marks required (clients that decode strictly refuse an answer
+// without "created").
 func chatFallback() map[string]any {
 	return map[string]any{
-		"id": "levee-fallback", "object": "chat.completion", "model": "levee-fallback",
+		"id": "levee-fallback", "object": "chat.completion", "created": time.Now().Unix(), "model": "levee-fallback",
 		"choices": []any{map[string]any{
 			"index":         0,
 			"message":       map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."},
@@ -72,7 +75,7 @@ func (x *exchange) fallbackStream(reason string) {
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
-		"id": "levee-fallback", "object": "chat.completion.chunk", "model": "levee-fallback",
+		"id": "levee-fallback", "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": "levee-fallback",
 		"choices":          []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": "The model is unavailable right now; this is Levee's static fallback answer."}, "finish_reason": "stop"}},
 		wire.FieldFallback: true,
 	}
@@ -184,6 +187,30 @@ func readAnswer(resp *http.Response) ([]byte, error) {
 	return b, nil
 }
 
+// relayRefusal relays a model's answer other than 200 and below 500 (a
+// 4xx: the request was bad, not the model) as it came — status,
+// Content-Type (application/json when it names none) and body, at most
+// maxRefusalBody bytes, JSON or not (a proxy in front of the model may
+// answer HTML) — and counts an error. It closes resp's body.
+func (x *exchange) relayRefusal(resp *http.Response) {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
+	ctype := resp.Header.Get("Content-Type")
+	if ctype == "" {
+		ctype = "application/json"
+	}
+	x.started = true
+	h := x.w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = x.w.Write(b)
+	x.finish(wire.OutcomeError)
+}
+
+// maxRefusalBody bounds the body of a model's 4xx the gateway relays.
+const maxRefusalBody = 64 << 10
+
 // proxyJSON forwards body to path as a call of class and relays a JSON
 // answer; it reports the call for the limiter (a call that no node took
 // waits for its place again on permit: see requeue). stream is false
@@ -202,7 +229,13 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit
 		}
 		return res
 	}
-	status, ctype := resp.StatusCode, resp.Header.Get("Content-Type")
+	if resp.StatusCode != http.StatusOK {
+		x.relayRefusal(resp)
+		res.end = time.Now()
+		res.rtt = res.end.Sub(callStart)
+		return res
+	}
+	ctype := resp.Header.Get("Content-Type")
 	b, err := readAnswer(resp)
 	res.end = time.Now()
 	res.rtt = res.end.Sub(callStart)
@@ -213,17 +246,6 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
 		}
-		return res
-	}
-	if status != http.StatusOK {
-		// A 4xx from the model: relay it; the request was bad, not the model.
-		x.started = true
-		h := x.w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-		x.w.WriteHeader(status)
-		_, _ = x.w.Write(b)
-		x.finish(wire.OutcomeError)
 		return res
 	}
 	if u, ok := openai.AnswerUsage(b); ok {
@@ -277,7 +299,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, cr.Tokens(), cr.costField(), fmt.Sprintf("prompt ≈ %d + max_tokens %d", cr.Tokens()-int64(cr.MaxTokens), cr.MaxTokens)) {
+	if g.overRequestCap(x, cr.Tokens(), cr.costField(), cr.costParts()) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())

@@ -24,8 +24,10 @@ const (
 // ChatRequest is what the gateway reads of an OpenAI chat completion
 // request; the body itself is relayed upstream unchanged.
 type ChatRequest struct {
-	Stream      bool
-	MaxTokens   int
+	Stream    bool
+	MaxTokens int
+	// Choices is n: the answers to generate, each up to MaxTokens long.
+	Choices     int
 	PromptChars int // characters of all message text
 	Messages    int
 	// IncludeUsage is stream_options.include_usage; HasStreamOptions
@@ -33,27 +35,40 @@ type ChatRequest struct {
 	IncludeUsage, HasStreamOptions bool
 }
 
-// Tokens is the request's estimated cost.
-func (c ChatRequest) Tokens() int64 { return estimateTokens(c.PromptChars, c.MaxTokens) }
+// Tokens is the request's estimated cost: the prompt's characters / 4
+// plus MaxTokens for each of its Choices.
+func (c ChatRequest) Tokens() int64 { return estimateTokens(c.PromptChars, c.completion()) }
+
+// completion is the most the answer may take: max_tokens × n.
+func (c ChatRequest) completion() int { return c.MaxTokens * max(c.Choices, 1) }
 
 // costField is the field to blame for an estimate over the per-request
 // cap: the prompt when it is the larger part, else max_tokens.
 func (c ChatRequest) costField() string {
-	if estimateTokens(c.PromptChars, 0) > int64(c.MaxTokens) {
+	if estimateTokens(c.PromptChars, 0) > int64(c.completion()) {
 		return "messages"
 	}
 	return "max_tokens"
 }
 
+// costParts says what the estimate is made of, for an error message.
+func (c ChatRequest) costParts() string {
+	s := fmt.Sprintf("prompt ≈ %d + max_tokens %d", estimateTokens(c.PromptChars, 0), c.MaxTokens)
+	if c.Choices > 1 {
+		s += fmt.Sprintf(" × n %d", c.Choices)
+	}
+	return s
+}
+
 // ParseChatRequest checks a chat completion body (openai.ParseChat with
-// max_tokens ≤ MaxMaxTokens, DefaultMaxTokens when unset) and measures its
-// prompt. Errors are *openai.RequestError.
+// max_tokens ≤ MaxMaxTokens, DefaultMaxTokens when unset; 1 ≤ n ≤
+// openai.MaxChoices) and measures its prompt. Errors are *openai.RequestError.
 func ParseChatRequest(body []byte) (ChatRequest, error) {
 	c, err := openai.ParseChat(body)
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	req := ChatRequest{Stream: c.Stream, MaxTokens: c.Completion(), Messages: len(c.Messages),
+	req := ChatRequest{Stream: c.Stream, MaxTokens: c.Completion(), Choices: c.N, Messages: len(c.Messages),
 		IncludeUsage: c.IncludeUsage, HasStreamOptions: c.HasStreamOptions}
 	for _, m := range c.Messages {
 		req.PromptChars += utf8.RuneCountInString(m.Content)

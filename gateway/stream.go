@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
-	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -92,9 +90,9 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 
 // relaySSE forwards a streamed chat completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
-// one at a time with a write deadline, flushed per event. The model is
-// read only as fast as the client takes the events. The stream is metered
-// for the token budget (see meterStream). The first bytes of the answer
+// one at a time with a write deadline, flushed per event (sseRelay). The
+// model is read only as fast as the client takes the events. The stream
+// is metered for the token budget (see meterStream). The first bytes of the answer
 // are its time to first token: the limiter gets it at once
 // (permit.Observe) and as the call's latency, since a long answer is not
 // congestion.
@@ -115,71 +113,31 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		x.started = true
-		h := x.w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-		x.w.WriteHeader(resp.StatusCode)
-		_, _ = x.w.Write(b)
-		x.finish(wire.OutcomeError)
+		x.relayRefusal(resp)
 		return res
 	}
 	x.startStream("text/event-stream")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
 	br := bufio.NewReaderSize(resp.Body, g.cfg.Stream.BufferBytes)
-	var event []byte // pending bytes of the current event, ≤ buffer size
-	flush := func() error {
-		if len(event) == 0 {
-			return nil
-		}
-		_, err := cw.Write(event)
-		event = event[:0]
-		return err
-	}
-	event = make([]byte, 0, g.cfg.Stream.BufferBytes)
+	relay := &sseRelay{w: cw, m: m, event: make([]byte, 0, g.cfg.Stream.BufferBytes)}
 	for {
 		line, rerr := br.ReadSlice('\n')
 		if len(line) > 0 && res.latency == 0 {
 			res.latency = time.Since(callStart)
 			permit.Observe(res.latency)
 		}
-		line = m.keep(line)
-		blank := len(line) > 0 && len(line) <= 2 && (line[0] == '\n' || line[0] == '\r')
-		if len(line) > 0 {
-			if len(event)+len(line) > cap(event) {
-				if err := flush(); err != nil {
-					res = x.brokenCall(callStart)
-					x.endStream(x.streamFailure(err))
-					return res
-				}
-			}
-			if len(line) > cap(event) { // one line larger than the buffer: pass it through
-				if _, err := cw.Write(line); err != nil {
-					res = x.brokenCall(callStart)
-					x.endStream(x.streamFailure(err))
-					return res
-				}
-			} else {
-				event = append(event, line...)
-			}
-			if blank { // blank line: event ends
-				if err := flush(); err != nil {
-					res = x.brokenCall(callStart)
-					x.endStream(x.streamFailure(err))
-					return res
-				}
-			}
+		err := relay.add(line, !errors.Is(rerr, bufio.ErrBufferFull))
+		if err == nil && errors.Is(rerr, io.EOF) {
+			err = relay.end()
 		}
 		switch {
+		case err != nil:
+			res = x.brokenCall(callStart)
+			x.endStream(x.streamFailure(err))
+			return res
 		case rerr == nil || errors.Is(rerr, bufio.ErrBufferFull):
 			continue
 		case errors.Is(rerr, io.EOF):
-			if err := flush(); err != nil {
-				res = x.brokenCall(callStart)
-				x.endStream(x.streamFailure(err))
-				return res
-			}
 			cw.done()
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
@@ -192,63 +150,6 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 			return res
 		}
 	}
-}
-
-// streamMeter measures a relayed stream for the token budget.
-type streamMeter struct {
-	openai.StreamMeter
-	strip   bool // drop the usage chunk: the gateway asked for it, not the client
-	dropEnd bool // the last line was a dropped usage chunk: its event's end goes too
-}
-
-// meterStream prepares the metering of a stream: with stream.request_usage
-// and a client that named no stream_options, *body asks the model for a
-// final usage chunk, which the relay then keeps from the client.
-func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
-	m := &streamMeter{}
-	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions {
-		if i := bytes.IndexByte(*body, '{'); i >= 0 {
-			b := make([]byte, 0, len(*body)+len(usageOption))
-			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
-			*body, m.strip = b, true
-		}
-	}
-	return m
-}
-
-// usageOption is spliced into a stream request's object by meterStream.
-const usageOption = `"stream_options":{"include_usage":true},`
-
-// line meters one SSE line and reports whether to drop it.
-func (m *streamMeter) line(line []byte) bool {
-	return m.Line(line) && m.strip
-}
-
-// keep meters line and returns what of it the client gets: nothing for a
-// usage chunk this client did not ask for, nor for the blank line that
-// ended that chunk's event (else the client would see an empty event).
-func (m *streamMeter) keep(line []byte) []byte {
-	blank := len(line) > 0 && len(line) <= 2 && (line[0] == '\n' || line[0] == '\r')
-	switch {
-	case m.line(line):
-		m.dropEnd = true
-		return nil
-	case m.dropEnd && blank:
-		m.dropEnd = false
-		return nil
-	case len(line) > 0:
-		m.dropEnd = false
-	}
-	return line
-}
-
-// used is the stream's tokens: its usage chunk, or the prompt's estimate
-// plus the chunks that carried content.
-func (m *streamMeter) used(cr ChatRequest) int64 {
-	if u, ok := m.Usage(); ok {
-		return u.Total()
-	}
-	return estimateTokens(cr.PromptChars, 0) + int64(m.Chunks())
 }
 
 // serveExport is GET /v1/export?rows=N: a large NDJSON export generated

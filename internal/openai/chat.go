@@ -3,7 +3,9 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 )
 
 // Completion limits shared by every Levee server, so a request the gateway
@@ -15,6 +17,9 @@ const (
 	// MaxTokens bounds max_tokens and max_completion_tokens (and an agent
 	// request's max_tokens) on the gateway and the fake model alike.
 	MaxTokens = 32768
+	// MaxChoices bounds n, the choices one request asks for (OpenAI's own
+	// bound).
+	MaxChoices = 128
 )
 
 // Chat is what Levee reads of a chat completion request.
@@ -26,10 +31,14 @@ type Chat struct {
 	// 0 when neither is (MaxTokensSet is false then).
 	MaxTokens    int
 	MaxTokensSet bool
+	// N is n, the choices to generate (each up to MaxTokens long): 1 when
+	// absent or null.
+	N int
 	// IncludeUsage is stream_options.include_usage: a streamed answer ends
 	// with a chunk carrying usage and no choices.
 	IncludeUsage bool
-	// HasStreamOptions reports whether the body named stream_options at all.
+	// HasStreamOptions reports whether the body named stream_options at
+	// all, null included: a relay must not add a second one.
 	HasStreamOptions bool
 }
 
@@ -44,8 +53,8 @@ type Message struct {
 // ParseChat checks a chat completion body: a JSON object with a non-empty
 // "messages" array of objects, each with a non-empty string "role" and a
 // "content" that is a string, an array of text parts or null; an optional
-// boolean "stream", an optional object "stream_options" with a boolean
-// "include_usage", and optional 0 ≤ "max_tokens" ≤ MaxTokens
+// boolean "stream", an optional object (or null) "stream_options" with a
+// boolean "include_usage", and optional 0 ≤ "max_tokens" ≤ MaxTokens
 // ("max_completion_tokens" wins when both are set). Errors are
 // *RequestError.
 func ParseChat(body []byte) (Chat, error) {
@@ -53,13 +62,13 @@ func ParseChat(body []byte) (Chat, error) {
 		Model         *string           `json:"model"`
 		Messages      []json.RawMessage `json:"messages"`
 		Stream        *bool             `json:"stream"`
-		StreamOptions *struct {
-			IncludeUsage *bool `json:"include_usage"`
-		} `json:"stream_options"`
-		MaxTokens *int `json:"max_tokens"`
-		MaxCompl  *int `json:"max_completion_tokens"`
+		StreamOptions json.RawMessage   `json:"stream_options"`
+		MaxTokens     *int              `json:"max_tokens"`
+		MaxCompl      *int              `json:"max_completion_tokens"`
+		N             *int              `json:"n"`
 	}
-	if err := DecodeObject(body, &raw); err != nil {
+	err := DecodeObject(body, &raw)
+	if err != nil {
 		return Chat{}, err
 	}
 	var c Chat
@@ -71,7 +80,9 @@ func ParseChat(body []byte) (Chat, error) {
 	}
 	if raw.StreamOptions != nil {
 		c.HasStreamOptions = true
-		c.IncludeUsage = raw.StreamOptions.IncludeUsage != nil && *raw.StreamOptions.IncludeUsage
+		if c.IncludeUsage, err = parseStreamOptions(raw.StreamOptions); err != nil {
+			return Chat{}, err
+		}
 	}
 	field := "max_tokens"
 	if raw.MaxTokens != nil {
@@ -82,6 +93,13 @@ func ParseChat(body []byte) (Chat, error) {
 	}
 	if c.MaxTokens < 0 || c.MaxTokens > MaxTokens {
 		return Chat{}, &RequestError{field, fmt.Sprintf("must be an integer in [0, %d], got %d", MaxTokens, c.MaxTokens)}
+	}
+	c.N = 1
+	if raw.N != nil {
+		c.N = *raw.N
+	}
+	if c.N < 1 || c.N > MaxChoices {
+		return Chat{}, &RequestError{"n", fmt.Sprintf("must be an integer in [1, %d], got %d", MaxChoices, c.N)}
 	}
 	if len(raw.Messages) == 0 {
 		return Chat{}, &RequestError{"messages", "must be a non-empty array"}
@@ -142,4 +160,25 @@ func parseMessage(m json.RawMessage) (msg Message, field, problem string) {
 		return Message{}, ".content", badContent
 	}
 	return msg, "", ""
+}
+
+// parseStreamOptions reads the value of "stream_options": null, or an
+// object with an optional boolean "include_usage".
+func parseStreamOptions(v json.RawMessage) (includeUsage bool, err error) {
+	if string(v) == "null" {
+		return false, nil
+	}
+	var so struct {
+		IncludeUsage *bool `json:"include_usage"`
+	}
+	if err := json.Unmarshal(v, &so); err != nil {
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			return false, &RequestError{"stream_options", "must be an object"}
+		}
+		re := TypeError(te)
+		re.Field = strings.TrimSuffix("stream_options."+re.Field, ".")
+		return false, re
+	}
+	return so.IncludeUsage != nil && *so.IncludeUsage, nil
 }

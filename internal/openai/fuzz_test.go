@@ -29,7 +29,7 @@ func FuzzParseChat(f *testing.F) {
 			}
 			return
 		}
-		if len(c.Messages) == 0 || c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Completion() < 0 {
+		if len(c.Messages) == 0 || c.N < 1 || c.N > MaxChoices || c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Completion() < 0 {
 			t.Fatalf("accepted an out-of-range request: %+v", c)
 		}
 		if c.IncludeUsage && !c.HasStreamOptions {
@@ -38,19 +38,20 @@ func FuzzParseChat(f *testing.F) {
 	})
 }
 
-// FuzzStreamMeter: any line is read without panicking, and counts stay
+// FuzzStreamMeter: any event is read without panicking, and counts stay
 // within their bounds.
 func FuzzStreamMeter(f *testing.F) {
 	for _, s := range []string{
 		`data: {"choices":[{"delta":{"content":"a"}}]}`,
 		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`,
 		`data: [DONE]`, `event: x`, `data: {"usage":{"prompt_tokens":-4,"completion_tokens":9e99}}`, `data:{`,
+		"event: e\r\ndata: {\"choices\":[],\r\ndata: \"usage\":{}}\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var m StreamMeter
-		only := m.Line(line)
+		only := m.Event(EventData(nil, line))
 		u, ok := m.Usage()
 		if only && !ok {
 			t.Fatal("a usage-only chunk without usage")
@@ -59,7 +60,7 @@ func FuzzStreamMeter(f *testing.F) {
 			t.Fatalf("usage out of bounds: %+v", u)
 		}
 		if m.Chunks() > 1 {
-			t.Fatalf("one line counted %d chunks", m.Chunks())
+			t.Fatalf("one event counted %d chunks", m.Chunks())
 		}
 		if _, ok := AnswerUsage(line); ok && !bytes.Contains(bytes.ToLower(line), []byte("usage")) {
 			t.Fatal("usage read from an answer without one")

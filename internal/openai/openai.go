@@ -24,6 +24,17 @@ func (e *RequestError) Error() string {
 	return e.Field + ": " + e.Msg
 }
 
+// bom is the UTF-8 byte order mark.
+var bom = []byte("\xef\xbb\xbf")
+
+// TrimBOM returns body without a leading UTF-8 byte order mark. Editors
+// and shells on Windows write one at the start of a UTF-8 file (Windows
+// PowerShell's Out-File -Encoding utf8), so `curl -d @file` sends it;
+// Python's json.loads, and so vLLM's FastAPI, skips it, encoding/json
+// and serde_json do not. A server that reads such a body, and a relay
+// that forwards it, take it off first.
+func TrimBOM(body []byte) []byte { return bytes.TrimPrefix(body, bom) }
+
 // DecodeObject decodes exactly one JSON object from body into v. Unknown
 // fields are ignored, as OpenAI-compatible servers do. Errors are
 // *RequestError: an empty body, a body that is not an object, malformed

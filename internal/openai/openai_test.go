@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -46,15 +47,19 @@ func TestParseChat(t *testing.T) {
 		want       Chat
 	}{
 		{"minimal", `{"messages":[{"role":"user","content":"hi"}]}`,
-			Chat{Messages: []Message{{"user", "hi"}}}},
+			Chat{N: 1, Messages: []Message{{"user", "hi"}}}},
 		{"everything", `{"model":"m","stream":true,"max_tokens":8,"messages":[{"role":"system","content":"a"},{"role":"user","content":[{"type":"text","text":"b"},{"type":"text","text":"c"}]},{"role":"assistant","content":null}]}`,
-			Chat{Model: "m", Stream: true, MaxTokens: 8, MaxTokensSet: true, Messages: []Message{{"system", "a"}, {"user", "bc"}, {"assistant", ""}}}},
+			Chat{N: 1, Model: "m", Stream: true, MaxTokens: 8, MaxTokensSet: true, Messages: []Message{{"system", "a"}, {"user", "bc"}, {"assistant", ""}}}},
 		{"include_usage", `{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"u"}]}`,
-			Chat{Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, Stream: true, IncludeUsage: true, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"empty stream_options", `{"stream_options":{},"messages":[{"role":"u"}]}`,
-			Chat{HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
+		{"null stream_options is named", `{"stream_options":null,"messages":[{"role":"u"}]}`,
+			Chat{N: 1, HasStreamOptions: true, Messages: []Message{{"u", ""}}}},
 		{"max_completion_tokens wins", `{"max_tokens":8,"max_completion_tokens":3,"messages":[{"role":"u"}]}`,
-			Chat{MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
+			Chat{N: 1, MaxTokens: 3, MaxTokensSet: true, Messages: []Message{{"u", ""}}}},
+		{"n", `{"n":4,"messages":[{"role":"u"}]}`, Chat{N: 4, Messages: []Message{{"u", ""}}}},
+		{"null n", `{"n":null,"messages":[{"role":"u"}]}`, Chat{N: 1, Messages: []Message{{"u", ""}}}},
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,8 +84,13 @@ func TestParseChat(t *testing.T) {
 		{"max_completion_tokens over the cap", `{"max_completion_tokens":32769,"messages":[{"role":"u"}]}`, "max_completion_tokens"},
 		{"stream_options not an object", `{"stream_options":true,"messages":[{"role":"u"}]}`, "stream_options"},
 		{"include_usage wrong type", `{"stream_options":{"include_usage":1},"messages":[{"role":"u"}]}`, "stream_options.include_usage"},
+		{"stream_options a number", `{"stream_options":3,"messages":[{"role":"u"}]}`, "stream_options"},
+		{"stream_options malformed inside", `{"stream_options":{"include_usage":tru},"messages":[{"role":"u"}]}`, ""},
 		{"max_tokens wrong type", `{"max_tokens":"x","messages":[{"role":"u"}]}`, "max_tokens"},
 		{"stream wrong type", `{"stream":1,"messages":[{"role":"u"}]}`, "stream"},
+		{"n zero", `{"n":0,"messages":[{"role":"u"}]}`, "n"},
+		{"n over the cap", `{"n":129,"messages":[{"role":"u"}]}`, "n"},
+		{"n wrong type", `{"n":"2","messages":[{"role":"u"}]}`, "n"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,29 +142,59 @@ func TestAnswerUsage(t *testing.T) {
 
 func TestStreamMeter(t *testing.T) {
 	var m StreamMeter
-	lines := []string{
-		`data: {"choices":[{"delta":{"role":"assistant","content":"a "}}]}`,
-		``,
-		`data: {"choices":[{"delta":{"content":""}}]}`,
-		`data: {"choices":[{"delta":{"content":"b "}}]}`,
-		`: comment`,
-		`data: {"choices":[{"delta":{},"finish_reason":"length"}]}`,
-		`data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`,
-		`data: [DONE]`,
+	events := []string{
+		"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"a \"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"b \"}}]}\r\n\r\n",
+		": comment\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":null,\"reasoning_content\":\"hm\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"reasoning\":\"so\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"a\"}}]}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"refusal\":\"no\"}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":\"\",\"tool_calls\":[],\"reasoning\":null}}]}\n\n",
+		"data: {\"choices\":[{\"delta\":{\"content\":7}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\n\n",
+		"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+		"event: usage\nid: 7\ndata: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2,\"total_tokens\":5}}\n\n",
+		"data: [DONE]\n\n",
 	}
 	var usageOnly []int
-	for i, l := range lines {
-		if m.Line([]byte(l)) {
+	for i, e := range events {
+		if m.Event(EventData(nil, []byte(e))) {
 			usageOnly = append(usageOnly, i)
 		}
 	}
-	if m.Chunks() != 2 {
-		t.Fatalf("Chunks() = %d, want 2", m.Chunks())
+	if m.Chunks() != 7 { // content ×2, reasoning ×2, a tool call, a refusal, a number
+		t.Fatalf("Chunks() = %d, want 7", m.Chunks())
 	}
 	if u, ok := m.Usage(); !ok || u.Total() != 5 {
 		t.Fatalf("Usage() = %+v, %v", u, ok)
 	}
-	if !reflect.DeepEqual(usageOnly, []int{6}) {
-		t.Fatalf("usage-only lines %v, want [6]", usageOnly)
+	if !reflect.DeepEqual(usageOnly, []int{11}) {
+		t.Fatalf("usage-only events %v, want [11]", usageOnly)
+	}
+}
+
+// TestEventData: an event's data is what an EventSource hands its client:
+// the data fields joined by "\n", one leading space dropped, any line
+// ending, other fields and comments ignored.
+func TestEventData(t *testing.T) {
+	tests := []struct {
+		event string
+		want  []byte
+	}{
+		{"data: {\"a\":1}\n\n", []byte(`{"a":1}`)},
+		{"data:{\"a\":1}\r\n\r\n", []byte(`{"a":1}`)},
+		{"data:  two spaces\n", []byte(" two spaces")},
+		{"event: x\nid: 3\ndata: a\n: note\ndata: b\n\n", []byte("a\nb")},
+		{"data\ndata: x\n", []byte("\nx")},
+		{"data: no end", []byte("no end")},
+		{": keep-alive\n\n", nil},
+		{"event: x\n\n", nil},
+		{"datum: x\n\n", nil},
+	}
+	for _, tt := range tests {
+		if got := EventData([]byte("junk"), []byte(tt.event)); !bytes.Equal(got, tt.want) || (got == nil) != (tt.want == nil) {
+			t.Errorf("EventData(%q) = %q, want %q", tt.event, got, tt.want)
+		}
 	}
 }

@@ -39,9 +39,9 @@ func AnswerUsage(body []byte) (u Usage, ok bool) {
 	return a.Usage.clamped(), true
 }
 
-// StreamMeter measures a streamed chat answer (SSE) as it is relayed: it
-// counts the chunks that carry content and keeps the usage of a final
-// usage chunk (stream_options.include_usage). The zero value is ready;
+// StreamMeter measures a streamed chat answer (SSE) as it is relayed,
+// event by event: it counts the chunks that carry generated tokens and keeps the
+// usage of a final usage chunk (stream_options.include_usage). The zero value is ready;
 // it is not safe for concurrent use.
 type StreamMeter struct {
 	chunks   int
@@ -49,26 +49,53 @@ type StreamMeter struct {
 	hasUsage bool
 }
 
-var dataPrefix = []byte("data:")
-
-// Line reads one SSE line. It reports whether the line is the data of a
-// usage-only chunk (usage set, no choices), which a relay drops when its
-// client did not ask for usage. Lines that are not data, "[DONE]" and
-// data that is not a JSON object are ignored.
-func (m *StreamMeter) Line(line []byte) (usageOnly bool) {
-	data, ok := bytes.CutPrefix(line, dataPrefix)
-	if !ok {
-		return false
+// EventData returns the data of one SSE event as an EventSource hands it
+// to its client: the values of the event's "data" fields, in order,
+// joined by "\n" (one space after the colon removed, as SSE says). event
+// is the event's lines, each ending in "\n" or "\r\n", the blank line
+// that ends it included or not. It returns nil when the event has no data
+// field (a comment, an "event:" or "id:" line alone). The result is
+// appended to buf[:0].
+func EventData(buf, event []byte) []byte {
+	var data []byte
+	has := false
+	for len(event) > 0 {
+		line := event
+		if i := bytes.IndexByte(event, '\n'); i >= 0 {
+			line, event = event[:i], event[i+1:]
+		} else {
+			event = nil
+		}
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		name, value, colon := bytes.Cut(line, []byte(":"))
+		if string(name) != "data" {
+			continue
+		}
+		if colon {
+			value = bytes.TrimPrefix(value, []byte(" "))
+		}
+		if !has {
+			data, has = buf[:0], true
+		} else {
+			data = append(data, '\n')
+		}
+		data = append(data, value...)
 	}
+	return data
+}
+
+// Event reads the data of one SSE event (EventData). It reports whether
+// the event is a usage-only chunk (usage set, no choices), which a relay
+// drops when its client did not ask for usage. "[DONE]" and data that is
+// not a JSON object are ignored.
+func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || data[0] != '{' {
 		return false
 	}
 	var c struct {
 		Choices []struct {
-			Delta struct {
-				Content string `json:"content"`
-			} `json:"delta"`
+			Delta delta `json:"delta"`
 		} `json:"choices"`
 		Usage *Usage `json:"usage"`
 	}
@@ -76,7 +103,7 @@ func (m *StreamMeter) Line(line []byte) (usageOnly bool) {
 		return false
 	}
 	for _, ch := range c.Choices {
-		if ch.Delta.Content != "" {
+		if ch.Delta.generated() {
 			m.chunks++
 			break
 		}
@@ -88,8 +115,33 @@ func (m *StreamMeter) Line(line []byte) (usageOnly bool) {
 	return false
 }
 
-// Chunks is the number of chunks that carried content: about one per
-// completion token for most servers.
+// delta is what Event reads of a stream chunk's choice: the fields a
+// model generates tokens into, raw, so that one of an unexpected type
+// costs the chunk's count, never the event's usage.
+type delta struct {
+	Content          json.RawMessage `json:"content"`
+	Refusal          json.RawMessage `json:"refusal"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"` // vLLM, DeepSeek
+	Reasoning        json.RawMessage `json:"reasoning"`         // vLLM ≥ 0.10, OpenRouter, llama.cpp
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+}
+
+// generated reports whether the delta carries generated tokens: text,
+// a refusal, reasoning or a piece of a tool call.
+func (d delta) generated() bool {
+	for _, v := range []json.RawMessage{d.Content, d.Refusal, d.ReasoningContent, d.Reasoning, d.ToolCalls} {
+		switch string(v) {
+		case "", "null", `""`, "[]", "{}":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// Chunks is the number of chunks that carried generated tokens (content,
+// a refusal, reasoning or a tool call's pieces): about one per completion
+// token for most servers.
 func (m *StreamMeter) Chunks() int { return m.chunks }
 
 // Usage returns the stream's usage chunk, and false when it had none.

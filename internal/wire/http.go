@@ -49,6 +49,7 @@ const (
 	PathAgent    = "/v1/agent"            // G: POST {"prompt":…,"max_tokens":N}
 	PathExport   = "/v1/export"           // G: GET ?rows=N, NDJSON
 	PathStandard = "/v1/standard/"        // G: GET /v1/standard/…, served locally
+	PathModels   = "/v1/models"           // G: GET, a node's list relayed (route "other"); F: GET, OpenAI model list
 	PathV1       = "/v1/"                 // G: any other /v1/ path (route "other")
 	PathMetrics  = "/metrics"             // G, F: Prometheus text format
 	PathHealthz  = "/healthz"             // G, F: 200 while the process lives

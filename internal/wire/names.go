@@ -64,7 +64,7 @@ const (
 	RouteAgent    = "agent"    // PathAgent
 	RouteExport   = "export"   // PathExport
 	RouteStandard = "standard" // PathStandard
-	RouteOther    = "other"    // any other /v1/ path: counted, never limited
+	RouteOther    = "other"    // PathModels and any other /v1/ path: counted, never limited
 
 	NumRoutes = 6
 )

@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+
+	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// serveModels is GET /v1/models: the model list of a node in rotation,
+// relayed as it came (status, Content-Type, body of at most
+// maxUpstreamBody bytes). OpenAI clients list the models before anything
+// else (Open WebUI when a connection is added). It is route "other":
+// counted, neither rate-limited nor admitted, since it costs a model no
+// work; a node's failure is an error (502), a passed deadline a timeout
+// (504), never a fallback.
+func (g *Gateway) serveModels(x *exchange) {
+	resp, err := g.pool.Send(x.ctx, upstream.Call{Method: http.MethodGet, Path: wire.PathModels,
+		Priority: int(x.id.Priority), Class: wire.CallDefault})
+	if err != nil {
+		if x.timedOut() {
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed listing the models: "+err.Error())
+			return
+		}
+		x.fail(http.StatusBadGateway, wire.OutcomeError, "", "upstream failed listing the models: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+	if err != nil {
+		x.fail(http.StatusBadGateway, wire.OutcomeError, "", "upstream model list: "+err.Error())
+		return
+	}
+	o := wire.OutcomeOK
+	if resp.StatusCode != http.StatusOK {
+		o = wire.OutcomeError
+	}
+	ctype := resp.Header.Get("Content-Type")
+	if ctype == "" {
+		ctype = "application/json"
+	}
+	x.started = true
+	h := x.w.Header()
+	h.Set("Content-Type", ctype)
+	h.Set(wire.HeaderOutcome, o.String())
+	x.w.WriteHeader(resp.StatusCode)
+	_, _ = x.w.Write(b)
+	x.finish(o)
+}

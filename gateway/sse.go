@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/levee-lab/levee/internal/openai"
+)
+
+// sseRelay passes a model's SSE stream to a client event by event: an
+// event is held until its blank line (at most cap(event) bytes, which is
+// stream.buffer_bytes), then metered and written whole, in one write, or
+// dropped whole when it is a usage chunk the client did not ask for — its
+// "event:", "id:" and comment lines and its blank line with it, so the
+// client sees no empty event and no field of the dropped event on the
+// next one. Everything else reaches the client byte for byte, line
+// endings ("\n" or "\r\n") included. An event larger than the buffer is
+// passed through as it comes, unmetered and never dropped.
+type sseRelay struct {
+	w       io.Writer // the client
+	m       *streamMeter
+	event   []byte // the current event's bytes so far
+	spilled bool   // the current event outgrew event: its bytes so far are written
+	partial bool   // the last bytes added were a line's beginning, not its end
+	data    []byte // scratch for the event's data
+}
+
+// add takes what the reader returned: a whole line (complete), or the
+// beginning of one longer than the reader's buffer. It writes an event
+// that a blank line ends, and the bytes of an event that outgrew the
+// buffer. Errors are the client's write errors.
+func (r *sseRelay) add(line []byte, complete bool) error {
+	blank := complete && !r.partial && (string(line) == "\n" || string(line) == "\r\n")
+	r.partial = !complete
+	if !r.spilled && len(r.event)+len(line) <= cap(r.event) {
+		r.event = append(r.event, line...)
+	} else {
+		if !r.spilled {
+			r.spilled = true
+			if err := r.write(r.event); err != nil {
+				return err
+			}
+			r.event = r.event[:0]
+		}
+		if err := r.write(line); err != nil {
+			return err
+		}
+	}
+	if blank {
+		return r.end()
+	}
+	return nil
+}
+
+// end ends the current event, at its blank line or at the stream's end:
+// it is metered and written, or dropped (see sseRelay).
+func (r *sseRelay) end() error {
+	ev := r.event
+	r.event = r.event[:0]
+	if r.spilled {
+		r.spilled = false
+		return nil
+	}
+	r.data = openai.EventData(r.data, ev)
+	if r.m.Event(r.data) && r.m.strip {
+		return nil
+	}
+	return r.write(ev)
+}
+
+func (r *sseRelay) write(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := r.w.Write(b)
+	return err
+}
+
+// streamMeter measures a relayed stream for the token budget.
+type streamMeter struct {
+	openai.StreamMeter
+	strip bool // drop the usage chunk: the gateway asked for it, not the client
+}
+
+// meterStream prepares the metering of a stream: with stream.request_usage
+// and a client that named no stream_options, *body asks the model for a
+// final usage chunk, which the relay then keeps from the client — unless
+// that would take the body past body_limit_bytes: the gateway sends no
+// model a body larger than it takes itself (a model with the same limit
+// would answer a client that kept within it 413).
+func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
+	m := &streamMeter{}
+	fits := int64(len(*body)+len(usageOption)) <= g.cfg.BodyLimitBytes
+	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions && fits {
+		if i := bytes.IndexByte(*body, '{'); i >= 0 {
+			b := make([]byte, 0, len(*body)+len(usageOption))
+			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
+			*body, m.strip = b, true
+		}
+	}
+	return m
+}
+
+// usageOption is spliced into a stream request's object by meterStream.
+const usageOption = `"stream_options":{"include_usage":true},`
+
+// used is the stream's tokens: its usage chunk, or the prompt's estimate
+// plus the chunks that carried content.
+func (m *streamMeter) used(cr ChatRequest) int64 {
+	if u, ok := m.Usage(); ok {
+		return u.Total()
+	}
+	return estimateTokens(cr.PromptChars, 0) + int64(m.Chunks())
+}
