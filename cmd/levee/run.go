@@ -116,6 +116,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 // the run did not play the experiment as written — and returns the exit
 // code: 1 when either, else 0.
 func runVerdict(stderr io.Writer, sum *runfiles.Summary) int {
+	if sum.Ended == "stopped" {
+		// Ctrl-C or SIGTERM: the thresholds were judged on the part that
+		// ran, which a start-up ramp often fails; say so before the verdict.
+		fmt.Fprintf(stderr, "levee run: stopped early, after %.1f s: the thresholds are judged on that part of the run\n", sum.DurationS)
+	}
 	fails := sum.FailedThresholds()
 	for _, f := range fails {
 		fmt.Fprintf(stderr, "levee run: threshold failed: %s\n", f)

@@ -27,6 +27,10 @@ func TestRunVerdict(t *testing.T) {
 			[]string{"levee run: fault step failed: faults.0 (redis_outage): apply at 5s: "}},
 		{"both", runfiles.Summary{Thresholds: fail, FaultStepErrors: stepErr}, 1,
 			[]string{"threshold failed: unaccounted", "fault step failed: faults.0 (redis_outage)"}},
+		{"stopped by a signal", runfiles.Summary{Thresholds: fail, Ended: "stopped", DurationS: 3.891}, 1,
+			[]string{"levee run: stopped early, after 3.9 s: the thresholds are judged on that part of the run", "threshold failed: unaccounted"}},
+		{"stopped, thresholds met", runfiles.Summary{Thresholds: pass, Ended: "stopped", DurationS: 12}, 0,
+			[]string{"stopped early, after 12.0 s"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
