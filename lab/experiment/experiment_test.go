@@ -191,14 +191,15 @@ func TestQuickScalesEverything(t *testing.T) {
 	if kill.At.D() != time.Duration(20*float64(time.Second)*f) || kill.For.D() != 5*time.Second {
 		t.Errorf("fault scaled to at %v for %v", kill.At, kill.For)
 	}
-	if p := q.Faults[1].Params["for"]; p != "4s" {
-		t.Errorf("fault param for scaled to %v, want 4s", p)
+	// The spike's own for became the step's (foldOwnFor) and scales with it.
+	if spike := q.Faults[1]; spike.For.D() != 4*time.Second || spike.Params["for"] != "0s" {
+		t.Errorf("fault for scaled to %v (params.for %v), want 4s (0s)", spike.For, spike.Params["for"])
 	}
 	if q.Narration[1].At.D() != 10*time.Second {
 		t.Errorf("narration at %v", q.Narration[1].At)
 	}
 	// The original is untouched.
-	if e.Duration.D() != 40*time.Second || e.Faults[1].Params["for"] != "8s" {
+	if e.Duration.D() != 40*time.Second || e.Faults[1].For.D() != 8*time.Second {
 		t.Errorf("Quick modified the original")
 	}
 	// Short and endless experiments are not stretched.

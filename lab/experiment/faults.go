@@ -3,6 +3,7 @@ package experiment
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/levee-lab/levee/chaos"
 )
@@ -83,4 +84,56 @@ func scaleFaults(fs []FaultStep, factor float64) []FaultStep {
 		out[i] = f
 	}
 	return out
+}
+
+// ownFor is the `for` parameter of step f's fault as its parameters make
+// it (the fault's default where they do not set it), and whether the fault
+// has one (node_kill, traffic_spike, redis_outage, redis_master_kill).
+func ownFor(f FaultStep) (time.Duration, bool) {
+	raw, err := faultParams(f.Params)
+	if err != nil {
+		return 0, false
+	}
+	fault, err := chaos.Default.New(f.Fault, raw)
+	if err != nil {
+		return 0, false
+	}
+	b, err := json.Marshal(fault)
+	if err != nil {
+		return 0, false
+	}
+	var p struct {
+		For *chaos.Duration `json:"for"`
+	}
+	if json.Unmarshal(b, &p) != nil || p.For == nil {
+		return 0, false
+	}
+	return p.For.D(), true
+}
+
+// foldOwnFor makes the step's `for` the only timer that ends fault step i.
+// A fault's own `for` (node_kill's restart after 10 s by default) ends it
+// without the lab's revert, so no revert event closes its window in the
+// run's summary, and it cut short a step's longer `for`: `{fault:
+// node_kill, for: 30s}` brought the node back after 10 s. So: a step with
+// a `for` turns the default off (params.for: 0s); a step without one takes
+// the fault's own as its `for`; a step that sets both is an error.
+func (e *Experiment) foldOwnFor(p *problems, i int) {
+	f := &e.Faults[i]
+	own, has := ownFor(*f)
+	if !has || own == 0 {
+		return
+	}
+	_, explicit := f.Params["for"]
+	switch {
+	case f.For > 0 && explicit:
+		p.add(fmt.Sprintf("faults.%d.params.for", i), "%s beside the step's for (%s): the fault's own timer ends it without the lab's revert; give one, the step's for (with params.for: 0s)", Duration(own), f.For)
+		return
+	case f.For == 0:
+		f.For = Duration(own)
+	}
+	if f.Params == nil {
+		f.Params = map[string]any{}
+	}
+	f.Params["for"] = "0s"
 }

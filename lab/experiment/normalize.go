@@ -179,6 +179,8 @@ func (e *Experiment) validateFaults(p *problems) {
 			p.add(path+".params."+pe.Field, "%s", pe.Msg)
 		} else if err != nil {
 			p.add(path+".params", "%v", err)
+		} else if f.At != Forever && f.For != Forever {
+			e.foldOwnFor(p, i)
 		}
 		// An unknown redis kind is reported at redis already.
 		if need := chaos.Default.LabRedis(f.Fault); need != chaos.RedisNeedNone && contains(RedisKinds, e.Redis.Kind) {
