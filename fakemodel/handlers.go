@@ -198,12 +198,18 @@ func (n *Node) work(ctx context.Context, due time.Time, abort bool) bool {
 }
 
 // hang holds the slot and never answers until the client gives up; on
-// shutdown it answers 503.
+// shutdown it answers 503. The time it held the slot is service time like
+// any other (levee_fakemodel_service_seconds): a node whose slots hang
+// turns them over no faster than its clients give up, and the lab's
+// capacity line, slots / observed service time, has to see that.
 func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
+	start := time.Now()
 	select {
 	case <-ctx.Done():
+		n.metrics.service.Observe(time.Since(start).Seconds())
 		n.count(OutcomeHang)
 	case <-n.stopHangs:
+		n.metrics.service.Observe(time.Since(start).Seconds())
 		n.count(OutcomeHang)
 		writeError(w, http.StatusServiceUnavailable, "node shutting down", "")
 	}
