@@ -153,7 +153,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	}
 	d := k.ServiceTime(k.Latency.Sample(nil), j.promptTokens+j.complTokens, busy)
 	if j.stream { // an injected stream error comes when the first token would
-		d = k.TTFT(busy)
+		d = k.TTFT(busy, j.promptTokens)
 	}
 	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
 		return // hard close
@@ -215,12 +215,12 @@ func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
 	}
 }
 
-// stream sends an SSE completion: the first token after TTFT, then one token
-// per TokenInterval, flushing each. With abort it stops when the client
+// stream sends an SSE completion: the first token after TTFT (the prompt's
+// token cost included), then one token per TokenInterval, flushing each. With abort it stops when the client
 // leaves; without, it plays the stream to its end anyway (wasted work).
 func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job, busy int, start time.Time) {
 	flusher, _ := w.(http.Flusher)
-	ttft, every := k.TTFT(busy), k.TokenInterval(busy)
+	ttft, every := k.TTFT(busy, j.promptTokens), k.TokenInterval(busy)
 	id, created := n.newID(), time.Now().Unix()
 	gone := false
 	var buf []byte
