@@ -153,7 +153,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	}
 	d := k.ServiceTime(k.Latency.Sample(nil), j.promptTokens+j.complTokens, busy)
 	if j.stream { // an injected stream error comes when the first token would
-		d = k.TTFT(busy)
+		d = k.TTFT(busy, j.promptTokens)
 	}
 	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
 		return // hard close
@@ -198,23 +198,29 @@ func (n *Node) work(ctx context.Context, due time.Time, abort bool) bool {
 }
 
 // hang holds the slot and never answers until the client gives up; on
-// shutdown it answers 503.
+// shutdown it answers 503. The time it held the slot is service time like
+// any other (levee_fakemodel_service_seconds): a node whose slots hang
+// turns them over no faster than its clients give up, and the lab's
+// capacity line, slots / observed service time, has to see that.
 func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
+	start := time.Now()
 	select {
 	case <-ctx.Done():
+		n.metrics.service.Observe(time.Since(start).Seconds())
 		n.count(OutcomeHang)
 	case <-n.stopHangs:
+		n.metrics.service.Observe(time.Since(start).Seconds())
 		n.count(OutcomeHang)
 		writeError(w, http.StatusServiceUnavailable, "node shutting down", "")
 	}
 }
 
-// stream sends an SSE completion: the first token after TTFT, then one token
-// per TokenInterval, flushing each. With abort it stops when the client
+// stream sends an SSE completion: the first token after TTFT (the prompt's
+// token cost included), then one token per TokenInterval, flushing each. With abort it stops when the client
 // leaves; without, it plays the stream to its end anyway (wasted work).
 func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job, busy int, start time.Time) {
 	flusher, _ := w.(http.Flusher)
-	ttft, every := k.TTFT(busy), k.TokenInterval(busy)
+	ttft, every := k.TTFT(busy, j.promptTokens), k.TokenInterval(busy)
 	id, created := n.newID(), time.Now().Unix()
 	gone := false
 	var buf []byte

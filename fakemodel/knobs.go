@@ -68,8 +68,10 @@ type Knobs struct {
 	// TokensPerS is a stream's token rate after the first token. (0, 100000].
 	// A tiny rate stalls the stream: the schedule saturates, never wraps.
 	TokensPerS float64
-	// MsPer1kTokens adds service time per 1000 prompt+completion tokens.
-	// 0..600000.
+	// MsPer1kTokens adds service time per 1000 prompt+completion tokens,
+	// to streams too: a stream's prompt tokens delay its first token
+	// (prefill) and each streamed token takes MsPer1kTokens/1000 ms more
+	// (decode). 0..600000.
 	MsPer1kTokens float64
 	// Slots is the number of requests served at once (C_max). 1..100000.
 	Slots int
@@ -286,18 +288,23 @@ func (k Knobs) fate(r *rand.Rand) (hang, fail bool) {
 	return false, uniform(r) < k.ErrorRate
 }
 
-// TTFT is a stream's time to first token under load busy:
-// (TTFTMs × LatencyMultiplier + LatencyAddMs) × (1 + Slowdown × busy/Slots).
-func (k Knobs) TTFT(busy int) time.Duration {
-	return msDuration((k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs) * k.loadFactor(busy))
+// TTFT is the time to first token of a stream with promptTokens under load
+// busy: (TTFTMs × LatencyMultiplier + LatencyAddMs + promptTokens ×
+// MsPer1kTokens/1000) × (1 + Slowdown × busy/Slots).
+func (k Knobs) TTFT(busy, promptTokens int) time.Duration {
+	ms := k.TTFTMs*k.LatencyMultiplier + k.LatencyAddMs + float64(promptTokens)*k.MsPer1kTokens/1000
+	return msDuration(ms * k.loadFactor(busy))
 }
 
 // TokenInterval is the time between two streamed tokens under load busy:
-// 1 s / TokensPerS × (1 + Slowdown × busy/Slots). A rate so low that the
-// interval passes the largest Duration (about 292 years) saturates there:
-// the stream stalls after its first token, it never speeds up.
+// (1 s / TokensPerS + MsPer1kTokens/1000 ms) × (1 + Slowdown × busy/Slots),
+// so a stream's prompt and completion tokens cost what they cost a plain
+// answer (ServiceTime). A rate so low that the interval passes the largest
+// Duration (about 292 years) saturates there: the stream stalls after its
+// first token, it never speeds up.
 func (k Knobs) TokenInterval(busy int) time.Duration {
-	return nsDuration(float64(time.Second) / k.TokensPerS * k.loadFactor(busy))
+	ns := float64(time.Second)/k.TokensPerS + k.MsPer1kTokens*float64(time.Millisecond)/1000
+	return nsDuration(ns * k.loadFactor(busy))
 }
 
 // tokenDue is when a stream's token i is due after its start: ttft + i ×
