@@ -42,9 +42,9 @@ const (
 type ControllerOption func(*Controller)
 
 // WithObserver makes the controller call fn after every Apply and Revert it
-// performs (including failed ones). Faults that end on their own (a duration
-// ran out) are not reported: compare Active between ticks for those. fn is
-// called on the caller's goroutine and must be quick.
+// performs (including failed ones), and when a fault ends on its own (its
+// own duration, such as node_kill's for, ran out: a revert, on the timer's
+// goroutine). fn is called on the caller's goroutine and must be quick.
 func WithObserver(fn func(Event)) ControllerOption { return func(c *Controller) { c.observe = fn } }
 
 // Controller holds one instance of every fault in a registry, applies and
@@ -171,7 +171,7 @@ func (c *Controller) Apply(ctx context.Context, name string, params json.RawMess
 	} else if cur.Active() {
 		return nil
 	}
-	err = cur.Apply(ctx, c.env)
+	err = cur.Apply(ctx, c.expiryEnv(s, cur))
 	c.emit(cur, ActionApply, err)
 	return err
 }
@@ -211,7 +211,7 @@ func (c *Controller) Toggle(ctx context.Context, name string) (active bool, err 
 		err = f.Revert(ctx, c.env)
 		c.emit(f, ActionRevert, err)
 	} else {
-		err = f.Apply(ctx, c.env)
+		err = f.Apply(ctx, c.expiryEnv(s, f))
 		c.emit(f, ActionApply, err)
 	}
 	return f.Active(), err
@@ -261,4 +261,32 @@ func (c *Controller) Catalogue() []Entry {
 		out = append(out, Entry{Name: name, Description: f.Description(), Active: f.Active(), Detail: f.Detail()})
 	}
 	return out
+}
+
+// expiryEnv is the env a fault of slot s is applied on: the timers it sets
+// (its own duration) run under the slot's lock, and one that ends the
+// fault is reported as a revert, so a recording closes the fault's window
+// when the fault really ended (a dashboard's node_kill comes back after
+// its own 10 s).
+func (c *Controller) expiryEnv(s *slot, f Fault) Env {
+	return expiryEnv{Env: c.env, c: c, s: s, f: f}
+}
+
+type expiryEnv struct {
+	Env
+	c *Controller
+	s *slot
+	f Fault
+}
+
+func (e expiryEnv) After(d time.Duration, fn func()) {
+	e.Env.After(d, func() {
+		e.s.op.Lock()
+		defer e.s.op.Unlock()
+		was := e.f.Active()
+		fn()
+		if was && !e.f.Active() {
+			e.c.emit(e.f, ActionRevert, nil)
+		}
+	})
 }

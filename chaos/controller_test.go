@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -440,5 +441,50 @@ func TestTimelineScaled(t *testing.T) {
 	}
 	if _, err := (Timeline{{Fault: "node_kill", Params: json.RawMessage(`{"for":5}`)}}).Scaled(0.5); err == nil {
 		t.Error("numeric for accepted")
+	}
+}
+
+// TestControllerReportsExpiry: a fault that ends on its own duration
+// (node_kill's for, as the dashboard's key applies it) is reported as a
+// revert, so a recording closes the fault's window when the node came
+// back; a timer that finds the fault already reverted reports nothing.
+func TestControllerReportsExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		revertFirst bool
+		wantActions []string
+	}{
+		{"expires", false, []string{"apply", "revert"}},
+		{"reverted before", true, []string{"apply", "revert"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := newFakeEnv(2)
+			env.manualAfter = true
+			var mu sync.Mutex
+			var actions []string
+			ctl := NewController(Default, env, WithObserver(func(e Event) {
+				mu.Lock()
+				actions = append(actions, e.Action)
+				mu.Unlock()
+			}))
+			ctx := context.Background()
+			if err := ctl.Apply(ctx, "node_kill", []byte(`{"node":1,"for":"10s"}`)); err != nil {
+				t.Fatal(err)
+			}
+			if tc.revertFirst {
+				if err := ctl.Revert(ctx, "node_kill"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env.fire() // the fault's own 10 s run out
+			if len(ctl.Active()) != 0 || !env.up[1] {
+				t.Fatalf("after the fault's time: active %v, node up %v", ctl.Active(), env.up[1])
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(actions, tc.wantActions) {
+				t.Errorf("observed %v, want %v", actions, tc.wantActions)
+			}
+		})
 	}
 }
