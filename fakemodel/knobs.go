@@ -57,8 +57,9 @@ type Latency struct {
 // set (see AsPatch and Apply); the knob names are wire's.
 type Knobs struct {
 	Latency Latency
-	// LatencyMultiplier scales the sampled latency and TTFT (a "slow model"
-	// fault sets it to 3). 0..100.
+	// LatencyMultiplier scales the sampled latency, the TTFT and the time
+	// between streamed tokens (a "slow model" fault sets it to 3: plain
+	// answers and streams alike take three times as long). 0..100.
 	LatencyMultiplier float64
 	// LatencyAddMs is added to every sampled latency and TTFT. 0..600000.
 	LatencyAddMs float64
@@ -297,13 +298,14 @@ func (k Knobs) TTFT(busy, promptTokens int) time.Duration {
 }
 
 // TokenInterval is the time between two streamed tokens under load busy:
-// (1 s / TokensPerS + MsPer1kTokens/1000 ms) × (1 + Slowdown × busy/Slots),
+// (1 s / TokensPerS × LatencyMultiplier + MsPer1kTokens/1000 ms) ×
+// (1 + Slowdown × busy/Slots),
 // so a stream's prompt and completion tokens cost what they cost a plain
 // answer (ServiceTime). A rate so low that the interval passes the largest
 // Duration (about 292 years) saturates there: the stream stalls after its
 // first token, it never speeds up.
 func (k Knobs) TokenInterval(busy int) time.Duration {
-	ns := float64(time.Second)/k.TokensPerS + k.MsPer1kTokens*float64(time.Millisecond)/1000
+	ns := float64(time.Second)/k.TokensPerS*k.LatencyMultiplier + k.MsPer1kTokens*float64(time.Millisecond)/1000
 	return nsDuration(ns * k.loadFactor(busy))
 }
 

@@ -201,15 +201,16 @@ func TestServiceTimeAndMean(t *testing.T) {
 		t.Fatalf("ServiceTime = %v, want 390ms", got)
 	}
 	// TTFT: (200×2 + 10) × (1 + 10/10) = 820 ms; a 500-token prompt adds
-	// 500 × 0.1 ms × 2 = 100 ms; interval (20 ms + 0.1 ms) × 2.
+	// 500 × 0.1 ms × 2 = 100 ms; interval (20 ms × 2 + 0.1 ms) × 2: a
+	// model ×2 slower streams its tokens twice as slowly too.
 	if got := k.TTFT(10, 0); got != 820*time.Millisecond {
 		t.Fatalf("TTFT = %v, want 820ms", got)
 	}
 	if got := k.TTFT(10, 500); got != 920*time.Millisecond {
 		t.Fatalf("TTFT of a 500-token prompt = %v, want 920ms", got)
 	}
-	if got := k.TokenInterval(10); got != 40200*time.Microsecond {
-		t.Fatalf("TokenInterval = %v, want 40.2ms", got)
+	if got := k.TokenInterval(10); got != 80200*time.Microsecond {
+		t.Fatalf("TokenInterval = %v, want 80.2ms", got)
 	}
 }
 

@@ -44,7 +44,7 @@ var fakemodelKnobFlags = []struct {
 	{"fixed-ms", lat(wire.KnobFixedMs), "fixed service time, in `ms`", 'f'},
 	{"min-ms", lat(wire.KnobMinMs), "uniform lower bound, in `ms`", 'f'},
 	{"max-ms", lat(wire.KnobMaxMs), "uniform upper bound, in `ms`", 'f'},
-	{"latency-multiplier", wire.KnobLatencyMultiplier, "`factor` multiplying sampled latency and TTFT", 'f'},
+	{"latency-multiplier", wire.KnobLatencyMultiplier, "`factor` multiplying sampled latency, TTFT and the time between streamed tokens", 'f'},
 	{"latency-add-ms", wire.KnobLatencyAddMs, "`ms` added to sampled latency and TTFT", 'f'},
 	{"ttft-ms", wire.KnobTTFTMs, "stream time to first token, in `ms`", 'f'},
 	{"tokens-per-s", wire.KnobTokensPerS, "stream token `rate`, in tokens/s", 'f'},
