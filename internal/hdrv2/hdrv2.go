@@ -63,6 +63,23 @@ func (g geometry) index(v int64) int64 {
 	return (bucket+1)<<uint(g.halfMagnitude) + sub - int64(g.halfCount)
 }
 
+// countsLen is the length of the counts array of a histogram of this
+// geometry whose highest trackable value is highest, computed as
+// hdrhistogram.New computes it: an index at or beyond it is out of range.
+func (g geometry) countsLen(highest int64) int64 {
+	smallestUntrackable := int64(g.halfCount) << uint(g.unitMagnitude+1)
+	buckets := int64(1)
+	for smallestUntrackable <= highest {
+		if smallestUntrackable > math.MaxInt64/2 {
+			buckets++
+			break
+		}
+		smallestUntrackable <<= 1
+		buckets++
+	}
+	return (buckets + 1) * int64(g.halfCount)
+}
+
 // value is the lowest value of the bucket at a flat counts index.
 func (g geometry) value(idx int64) int64 {
 	bucket := idx>>uint(g.halfMagnitude) - 1
@@ -181,7 +198,9 @@ type Decoder struct {
 
 // MergeInto adds the counts of enc (V2 compressed, base64) to dst, each at
 // its bucket's lowest value. A histogram of another geometry merges value
-// by value. A malformed enc is an error and leaves dst as it was.
+// by value. A malformed enc (a count past the counts array its header
+// defines included, as the library's decoder refuses it), or one holding a
+// value dst cannot hold, is an error and leaves dst as it was.
 func (d *Decoder) MergeInto(dst *hdrhistogram.Histogram, enc string) error {
 	var err error
 	d.raw, err = base64.StdEncoding.AppendDecode(d.raw[:0], []byte(enc))
@@ -228,32 +247,21 @@ func (d *Decoder) MergeInto(dst *hdrhistogram.Histogram, enc string) error {
 	if err != nil {
 		return err
 	}
-	// Check the whole payload before touching dst.
-	type bucket struct{ v, n int64 }
+	// Check the whole payload, and that dst can hold every value, before
+	// touching dst.
 	var found [64]bucket
-	list := found[:0]
-	var idx int64
-	const maxIndex = 1 << 40 // far beyond any geometry's counts
-	for pos := 0; pos < len(payload); {
-		c, k, err := readZigZag(payload[pos:])
-		if err != nil {
-			return err
-		}
-		pos += k
-		switch {
-		case c < 0:
-			if c == math.MinInt64 || idx-c > maxIndex {
-				return errors.New("hdrv2: corrupt zero run")
-			}
-			idx -= c
-		case c > 0:
-			if idx > maxIndex {
-				return errors.New("hdrv2: corrupt index")
-			}
-			list = append(list, bucket{g.value(idx), c})
-			idx++
-		default:
-			idx++
+	list, err := g.buckets(found[:0], payload, int64(binary.BigEndian.Uint64(b[24:])))
+	if err != nil {
+		return err
+	}
+	dg, err := newGeometry(dst.LowestTrackableValue(), int(dst.SignificantFigures()))
+	if err != nil {
+		return err
+	}
+	dstLen := dg.countsLen(dst.HighestTrackableValue())
+	for _, bk := range list {
+		if dg.index(bk.v) >= dstLen {
+			return fmt.Errorf("hdrv2: value %d beyond the destination's highest trackable value %d", bk.v, dst.HighestTrackableValue())
 		}
 	}
 	for _, bk := range list {
@@ -262,4 +270,39 @@ func (d *Decoder) MergeInto(dst *hdrhistogram.Histogram, enc string) error {
 		}
 	}
 	return nil
+}
+
+// bucket is one decoded count: the lowest value of its bucket and how many.
+type bucket struct{ v, n int64 }
+
+// buckets appends the non-zero counts of a V2 payload of geometry g and
+// highest trackable value highest to list. Like the library's decoder, it
+// refuses a zero run or a count past the end of the counts array those
+// define (a corrupt payload, whose values would otherwise overflow).
+func (g geometry) buckets(list []bucket, payload []byte, highest int64) ([]bucket, error) {
+	n := g.countsLen(highest)
+	var idx int64
+	for pos := 0; pos < len(payload); {
+		c, k, err := readZigZag(payload[pos:])
+		if err != nil {
+			return nil, err
+		}
+		pos += k
+		switch {
+		case c < 0:
+			if c == math.MinInt64 || -c > n-idx {
+				return nil, fmt.Errorf("hdrv2: corrupt payload: zero run of %d at index %d beyond %d counts", -c, idx, n)
+			}
+			idx -= c
+		case c > 0:
+			if idx >= n {
+				return nil, fmt.Errorf("hdrv2: corrupt payload: count at index %d beyond %d counts", idx, n)
+			}
+			list = append(list, bucket{g.value(idx), c})
+			idx++
+		default:
+			idx++
+		}
+	}
+	return list, nil
 }

@@ -1,6 +1,10 @@
 package hdrv2
 
 import (
+	"bytes"
+	"compress/zlib"
+	"encoding/base64"
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -167,5 +171,82 @@ func BenchmarkLibraryDecode(b *testing.B) {
 		dst.Reset()
 		p, _ := hdrhistogram.DecodePacked(enc)
 		p.MergeInto(dst)
+	}
+}
+
+// crafted is a V2 compressed histogram (1..600e6, 3 digits: 21504 counts)
+// with a hand-written payload.
+func crafted(payload []byte) string {
+	b := make([]byte, headerSize)
+	binary.BigEndian.PutUint32(b[0:], uint32(encodingCookie))
+	binary.BigEndian.PutUint32(b[4:], uint32(len(payload)))
+	binary.BigEndian.PutUint32(b[12:], 3)
+	binary.BigEndian.PutUint64(b[16:], 1)
+	binary.BigEndian.PutUint64(b[24:], 600e6)
+	binary.BigEndian.PutUint64(b[32:], math.Float64bits(1))
+	b = append(b, payload...)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	raw := binary.BigEndian.AppendUint32(nil, uint32(compressedEncodingCookie))
+	raw = binary.BigEndian.AppendUint32(raw, uint32(z.Len()))
+	return base64.StdEncoding.EncodeToString(append(raw, z.Bytes()...))
+}
+
+// A zero run past the counts array the header defines is corrupt, as the
+// library's decoder says; it once wrapped the value's shift and recorded
+// the counts at 0.
+func TestDecodeRejectsIndexBeyondCounts(t *testing.T) {
+	const counts = 21504
+	var d Decoder
+	for _, tc := range []struct {
+		name string
+		skip int64
+		ok   bool
+	}{
+		{"last count", counts - 1, true},
+		{"one past", counts, false},
+		{"far past", 1 << 20, false},
+		{"huge run", 1<<40 - 10, false},
+	} {
+		enc := crafted(appendZigZag(appendZigZag(nil, -tc.skip), 5))
+		_, libErr := hdrhistogram.Decode([]byte(enc))
+		dst := hdrhistogram.New(1, 3_600_000_000, 3)
+		err := d.MergeInto(dst, enc)
+		if (err == nil) != tc.ok || (libErr == nil) != tc.ok {
+			t.Errorf("%s: error %v, the library's %v; want ok=%v", tc.name, err, libErr, tc.ok)
+		}
+		if !tc.ok && dst.TotalCount() != 0 {
+			t.Errorf("%s: a rejected histogram recorded %d values (max %d)", tc.name, dst.TotalCount(), dst.Max())
+		}
+	}
+}
+
+// A histogram holding a value dst cannot hold is refused whole: no value
+// of it is merged.
+func TestDecodeOutOfRangeLeavesDst(t *testing.T) {
+	h := hdrhistogram.New(1, 3_600_000_000, 3)
+	_ = h.RecordValue(1000)
+	_ = h.RecordValue(3_000_000_000)
+	p := hdrhistogram.NewPacked(1, 3_600_000_000, 3)
+	p.MergeFrom(h)
+	enc, _ := p.Encode()
+	dst := hdrhistogram.New(1, 600e6, 3)
+	var d Decoder
+	if err := d.MergeInto(dst, string(enc)); err == nil {
+		t.Fatal("a value beyond dst's range merged without error")
+	}
+	if dst.TotalCount() != 0 {
+		t.Errorf("the refused histogram left %d values in dst", dst.TotalCount())
+	}
+	// The highest value dst tracks still merges.
+	h.Reset()
+	_ = h.RecordValue(600e6)
+	p = hdrhistogram.NewPacked(1, 3_600_000_000, 3)
+	p.MergeFrom(h)
+	enc, _ = p.Encode()
+	if err := d.MergeInto(dst, string(enc)); err != nil || dst.TotalCount() != 1 {
+		t.Errorf("600e6 into 1..600e6: %v, %d values", err, dst.TotalCount())
 	}
 }
