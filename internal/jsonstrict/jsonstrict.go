@@ -38,15 +38,35 @@ func (e *NameError) Error() string { return e.Path + ": " + e.Msg }
 // only when case is ignored says which it would have been). Unlike the
 // decoder's "unknown field", the error has the name's whole path. It
 // returns nil for anything else, malformed JSON included: the decoder's
-// own error names that.
+// own error names that. Its work is linear in len(data), however deeply
+// the text nests: malformed JSON (nested deeper than encoding/json's limit
+// included) is not walked, and a path is spelled out only for the error.
 func Check(data []byte, v any) error {
+	if !json.Valid(data) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walk(dec, reflect.TypeOf(v), "")
+	return walk(dec, reflect.TypeOf(v), path{})
 }
 
+// path leads to a value: one element a key (".name", or "name" first) or an
+// index ("[3]"). Appending shares the backing array between siblings, so
+// a deep value costs one element, not a copy of its whole path.
+type path []string
+
+// key is p followed by the key name.
+func (p path) key(name string) path {
+	if len(p) == 0 {
+		return append(p, name)
+	}
+	return append(p, "."+name)
+}
+
+func (p path) String() string { return strings.Join(p, "") }
+
 // walk reads one value from dec, the type t describes (nil: any).
-func walk(dec *json.Decoder, t reflect.Type, path string) error {
+func walk(dec *json.Decoder, t reflect.Type, at path) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -63,14 +83,14 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 	}
 	switch tok {
 	case json.Delim('{'):
-		return walkObject(dec, t, path)
+		return walkObject(dec, t, at)
 	case json.Delim('['):
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walk(dec, elem, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := walk(dec, elem, append(at, fmt.Sprintf("[%d]", i))); err != nil {
 				return err
 			}
 		}
@@ -79,7 +99,7 @@ func walk(dec *json.Decoder, t reflect.Type, path string) error {
 	return nil
 }
 
-func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
+func walkObject(dec *json.Decoder, t reflect.Type, obj path) error {
 	var fields map[string]reflect.Type // exact name → type, t a struct
 	var elem reflect.Type              // t a map: its values' type
 	switch {
@@ -96,19 +116,16 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 			return nil
 		}
 		key, _ := tok.(string)
-		at := key
-		if path != "" {
-			at = path + "." + key
-		}
+		at := obj.key(key)
 		if seen[key] {
-			return &NameError{Path: at, Twice: true, Msg: "given twice"}
+			return &NameError{Path: at.String(), Twice: true, Msg: "given twice"}
 		}
 		seen[key] = true
 		next := elem
 		if fields != nil {
 			ft, ok := fields[key]
 			if !ok {
-				return unknownName(fields, path, key, at)
+				return unknownName(fields, obj, key)
 			}
 			next = ft
 		}
@@ -120,15 +137,13 @@ func walkObject(dec *json.Decoder, t reflect.Type, path string) error {
 	return nil
 }
 
-// unknownName is the error of key, at path at, which names none of fields
-// (the fields of the object at path).
-func unknownName(fields map[string]reflect.Type, path, key, at string) *NameError {
+// unknownName is the error of key, which names none of fields (the fields
+// of the object at obj).
+func unknownName(fields map[string]reflect.Type, obj path, key string) *NameError {
+	at := obj.key(key).String()
 	for name := range fields {
 		if strings.EqualFold(name, key) {
-			exact := name
-			if path != "" {
-				exact = path + "." + name
-			}
+			exact := obj.key(name).String()
 			return &NameError{Path: at, Exact: exact, Msg: fmt.Sprintf("unknown field (names are exact: %s)", name)}
 		}
 	}
