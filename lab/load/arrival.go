@@ -18,6 +18,10 @@ type arrivalProcess interface {
 	first(t time.Time, rate float64) time.Time
 	// next returns the arrival after the one at prev at rate.
 	next(prev time.Time, rate float64) time.Time
+	// rerate returns the next arrival when the rate changes to rate at now,
+	// no arrival having come since prev (starting: prev is when arrivals
+	// started, not an arrival). It is never before now.
+	rerate(prev, now time.Time, rate float64, starting bool) time.Time
 }
 
 // saturatedNs converts ns nanoseconds to a Duration, saturating at the
@@ -57,6 +61,19 @@ func (c *constantArrivals) next(prev time.Time, rate float64) time.Time {
 	return c.at(k + 1)
 }
 
+// rerate keeps the grid's phase: the arrival one new gap after prev, or
+// now when that has passed (the gap since prev already exceeds it).
+func (c *constantArrivals) rerate(prev, now time.Time, rate float64, starting bool) time.Time {
+	n := c.first(prev, rate)
+	if !starting {
+		n = c.next(prev, rate)
+	}
+	if n.Before(now) {
+		return now
+	}
+	return n
+}
+
 // at is the arrival k gaps after the anchor.
 func (c *constantArrivals) at(k float64) time.Time {
 	return c.anchor.Add(saturatedNs(math.Ceil(k * float64(time.Second) / c.rate)))
@@ -70,6 +87,15 @@ type poissonArrivals struct{ rng *rand.Rand }
 func (p poissonArrivals) first(t time.Time, rate float64) time.Time { return t.Add(p.gap(rate)) }
 
 func (p poissonArrivals) next(prev time.Time, rate float64) time.Time { return prev.Add(p.gap(rate)) }
+
+// rerate draws the next gap from now: the process is memoryless, so given
+// no arrival since prev the wait from now is exponential at the new rate.
+// (Redrawing from prev instead put an arrival at now whenever the new draw
+// fell before it — with the lab changing the rate every 50 ms of a ramp,
+// half the arrivals sat on those instants and the rate was off.)
+func (p poissonArrivals) rerate(_, now time.Time, rate float64, _ bool) time.Time {
+	return now.Add(p.gap(rate))
+}
 
 func (p poissonArrivals) gap(rate float64) time.Duration {
 	return saturatedNs(p.rng.ExpFloat64() / rate * float64(time.Second))

@@ -197,3 +197,63 @@ func TestMixerRoutesByPriority(t *testing.T) {
 		}
 	}
 }
+
+// arrivalsWithWakes plays the scheduler's use of a: arrivals at rate from
+// start, the rate set again (to the same value) every wake, as the lab does
+// every 50 ms of a ramp. It returns the arrival times within d and how
+// many fell on a wake instant.
+func arrivalsWithWakes(a arrivalProcess, rate float64, wake, d time.Duration) (at []time.Time, onWake int) {
+	start := time.Unix(1000, 0)
+	last, starting := start, true
+	next := a.first(start, rate)
+	end := start.Add(d)
+	for w := start.Add(wake); !w.After(end); w = w.Add(wake) {
+		for !next.After(w) && next.Before(end) {
+			at = append(at, next)
+			if next.Equal(w.Add(-wake)) && !next.Equal(start) {
+				onWake++
+			}
+			last, starting = next, false
+			next = a.next(last, rate)
+		}
+		next = a.rerate(last, w, rate, starting)
+	}
+	return at, onWake
+}
+
+// A rate set again and again leaves a Poisson process Poisson: the rate
+// stays, gaps stay exponential (CV ≈ 1) and no arrival sits on the instant
+// of a change. Redrawing the pending gap from the previous arrival put one
+// there whenever the draw fell before it: at 20/s with a change every
+// 50 ms, 29 arrivals a second, a third of them on the changes.
+func TestPoissonRerateIsMemoryless(t *testing.T) {
+	const rate = 20.0
+	at, onWake := arrivalsWithWakes(newArrivals(ArrivalPoisson, 7), rate, 50*time.Millisecond, 200*time.Second)
+	achieved := float64(len(at)) / 200
+	if math.Abs(achieved-rate)/rate > 0.06 {
+		t.Errorf("%.1f arrivals/s with the rate set every 50 ms, want %.0f", achieved, rate)
+	}
+	if onWake > 0 {
+		t.Errorf("%d of %d arrivals on the instant of a rate change", onWake, len(at))
+	}
+	var sum, sumSq float64
+	for i := 1; i < len(at); i++ {
+		s := at[i].Sub(at[i-1]).Seconds()
+		sum += s
+		sumSq += s * s
+	}
+	n := float64(len(at) - 1)
+	mean := sum / n
+	if cv := math.Sqrt(sumSq/n-mean*mean) / mean; cv < 0.9 || cv > 1.1 {
+		t.Errorf("gaps' coefficient of variation %.3f, want ≈ 1", cv)
+	}
+}
+
+// Constant arrivals keep their grid through a rate set again: exactly
+// rate×d arrivals.
+func TestConstantRerateKeepsGrid(t *testing.T) {
+	at, _ := arrivalsWithWakes(newArrivals(ArrivalConstant, 7), 30, 50*time.Millisecond, 10*time.Second)
+	if len(at) != 300 {
+		t.Errorf("%d arrivals in 10 s at 30/s with the rate set every 50 ms, want 300", len(at))
+	}
+}

@@ -337,15 +337,10 @@ func (g *Generator) schedule(ctx context.Context, start time.Time) time.Time {
 					next = time.Time{}
 					break wait
 				}
-				// The new rate takes effect now: redraw the gap from the
-				// previous arrival, but never schedule into the past.
+				// The new rate takes effect now, never in the past (see
+				// the arrival processes' rerate).
 				rate = r
-				n, now := following(r), g.clock.Now()
-				if n.After(now) {
-					next = n
-				} else {
-					next = now
-				}
+				next = arr.rerate(last, g.clock.Now(), r, starting)
 			case <-timer.Chan():
 			}
 		}
