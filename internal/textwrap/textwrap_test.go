@@ -18,6 +18,8 @@ func TestLines(t *testing.T) {
 		{"a verylongwordindeed b", 5, []string{"a", "verylongwordindeed", "b"}},
 		{"80×24 · 160×48 ok", 8, []string{"80×24 ·", "160×48", "ok"}},
 		{"  spaces   collapse  when wrapped ", 10, []string{"spaces", "collapse", "when", "wrapped"}},
+		// Never no line: levee doctor prints lines[0] after its label.
+		{"            ", 5, []string{""}},
 	}
 	for _, tt := range tests {
 		if got := Lines(tt.s, tt.width); !reflect.DeepEqual(got, tt.want) {
