@@ -263,7 +263,9 @@ type AgentConfig struct {
 type StreamConfig struct {
 	// BufferBytes bounds the buffered bytes per streaming response. ≥ 512.
 	BufferBytes int `yaml:"buffer_bytes" json:"buffer_bytes"`
-	// WriteTimeout bounds one write+flush to a client. > 0.
+	// WriteTimeout bounds one write+flush to a client: of a stream, and of
+	// a non-streamed answer relayed from a model (written in pieces of
+	// BufferBytes); a client that takes nothing for this long is cut. > 0.
 	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout"`
 	// ExportRows is the default row count of GET /v1/export (?rows= overrides
 	// up to ExportMaxRows). ≥ 1.
