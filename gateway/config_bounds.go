@@ -58,6 +58,8 @@ func (c *Config) validateServer() error {
 		return fieldErr("idle_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, c.IdleTimeout)
 	case c.DrainTimeout <= 0 || c.DrainTimeout > maxServerTimeout:
 		return fieldErr("drain_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, c.DrainTimeout)
+	case c.DrainDelay < 0 || c.DrainDelay >= c.DrainTimeout:
+		return fieldErr("drain_delay", "must be in [0, drain_timeout=%s) (got %s): the delay is part of the drain", c.DrainTimeout, c.DrainDelay)
 	case c.Upstream.MaxIdleConnsPerHost > maxIdleConns:
 		return fieldErr("upstream.max_idle_conns_per_host", "must be in [1, %d] (got %d)", maxIdleConns, c.Upstream.MaxIdleConnsPerHost)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/wire"
@@ -93,13 +94,23 @@ func (s *Server) AdminAddr() string { return s.al.Addr().String() }
 // Err delivers a listener's fatal serve error.
 func (s *Server) Err() <-chan error { return s.errc }
 
-// Shutdown drains: /readyz turns 503, the listeners stop accepting, and
+// Shutdown drains: /readyz turns 503; for drain_delay (or until ctx ends)
+// the listeners still accept and serve, so a load balancer polling /readyz
+// sees the 503 and stops sending; then the listeners stop accepting, and
 // in-flight requests finish until ctx ends; then remaining connections are
 // closed (their requests end as timeouts or errors) and the gateway stops.
 // It returns ctx's error when the drain did not finish in time.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.G.SetDraining(true)
+		if d := s.G.cfg.DrainDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
 		var wg sync.WaitGroup
 		var terr error
 		wg.Go(func() { _ = s.admin.Shutdown(ctx) })
