@@ -47,6 +47,9 @@ func (c *Config) validateServer() error {
 	if c.AdminToken != "" && len(c.AdminToken) < wire.MinAdminTokenLen {
 		return fieldErr("admin_token", "must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(c.AdminToken))
 	}
+	if msg := keyProblem(c.AdminToken); msg != "" {
+		return fieldErr("admin_token", "%s: no request could carry it", msg)
+	}
 	switch {
 	case c.BodyLimitBytes < 1 || c.BodyLimitBytes > maxBodyLimit:
 		return fieldErr("body_limit_bytes", "must be in [1, %d] (got %d)", maxBodyLimit, c.BodyLimitBytes)

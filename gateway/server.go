@@ -28,7 +28,8 @@ type Server struct {
 
 // Start builds the gateway from cfg, binds cfg.Listen and cfg.Admin, starts
 // the gateway's loops and serves both listeners. The admin API requires
-// adminToken (at least wire.MinAdminTokenLen characters). A request body
+// adminToken (at least wire.MinAdminTokenLen characters, none of them a
+// control character or whitespace at its edges, which no header carries). A request body
 // must arrive within cfg.ReadHeaderTimeout unless its handler reads it
 // (then the request's deadline bounds it), so a slow body a handler never
 // reads cannot hold a connection (internal/httpbody). Stop it with
@@ -36,6 +37,9 @@ type Server struct {
 func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (*Server, error) {
 	if len(adminToken) < wire.MinAdminTokenLen {
 		return nil, fmt.Errorf("gateway: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(adminToken))
+	}
+	if msg := keyProblem(adminToken); msg != "" {
+		return nil, fmt.Errorf("gateway: the admin token has %s: no request could carry it", msg)
 	}
 	g, err := New(cfg, opts...)
 	if err != nil {
