@@ -103,6 +103,8 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 		return strconv.Itoa(upstream.DefaultUnhealthyThreshold), true
 	case "upstream.retry_budget.ttl":
 		return upstream.DefaultRetryTTL.String(), true
+	case "drain_delay": // 0: stop accepting at once, as before
+		return "0s", true
 	}
 	// Issue 12 (seed 004) added these; what they default to keeps the old
 	// behaviour for anything the old schema could express (one agent step

@@ -48,6 +48,12 @@ type Config struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout" json:"idle_timeout"`
 	// DrainTimeout bounds graceful shutdown after SIGTERM. > 0.
 	DrainTimeout time.Duration `yaml:"drain_timeout" json:"drain_timeout"`
+	// DrainDelay is how long a drain keeps the listeners accepting and
+	// serving while /readyz answers 503, so load balancers polling it
+	// take the gateway out of rotation before it refuses connections.
+	// Part of DrainTimeout: in [0, DrainTimeout). 0: stop accepting at
+	// once (then no client sees the 503).
+	DrainDelay time.Duration `yaml:"drain_delay" json:"drain_delay"`
 
 	// Keys maps API keys (Authorization: Bearer KEY) to tenant and priority.
 	Keys []KeyConfig `yaml:"keys" json:"-"`
@@ -263,7 +269,9 @@ type AgentConfig struct {
 type StreamConfig struct {
 	// BufferBytes bounds the buffered bytes per streaming response. ≥ 512.
 	BufferBytes int `yaml:"buffer_bytes" json:"buffer_bytes"`
-	// WriteTimeout bounds one write+flush to a client. > 0.
+	// WriteTimeout bounds one write+flush to a client: of a stream, and of
+	// a non-streamed answer relayed from a model (written in pieces of
+	// BufferBytes); a client that takes nothing for this long is cut. > 0.
 	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout"`
 	// ExportRows is the default row count of GET /v1/export (?rows= overrides
 	// up to ExportMaxRows). ≥ 1.

@@ -47,6 +47,9 @@ func (c *Config) validateServer() error {
 	if c.AdminToken != "" && len(c.AdminToken) < wire.MinAdminTokenLen {
 		return fieldErr("admin_token", "must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(c.AdminToken))
 	}
+	if msg := keyProblem(c.AdminToken); msg != "" {
+		return fieldErr("admin_token", "%s: no request could carry it", msg)
+	}
 	switch {
 	case c.BodyLimitBytes < 1 || c.BodyLimitBytes > maxBodyLimit:
 		return fieldErr("body_limit_bytes", "must be in [1, %d] (got %d)", maxBodyLimit, c.BodyLimitBytes)
@@ -58,6 +61,8 @@ func (c *Config) validateServer() error {
 		return fieldErr("idle_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, c.IdleTimeout)
 	case c.DrainTimeout <= 0 || c.DrainTimeout > maxServerTimeout:
 		return fieldErr("drain_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, c.DrainTimeout)
+	case c.DrainDelay < 0 || c.DrainDelay >= c.DrainTimeout:
+		return fieldErr("drain_delay", "must be in [0, drain_timeout=%s) (got %s): the delay is part of the drain", c.DrainTimeout, c.DrainDelay)
 	case c.Upstream.MaxIdleConnsPerHost > maxIdleConns:
 		return fieldErr("upstream.max_idle_conns_per_host", "must be in [1, %d] (got %d)", maxIdleConns, c.Upstream.MaxIdleConnsPerHost)
 	}

@@ -248,3 +248,21 @@ func TestStrippedUsageLeavesNoBlankLine(t *testing.T) {
 		t.Fatalf("the client's own usage: stream %v\nwant %q", a, want)
 	}
 }
+
+// TestAdminTokenACallerCanSend: an admin token with whitespace at an edge
+// would never match (net/http trims the header value): Start and the
+// config refuse it instead of serving an admin API nobody can use.
+func TestAdminTokenACallerCanSend(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	cfg := testConfig(fm.addr())
+	if s, err := Start(t.Context(), cfg, testToken+" "); err == nil {
+		a := admin(t, s, "GET", "/admin/state", "", testToken+" ")
+		_ = s.Shutdown(t.Context())
+		t.Fatalf("Start accepted an admin token ending in a space; sending it exactly: %v", a)
+	}
+	cfg.AdminToken = " " + testToken
+	var ce *ConfigError
+	if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != "admin_token" {
+		t.Errorf("admin_token with a leading space: %v", err)
+	}
+}

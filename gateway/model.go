@@ -199,13 +199,10 @@ func (x *exchange) relayRefusal(resp *http.Response) {
 	if ctype == "" {
 		ctype = "application/json"
 	}
-	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-	x.w.WriteHeader(resp.StatusCode)
-	_, _ = x.w.Write(b)
-	x.finish(wire.OutcomeError)
+	x.writeAnswer(resp.StatusCode, b, wire.OutcomeError)
 }
 
 // maxRefusalBody bounds the body of a model's 4xx the gateway relays.
@@ -251,16 +248,13 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit
 	if u, ok := openai.AnswerUsage(b); ok {
 		res.used, res.hasUsage = u.Total(), true
 	}
-	x.started = true
 	h := x.w.Header()
 	if ctype == "" {
 		ctype = "application/json"
 	}
 	h.Set("Content-Type", ctype)
 	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
-	x.w.WriteHeader(http.StatusOK)
-	_, _ = x.w.Write(b)
-	x.finish(wire.OutcomeOK)
+	x.writeAnswer(http.StatusOK, b, wire.OutcomeOK)
 	return res
 }
 

@@ -40,11 +40,8 @@ func (g *Gateway) serveModels(x *exchange) {
 	if ctype == "" {
 		ctype = "application/json"
 	}
-	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", ctype)
 	h.Set(wire.HeaderOutcome, o.String())
-	x.w.WriteHeader(resp.StatusCode)
-	_, _ = x.w.Write(b)
-	x.finish(o)
+	x.writeAnswer(resp.StatusCode, b, o)
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/wire"
@@ -27,7 +28,8 @@ type Server struct {
 
 // Start builds the gateway from cfg, binds cfg.Listen and cfg.Admin, starts
 // the gateway's loops and serves both listeners. The admin API requires
-// adminToken (at least wire.MinAdminTokenLen characters). A request body
+// adminToken (at least wire.MinAdminTokenLen characters, none of them a
+// control character or whitespace at its edges, which no header carries). A request body
 // must arrive within cfg.ReadHeaderTimeout unless its handler reads it
 // (then the request's deadline bounds it), so a slow body a handler never
 // reads cannot hold a connection (internal/httpbody). Stop it with
@@ -35,6 +37,9 @@ type Server struct {
 func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (*Server, error) {
 	if len(adminToken) < wire.MinAdminTokenLen {
 		return nil, fmt.Errorf("gateway: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(adminToken))
+	}
+	if msg := keyProblem(adminToken); msg != "" {
+		return nil, fmt.Errorf("gateway: the admin token has %s: no request could carry it", msg)
 	}
 	g, err := New(cfg, opts...)
 	if err != nil {
@@ -93,13 +98,23 @@ func (s *Server) AdminAddr() string { return s.al.Addr().String() }
 // Err delivers a listener's fatal serve error.
 func (s *Server) Err() <-chan error { return s.errc }
 
-// Shutdown drains: /readyz turns 503, the listeners stop accepting, and
+// Shutdown drains: /readyz turns 503; for drain_delay (or until ctx ends)
+// the listeners still accept and serve, so a load balancer polling /readyz
+// sees the 503 and stops sending; then the listeners stop accepting, and
 // in-flight requests finish until ctx ends; then remaining connections are
 // closed (their requests end as timeouts or errors) and the gateway stops.
 // It returns ctx's error when the drain did not finish in time.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() {
 		s.G.SetDraining(true)
+		if d := s.G.cfg.DrainDelay; d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
 		var wg sync.WaitGroup
 		var terr error
 		wg.Go(func() { _ = s.admin.Shutdown(ctx) })

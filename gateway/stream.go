@@ -41,6 +41,36 @@ func (c *clientWriter) Write(p []byte) (int, error) {
 // done clears the write deadline so a kept-alive connection is not cut later.
 func (c *clientWriter) done() { _ = c.rc.SetWriteDeadline(time.Time{}) }
 
+// writeAnswer sends a whole answer held in memory (a model's JSON answer,
+// a relayed refusal or model list): status, Content-Length and b, written
+// in pieces of stream.buffer_bytes, each bounded by stream.write_timeout
+// like a stream's, so a client that stops reading cannot hold the
+// handler, what it holds (a bulkhead slot, b) and its count for ever.
+// The caller has set the other headers. It counts o, or, when a write
+// fails, the failure (timeout when a deadline passed, else error) with
+// the connection cut, as for a stream.
+func (x *exchange) writeAnswer(status int, b []byte, o wire.Outcome) {
+	x.started = true
+	if status == http.StatusNoContent || status == http.StatusNotModified || status < 200 {
+		b = nil // a status without a body
+	} else {
+		x.w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	}
+	x.w.WriteHeader(status)
+	cw := newClientWriter(x.w, x.g.cfg.Stream.WriteTimeout)
+	for len(b) > 0 {
+		n := min(len(b), x.g.cfg.Stream.BufferBytes)
+		if _, err := cw.Write(b[:n]); err != nil {
+			x.finish(x.streamFailure(err))
+			x.abort = true
+			return
+		}
+		b = b[n:]
+	}
+	cw.done()
+	x.finish(o)
+}
+
 // startStream sends the headers of a streamed 200 answer. The outcome
 // header promises ok; the final outcome travels as the trailer
 // X-Levee-Outcome-Final, and a stream that fails midway is cut (the

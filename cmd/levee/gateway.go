@@ -78,7 +78,10 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 	code := 0
 	select {
 	case <-ctx.Done():
-		log.Info("gateway draining", "timeout", cfg.DrainTimeout)
+		// A second signal while draining kills at once (the default
+		// action, back once the first one was taken).
+		stop()
+		log.Info("gateway draining (a second signal stops it at once)", "timeout", cfg.DrainTimeout, "delay", cfg.DrainDelay)
 	case err := <-srv.Err():
 		log.Error("gateway listener failed", "err", err)
 		code = 1

@@ -151,3 +151,47 @@ func waitInService(t *testing.T, metricsURL string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestGatewaySecondSignalStopsTheDrain: while the gateway drains (here a
+// drain_delay that would last nearly an hour, /readyz answering 503), a
+// second SIGTERM ends the process at once, as an operator expects.
+func TestGatewaySecondSignalStopsTheDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and starts a child process")
+	}
+	bin := buildLevee(t)
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	conf := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 1h\ndrain_delay: 59m\nupstream:\n  nodes: [\"http://127.0.0.1:9\"]\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gw, ready := startServer(t, bin, "gateway", "--config", cfg)
+	base := "http://" + ready["listen"].(string)
+	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second) // waiting for a state: only a failure takes this long
+	for {
+		resp, err := http.Get(base + wire.PathReadyz)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz never answered 503 after SIGTERM (last: %v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- gw.Wait() }()
+	select {
+	case <-waitErr: // killed by the signal: exit status says so
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gateway still drains 20 s after a second SIGTERM")
+	}
+}
