@@ -502,14 +502,7 @@ func TestExportSlowClientIsCut(t *testing.T) {
 	cfg.Stream.BufferBytes = 4096
 	s := startServer(t, cfg)
 	const rows = 200000 // × 200 B = 40 MB
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	conn := dialSlowReader(t, s.Addr())
 	_, _ = io.WriteString(conn, "GET /v1/export?rows="+strconv.Itoa(rows)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k2\r\n\r\n")
 	// Read nothing: the gateway's writes block, then hit the write deadline.
 	eventually(t, 5*time.Second, func() bool {

@@ -39,14 +39,7 @@ func TestUnreadAnswerIsCut(t *testing.T) {
 	cfg := testConfig(strings.TrimPrefix(up.URL, "http://"))
 	cfg.Stream.WriteTimeout = 200 * time.Millisecond
 	s := startServer(t, cfg)
-	conn, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
+	conn := dialSlowReader(t, s.Addr())
 	_, _ = io.WriteString(conn, "POST /v1/predict HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nContent-Type: application/json\r\nContent-Length: "+
 		strconv.Itoa(len(predictBody))+"\r\n\r\n"+predictBody)
 	// Read nothing: the gateway's write blocks, then hits its deadline.
@@ -66,4 +59,19 @@ func TestUnreadAnswerIsCut(t *testing.T) {
 	if n >= size {
 		t.Errorf("client received %d bytes of a %d-byte answer after the cut", n, size)
 	}
+}
+
+// dialSlowReader connects to addr with a 4 KB receive buffer, for a client
+// that reads slowly or not at all; the test closes it at its end.
+func dialSlowReader(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	return conn
 }
