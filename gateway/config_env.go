@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 )
@@ -71,6 +70,3 @@ func envName(s string) bool {
 	}
 	return s != ""
 }
-
-// lookupEnv is os.LookupEnv; tests replace it.
-var lookupEnv = os.LookupEnv

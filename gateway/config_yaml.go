@@ -68,7 +68,7 @@ func ParseConfig(data []byte) (Config, error) {
 	if _, err := yamlstrict.Decode(data, &cfg); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, yamlError(err)
 	}
-	headers, err := expandHeaderEnv(cfg.Upstream.Headers, lookupEnv)
+	headers, err := expandHeaderEnv(cfg.Upstream.Headers, os.LookupEnv)
 	if err != nil {
 		return Config{}, withLine(err, data)
 	}

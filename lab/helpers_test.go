@@ -34,11 +34,15 @@ func readRun(t *testing.T, dir string) *runfiles.Run {
 }
 
 // checkExact reports an error unless every offered request of sum ended in
-// exactly one outcome: Σ outcomes = offered > 0, and nothing unaccounted.
+// exactly one outcome: every outcome name present, Σ outcomes = offered >
+// 0, and nothing unaccounted.
 func checkExact(t *testing.T, sum *runfiles.Summary) {
 	t.Helper()
 	var outs uint64
 	for _, o := range load.Outcomes {
+		if _, ok := sum.Outcomes[o]; !ok {
+			t.Errorf("summary.outcomes lacks %s", o)
+		}
 		outs += sum.Outcomes[o]
 	}
 	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {

@@ -116,17 +116,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("ended %q", sum.Ended)
 	}
 
-	// Accounting is exact.
-	var outs uint64
-	for _, o := range load.Outcomes {
-		if _, ok := sum.Outcomes[o]; !ok {
-			t.Errorf("summary.outcomes lacks %s", o)
-		}
-		outs += sum.Outcomes[o]
-	}
-	if sum.Offered == 0 || outs != sum.Offered || sum.Unaccounted != 0 {
-		t.Errorf("offered %d, outcomes %d, unaccounted %d", sum.Offered, outs, sum.Unaccounted)
-	}
+	checkExact(t, sum)
 	var prioOff uint64
 	for _, p := range load.Priorities {
 		prioOff += sum.ByPriority[p].Offered
