@@ -173,7 +173,7 @@ func checkInts(n *yaml.Node, t reflect.Type, path []any) error {
 			}
 		}
 	case reflect.Map:
-		return checkMapping(n, path, func(string) reflect.Type { return t.Elem() }, t)
+		return checkMapping(n, path, func(string) reflect.Type { return t.Elem() })
 	case reflect.Struct:
 		fields, rest := structFields(t)
 		return checkMapping(n, path, func(k string) reflect.Type {
@@ -181,37 +181,79 @@ func checkInts(n *yaml.Node, t reflect.Type, path []any) error {
 				return ft
 			}
 			return rest // nil unless the struct inlines a map
-		}, t)
+		})
 	}
 	return nil
 }
 
-// checkMapping walks the values of mapping n; field gives the type of a
-// key's value (nil: skip it). Merge keys (<<) are walked as t itself.
-func checkMapping(n *yaml.Node, path []any, field func(string) reflect.Type, t reflect.Type) error {
+// checkMapping walks the values of mapping n that yaml.v3 keeps (see
+// keptPairs); field gives the type of a key's value (nil: skip it).
+func checkMapping(n *yaml.Node, path []any, field func(string) reflect.Type) error {
 	if n.Kind != yaml.MappingNode {
 		return nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.ShortTag() == "!!merge" {
-			if err := checkInts(v, t, path); err != nil {
-				return err
-			}
-			if v.Kind == yaml.SequenceNode {
-				for _, c := range v.Content {
-					if err := checkInts(c, t, path); err != nil {
-						return err
-					}
-				}
-			}
-			continue
-		}
+	for _, kv := range keptPairs(n) {
+		k, v := kv[0], kv[1]
 		if err := checkInts(v, field(k.Value), with(path, k.Value)); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// maxMergeDepth bounds how deep merge keys are followed (an alias cycle
+// would otherwise never end; yaml.v3 refuses such a document itself).
+const maxMergeDepth = 64
+
+// keptPairs lists the key/value pairs of mapping n whose values yaml.v3
+// (v3.0.1, decode.go: mappingStruct, mapping, merge) decodes, merge keys
+// (<<) resolved as it resolves them: n's own keys first, then those of
+// its merge value (only the last << key of a mapping counts; a sequence's
+// mappings in order; each merged mapping's own keys before its own
+// merge), each key kept only the first time it appears. So a key written
+// in n overrides the same key brought in by <<, and an earlier mapping in
+// a merge sequence overrides a later one. A value yaml.v3 drops is not
+// decoded, so it must not be checked either.
+func keptPairs(n *yaml.Node) [][2]*yaml.Node {
+	var out [][2]*yaml.Node
+	seen := map[string]bool{}
+	var walk func(m *yaml.Node, depth int)
+	walk = func(m *yaml.Node, depth int) {
+		if m != nil && m.Kind == yaml.AliasNode {
+			m = m.Alias
+		}
+		if m == nil || m.Kind != yaml.MappingNode || depth > maxMergeDepth {
+			return
+		}
+		var merge *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			k, v := m.Content[i], m.Content[i+1]
+			if k.ShortTag() == "!!merge" {
+				merge = v
+				continue
+			}
+			if seen[k.Value] {
+				continue
+			}
+			seen[k.Value] = true
+			out = append(out, [2]*yaml.Node{k, v})
+		}
+		if merge == nil {
+			return
+		}
+		if merge.Kind == yaml.AliasNode {
+			merge = merge.Alias
+		}
+		if merge != nil && merge.Kind == yaml.SequenceNode {
+			for _, c := range merge.Content {
+				walk(c, depth+1)
+			}
+			return
+		}
+		walk(merge, depth+1)
+	}
+	walk(n, 0)
+	return out
 }
 
 // checkNumber rejects a float scalar that is not a whole number in

@@ -2,6 +2,7 @@ package yamlstrict
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -151,4 +152,48 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// A fraction brought in by a merge key (<<) but overridden by a key yaml.v3
+// keeps instead is never decoded: no error. It was refused, because every
+// merged value was checked whether yaml.v3 kept it or not. The values
+// yaml.v3 does keep are still checked.
+func TestMergeOverriddenFractionIsNotChecked(t *testing.T) {
+	type doc struct {
+		Base  map[string]float64 `yaml:"base"` // holds the anchor; fractions are fine here
+		Rules []inner            `yaml:"rules"`
+	}
+	cases := []struct {
+		name, rules string
+		want        []int  // what yaml.v3 decodes, when it passes
+		err         string // else the error
+	}{
+		{"explicit after <<", "  - {<<: *b, burst: 3}\n", []int{3}, ""},
+		{"explicit before <<", "  - {burst: 4, <<: *b}\n", []int{4}, ""},
+		{"first of a merge sequence wins", "  - {<<: [{burst: 5}, *b]}\n", []int{5}, ""},
+		{"nested merge overridden", "  - {<<: {<<: *b, burst: 6}}\n", []int{6}, ""},
+		{"merged and kept", "  - {<<: *b}\n", nil, "line 1: rules.0.burst: must be an integer, got the number 2.5"},
+		{"kept from a merge sequence", "  - {<<: [*b, {burst: 5}]}\n", nil, "line 1: rules.0.burst: must be an integer, got the number 2.5"},
+		{"explicit fraction", "  - {<<: {burst: 1}, burst: 7.5}\n", nil, "line 3: rules.0.burst: must be an integer, got the number 7.5"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "base: &b {burst: 2.5}\nrules:\n" + c.rules
+			var out doc
+			_, err := Decode([]byte(src), &out)
+			if got := errText(err); got != c.err {
+				t.Fatalf("err = %q, want %q", got, c.err)
+			}
+			if c.err != "" {
+				return
+			}
+			var got []int
+			for _, r := range out.Rules {
+				got = append(got, r.Burst)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("decoded %v, want %v", got, c.want)
+			}
+		})
+	}
 }
