@@ -63,9 +63,11 @@ type Controls interface {
 	Redis() RedisStatus
 
 	// Lesson reports the narration state; NextStep shows the next step
-	// and moves the lesson's schedule (stages, faults) to its time.
+	// and moves the lesson's schedule (stages, faults) to its time. NextStep
+	// returns ErrStopping once the lab is finishing, and an error when
+	// there is no next step (no narration, or the last step shows).
 	Lesson() LessonState
-	NextStep()
+	NextStep() error
 	// Predict records the room's answer to the predict step that asks for
 	// a number (LessonState.Ask): events.jsonl, and beside the measured
 	// value at the explain step.

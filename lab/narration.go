@@ -277,13 +277,27 @@ func (l *Lab) Lesson() LessonState {
 // time: the schedule's clock jumps forward (never back), so the stages'
 // rate and the faults due in between follow at the control loop's next
 // turn, in order, and what the room reads matches what it sees.
-func (l *Lab) NextStep() {
+//
+// It moves nothing and returns ErrStopping once the lab is ending (the
+// experiment ended, or Stop was called), as SetRate and the other
+// controls that change the run do; and it returns an error saying so when
+// there is no next step (the run plays no narration, or its last step
+// shows already).
+func (l *Lab) NextStep() error {
+	if l.isEnding() {
+		return ErrStopping
+	}
 	s := l.sched
 	now := l.clock.Now()
 	s.mu.Lock()
-	if s.step >= len(l.exp.Narration) {
+	steps := len(l.exp.Narration)
+	if steps == 0 {
 		s.mu.Unlock()
-		return
+		return errors.New("lab: no next step: this run plays no lesson narration")
+	}
+	if s.step >= steps {
+		s.mu.Unlock()
+		return fmt.Errorf("lab: no next step: step %d/%d is the last", s.step, steps)
 	}
 	n := s.step + 1
 	jump := max(0, l.exp.Narration[n-1].At.D()-s.elapsedLocked(now))
@@ -294,4 +308,5 @@ func (l *Lab) NextStep() {
 		l.progress("skipped %.1f s of the lesson to step %d", jump.Seconds(), n)
 	}
 	l.showStep(n, true, jump)
+	return nil
 }

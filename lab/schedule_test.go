@@ -152,9 +152,39 @@ narration:
 	if want := "[revert model_slots@32s apply node_kill@40s]"; fmt.Sprint(names(due)) != want || p.at != 42*time.Second {
 		t.Errorf("at %v due %v, want 42s %s", p.at, names(due), want)
 	}
-	l.NextStep() // past the last step: nothing moves
+	if err := l.NextStep(); err == nil || !strings.Contains(err.Error(), "step 4/4 is the last") { // past the last step: nothing moves
+		t.Errorf("n after the last step: err %v, want one saying step 4/4 is the last", err)
+	}
 	if p2, _ := l.due(fc.Now(), player); p2.at != p.at {
 		t.Errorf("n after the last step moved the clock to %v", p2.at)
+	}
+}
+
+// Once the experiment has ended (the lab is ending), n is refused with
+// ErrStopping, as the rate controls and fault keys are: it moved the
+// lesson's step and schedule clock, wrote a narration event after the
+// run's end and said nothing.
+func TestNextStepRefusedWhenFinishing(t *testing.T) {
+	e := mustParse(t, `
+name: s
+start_rate: 10
+stages: [{duration: 60s, target: 10}]
+narration:
+  - {at: 0s, kind: predict, text: one}
+  - {at: 30s, kind: watch, text: two}
+`)
+	l, fc := fakeClockLab(e)
+	l.due(fc.Now(), e.Timeline().Play(chaos.Default))
+	fc.Advance(5 * time.Second)
+	l.ending = make(chan struct{})
+	close(l.ending)
+	before := l.sched.next(fc.Now())
+	if err := l.NextStep(); !errors.Is(err, ErrStopping) {
+		t.Errorf("finishing: err %v, want ErrStopping", err)
+	}
+	after := l.sched.next(fc.Now())
+	if ls := l.Lesson(); ls.Step != 1 || after.at != before.at {
+		t.Errorf("finishing: step %d, clock %v → %v: n moved the lesson", ls.Step, before.at, after.at)
 	}
 }
 

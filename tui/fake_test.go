@@ -189,15 +189,20 @@ func (f *fakeControls) Redis() lab.RedisStatus {
 	defer f.mu.Unlock()
 	return f.redis
 }
-func (f *fakeControls) NextStep() {
+func (f *fakeControls) NextStep() error {
 	f.record("NextStep()")
+	if err := f.refused(); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.lesson.Step < f.lesson.Steps {
-		f.lesson.Step++
-		f.lesson.Kind = "watch"
-		f.lesson.Text = "Watch the P1 line on the success chart."
+	if f.lesson.Step >= f.lesson.Steps {
+		return fmt.Errorf("lab: no next step: step %d/%d is the last", f.lesson.Step, f.lesson.Steps)
 	}
+	f.lesson.Step++
+	f.lesson.Kind = "watch"
+	f.lesson.Text = "Watch the P1 line on the success chart."
+	return nil
 }
 func (f *fakeControls) Predict(a lab.PredictionAnswer) error {
 	if a.Skipped {

@@ -366,11 +366,16 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Record):
 		return m, m.toggleRecording()
 	case key.Matches(msg, k.Next):
-		m.ctrl.NextStep()
+		err := m.ctrl.NextStep()
 		m.lesson = m.ctrl.Lesson()
 		m.refreshPrompt()
-		if m.lesson.Steps == 0 {
+		switch {
+		case m.lesson.Steps == 0:
 			m.setStatus("no lesson: this run plays no experiment narration", false)
+		case err != nil:
+			// The lesson ended (the lab is finishing) or its last step
+			// shows: the status line says why n moved nothing.
+			m.setStatus("no next step: "+err.Error(), true)
 		}
 	case key.Matches(msg, k.Lessons):
 		m.openPicker()
