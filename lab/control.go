@@ -70,6 +70,11 @@ type plan struct {
 	rate     float64       // the target rate, at most load.MaxRate
 	stage    int           // the stage now (len(Stages) once they are over)
 	newStage bool          // the stage changed since the last plan (or this is the first)
+	// firstStage is the first stage not reported before this plan: stages
+	// firstStage..stage-1 began and ended between the last plan and this
+	// one (NextStep jumped the clock over them, or one lasted less than a
+	// control period). Meaningful when newStage.
+	firstStage int
 	// Narration steps firstStep..lastStep (1-based) show now, in order;
 	// lastStep is 0 when none does.
 	firstStep, lastStep int
@@ -98,6 +103,7 @@ func (s *schedule) next(now time.Time) plan {
 	p.rate = min(base*f, load.MaxRate)
 	p.stage = e.StageAt(p.at)
 	p.newStage = p.stage != s.stage
+	p.firstStage = min(s.stage+1, p.stage)
 	s.stage = p.stage
 	shown := 0
 	for i, st := range e.Narration {
@@ -131,9 +137,7 @@ func (l *Lab) control() {
 			lastRate = p.rate
 			l.recs.rate(now, p.rate)
 		}
-		if p.newStage {
-			l.stageEvent(p.stage)
-		}
+		l.stageEvents(p)
 		for _, a := range due {
 			actions <- a
 		}
@@ -162,13 +166,35 @@ func (l *Lab) due(now time.Time, player *chaos.Player) (plan, []chaos.Action) {
 	return p, player.Due(p.at)
 }
 
-// stageEvent records that stage (0-based) began, or that the stages are over.
-func (l *Lab) stageEvent(stage int) {
+// stageEvents records the stages plan p reaches: one event for every
+// stage that began since the last plan, in order, those passed over
+// marked skipped.
+func (l *Lab) stageEvents(p plan) {
+	if !p.newStage {
+		return
+	}
+	for st := p.firstStage; st <= p.stage; st++ {
+		l.stageEvent(st, st < p.stage)
+	}
+}
+
+// stageEvent records that stage (0-based) began, or that the stages are
+// over. skipped marks a stage that began and ended between two turns of
+// the control loop (an n jump over it): every stage gets its event, in
+// order, so a timeline read from events.jsonl has each one; a skipped
+// stage's event says it was passed over and carries "skipped": true.
+func (l *Lab) stageEvent(stage int, skipped bool) {
 	e := l.exp
 	switch {
 	case stage < len(e.Stages):
 		s := e.Stages[stage]
-		l.event(runfiles.EventStage, fmt.Sprintf("stage %d: → %g req/s over %s", stage+1, s.Target, s.Duration), map[string]any{"stage": stage + 1, "target": s.Target, "duration": s.Duration.String()})
+		detail := fmt.Sprintf("stage %d: → %g req/s over %s", stage+1, s.Target, s.Duration)
+		fields := map[string]any{"stage": stage + 1, "target": s.Target, "duration": s.Duration.String()}
+		if skipped {
+			detail += " (skipped)"
+			fields["skipped"] = true
+		}
+		l.event(runfiles.EventStage, detail, fields)
 	case len(e.Stages) > 0:
 		l.event(runfiles.EventStage, "stages done", map[string]any{"stage": stage + 1})
 	}

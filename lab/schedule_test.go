@@ -14,6 +14,7 @@ import (
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/load"
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // The schedule runs on the lab's clock: with a fake clock the ramp, a
@@ -375,5 +376,57 @@ stages: [{duration: 10s, target: 100}, {duration: 10s, target: 100}]
 	}
 	if want := "[0@0s 1@10s 2@20s]"; fmt.Sprint(got) != want {
 		t.Errorf("stages reported %v, want %s", got, want)
+	}
+}
+
+// An n jump over several stages records every stage it passes, in order,
+// the ones jumped over marked skipped, so a timeline read from
+// events.jsonl is complete. Only the stage it landed in was recorded.
+func TestNextStepRecordsEveryStagePassed(t *testing.T) {
+	e := mustParse(t, `
+name: s
+start_rate: 10
+stages: [{duration: 10s, target: 10}, {duration: 5s, target: 20}, {duration: 5s, target: 30}, {duration: 20s, target: 40}, {duration: 10s, target: 40}]
+narration:
+  - {at: 0s, kind: predict, text: one}
+  - {at: 25s, kind: watch, text: two}
+  - {at: 45s, kind: explain, text: three}
+`)
+	l, fc := fakeClockLab(e)
+	dir := t.TempDir() + "/run"
+	if err := l.recs.open(dir, runfiles.RunInfo{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	player := e.Timeline().Play(chaos.Default)
+	turn := func() { // one turn of the control loop
+		p, _ := l.due(fc.Now(), player)
+		l.stageEvents(p)
+	}
+	turn()                  // stage 1 at 0 s
+	fc.Advance(time.Second) // 1 s
+	turn()
+	if err := l.NextStep(); err != nil { // to 25 s: over stages 2 (10 s) and 3 (15 s) into 4 (20 s)
+		t.Fatal(err)
+	}
+	turn()
+	if err := l.NextStep(); err != nil { // to 45 s: into stage 5 (40 s)
+		t.Fatal(err)
+	}
+	turn()
+	if err := l.recs.take().rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := runfiles.ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		if ev.Kind == runfiles.EventStage {
+			got = append(got, fmt.Sprintf("%v%s", ev.Fields["stage"], map[bool]string{true: " skipped"}[ev.Fields["skipped"] == true]))
+		}
+	}
+	if want := "[1 2 skipped 3 skipped 4 5]"; fmt.Sprint(got) != want {
+		t.Errorf("stage events %v, want %s", got, want)
 	}
 }
