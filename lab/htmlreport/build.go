@@ -157,9 +157,19 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 			v.Narration = append(v.Narration, mark{X: x, Step: step, Kind: field(e, "kind"), Text: e.Detail})
 		}
 	}
-	for j := range v.Bands { // nothing before the run's start or after its end
-		v.Bands[j].From = math.Max(0, v.Bands[j].From)
+	// Nothing before the run's start or after its end: bands, narration
+	// marks and OOM marks are clamped to the time axis (an event written
+	// while the run drained, after its last sample, drew outside the chart).
+	clamp := func(x float64) float64 { return math.Min(math.Max(x, 0), tl.end) }
+	for j := range v.Bands {
+		v.Bands[j].From = clamp(v.Bands[j].From)
 		v.Bands[j].To = math.Min(math.Max(v.Bands[j].To, v.Bands[j].From), tl.end)
+	}
+	for j := range v.Narration {
+		v.Narration[j].X = clamp(v.Narration[j].X)
+	}
+	for j := range v.OOMKills {
+		v.OOMKills[j] = clamp(v.OOMKills[j])
 	}
 	return v
 }

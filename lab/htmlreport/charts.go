@@ -258,8 +258,16 @@ func yDomain(sp chartSpec, dataMax float64, lines []hline, runs []*Run) float64 
 	if top <= 0 {
 		return 1
 	}
-	return niceCeil(top * 1.05)
+	// A value near the largest float64 (a corrupt or hostile line of
+	// samples.jsonl) would round the top up to +Inf, which JSON cannot
+	// hold and the axis loop never passes: the top stops at maxAxis and
+	// the chart says its peaks are cut.
+	return niceCeil(math.Min(top, maxAxis) * 1.05)
 }
+
+// maxAxis is the highest top a y axis gets (niceCeil of it × 1.05 stays
+// finite, and so do its gridlines).
+const maxAxis = 1e300
 
 // niceCeil rounds v up to 1, 2, 2.5, 5 or 10 times a power of ten.
 func niceCeil(v float64) float64 {

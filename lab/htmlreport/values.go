@@ -58,7 +58,10 @@ func roundSig(x float64, n int) float64 {
 		return x
 	}
 	p := math.Pow(10, float64(n-1)-math.Floor(math.Log10(math.Abs(x))))
-	return math.Round(x*p) / p
+	if r := math.Round(x*p) / p; !math.IsInf(r, 0) {
+		return r
+	}
+	return x // rounding up near the largest float64 would overflow
 }
 
 // nan returns n gaps.
