@@ -41,6 +41,9 @@ type sampling struct {
 	shedBits atomicFloat // sampler.State.ShedTotal as of the last tick
 	// fallbackBits is sampler.State.RedisFallbackTotal as of the last tick.
 	fallbackBits atomicFloat
+	// nonFiniteN counts the NaN and ±Inf values dropped from scrapes
+	// (Sample.NonFiniteTotal).
+	nonFiniteN atomic.Uint64
 }
 
 func newSampling(l *Lab) *sampling {
@@ -67,18 +70,36 @@ type scrapeSlot struct {
 	f      scrape.Families // guarded by mu; nil before the first good scrape
 	at     time.Time       // guarded by mu: when f was taken
 	starts int             // guarded by mu: the child's start count when f was taken
+	warned atomic.Bool     // a non-finite value of this child was reported
 }
 
 // scrape scrapes the child once; a failed scrape leaves the slot as it was.
-func (sl *scrapeSlot) scrape(ctx context.Context, c *http.Client, clk clockwork.Clock) {
+// It returns the series whose values were not finite (see store).
+func (sl *scrapeSlot) scrape(ctx context.Context, c *http.Client, clk clockwork.Clock) []scrape.NonFinite {
 	starts := sl.child.Starts()
 	f, err := scrape.Scrape(ctx, c, "http://"+sl.child.Listen()+wire.PathMetrics)
 	if err != nil {
-		return
+		return nil
 	}
+	return sl.store(f, clk.Now(), starts)
+}
+
+// store keeps f, taken at at from the process of start count starts, as
+// the slot's newest scrape. A NaN or ±Inf in it is treated as missing for
+// that one series (scrape.Families.DropNonFinite, against the same
+// process's previous scrape), so the tick's Sample keeps everything else:
+// a non-finite value used to reach the Sample, which then could not be
+// written to samples.jsonl and was lost whole. It returns what it dropped.
+func (sl *scrapeSlot) store(f scrape.Families, at time.Time, starts int) []scrape.NonFinite {
 	sl.mu.Lock()
-	sl.f, sl.at, sl.starts = f, clk.Now(), starts
-	sl.mu.Unlock()
+	defer sl.mu.Unlock()
+	var prev scrape.Families
+	if sl.starts == starts {
+		prev = sl.f
+	}
+	bad := f.DropNonFinite(prev)
+	sl.f, sl.at, sl.starts = f, at, starts
+	return bad
 }
 
 // latest is the child's sampler view at now: its newest scrape, or none
@@ -101,7 +122,26 @@ func (sl *scrapeSlot) latest(now time.Time, staleAfter time.Duration) sampler.Ch
 func (s *sampling) scrapeOnce(sl *scrapeSlot) {
 	ctx, cancel := context.WithTimeout(s.l.ctx, max(4*s.tick, time.Second))
 	defer cancel()
-	sl.scrape(ctx, s.httpc, s.clock)
+	s.nonFinite(sl, sl.child.Name(), sl.scrape(ctx, s.httpc, s.clock))
+}
+
+// nonFinite counts the non-finite values a scrape of sl's child (called
+// name) dropped (Sample.NonFiniteTotal) and reports the first of each
+// child on the error log, once: later ones are only counted.
+func (s *sampling) nonFinite(sl *scrapeSlot, name string, bad []scrape.NonFinite) {
+	if len(bad) == 0 {
+		return
+	}
+	s.nonFiniteN.Add(uint64(len(bad)))
+	if sl.warned.Swap(true) {
+		return
+	}
+	how := "left out of this scrape"
+	if bad[0].Carried {
+		how = "kept at its previous value"
+	}
+	s.l.progressErr("%s /metrics: %s is not a number: %s, the rest of the sample kept (%d such value(s) in this scrape; later ones are counted in samples.jsonl's nonfinite_values_total, not logged)",
+		name, bad[0], how, len(bad))
 }
 
 // scrapeLoop keeps sl filled with its child's newest scrape until stop
@@ -224,6 +264,7 @@ func (s *sampling) next(now time.Time, recording bool) tickOutput {
 		in.Lesson = ls.Text
 	}
 	out, st := sampler.Next(s.state, in)
+	out.Sample.NonFiniteTotal = s.nonFiniteN.Load()
 	s.state = st
 	s.shedBits.store(st.ShedTotal())
 	s.fallbackBits.store(st.RedisFallbackTotal())

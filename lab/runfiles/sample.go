@@ -78,6 +78,12 @@ type Sample struct {
 	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
 	OOMKills         int     `json:"oom_kills"` // cumulative
 	GatewayStale     bool    `json:"gateway_stale,omitempty"`
+	// NonFiniteTotal counts the NaN and ±Inf values the lab's scrapes of
+	// every child's /metrics held since the lab started: each was treated
+	// as missing for its one series (a gauge left out, a counter kept at
+	// its previous value) and the rest of the sample kept. The first of
+	// each child is reported on the error log. 0 (absent) when none.
+	NonFiniteTotal uint64 `json:"nonfinite_values_total,omitempty"`
 
 	// Agent is the agent tasks' view; nil when no agent task was offered.
 	Agent *AgentSample `json:"agent,omitempty"`
