@@ -256,7 +256,7 @@ func (s *sampling) next(now time.Time, recording bool) tickOutput {
 		in.Nodes = append(in.Nodes, sl.latest(now, staleAfter))
 	}
 	counters := l.sup.Counters()
-	in.RSSBytes, in.OOMKills = counters.RSSBytes, counters.OOMKills
+	in.RSSBytes, in.RSSMaxBytes, in.OOMKills = counters.RSSBytes, counters.RSSMaxBytes, counters.OOMKills
 	for _, a := range l.ctl.Active() {
 		in.Faults = append(in.Faults, runfiles.ActiveFault{Name: a.Name, Detail: a.Detail})
 	}

@@ -106,9 +106,10 @@ var chartSpecs = []chartSpec{
 			{key: "failed.generator_dropped", name: "generator dropped", color: cGrey, width: 1.5},
 		}},
 	{id: "memory", title: "Gateway memory", unit: "MB", oom: true,
-		note: "largest in each interval · ✕ an OOM kill",
+		note: "largest in each interval · RSS: the largest gateway's, which the per-gateway pod memory limit applies to · heap and summed RSS: all gateways together · ✕ an OOM kill",
 		series: []seriesSpec{
-			{key: "rss_mb", name: "RSS", color: cOrange, width: 2},
+			{key: "rss_sum_mb", name: "RSS, gateways summed", color: cGrey, width: 1},
+			{key: "rss_mb", name: "RSS, largest gateway", color: cOrange, width: 2},
 			{key: "heap_mb", name: "heap", color: cBlue, width: 1.5},
 		}},
 	{id: "goroutines", title: "Gateway goroutines", unit: "",
@@ -173,6 +174,8 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the gateways' admission count: its admitted line is the admitted requests that ended", runLabel(ri)))
 			case sp.id == "success" && !f.hasFinished:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
+			case sp.id == "memory" && !f.rssPerGateway:
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's RSS: only the gateways' sum is known, and no per-gateway memory limit is drawn against it", runLabel(ri)))
 			}
 		}
 		c.Lines = chartLines(sp.id, runs)

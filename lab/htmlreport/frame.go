@@ -24,6 +24,10 @@ type frame struct {
 	hasAdmittedTotal bool
 	// badHist counts histograms that did not decode.
 	badHist int
+	// gateways is the run's gateway count (0: unknown); rssPerGateway
+	// whether its samples give one gateway's RSS (perGatewayRSS).
+	gateways      int
+	rssPerGateway bool
 }
 
 // The outcomes that are not a shed but not a success either.
@@ -44,7 +48,7 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 // left out; an interval with none is a gap, never a zero.
 func computeFrame(r *Run, tl timeline, iv float64) frame {
 	bs := tl.buckets(r.Samples, iv)
-	f := frame{x: make(values, len(bs)), series: map[string]values{}}
+	f := frame{x: make(values, len(bs)), series: map[string]values{}, gateways: runGateways(r), rssPerGateway: perGatewayRSS(r)}
 	for _, s := range r.Samples {
 		if s.AdmittedHist != "" || s.ByPriority["P0"].Hist != "" {
 			f.hasHist = true
@@ -185,10 +189,23 @@ func (f *frame) addGateway(i int, b bucket) {
 	gwMax("heap_mb", func(s *sample) float64 { return s.HeapBytes / (1 << 20) })
 	gwMax("goroutines", func(s *sample) float64 { return s.Goroutines })
 	// RSS is read by the lab from /proc, whatever the scrape did; a dead
-	// gateway reads 0 and shows as 0.
-	rss := f.get("rss_mb")
-	for j := range b.s {
-		rss[i] = math.Max(nz(rss[i]), b.s[j].RSSBytes/(1<<20))
+	// gateway reads 0 and shows as 0. rss_mb is one gateway's (the
+	// largest's), what the per-gateway memory limit applies to;
+	// rss_sum_mb is the gateways' sum, kept for runs with several (or an
+	// unknown number of) gateways. A run recorded before the largest
+	// gateway's RSS was kept has only the sum: with several gateways its
+	// rss_mb is a gap, never the sum under a per-gateway name.
+	if f.rssPerGateway {
+		rss := f.get("rss_mb")
+		for j := range b.s {
+			rss[i] = math.Max(nz(rss[i]), b.s[j].GatewayRSS()/(1<<20))
+		}
+	}
+	if f.gateways != 1 {
+		sum := f.get("rss_sum_mb")
+		for j := range b.s {
+			sum[i] = math.Max(nz(sum[i]), b.s[j].RSSBytes/(1<<20))
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // thresholdOnChart says where a threshold metric is drawn: the chart, what
@@ -154,18 +156,37 @@ func thresholdOf(r *Run, name string) (string, *bool) {
 	return "", nil
 }
 
-// memoryLimitMB is the gateway's pod memory limit when the run had one
-// gateway (the RSS chart sums the gateways; a per-gateway limit would not
-// read against a sum).
+// memoryLimitMB is the gateway's pod memory limit when the run's memory
+// chart has a per-gateway RSS to read it against (perGatewayRSS): the
+// limit is per gateway, so it is never drawn against the gateways' sum.
 func memoryLimitMB(r *Run) float64 {
-	if r.Info == nil || r.Info.Experiment == nil {
+	if r.Info == nil || r.Info.Experiment == nil || !perGatewayRSS(r) {
 		return 0
 	}
-	g := r.Info.Experiment.Gateway
-	if g.Count > 1 || len(r.Info.Resolved.Gateways) > 1 || g.MemoryLimitMB <= 0 {
+	if g := r.Info.Experiment.Gateway; g.MemoryLimitMB > 0 {
+		return g.MemoryLimitMB
+	}
+	return 0
+}
+
+// runGateways is how many gateways the run had; 0 when unknown (no
+// run.json).
+func runGateways(r *Run) int {
+	if r.Info == nil {
 		return 0
 	}
-	return g.MemoryLimitMB
+	n := len(r.Info.Resolved.Gateways)
+	if r.Info.Experiment != nil {
+		n = max(n, r.Info.Experiment.Gateway.Count)
+	}
+	return max(n, 1)
+}
+
+// perGatewayRSS reports whether the run's samples give one gateway's RSS
+// (the largest gateway's): they carry rss_max_bytes, or the run had one
+// gateway, whose RSS the older rss_bytes sum then is.
+func perGatewayRSS(r *Run) bool {
+	return runfiles.PerGatewayRSS(r.Samples) || runGateways(r) == 1
 }
 
 // guardOn is whether the overload guard was on at any time of the run.

@@ -144,7 +144,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 		ok:       s.GoodputRPS * dt,
 		capacity: s.CapacityRPS,
 		limit:    s.ConcurrencyLimit,
-		rss:      s.RSSBytes,
+		rss:      s.GatewayRSS(),
 		p0Fin:    p0Finished,
 		attempts: s.UpstreamAttemptsTotal,
 	}
@@ -165,7 +165,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	a.sched = math.Max(a.sched, s.SchedLatencyP99Ms)
 	a.heap = math.Max(a.heap, s.HeapBytes)
 	a.gor = math.Max(a.gor, s.Goroutines)
-	a.rss = math.Max(a.rss, s.RSSBytes)
+	a.rss = math.Max(a.rss, s.GatewayRSS())
 	a.oomKills = s.OOMKills
 	a.agent.add(s.Agent)
 	if saturated {

@@ -61,7 +61,7 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
 		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
 		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
-		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.RSSBytes)
+		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.GatewayRSS())
 	}
 	s.Gateway.OOMKills = last.OOMKills
 	ok := float64(s.Outcomes[wire.OutcomeOK.String()])

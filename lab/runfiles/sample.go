@@ -54,12 +54,20 @@ type Sample struct {
 
 	// Gateways, scraped from /metrics and summed (gauges) or maxed (lag, level)
 	// over all gateway processes.
-	Level             string             `json:"level"` // green, yellow, red, black
-	LagProbeP99Ms     float64            `json:"lag_probe_p99_ms"`
-	SchedLatencyP99Ms float64            `json:"sched_latency_p99_ms"`
-	GCPauseP99Ms      float64            `json:"gc_pause_p99_ms"`
-	HeapBytes         float64            `json:"heap_bytes"`
-	RSSBytes          float64            `json:"rss_bytes"`
+	Level             string  `json:"level"` // green, yellow, red, black
+	LagProbeP99Ms     float64 `json:"lag_probe_p99_ms"`
+	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
+	GCPauseP99Ms      float64 `json:"gc_pause_p99_ms"`
+	HeapBytes         float64 `json:"heap_bytes"`
+	// RSSBytes is the gateways' VmRSS (read by the lab from /proc) summed
+	// over the gateways, like the other gauges here. A pod memory limit
+	// is per gateway: compare it with RSSMaxBytes (GatewayRSS), never
+	// with this sum.
+	RSSBytes float64 `json:"rss_bytes"`
+	// RSSMaxBytes is the largest gateway's VmRSS at the tick: what the
+	// per-gateway memory limit applies to. Runs recorded before it was
+	// kept have none (0); see GatewayRSS.
+	RSSMaxBytes       float64            `json:"rss_max_bytes,omitempty"`
 	Goroutines        float64            `json:"goroutines"`
 	Inflight          float64            `json:"inflight"`          // gateway in-flight, all classes
 	QueueDepth        float64            `json:"queue_depth"`       // gateway wait queues, all classes
@@ -98,6 +106,31 @@ type Sample struct {
 
 	Recording bool   `json:"recording"`
 	Lesson    string `json:"lesson,omitempty"` // narration showing now, if an experiment plays
+}
+
+// GatewayRSS is the largest gateway's VmRSS at the tick (RSSMaxBytes).
+// A sample recorded before RSSMaxBytes was kept has only the sum, which is
+// the one gateway's RSS when the run had one gateway: GatewayRSS returns
+// RSSBytes then, and a caller that knows the run had several must not
+// read it as one gateway's (see PerGatewayRSS). In a newer sample
+// RSSMaxBytes is 0 only when every gateway's RSS is 0, and so is the sum.
+func (s *Sample) GatewayRSS() float64 {
+	if s.RSSMaxBytes > 0 {
+		return s.RSSMaxBytes
+	}
+	return s.RSSBytes
+}
+
+// PerGatewayRSS reports whether samples (one run's) carry the largest
+// gateway's RSS, RSSMaxBytes; false for a run recorded before it was
+// kept (or one whose gateways never had an RSS).
+func PerGatewayRSS(samples []Sample) bool {
+	for i := range samples {
+		if samples[i].RSSMaxBytes > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PrioritySample is the client-side view of one priority class.

@@ -141,10 +141,15 @@ type GatewaySummary struct {
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"` // max over ticks of the runtime's recent p99
 	MaxHeapBytes      float64 `json:"max_heap_bytes"`
 	MaxGoroutines     float64 `json:"max_goroutines"`
-	MaxRSSBytes       float64 `json:"max_rss_bytes"`
+	// MaxRSSBytes is the largest RSS any one gateway reached
+	// (Sample.GatewayRSS): the figure its pod memory limit applies to. In
+	// summaries of runs with several gateways written before samples kept
+	// the largest gateway's RSS, it was the gateways' sum.
+	MaxRSSBytes float64 `json:"max_rss_bytes"`
 	// RSSGrowthMB is how far RSS rose above its steady state: the largest
-	// RSS from the first fault on minus the largest before it (without
-	// faults: after the first quarter of the run minus within it).
+	// gateway RSS (Sample.GatewayRSS) from the first fault on minus the
+	// largest before it (without faults: after the first quarter of the
+	// run minus within it).
 	RSSGrowthMB float64 `json:"rss_growth_mb"`
 	OOMKills    int     `json:"oom_kills"`
 	Restarts    int     `json:"restarts"` // gateway restarts for any reason

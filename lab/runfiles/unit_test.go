@@ -331,3 +331,37 @@ func TestShedCheck(t *testing.T) {
 		})
 	}
 }
+
+// The summary's max RSS and RSS growth are one gateway's (the largest's,
+// what the per-gateway memory limit applies to), not the gateways' sum: 3
+// gateways at 100 MB rising to 200 MB summed to 300 → 600 MB. Older
+// samples without rss_max_bytes still count their rss_bytes.
+func TestSummaryRSSIsPerGateway(t *testing.T) {
+	start := time.Unix(1000, 0)
+	exp, err := experiment.ParseExperiment([]byte("name: agg\nduration: 10s\ngateway: {count: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAggregator(start, 100)
+	for i := 1; i <= 40; i++ {
+		el := float64(i) * 0.25
+		perGW := 100.0
+		if el >= 5 {
+			perGW = 200
+		}
+		s := sampleAt(start, el, 100, 300, 48, []float64{16, 16, 16}, 0, 0, 0)
+		s.RSSBytes, s.RSSMaxBytes = 3*perGW*(1<<20), perGW*(1<<20)
+		a.Add(s, 0.25, 0, false, 0)
+	}
+	s := a.Summarize(SummaryInput{Exp: exp, Totals: totals(10*time.Second, 1000, nil), ShedExact: true, End: start.Add(10 * time.Second)})
+	if s.Gateway.MaxRSSBytes != 200<<20 || s.Gateway.RSSGrowthMB != 100 {
+		t.Errorf("max RSS %v MB, growth %v MB; want 200 and 100 (one gateway's)", s.Gateway.MaxRSSBytes/(1<<20), s.Gateway.RSSGrowthMB)
+	}
+	old := Sample{RSSBytes: 300 << 20}
+	if got := old.GatewayRSS(); got != 300<<20 {
+		t.Errorf("an older sample's GatewayRSS %v, want its rss_bytes", got)
+	}
+	if PerGatewayRSS([]Sample{old}) {
+		t.Error("older samples read as carrying the largest gateway's RSS")
+	}
+}

@@ -42,10 +42,12 @@ type Input struct {
 	Window   load.Window
 	Gateways []Child
 	Nodes    []Child
-	// RSSBytes and OOMKills are the supervisor's: the gateways' summed
-	// VmRSS and the OOM kills so far.
-	RSSBytes float64
-	OOMKills int
+	// RSSBytes, RSSMaxBytes and OOMKills are the supervisor's: the
+	// gateways' summed VmRSS, the largest gateway's VmRSS, and the OOM
+	// kills so far.
+	RSSBytes    float64
+	RSSMaxBytes float64
+	OOMKills    int
 	// Defenses are the switches as the lab last set them; the Sample shows
 	// what a gateway reports instead when one does.
 	Defenses  map[string]bool
@@ -119,13 +121,14 @@ func (s State) clone() State {
 func Next(prev State, in Input) (Output, State) {
 	st := prev.clone()
 	smp := runfiles.Sample{
-		Time:      in.Now.UTC(),
-		Elapsed:   round(in.Now.Sub(in.Start).Seconds(), 3),
-		RSSBytes:  in.RSSBytes,
-		OOMKills:  in.OOMKills,
-		Faults:    in.Faults,
-		Lesson:    in.Lesson,
-		Recording: in.Recording,
+		Time:        in.Now.UTC(),
+		Elapsed:     round(in.Now.Sub(in.Start).Seconds(), 3),
+		RSSBytes:    in.RSSBytes,
+		RSSMaxBytes: in.RSSMaxBytes,
+		OOMKills:    in.OOMKills,
+		Faults:      in.Faults,
+		Lesson:      in.Lesson,
+		Recording:   in.Recording,
 	}
 	st.addClient(&smp, in)
 	st.addAgentClient(&smp, in)

@@ -366,3 +366,13 @@ levee_fakemodel_requests_total{outcome="ok"} %d
 		t.Errorf("first completions %v/s, want 100 (25 in 0.25 s)", out.Completions)
 	}
 }
+
+// The Sample carries the supervisor's RSS both ways: the gateways' sum and
+// the largest gateway's, which a per-gateway memory limit applies to.
+func TestNextCarriesTheLargestGatewayRSS(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	out, _ := Next(NewState(0, 0), Input{Now: t0, Start: t0, Tick: time.Second, RSSBytes: 450 << 20, RSSMaxBytes: 150 << 20})
+	if s := out.Sample; s.RSSBytes != 450<<20 || s.RSSMaxBytes != 150<<20 {
+		t.Errorf("RSS sum %v, largest %v; want 450 MB and 150 MB", s.RSSBytes, s.RSSMaxBytes)
+	}
+}

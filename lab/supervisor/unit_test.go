@@ -23,3 +23,13 @@ func TestParseVmRSS(t *testing.T) {
 		t.Error("RSS of a process that does not exist")
 	}
 }
+
+// Counters gives the gateways' RSS both summed and the largest one's: a
+// pod memory limit is per gateway, so only the latter reads against it.
+func TestCountersRSSPerGateway(t *testing.T) {
+	s := &Supervisor{gwRSS: []uint64{100 << 20, 300 << 20, 0}}
+	c := s.Counters()
+	if c.RSSBytes != 400<<20 || c.RSSMaxBytes != 300<<20 {
+		t.Errorf("RSS sum %v MB, max %v MB; want 400 and 300", c.RSSBytes/(1<<20), c.RSSMaxBytes/(1<<20))
+	}
+}

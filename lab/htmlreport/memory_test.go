@@ -1,0 +1,92 @@
+package htmlreport
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/levee-lab/levee/lab/experiment"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// memoryChart builds the page of r and returns its memory chart's series
+// by key (their largest value) and its lines.
+func memoryChart(t *testing.T, r *Run) (map[string]float64, []hline, string) {
+	t.Helper()
+	pg, err := build([]*Run{r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pg.Charts {
+		if c.ID != "memory" {
+			continue
+		}
+		top := map[string]float64{}
+		for _, s := range c.Series {
+			if s.Values.points() > 0 {
+				top[s.Key] = s.Values.max()
+			} else {
+				top[s.Key] = math.NaN()
+			}
+		}
+		return top, c.Lines, c.Note
+	}
+	t.Fatal("no memory chart")
+	return nil, nil, ""
+}
+
+// multiGateway is a run of gw gateways with a 256 MB pod memory limit
+// each, every gateway at 150 MB: together 150×gw MB.
+func multiGateway(gw int, perGateway bool) *Run {
+	var ss []runfiles.Sample
+	for i := 1; i <= 8; i++ {
+		s := runfiles.Sample{Elapsed: float64(i) * 0.25, RSSBytes: float64(gw * 150 << 20), HeapBytes: 40 << 20}
+		if perGateway {
+			s.RSSMaxBytes = 150 << 20
+		}
+		ss = append(ss, s)
+	}
+	r := mkRun(ss...)
+	e := &experiment.Experiment{}
+	e.Gateway.Count, e.Gateway.MemoryLimitMB = gw, 256
+	r.Info = &runfiles.RunInfo{Experiment: e, Resolved: runfiles.Resolved{Gateways: make([]runfiles.ResolvedChild, gw)}}
+	return r
+}
+
+// The pod memory limit is per gateway, so the memory chart reads it
+// against the largest gateway's RSS: with 3 gateways at 150 MB each the
+// RSS line is at 150 MB, under the 256 MB limit, and the 450 MB sum is a
+// separate, named line. The RSS line was the sum (450 MB, over a limit
+// no gateway reached) and the limit was left out for several gateways.
+func TestMemoryChartReadsTheLimitPerGateway(t *testing.T) {
+	top, lines, _ := memoryChart(t, multiGateway(3, true))
+	if top["rss_mb"] != 150 {
+		t.Errorf("RSS line tops at %v MB, want 150 (the largest gateway's)", top["rss_mb"])
+	}
+	if top["rss_sum_mb"] != 450 {
+		t.Errorf("summed RSS line tops at %v MB, want 450", top["rss_sum_mb"])
+	}
+	if len(lines) != 1 || lines[0].Kind != "limit" || lines[0].Y != 256 {
+		t.Errorf("lines %+v, want the 256 MB pod memory limit", lines)
+	}
+}
+
+// Old samples.jsonl (no rss_max_bytes) still read: one gateway's
+// rss_bytes is that gateway's RSS, drawn against its limit; several
+// gateways' is only their sum, drawn as the sum, with no limit and a note.
+func TestMemoryChartOlderRuns(t *testing.T) {
+	top, lines, _ := memoryChart(t, multiGateway(1, false))
+	if top["rss_mb"] != 150 || len(lines) != 1 || lines[0].Y != 256 {
+		t.Errorf("one gateway, old samples: RSS %v MB, lines %+v; want 150 against the 256 MB limit", top["rss_mb"], lines)
+	}
+	if _, ok := top["rss_sum_mb"]; ok {
+		t.Errorf("one gateway: a summed RSS line %v", top)
+	}
+	top, lines, note := memoryChart(t, multiGateway(5, false))
+	if v, ok := top["rss_mb"]; (ok && !math.IsNaN(v)) || top["rss_sum_mb"] != 750 {
+		t.Errorf("five gateways, old samples: RSS %v, sum %v; want no per-gateway line and the 750 MB sum", top["rss_mb"], top["rss_sum_mb"])
+	}
+	if len(lines) != 0 || !strings.Contains(note, "only the gateways' sum is known") {
+		t.Errorf("five gateways, old samples: lines %+v, note %q; want no limit and a note", lines, note)
+	}
+}
