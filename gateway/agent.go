@@ -94,7 +94,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if !ok {
 		return
 	}
-	ar, err := ParseAgentRequest(body, g.cfg.Agent.MaxPromptChars, g.cfg.Agent.MaxDepth)
+	ar, err := ParseAgentRequest(body, g.cfg.Agent.MaxPromptChars, g.cfg.Agent.MaxDepth, g.cfg.MaxTokensLimit)
 	if err != nil {
 		x.badRequest(err)
 		return

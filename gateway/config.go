@@ -38,6 +38,13 @@ type Config struct {
 	// LEVEE_ADMIN_TOKEN or generates one.
 	AdminToken string `yaml:"admin_token" json:"-"`
 
+	// MaxTokensLimit bounds the max_tokens (and max_completion_tokens) a
+	// model request may ask for: chat, completions, an agent's sub-calls;
+	// more is 400 naming the field. Default openai.MaxTokens (32768), the
+	// fake model's own bound; raise it for long-context backends.
+	// 1..maxMaxTokensLimit.
+	MaxTokensLimit int `yaml:"max_tokens_limit" json:"max_tokens_limit"`
+
 	// BodyLimitBytes caps request bodies (413 above it). ≥ 1.
 	BodyLimitBytes int64 `yaml:"body_limit_bytes" json:"body_limit_bytes"`
 	// ReadHeaderTimeout bounds reading request headers (slowloris). > 0.
@@ -293,6 +300,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:            "127.0.0.1:8080",
 		Admin:             "127.0.0.1:0",
+		MaxTokensLimit:    MaxMaxTokens,
 		BodyLimitBytes:    1 << 20,
 		ReadHeaderTimeout: 5 * time.Second,
 		MaxHeaderBytes:    64 << 10,

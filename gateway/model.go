@@ -288,7 +288,7 @@ func (g *Gateway) serveChat(x *exchange) {
 	if !ok {
 		return
 	}
-	cr, err := ParseChatRequest(body)
+	cr, err := ParseChatRequest(body, g.cfg.MaxTokensLimit)
 	if err != nil {
 		x.badRequest(err)
 		return

@@ -14,8 +14,8 @@ const (
 	// DefaultMaxTokens is the completion budget assumed when a request
 	// names no max_tokens.
 	DefaultMaxTokens = openai.DefaultMaxTokens
-	// MaxMaxTokens bounds max_tokens: the one limit the fake model
-	// applies too (openai.MaxTokens).
+	// MaxMaxTokens is the default of max_tokens_limit, the bound of
+	// max_tokens: the fake model's own bound (openai.MaxTokens).
 	MaxMaxTokens = openai.MaxTokens
 	// DefaultAgentMaxTokens is one agent sub-call's completion budget.
 	DefaultAgentMaxTokens = 64
@@ -61,10 +61,11 @@ func (c ChatRequest) costParts() string {
 }
 
 // ParseChatRequest checks a chat completion body (openai.ParseChat with
-// max_tokens ≤ MaxMaxTokens, DefaultMaxTokens when unset; 1 ≤ n ≤
-// openai.MaxChoices) and measures its prompt. Errors are *openai.RequestError.
-func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body)
+// max_tokens ≤ maxTokens, the gateway's max_tokens_limit; DefaultMaxTokens
+// when unset; 1 ≤ n ≤ openai.MaxChoices) and measures its prompt. Errors
+// are *openai.RequestError.
+func ParseChatRequest(body []byte, maxTokens int) (ChatRequest, error) {
+	c, err := openai.ParseChat(body, maxTokens)
 	if err != nil {
 		return ChatRequest{}, err
 	}
@@ -125,9 +126,9 @@ func (a AgentRequest) costField() string {
 
 // ParseAgentRequest checks an agent body: a non-empty string "prompt" of
 // at most maxPromptChars characters, optional 0 ≤ "max_tokens" ≤
-// MaxMaxTokens and optional 1 ≤ "steps" ≤ maxSteps. Errors are
-// *openai.RequestError.
-func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest, error) {
+// maxTokens (the gateway's max_tokens_limit) and optional 1 ≤ "steps" ≤
+// maxSteps. Errors are *openai.RequestError.
+func ParseAgentRequest(body []byte, maxPromptChars, maxSteps, maxTokens int) (AgentRequest, error) {
 	var raw struct {
 		Prompt    *string `json:"prompt"`
 		MaxTokens *int    `json:"max_tokens"`
@@ -147,8 +148,8 @@ func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest,
 	if raw.MaxTokens != nil {
 		a.MaxTokens = *raw.MaxTokens
 	}
-	if a.MaxTokens < 0 || a.MaxTokens > MaxMaxTokens {
-		return AgentRequest{}, &openai.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("must be an integer in [0, %d], got %d", MaxMaxTokens, a.MaxTokens)}
+	if err := openai.CheckMaxTokens("max_tokens", a.MaxTokens, maxTokens); err != nil {
+		return AgentRequest{}, err
 	}
 	if raw.Steps != nil {
 		a.Steps = *raw.Steps

@@ -18,7 +18,7 @@ func FuzzParseChat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := ParseChat(body)
+		c, err := ParseChat(body, MaxTokens)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) || re.Msg == "" {
