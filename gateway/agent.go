@@ -391,7 +391,7 @@ func (g *Gateway) subcall(x *exchange, body []byte) subResult {
 		resp.Body.Close()
 		return subResult{}
 	}
-	b, err := readAnswer(resp)
+	b, err := readAnswer(resp, maxUpstreamBody)
 	if err != nil {
 		return subResult{timeout: x.timedOut()}
 	}
