@@ -84,11 +84,11 @@ func Routes() [NumRoutes]string {
 const RouteChatStream = "chat-stream"
 
 // NumLoadRoutes is the number of routes the load generator can send.
-const NumLoadRoutes = 6
+const NumLoadRoutes = 8
 
 // LoadRoutes returns the routes a traffic mix may name.
 func LoadRoutes() [NumLoadRoutes]string {
-	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
+	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings}
 }
 
 // Route class names: the LabelClass values and the keys of the gateway's
