@@ -22,13 +22,24 @@ const DefaultModel = "levee-fake"
 // job is one parsed request, ready to be served.
 type job struct {
 	stream bool
-	// predict answers {"decision","score"}; otherwise a chat completion.
-	predict                   bool
+	// predict answers {"decision","score"}; legacy a text completion
+	// (/v1/completions); embed embeddings; otherwise a chat completion.
+	predict, legacy, embed    bool
 	model                     string
 	promptTokens, complTokens int
-	finish                    string // finish_reason of a chat answer
-	includeUsage              bool   // a stream ends with a usage chunk
+	// seqs is the sequences a text completion generates (prompts ×
+	// best_of), choices those it returns (prompts × n); 0 for a chat.
+	seqs, choices int
+	finish        string // finish_reason of a chat or text answer
+	includeUsage  bool   // a stream ends with a usage chunk
+	// inputs, dims and base64 shape an embeddings answer.
+	inputs, dims int
+	base64       bool
 }
+
+// generated is the completion tokens the job makes: complTokens for each
+// sequence (one for a chat).
+func (j job) generated() int { return j.complTokens * max(j.seqs, 1) }
 
 func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	body, ok := n.readBody(w, r)
@@ -151,8 +162,8 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 		n.stream(w, ctx, k, j, busy, start)
 		return
 	}
-	d := k.ServiceTime(k.Latency.Sample(nil), j.promptTokens+j.complTokens, busy)
-	if j.stream { // an injected stream error comes when the first token would
+	d := k.ServiceTime(k.Latency.Sample(nil), j.promptTokens+j.generated(), busy)
+	if j.stream || j.embed { // an injected stream error comes when the first token would; an embedding is that prefill alone
 		d = k.TTFT(busy, j.promptTokens)
 	}
 	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
@@ -172,11 +183,16 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 		return
 	}
 	n.count(OutcomeOK)
-	if j.predict {
+	switch {
+	case j.predict:
 		writeJSON(w, http.StatusOK, predictAnswer(rand.Float64()))
-		return
+	case j.embed:
+		writeJSON(w, http.StatusOK, embeddings(j))
+	case j.legacy:
+		writeJSON(w, http.StatusOK, n.textCompletion(j))
+	default:
+		writeJSON(w, http.StatusOK, n.completion(j))
 	}
-	writeJSON(w, http.StatusOK, n.completion(j))
 }
 
 // work waits until due, the time the work is done. With abort it stops early
@@ -245,11 +261,18 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 			h.Set("X-Accel-Buffering", "no")
 			w.WriteHeader(http.StatusOK)
 		}
-		delta := map[string]string{"content": word(i)}
-		if i == 0 {
-			delta["role"] = "assistant"
+		if j.legacy {
+			buf = buf[:0]
+			for c := range max(j.choices, 1) {
+				buf = appendTextChunk(buf, id, created, j.model, c, word(i), nil)
+			}
+		} else {
+			delta := map[string]string{"content": word(i)}
+			if i == 0 {
+				delta["role"] = "assistant"
+			}
+			buf = appendChunk(buf[:0], id, created, j.model, delta, nil)
 		}
-		buf = appendChunk(buf[:0], id, created, j.model, delta, nil)
 		if _, err := w.Write(buf); err != nil {
 			gone = true
 			if k.AbortOnDisconnect {
@@ -275,9 +298,18 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 	}
-	buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &j.finish)
+	obj := "chat.completion.chunk"
+	if j.legacy {
+		obj = "text_completion"
+		buf = buf[:0]
+		for c := range max(j.choices, 1) {
+			buf = appendTextChunk(buf, id, created, j.model, c, "", &j.finish)
+		}
+	} else {
+		buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &j.finish)
+	}
 	if j.includeUsage {
-		buf = appendUsageChunk(buf, id, created, j.model, usage(j))
+		buf = appendUsageChunk(buf, obj, id, created, j.model, usage(j))
 	}
 	buf = append(buf, "data: [DONE]\n\n"...)
 	_, _ = w.Write(buf)
@@ -304,8 +336,8 @@ type chunk struct {
 
 // appendUsageChunk appends the final chunk of stream_options.include_usage:
 // no choices, the usage of the whole answer.
-func appendUsageChunk(buf []byte, id string, created int64, model string, u Usage) []byte {
-	b, _ := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+func appendUsageChunk(buf []byte, object, id string, created int64, model string, u Usage) []byte {
+	b, _ := json.Marshal(chunk{ID: id, Object: object, Created: created, Model: model,
 		Choices: []chunkChoice{}, Usage: &u})
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
@@ -313,7 +345,7 @@ func appendUsageChunk(buf []byte, id string, created int64, model string, u Usag
 }
 
 func usage(j job) Usage {
-	return Usage{PromptTokens: j.promptTokens, CompletionTokens: j.complTokens, TotalTokens: j.promptTokens + j.complTokens}
+	return Usage{PromptTokens: j.promptTokens, CompletionTokens: j.generated(), TotalTokens: j.promptTokens + j.generated()}
 }
 
 func appendChunk(buf []byte, id string, created int64, model string, delta map[string]string, finish *string) []byte {

@@ -192,6 +192,8 @@ func (n *Node) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc(wire.PathChat, n.handleChat)
 	mux.HandleFunc(wire.PathPredict, n.handlePredict)
+	mux.HandleFunc(wire.PathCompletions, n.handleCompletions)
+	mux.HandleFunc(wire.PathEmbeddings, n.handleEmbeddings)
 	mux.HandleFunc(wire.PathModels, n.handleModels)
 	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

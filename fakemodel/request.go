@@ -44,7 +44,7 @@ type ChatMessage struct {
 // (openai.ParseChat: max_tokens ≤ MaxCompletionTokens). Errors are
 // *openai.RequestError.
 func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body)
+	c, err := openai.ParseChat(body, MaxCompletionTokens)
 	if err != nil {
 		return ChatRequest{}, err
 	}

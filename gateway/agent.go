@@ -94,7 +94,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if !ok {
 		return
 	}
-	ar, err := ParseAgentRequest(body, g.cfg.Agent.MaxPromptChars, g.cfg.Agent.MaxDepth)
+	ar, err := ParseAgentRequest(body, g.cfg.Agent.MaxPromptChars, g.cfg.Agent.MaxDepth, g.cfg.MaxTokensLimit)
 	if err != nil {
 		x.badRequest(err)
 		return
@@ -391,7 +391,7 @@ func (g *Gateway) subcall(x *exchange, body []byte) subResult {
 		resp.Body.Close()
 		return subResult{}
 	}
-	b, err := readAnswer(resp)
+	b, err := readAnswer(resp, maxUpstreamBody)
 	if err != nil {
 		return subResult{timeout: x.timedOut()}
 	}

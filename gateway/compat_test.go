@@ -105,6 +105,10 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 		return upstream.DefaultRetryTTL.String(), true
 	case "drain_delay": // 0: stop accepting at once, as before
 		return "0s", true
+	case "max_tokens_limit": // the bound the code held as a constant before
+		return strconv.Itoa(MaxMaxTokens), true
+	case "routes.completions.timeout", "routes.embeddings.timeout": // routes the gateway answered 404 before
+		return "30s", true
 	}
 	// Issue 12 (seed 004) added these; what they default to keeps the old
 	// behaviour for anything the old schema could express (one agent step

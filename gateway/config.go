@@ -38,6 +38,13 @@ type Config struct {
 	// LEVEE_ADMIN_TOKEN or generates one.
 	AdminToken string `yaml:"admin_token" json:"-"`
 
+	// MaxTokensLimit bounds the max_tokens (and max_completion_tokens) a
+	// model request may ask for: chat, completions, an agent's sub-calls;
+	// more is 400 naming the field. Default openai.MaxTokens (32768), the
+	// fake model's own bound; raise it for long-context backends.
+	// 1..maxMaxTokensLimit.
+	MaxTokensLimit int `yaml:"max_tokens_limit" json:"max_tokens_limit"`
+
 	// BodyLimitBytes caps request bodies (413 above it). ≥ 1.
 	BodyLimitBytes int64 `yaml:"body_limit_bytes" json:"body_limit_bytes"`
 	// ReadHeaderTimeout bounds reading request headers (slowloris). > 0.
@@ -107,6 +114,9 @@ type RoutesConfig struct {
 	Agent    RouteConfig `yaml:"agent" json:"agent"`
 	Export   RouteConfig `yaml:"export" json:"export"`
 	Standard RouteConfig `yaml:"standard" json:"standard"`
+	// Completions is POST /v1/completions, Embeddings POST /v1/embeddings.
+	Completions RouteConfig `yaml:"completions" json:"completions"`
+	Embeddings  RouteConfig `yaml:"embeddings" json:"embeddings"`
 }
 
 // RouteConfig is one route's settings.
@@ -144,7 +154,8 @@ type StoreConfig struct {
 type RuleConfig struct {
 	// Tenant is a tenant name or "*" (every tenant, each its own bucket).
 	Tenant string `yaml:"tenant" json:"tenant"`
-	// Route is a route name (chat, predict, agent, export, standard) or "*".
+	// Route is a route name (chat, predict, agent, export, standard,
+	// completions, embeddings) or "*".
 	Route string `yaml:"route" json:"route"`
 	// Rule is the limit: "sliding_window" (at most Limit cost units per
 	// Window) or "token_bucket" (ReplenishRate units per second, Burst
@@ -293,6 +304,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:            "127.0.0.1:8080",
 		Admin:             "127.0.0.1:0",
+		MaxTokensLimit:    MaxMaxTokens,
 		BodyLimitBytes:    1 << 20,
 		ReadHeaderTimeout: 5 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -306,6 +318,11 @@ func DefaultConfig() Config {
 			Agent:    RouteConfig{Timeout: 30 * time.Second},
 			Export:   RouteConfig{Timeout: 5 * time.Minute},
 			Standard: RouteConfig{Timeout: 2 * time.Second},
+			// A completion is as long as a chat answer; an embedding is one
+			// forward pass over its inputs (no decoding), but a batch of
+			// 2,048 inputs queued behind chat calls takes a while.
+			Completions: RouteConfig{Timeout: 30 * time.Second},
+			Embeddings:  RouteConfig{Timeout: 30 * time.Second},
 		},
 		RateLimit: RateLimitConfig{
 			Store: StoreConfig{Kind: wire.StoreLocal, Timeout: 5 * time.Millisecond, FailOpen: true, Share: 1},

@@ -15,6 +15,7 @@ import (
 // hold the process.
 const (
 	maxBodyLimit      = 64 << 20             // body_limit_bytes
+	maxMaxTokensLimit = 1 << 24              // max_tokens_limit (16,777,216: × n 128 stays far inside int64)
 	maxHeaderBytes    = 1 << 20              // max_header_bytes
 	maxServerTimeout  = time.Hour            // read_header/idle/drain/write timeouts, guard periods
 	maxRouteTimeout   = 24 * time.Hour       // routes.*.timeout (X-Levee-Deadline-Ms is capped there too)
@@ -51,6 +52,8 @@ func (c *Config) validateServer() error {
 		return fieldErr("admin_token", "%s: no request could carry it", msg)
 	}
 	switch {
+	case c.MaxTokensLimit < 1 || c.MaxTokensLimit > maxMaxTokensLimit:
+		return fieldErr("max_tokens_limit", "must be an integer in [1, %d] (got %d)", maxMaxTokensLimit, c.MaxTokensLimit)
 	case c.BodyLimitBytes < 1 || c.BodyLimitBytes > maxBodyLimit:
 		return fieldErr("body_limit_bytes", "must be in [1, %d] (got %d)", maxBodyLimit, c.BodyLimitBytes)
 	case c.ReadHeaderTimeout <= 0 || c.ReadHeaderTimeout > maxServerTimeout:

@@ -80,6 +80,8 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"no nodes", "listen: 127.0.0.1:0\n", 0, "upstream.nodes", "at least one"},
 		{"bad node", "upstream:\n  nodes:\n    - 127.0.0.1:9\n    - nonsense\n", 4, "upstream.nodes[1]", "host:port"},
 		{"watermarks out of order", nodes + "guard:\n  queue_fill: {yellow: 0.9, red: 0.5}\n", 4, "guard.queue_fill.red", "lower watermark"},
+		{"max_tokens_limit 0", nodes + "max_tokens_limit: 0\n", 3, "max_tokens_limit", "[1, 16777216] (got 0)"},
+		{"max_tokens_limit too large", nodes + "max_tokens_limit: 16777217\n", 3, "max_tokens_limit", "(got 16777217)"},
 		{"unknown policy", nodes + "unknown_key: maybe\n", 3, "unknown_key", "maybe"},
 		{"two documents", nodes + "---\nlisten: x\n", 3, "", "more than one"},
 		{"malformed second document", nodes + "---\nlisten: [\n", 4, "", "did not find expected"},

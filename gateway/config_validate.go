@@ -57,7 +57,8 @@ func (c *Config) Validate() error {
 	for _, r := range []struct {
 		name string
 		rc   RouteConfig
-	}{{wire.RouteChat, c.Routes.Chat}, {wire.RoutePredict, c.Routes.Predict}, {wire.RouteAgent, c.Routes.Agent}, {wire.RouteExport, c.Routes.Export}, {wire.RouteStandard, c.Routes.Standard}} {
+	}{{wire.RouteChat, c.Routes.Chat}, {wire.RoutePredict, c.Routes.Predict}, {wire.RouteAgent, c.Routes.Agent}, {wire.RouteExport, c.Routes.Export}, {wire.RouteStandard, c.Routes.Standard},
+		{wire.RouteCompletions, c.Routes.Completions}, {wire.RouteEmbeddings, c.Routes.Embeddings}} {
 		if r.rc.Timeout <= 0 || r.rc.Timeout > maxRouteTimeout {
 			return fieldErr("routes."+r.name+".timeout", "must be in (0, %s] (got %s)", maxRouteTimeout, r.rc.Timeout)
 		}
@@ -132,9 +133,9 @@ func (r *RateLimitConfig) validate() error {
 			return fieldErr(p+".tenant", "must be a tenant or \"*\"")
 		}
 		switch rule.Route {
-		case "*", wire.RouteChat, wire.RoutePredict, wire.RouteAgent, wire.RouteExport, wire.RouteStandard:
+		case "*", wire.RouteChat, wire.RoutePredict, wire.RouteAgent, wire.RouteExport, wire.RouteStandard, wire.RouteCompletions, wire.RouteEmbeddings:
 		default:
-			return fieldErr(p+".route", "must be chat, predict, agent, export, standard or \"*\" (got %q)", rule.Route)
+			return fieldErr(p+".route", "must be chat, predict, agent, export, standard, completions, embeddings or \"*\" (got %q)", rule.Route)
 		}
 		if j, dup := seen[pair{rule.Tenant, rule.Route}]; dup {
 			return fieldErr(p+".route", "same tenant and route as ratelimit.rules[%d]", j)

@@ -166,6 +166,10 @@ func (g *Gateway) routeTimeout(r routeID) time.Duration {
 		return rt.Agent.Timeout
 	case routeExport:
 		return rt.Export.Timeout
+	case routeCompletions:
+		return rt.Completions.Timeout
+	case routeEmbeddings:
+		return rt.Embeddings.Timeout
 	}
 	return rt.Standard.Timeout
 }
@@ -229,6 +233,8 @@ func (g *Gateway) newTrafficHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(wire.PathChat, g.serveRoute(routeChat, http.MethodPost, g.serveChat))
 	mux.Handle(wire.PathPredict, g.serveRoute(routePredict, http.MethodPost, g.servePredict))
+	mux.Handle(wire.PathCompletions, g.serveRoute(routeCompletions, http.MethodPost, g.serveCompletions))
+	mux.Handle(wire.PathEmbeddings, g.serveRoute(routeEmbeddings, http.MethodPost, g.serveEmbeddings))
 	mux.Handle(wire.PathAgent, g.serveRoute(routeAgent, http.MethodPost, g.serveAgent))
 	mux.Handle(wire.PathExport, g.serveRoute(routeExport, http.MethodGet, g.serveExport))
 	mux.Handle(wire.PathStandard, g.serveRoute(routeStandard, http.MethodGet, g.serveStandard))

@@ -16,6 +16,8 @@
 // timeout):
 //
 //	POST /v1/chat/completions  OpenAI chat body: messages (non-empty), max_tokens, stream
+//	POST /v1/completions       OpenAI legacy completion: prompt (string, strings, token ids), max_tokens, n, best_of, stream
+//	POST /v1/embeddings        OpenAI embeddings: input (string, strings, token ids)
 //	POST /v1/predict           {"features":{…}}  → {"decision":…,"score":…}
 //	POST /v1/agent             {"prompt":"…","max_tokens":64,"steps":3} → {"answer":…,"steps":k,"fan_out":n,"level":…,…}
 //	GET  /v1/export?rows=N     NDJSON rows, streamed
@@ -24,7 +26,8 @@
 //
 // Fallbacks (when the fallback defense is on) answer level black and
 // upstream failures (no node, breaker open, connection failure, 5xx) on
-// predict, chat and agent, and agent tasks at the agent level black (the
+// predict, chat and agent (never on completions and embeddings, whose
+// calling programs would take a made-up text or vector for the model's), and agent tasks at the agent level black (the
 // guard black, or agent.black_nodes_down of the nodes down). Rate
 // limiting, yellow/red shedding, full or timed-out queues and the budget
 // stay sheds (429/503), so clients see backpressure; a passed deadline
@@ -33,7 +36,8 @@
 // budget pressure, a share of complex tasks dropped at red.
 //
 // Model requests reserve their estimated tokens (prompt characters / 4 +
-// max_tokens × n) in a budget by priority — P0 keeps budget.reserve_p0 of it,
+// max_tokens × n; a completion's prompts + max_tokens × prompts × best_of;
+// an embedding's inputs alone) in a budget by priority — P0 keeps budget.reserve_p0 of it,
 // one request may take at most budget.max_request_tokens (over it: 400
 // naming the cap) — and settle with the usage the model reports
 // (tokens.go). Streamed answers promise "ok" in

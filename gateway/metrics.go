@@ -19,6 +19,8 @@ const (
 	routeAgent
 	routeExport
 	routeStandard
+	routeCompletions
+	routeEmbeddings
 	routeOther // unknown paths under the traffic listener
 	numRoutes
 )
@@ -41,7 +43,17 @@ const (
 func (c classID) String() string { return wire.Classes()[c] }
 
 // routeClass maps a route to its class.
-var routeClass = [numRoutes]classID{classAI, classAI, classAgent, classStream, classStandard, classStandard}
+var routeClass = [numRoutes]classID{classAI, classAI, classAgent, classStream, classStandard, classAI, classAI, classStandard}
+
+// hasFallback reports whether route r has a fallback answer (when the
+// fallback defense is on). Completions and embeddings have none: their
+// clients are programs (eval harnesses, batch jobs, indexers) that read
+// the text or the vectors and not X-Levee-Fallback, so a made-up
+// completion or vector would be taken for the model's; they get the shed
+// (503) or the error instead, which they retry.
+func (r routeID) hasFallback() bool {
+	return r == routeChat || r == routePredict || r == routeAgent
+}
 
 // metrics holds the gateway's own instruments. Counters of the request
 // path are resolved once here, so counting never looks labels up.

@@ -16,8 +16,24 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads.
-const maxUpstreamBody = 4 << 20
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads;
+// maxEmbeddingsBody an embeddings answer, whose vectors are large (2,048
+// inputs of 1,536 dimensions are about 17 MB in base64, the OpenAI
+// clients' default encoding). Larger answers are an error (502): split the
+// batch.
+const (
+	maxUpstreamBody   = 4 << 20
+	maxEmbeddingsBody = 32 << 20
+)
+
+// answerLimit is the most of a non-streamed answer of call class class
+// the gateway reads.
+func answerLimit(class string) int64 {
+	if class == wire.CallEmbeddings {
+		return maxEmbeddingsBody
+	}
+	return maxUpstreamBody
+}
 
 // jsonHeader is sent with every upstream call; the pool clones it.
 var jsonHeader = http.Header{"Content-Type": {"application/json"}}
@@ -44,7 +60,8 @@ func chatFallback() map[string]any {
 }
 
 // Which failures fall back (when the fallback defense is on): level black
-// and upstream failures, on predict, chat and agent. Rate limiting, yellow
+// and upstream failures, on predict, chat and agent (routeID.hasFallback:
+// never on completions and embeddings). Rate limiting, yellow
 // and red shedding, queue full/timeout and the budget stay sheds, so
 // clients see backpressure; a passed deadline stays a timeout.
 
@@ -87,7 +104,7 @@ func (x *exchange) fallbackStream(reason string) {
 // upstreamFailed answers an upstream failure: the fallback when it is on
 // and the route has one, else an error with status.
 func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
-	if x.g.on(defFallback) && x.route != routeExport && x.route != routeStandard {
+	if x.g.on(defFallback) && x.route.hasFallback() {
 		if stream {
 			x.fallbackStream(wire.FallbackUpstream)
 		} else {
@@ -101,7 +118,7 @@ func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 // shedOrFallback answers a refused request: level black serves the
 // fallback (when on), anything else is a shed.
 func (x *exchange) shedOrFallback(s *shed, stream bool) {
-	if s.black && x.g.on(defFallback) {
+	if s.black && x.g.on(defFallback) && x.route.hasFallback() {
 		if stream {
 			x.fallbackStream(wire.FallbackBlack)
 		} else {
@@ -172,14 +189,14 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
 // it is JSON.
-func readAnswer(resp *http.Response) ([]byte, error) {
+func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxUpstreamBody {
-		return nil, fmt.Errorf("upstream answer exceeds %d bytes", maxUpstreamBody)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("upstream answer exceeds %d bytes", limit)
 	}
 	if !json.Valid(b) {
 		return nil, errors.New("upstream answer is not JSON")
@@ -233,7 +250,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit
 		return res
 	}
 	ctype := resp.Header.Get("Content-Type")
-	b, err := readAnswer(resp)
+	b, err := readAnswer(resp, answerLimit(class))
 	res.end = time.Now()
 	res.rtt = res.end.Sub(callStart)
 	if err != nil {
@@ -288,7 +305,7 @@ func (g *Gateway) serveChat(x *exchange) {
 	if !ok {
 		return
 	}
-	cr, err := ParseChatRequest(body)
+	cr, err := ParseChatRequest(body, g.cfg.MaxTokensLimit)
 	if err != nil {
 		x.badRequest(err)
 		return
@@ -307,7 +324,7 @@ func (g *Gateway) serveChat(x *exchange) {
 		g.releaseCall(&t, res)
 		return
 	}
-	res := g.relaySSE(x, body, cr, &t.permit)
+	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)
 	g.releaseCall(&t, res)
 }
 

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/levee-lab/levee/internal/openai"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // Request limits of the model routes.
@@ -14,8 +15,8 @@ const (
 	// DefaultMaxTokens is the completion budget assumed when a request
 	// names no max_tokens.
 	DefaultMaxTokens = openai.DefaultMaxTokens
-	// MaxMaxTokens bounds max_tokens: the one limit the fake model
-	// applies too (openai.MaxTokens).
+	// MaxMaxTokens is the default of max_tokens_limit, the bound of
+	// max_tokens: the fake model's own bound (openai.MaxTokens).
 	MaxMaxTokens = openai.MaxTokens
 	// DefaultAgentMaxTokens is one agent sub-call's completion budget.
 	DefaultAgentMaxTokens = 64
@@ -42,6 +43,11 @@ func (c ChatRequest) Tokens() int64 { return estimateTokens(c.PromptChars, c.com
 // completion is the most the answer may take: max_tokens × n.
 func (c ChatRequest) completion() int { return c.MaxTokens * max(c.Choices, 1) }
 
+// streamReq is what relaySSE needs of a streamed chat.
+func (c ChatRequest) streamReq() streamReq {
+	return streamReq{class: wire.CallChatStream, path: wire.PathChat, hasStreamOptions: c.HasStreamOptions, prompt: estimateTokens(c.PromptChars, 0)}
+}
+
 // costField is the field to blame for an estimate over the per-request
 // cap: the prompt when it is the larger part, else max_tokens.
 func (c ChatRequest) costField() string {
@@ -61,10 +67,11 @@ func (c ChatRequest) costParts() string {
 }
 
 // ParseChatRequest checks a chat completion body (openai.ParseChat with
-// max_tokens ≤ MaxMaxTokens, DefaultMaxTokens when unset; 1 ≤ n ≤
-// openai.MaxChoices) and measures its prompt. Errors are *openai.RequestError.
-func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body)
+// max_tokens ≤ maxTokens, the gateway's max_tokens_limit; DefaultMaxTokens
+// when unset; 1 ≤ n ≤ openai.MaxChoices) and measures its prompt. Errors
+// are *openai.RequestError.
+func ParseChatRequest(body []byte, maxTokens int) (ChatRequest, error) {
+	c, err := openai.ParseChat(body, maxTokens)
 	if err != nil {
 		return ChatRequest{}, err
 	}
@@ -125,9 +132,9 @@ func (a AgentRequest) costField() string {
 
 // ParseAgentRequest checks an agent body: a non-empty string "prompt" of
 // at most maxPromptChars characters, optional 0 ≤ "max_tokens" ≤
-// MaxMaxTokens and optional 1 ≤ "steps" ≤ maxSteps. Errors are
-// *openai.RequestError.
-func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest, error) {
+// maxTokens (the gateway's max_tokens_limit) and optional 1 ≤ "steps" ≤
+// maxSteps. Errors are *openai.RequestError.
+func ParseAgentRequest(body []byte, maxPromptChars, maxSteps, maxTokens int) (AgentRequest, error) {
 	var raw struct {
 		Prompt    *string `json:"prompt"`
 		MaxTokens *int    `json:"max_tokens"`
@@ -147,8 +154,8 @@ func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest,
 	if raw.MaxTokens != nil {
 		a.MaxTokens = *raw.MaxTokens
 	}
-	if a.MaxTokens < 0 || a.MaxTokens > MaxMaxTokens {
-		return AgentRequest{}, &openai.RequestError{Field: "max_tokens", Msg: fmt.Sprintf("must be an integer in [0, %d], got %d", MaxMaxTokens, a.MaxTokens)}
+	if err := openai.CheckMaxTokens("max_tokens", a.MaxTokens, maxTokens); err != nil {
+		return AgentRequest{}, err
 	}
 	if raw.Steps != nil {
 		a.Steps = *raw.Steps
@@ -158,3 +165,80 @@ func ParseAgentRequest(body []byte, maxPromptChars, maxSteps int) (AgentRequest,
 	}
 	return a, nil
 }
+
+// CompletionRequest is what the gateway reads of a legacy text completion
+// request (POST /v1/completions); the body is relayed unchanged.
+type CompletionRequest struct {
+	Stream bool
+	// MaxTokens is max_tokens (DefaultMaxTokens when unset): each
+	// sequence's most.
+	MaxTokens int
+	// Sequences is what the model generates: best_of (≥ n) for each
+	// prompt.
+	Sequences int
+	Prompt    openai.Prompt
+	// IncludeUsage is stream_options.include_usage; HasStreamOptions
+	// whether the body named stream_options at all.
+	IncludeUsage, HasStreamOptions bool
+}
+
+// ParseCompletionRequest checks a completion body (openai.ParseCompletion
+// with max_tokens ≤ maxTokens, the gateway's max_tokens_limit). Errors are
+// *openai.RequestError.
+func ParseCompletionRequest(body []byte, maxTokens int) (CompletionRequest, error) {
+	c, err := openai.ParseCompletion(body, maxTokens)
+	if err != nil {
+		return CompletionRequest{}, err
+	}
+	return CompletionRequest{Stream: c.Stream, MaxTokens: c.MaxTokens, Sequences: c.Sequences(), Prompt: c.Prompt,
+		IncludeUsage: c.IncludeUsage, HasStreamOptions: c.HasStreamOptions}, nil
+}
+
+// Tokens is the request's estimated cost: the prompts' estimate
+// (characters / 4 plus token ids) plus MaxTokens for each sequence.
+func (c CompletionRequest) Tokens() int64 { return c.Prompt.EstimatedTokens() + c.completion() }
+
+func (c CompletionRequest) completion() int64 { return int64(c.MaxTokens) * int64(max(c.Sequences, 1)) }
+
+// costField is the field to blame for an estimate over the per-request
+// cap: the prompt when it is the larger part, else max_tokens.
+func (c CompletionRequest) costField() string {
+	if c.Prompt.EstimatedTokens() > c.completion() {
+		return "prompt"
+	}
+	return "max_tokens"
+}
+
+// costParts says what the estimate is made of, for an error message.
+func (c CompletionRequest) costParts() string {
+	s := fmt.Sprintf("prompt ≈ %d + max_tokens %d", c.Prompt.EstimatedTokens(), c.MaxTokens)
+	if c.Sequences > 1 {
+		s += fmt.Sprintf(" × %d sequences (prompts × best_of or n)", c.Sequences)
+	}
+	return s
+}
+
+// streamReq is what relaySSE needs of a streamed completion.
+func (c CompletionRequest) streamReq() streamReq {
+	return streamReq{class: wire.CallCompletionSt, path: wire.PathCompletions, hasStreamOptions: c.HasStreamOptions, prompt: c.Prompt.EstimatedTokens()}
+}
+
+// EmbeddingsRequest is what the gateway reads of an embeddings request
+// (POST /v1/embeddings); the body is relayed unchanged.
+type EmbeddingsRequest struct {
+	Input openai.Prompt
+}
+
+// ParseEmbeddingsRequest checks an embeddings body (openai.ParseEmbeddings).
+// Errors are *openai.RequestError.
+func ParseEmbeddingsRequest(body []byte) (EmbeddingsRequest, error) {
+	e, err := openai.ParseEmbeddings(body)
+	if err != nil {
+		return EmbeddingsRequest{}, err
+	}
+	return EmbeddingsRequest{Input: e.Input}, nil
+}
+
+// Tokens is the request's estimated cost: its inputs' tokens only, since
+// an embedding generates none.
+func (e EmbeddingsRequest) Tokens() int64 { return e.Input.EstimatedTokens() }

@@ -28,7 +28,7 @@ func TestParseChatRequest(t *testing.T) {
 		{`{"messages":[{"role":"u"}]} {}`, "", -1, false},
 		{``, "", -1, false},
 	} {
-		c, err := ParseChatRequest([]byte(tc.body))
+		c, err := ParseChatRequest([]byte(tc.body), MaxMaxTokens)
 		if tc.field == "" && tc.tokens >= 0 {
 			if err != nil || c.Tokens() != tc.tokens || c.Stream != tc.stream {
 				t.Errorf("%s: %+v tokens %d, %v; want tokens %d stream %v", tc.body, c, c.Tokens(), err, tc.tokens, tc.stream)
@@ -48,7 +48,7 @@ func FuzzChatRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":1}]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := ParseChatRequest(body)
+		c, err := ParseChatRequest(body, MaxMaxTokens)
 		if err != nil {
 			var re *openai.RequestError
 			if !errors.As(err, &re) {
@@ -61,7 +61,7 @@ func FuzzChatRequest(f *testing.F) {
 		}
 		// Every model route's parser must hold too.
 		_, _ = ParsePredictRequest(body)
-		_, _ = ParseAgentRequest(body, 1000, 5)
+		_, _ = ParseAgentRequest(body, 1000, 5, MaxMaxTokens)
 	})
 }
 
@@ -81,7 +81,7 @@ func TestParseAgentRequest(t *testing.T) {
 		{`{"prompt":"x","max_tokens":32769}`, "max_tokens", 0},
 		{`{"prompt":"x","max_tokens":1e30}`, "max_tokens", 0},
 	} {
-		a, err := ParseAgentRequest([]byte(tc.body), 20, 5)
+		a, err := ParseAgentRequest([]byte(tc.body), 20, 5, MaxMaxTokens)
 		if tc.field == "" {
 			if err != nil || a.Steps != tc.steps {
 				t.Errorf("%s: %+v, %v; want steps %d", tc.body, a, err, tc.steps)
@@ -102,7 +102,7 @@ func FuzzAgentRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		a, err := ParseAgentRequest(body, 64, 5)
+		a, err := ParseAgentRequest(body, 64, 5, MaxMaxTokens)
 		if err != nil {
 			var re *openai.RequestError
 			if !errors.As(err, &re) {

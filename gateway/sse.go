@@ -88,10 +88,10 @@ type streamMeter struct {
 // that would take the body past body_limit_bytes: the gateway sends no
 // model a body larger than it takes itself (a model with the same limit
 // would answer a client that kept within it 413).
-func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
+func (g *Gateway) meterStream(body *[]byte, hasStreamOptions bool) *streamMeter {
 	m := &streamMeter{}
 	fits := int64(len(*body)+len(usageOption)) <= g.cfg.BodyLimitBytes
-	if g.cfg.Stream.RequestUsage && !cr.HasStreamOptions && fits {
+	if g.cfg.Stream.RequestUsage && !hasStreamOptions && fits {
 		if i := bytes.IndexByte(*body, '{'); i >= 0 {
 			b := make([]byte, 0, len(*body)+len(usageOption))
 			b = append(append(append(b, (*body)[:i+1]...), usageOption...), (*body)[i+1:]...)
@@ -104,11 +104,11 @@ func (g *Gateway) meterStream(body *[]byte, cr ChatRequest) *streamMeter {
 // usageOption is spliced into a stream request's object by meterStream.
 const usageOption = `"stream_options":{"include_usage":true},`
 
-// used is the stream's tokens: its usage chunk, or the prompt's estimate
-// plus the chunks that carried content.
-func (m *streamMeter) used(cr ChatRequest) int64 {
+// used is the stream's tokens: its usage chunk, or prompt (the prompt's
+// estimate) plus the chunks that carried content.
+func (m *streamMeter) used(prompt int64) int64 {
 	if u, ok := m.Usage(); ok {
 		return u.Total()
 	}
-	return estimateTokens(cr.PromptChars, 0) + int64(m.Chunks())
+	return prompt + int64(m.Chunks())
 }

@@ -118,7 +118,19 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 	return callResult{}
 }
 
-// relaySSE forwards a streamed chat completion: events are read from the
+// streamReq is what relaySSE needs of a streamed model request (a chat or
+// a legacy completion).
+type streamReq struct {
+	class, path string // the upstream call's class (wire.Call…) and path
+	// hasStreamOptions: the client named stream_options (the gateway then
+	// adds none).
+	hasStreamOptions bool
+	// prompt is the prompt's estimated tokens: a stream without a usage
+	// chunk is settled at this plus its counted chunks.
+	prompt int64
+}
+
+// relaySSE forwards a streamed chat or text completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event (sseRelay). The
 // model is read only as fast as the client takes the events. The stream
@@ -126,10 +138,10 @@ func (x *exchange) brokenCall(start time.Time) callResult {
 // are its time to first token: the limiter gets it at once
 // (permit.Observe) and as the call's latency, since a long answer is not
 // congestion.
-func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *admit.Permit) callResult {
+func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit.Permit) callResult {
 	callStart := time.Now()
-	m := g.meterStream(&body, cr)
-	resp, res, o, err := g.callModelRequeued(x, permit, wire.CallChatStream, wire.PathChat, body, &callStart)
+	m := g.meterStream(&body, sr.hasStreamOptions)
+	resp, res, o, err := g.callModelRequeued(x, permit, sr.class, sr.path, body, &callStart)
 	if errors.Is(err, errAnswered) {
 		return callResult{}
 	}
@@ -171,7 +183,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, cr ChatRequest, permit *adm
 			cw.done()
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
-			res.used, res.hasUsage = m.used(cr), true
+			res.used, res.hasUsage = m.used(sr.prompt), true
 			x.endStream(wire.OutcomeOK)
 			return res
 		default:

@@ -14,8 +14,10 @@ const (
 	// DefaultMaxTokens is the completion length assumed when a chat
 	// request names neither max_tokens nor max_completion_tokens.
 	DefaultMaxTokens = 16
-	// MaxTokens bounds max_tokens and max_completion_tokens (and an agent
-	// request's max_tokens) on the gateway and the fake model alike.
+	// MaxTokens is the default bound of max_tokens and
+	// max_completion_tokens (and an agent request's max_tokens): the fake
+	// model's, and the gateway's unless its max_tokens_limit says
+	// otherwise (ParseChat takes the bound).
 	MaxTokens = 32768
 	// MaxChoices bounds n, the choices one request asks for (OpenAI's own
 	// bound).
@@ -54,10 +56,10 @@ type Message struct {
 // "messages" array of objects, each with a non-empty string "role" and a
 // "content" that is a string, an array of text parts or null; an optional
 // boolean "stream", an optional object (or null) "stream_options" with a
-// boolean "include_usage", and optional 0 ≤ "max_tokens" ≤ MaxTokens
+// boolean "include_usage", and optional 0 ≤ "max_tokens" ≤ maxTokens
 // ("max_completion_tokens" wins when both are set). Errors are
 // *RequestError.
-func ParseChat(body []byte) (Chat, error) {
+func ParseChat(body []byte, maxTokens int) (Chat, error) {
 	var raw struct {
 		Model         *string           `json:"model"`
 		Messages      []json.RawMessage `json:"messages"`
@@ -91,8 +93,8 @@ func ParseChat(body []byte) (Chat, error) {
 	if raw.MaxCompl != nil {
 		c.MaxTokens, c.MaxTokensSet, field = *raw.MaxCompl, true, "max_completion_tokens"
 	}
-	if c.MaxTokens < 0 || c.MaxTokens > MaxTokens {
-		return Chat{}, &RequestError{field, fmt.Sprintf("must be an integer in [0, %d], got %d", MaxTokens, c.MaxTokens)}
+	if err := CheckMaxTokens(field, c.MaxTokens, maxTokens); err != nil {
+		return Chat{}, err
 	}
 	c.N = 1
 	if raw.N != nil {
@@ -113,6 +115,15 @@ func ParseChat(body []byte) (Chat, error) {
 		c.Messages[i] = msg
 	}
 	return c, nil
+}
+
+// CheckMaxTokens checks a completion length v of the field named field
+// against 0 ≤ v ≤ limit.
+func CheckMaxTokens(field string, v, limit int) error {
+	if v < 0 || v > limit {
+		return &RequestError{field, fmt.Sprintf("must be an integer in [0, %d], got %d", limit, v)}
+	}
+	return nil
 }
 
 // Completion is the completion length this request asks for: MaxTokens,

@@ -18,7 +18,7 @@ func FuzzParseChat(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		c, err := ParseChat(body)
+		c, err := ParseChat(body, MaxTokens)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) || re.Msg == "" {
@@ -64,6 +64,49 @@ func FuzzStreamMeter(f *testing.F) {
 		}
 		if _, ok := AnswerUsage(line); ok && !bytes.Contains(bytes.ToLower(line), []byte("usage")) {
 			t.Fatal("usage read from an answer without one")
+		}
+	})
+}
+
+// FuzzParseCompletionAndEmbeddings: any body either parses into a
+// request within the limits, with a non-empty prompt or input, or fails
+// with a *RequestError naming JSON, not Go; it never panics.
+func FuzzParseCompletionAndEmbeddings(f *testing.F) {
+	for _, s := range []string{
+		`{"prompt":"hi"}`, `{"prompt":["a","b"],"n":2,"best_of":3,"max_tokens":4}`, `{"prompt":[1,2]}`, `{"prompt":[[1],[2,3]]}`,
+		`{"prompt":"a","stream":true,"stream_options":{"include_usage":true}}`, `{"prompt":[null]}`, `{"prompt":""}`,
+		`{"input":"x","encoding_format":"base64","dimensions":3}`, `{"input":[[]]}`, `{"input":{}}`, `[]`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	check := func(t *testing.T, err error) bool {
+		if err == nil {
+			return true
+		}
+		var re *RequestError
+		if !errors.As(err, &re) || re.Msg == "" {
+			t.Fatalf("error %v is not a *RequestError with a message", err)
+		}
+		if bytes.Contains([]byte(re.Msg), []byte("json.")) {
+			t.Fatalf("error %q speaks Go, not JSON", re.Msg)
+		}
+		return false
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c, err := ParseCompletion(body, MaxTokens)
+		if check(t, err) {
+			p := c.Prompt
+			if p.Count < 1 || p.Chars+p.Tokens < 1 || c.N < 1 || c.BestOf < c.N || c.BestOf > MaxChoices ||
+				c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Sequences() < 1 || p.EstimatedTokens() < 1 {
+				t.Fatalf("accepted an out-of-range completion: %+v", c)
+			}
+		}
+		e, err := ParseEmbeddings(body)
+		if check(t, err) {
+			if e.Input.Count < 1 || e.Input.Count > MaxEmbeddingInputs || e.Input.EstimatedTokens() < 1 || e.Dimensions < 0 ||
+				(e.EncodingFormat != "float" && e.EncodingFormat != "base64") {
+				t.Fatalf("accepted an out-of-range embeddings request: %+v", e)
+			}
 		}
 	})
 }

@@ -63,7 +63,7 @@ func TestParseChat(t *testing.T) {
 	}
 	for _, tt := range ok {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseChat([]byte(tt.body))
+			got, err := ParseChat([]byte(tt.body), MaxTokens)
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("ParseChat = %+v, %v; want %+v", got, err, tt.want)
 			}
@@ -94,7 +94,7 @@ func TestParseChat(t *testing.T) {
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseChat([]byte(tt.body))
+			_, err := ParseChat([]byte(tt.body), MaxTokens)
 			var re *RequestError
 			if !errors.As(err, &re) || re.Field != tt.field {
 				t.Fatalf("err %v, want a *RequestError on field %q", err, tt.field)
@@ -116,7 +116,7 @@ func TestTypeErrorsSpeakJSON(t *testing.T) {
 		{`{"stream_options":[],"messages":[{"role":"u"}]}`, "stream_options", "must be an object, got a JSON array"},
 	}
 	for _, tt := range tests {
-		_, err := ParseChat([]byte(tt.body))
+		_, err := ParseChat([]byte(tt.body), MaxTokens)
 		var re *RequestError
 		if !errors.As(err, &re) || re.Field != tt.field || re.Msg != tt.msg {
 			t.Errorf("%s: err %#v, want field %q msg %q", tt.body, err, tt.field, tt.msg)

@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // Usage is the token count of a chat answer (its "usage" object).
@@ -39,7 +40,8 @@ func AnswerUsage(body []byte) (u Usage, ok bool) {
 	return a.Usage.clamped(), true
 }
 
-// StreamMeter measures a streamed chat answer (SSE) as it is relayed,
+// StreamMeter measures a streamed chat or legacy completion answer (SSE)
+// as it is relayed,
 // event by event: it counts the chunks that carry generated tokens and keeps the
 // usage of a final usage chunk (stream_options.include_usage). The zero value is ready;
 // it is not safe for concurrent use.
@@ -96,6 +98,8 @@ func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	var c struct {
 		Choices []struct {
 			Delta delta `json:"delta"`
+			// Text is a legacy completion chunk's generated text.
+			Text json.RawMessage `json:"text"`
 		} `json:"choices"`
 		Usage *Usage `json:"usage"`
 	}
@@ -103,7 +107,7 @@ func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 		return false
 	}
 	for _, ch := range c.Choices {
-		if ch.Delta.generated() {
+		if ch.Delta.generated() || generated(ch.Text) {
 			m.chunks++
 			break
 		}
@@ -129,18 +133,21 @@ type delta struct {
 // generated reports whether the delta carries generated tokens: text,
 // a refusal, reasoning or a piece of a tool call.
 func (d delta) generated() bool {
-	for _, v := range []json.RawMessage{d.Content, d.Refusal, d.ReasoningContent, d.Reasoning, d.ToolCalls} {
-		switch string(v) {
-		case "", "null", `""`, "[]", "{}":
-		default:
-			return true
-		}
+	return slices.ContainsFunc([]json.RawMessage{d.Content, d.Refusal, d.ReasoningContent, d.Reasoning, d.ToolCalls}, generated)
+}
+
+// generated reports whether a chunk's field holds something: not absent,
+// null or empty.
+func generated(v json.RawMessage) bool {
+	switch string(v) {
+	case "", "null", `""`, "[]", "{}":
+		return false
 	}
-	return false
+	return true
 }
 
 // Chunks is the number of chunks that carried generated tokens (content,
-// a refusal, reasoning or a tool call's pieces): about one per completion
+// a refusal, reasoning, a tool call's pieces or a completion's text): about one per completion
 // token for most servers.
 func (m *StreamMeter) Chunks() int { return m.chunks }
 

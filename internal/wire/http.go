@@ -44,16 +44,21 @@ const FieldFallback = "fallback"
 
 // Traffic paths of the gateway (G) and the fake model nodes (F).
 const (
-	PathChat     = "/v1/chat/completions" // G, F: POST, OpenAI chat body
-	PathPredict  = "/v1/predict"          // G, F: POST {"features":{…}}
-	PathAgent    = "/v1/agent"            // G: POST {"prompt":…,"max_tokens":N}
-	PathExport   = "/v1/export"           // G: GET ?rows=N, NDJSON
-	PathStandard = "/v1/standard/"        // G: GET /v1/standard/…, served locally
-	PathModels   = "/v1/models"           // G: GET, a node's list relayed (route "other"); F: GET, OpenAI model list
-	PathV1       = "/v1/"                 // G: any other /v1/ path (route "other")
-	PathMetrics  = "/metrics"             // G, F: Prometheus text format
-	PathHealthz  = "/healthz"             // G, F: 200 while the process lives
-	PathReadyz   = "/readyz"              // G, F: 200 when it can serve, 503 while draining
+	PathChat    = "/v1/chat/completions" // G, F: POST, OpenAI chat body
+	PathPredict = "/v1/predict"          // G, F: POST {"features":{…}}
+	// PathCompletions is OpenAI's legacy text completion route: POST
+	// {"prompt":…,"max_tokens":N}, streamed or not.
+	PathCompletions = "/v1/completions" // G, F
+	// PathEmbeddings is OpenAI's embeddings route: POST {"input":…}.
+	PathEmbeddings = "/v1/embeddings" // G, F
+	PathAgent      = "/v1/agent"      // G: POST {"prompt":…,"max_tokens":N}
+	PathExport     = "/v1/export"     // G: GET ?rows=N, NDJSON
+	PathStandard   = "/v1/standard/"  // G: GET /v1/standard/…, served locally
+	PathModels     = "/v1/models"     // G: GET, a node's list relayed (route "other"); F: GET, OpenAI model list
+	PathV1         = "/v1/"           // G: any other /v1/ path (route "other")
+	PathMetrics    = "/metrics"       // G, F: Prometheus text format
+	PathHealthz    = "/healthz"       // G, F: 200 while the process lives
+	PathReadyz     = "/readyz"        // G, F: 200 when it can serve, 503 while draining
 )
 
 // QueryExportRows is the query parameter of PathExport naming the rows.

@@ -153,17 +153,20 @@ const (
 // Upstream call classes: the LabelCallClass values. The gateway sends each
 // model call as one class; the pool keeps latencies per node and class.
 const (
-	CallPredict      = "predict"       // PathPredict
-	CallChat         = "chat"          // PathChat, not streamed
-	CallChatStream   = "chat_stream"   // PathChat streamed: time to first token
-	CallAgentSubcall = "agent_subcall" // one sub-call of PathAgent
-	CallDefault      = "default"       // a call that names no class
-	CallOther        = "other"         // classes past the pool's per-node cap share this one
+	CallPredict      = "predict"           // PathPredict
+	CallChat         = "chat"              // PathChat, not streamed
+	CallChatStream   = "chat_stream"       // PathChat streamed: time to first token
+	CallAgentSubcall = "agent_subcall"     // one sub-call of PathAgent
+	CallCompletion   = "completion"        // PathCompletions, not streamed
+	CallCompletionSt = "completion_stream" // PathCompletions streamed: time to first token
+	CallEmbeddings   = "embeddings"        // PathEmbeddings
+	CallDefault      = "default"           // a call that names no class
+	CallOther        = "other"             // classes past the pool's per-node cap share this one
 )
 
 // CallClasses returns the upstream call classes.
-func CallClasses() [6]string {
-	return [6]string{CallPredict, CallChat, CallChatStream, CallAgentSubcall, CallDefault, CallOther}
+func CallClasses() [9]string {
+	return [9]string{CallPredict, CallChat, CallChatStream, CallAgentSubcall, CallCompletion, CallCompletionSt, CallEmbeddings, CallDefault, CallOther}
 }
 
 // Agent sub-call results: the LabelResult values of MetricSubcalls.

@@ -64,14 +64,18 @@ const (
 	RouteAgent    = "agent"    // PathAgent
 	RouteExport   = "export"   // PathExport
 	RouteStandard = "standard" // PathStandard
-	RouteOther    = "other"    // PathModels and any other /v1/ path: counted, never limited
+	// RouteCompletions and RouteEmbeddings are the OpenAI routes the lab's
+	// load does not send but real backends (vLLM, TGI, llama.cpp) serve.
+	RouteCompletions = "completions" // PathCompletions
+	RouteEmbeddings  = "embeddings"  // PathEmbeddings
+	RouteOther       = "other"       // PathModels and any other /v1/ path: counted, never limited
 
-	NumRoutes = 6
+	NumRoutes = 8
 )
 
 // Routes returns the gateway's route names, RouteOther last.
 func Routes() [NumRoutes]string {
-	return [NumRoutes]string{RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard, RouteOther}
+	return [NumRoutes]string{RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings, RouteOther}
 }
 
 // RouteChatStream is the load generator's name for a chat request with
@@ -80,17 +84,17 @@ func Routes() [NumRoutes]string {
 const RouteChatStream = "chat-stream"
 
 // NumLoadRoutes is the number of routes the load generator can send.
-const NumLoadRoutes = 6
+const NumLoadRoutes = 8
 
 // LoadRoutes returns the routes a traffic mix may name.
 func LoadRoutes() [NumLoadRoutes]string {
-	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
+	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings}
 }
 
 // Route class names: the LabelClass values and the keys of the gateway's
 // classes config (one bulkhead each).
 const (
-	ClassAI       = "ai"       // chat and predict
+	ClassAI       = "ai"       // chat, predict, completions and embeddings
 	ClassAgent    = "agent"    // agent
 	ClassStream   = "stream"   // export
 	ClassStandard = "standard" // standard and other

@@ -23,6 +23,11 @@ const (
 	RouteAgent      Route = wire.RouteAgent      // POST /v1/agent {"prompt":…,"max_tokens":N}
 	RouteExport     Route = wire.RouteExport     // GET /v1/export?rows=N (N: the prompt-token draw, ≥ 1), read to the end
 	RouteStandard   Route = wire.RouteStandard   // GET /v1/standard/ping
+	// RouteCompletions is POST /v1/completions {"prompt":…,"max_tokens":N}
+	// (not streamed); RouteEmbeddings POST /v1/embeddings {"input":…}
+	// (its prompt-token draw, at least 1).
+	RouteCompletions Route = wire.RouteCompletions
+	RouteEmbeddings  Route = wire.RouteEmbeddings
 )
 
 // MaxAgentSteps bounds the steps an agent task may ask for.
@@ -39,7 +44,7 @@ func routeIndex(r Route) int {
 }
 
 // AllRoutes lists the routes in a fixed order.
-var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard}
+var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings}
 
 func knownRoute(r Route) bool {
 	for _, k := range AllRoutes {
@@ -191,7 +196,7 @@ func (m Mix) Validate() error {
 		return fmt.Errorf("load: mix.agent_steps: want 1 ≤ min ≤ max ≤ %d (or both 0), got [%d, %d]", MaxAgentSteps, lo, hi)
 	}
 	if m.MaxTokens == 0 {
-		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent} {
+		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent, RouteCompletions} {
 			if m.Routes[string(r)] > 0 {
 				return fmt.Errorf("load: mix.max_tokens: must be > 0 when route %s is in the mix", r)
 			}

@@ -116,6 +116,12 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 			body = fmt.Appendf(body, `,"steps":%d`, s.steps)
 		}
 		body = append(body, '}')
+	case RouteCompletions:
+		method, path = http.MethodPost, wire.PathCompletions
+		body = fmt.Appendf(nil, `{"model":"fake","prompt":%q,"max_tokens":%d}`, prompt(max(s.tokens, 1)), s.maxTokens)
+	case RouteEmbeddings:
+		method, path = http.MethodPost, wire.PathEmbeddings
+		body = fmt.Appendf(nil, `{"model":"fake","input":%q}`, prompt(max(s.tokens, 1)))
 	case RouteExport:
 		method, path = http.MethodGet, wire.PathExport+"?"+wire.QueryExportRows+"="+strconv.Itoa(max(s.tokens, 1))
 	case RouteStandard:

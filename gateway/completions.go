@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// serveCompletions is POST /v1/completions, OpenAI's legacy text
+// completion (eval harnesses, vLLM clients), streamed (SSE relay, as a
+// chat stream) or not. It runs the chat's chain — estimate, per-request
+// cap, rate limit, guard, the ai bulkhead, budget, upstream pool — and
+// settles with the reported usage. It has no fallback (routeID.hasFallback).
+func (g *Gateway) serveCompletions(x *exchange) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	cr, err := ParseCompletionRequest(body, g.cfg.MaxTokensLimit)
+	if err != nil {
+		x.badRequest(err)
+		return
+	}
+	if g.overRequestCap(x, cr.Tokens(), cr.costField(), cr.costParts()) {
+		return
+	}
+	t, s := g.admitRequest(x.ctx, x.id, routeCompletions, cr.Tokens(), time.Now())
+	if s != nil {
+		x.shedOrFallback(s, cr.Stream)
+		return
+	}
+	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
+	if !cr.Stream {
+		res := g.proxyJSON(x, wire.CallCompletion, wire.PathCompletions, body, &t.permit)
+		g.releaseCall(&t, res)
+		return
+	}
+	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)
+	g.releaseCall(&t, res)
+}
+
+// serveEmbeddings is POST /v1/embeddings: the chain of the ai class with
+// the inputs' estimated tokens as the cost (an embedding generates none),
+// settled with the reported usage. It has no fallback: a vector of zeros
+// would be a lie an index stores.
+func (g *Gateway) serveEmbeddings(x *exchange) {
+	body, ok := x.readBody()
+	if !ok {
+		return
+	}
+	er, err := ParseEmbeddingsRequest(body)
+	if err != nil {
+		x.badRequest(err)
+		return
+	}
+	if g.overRequestCap(x, er.Tokens(), "input", "input ≈ characters / 4 + token ids") {
+		return
+	}
+	t, s := g.admitRequest(x.ctx, x.id, routeEmbeddings, er.Tokens(), time.Now())
+	if s != nil {
+		x.shedOrFallback(s, false)
+		return
+	}
+	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
+	res := g.proxyJSON(x, wire.CallEmbeddings, wire.PathEmbeddings, body, &t.permit)
+	g.releaseCall(&t, res)
+}
