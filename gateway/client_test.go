@@ -173,7 +173,7 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 			t.Fatalf("include_usage %v: %d usage chunks (want %d), finish %q", include, usageChunks, want, finish)
 		}
 		// The client stops at [DONE]; the gateway settles as the handler ends.
-		if got := waitMetric(t, s, wire.MetricTokensUsed, before+5) - before; got != 5 {
+		if got := waitMetric(t, s, wire.MetricTokensUsed, nil, before+5) - before; got != 5 {
 			t.Fatalf("include_usage %v: settled %v tokens, want the stream's exact 5", include, got)
 		}
 	}
@@ -209,13 +209,15 @@ func TestOpenAIClientThroughGateway(t *testing.T) {
 	}
 }
 
-// waitMetric polls a metric's sum until it reaches want (at most 5 s) and
-// returns its last value.
-func waitMetric(t *testing.T, s *gateway.Server, name string, want float64) float64 {
+// waitMetric polls the sum of a metric's series whose labels include
+// labels until it reaches want (at most 5 s) and returns its last value.
+// The gateway counts an outcome after the answer's last byte is written, so
+// a client can be done before its request is counted.
+func waitMetric(t *testing.T, s *gateway.Server, name string, labels map[string]string, want float64) float64 {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		v := metric(t, s, name, nil)
+		v := metric(t, s, name, labels)
 		if v >= want || time.Now().After(deadline) {
 			return v
 		}

@@ -86,7 +86,7 @@ func TestCompletionsAndEmbeddingsThroughGateway(t *testing.T) {
 	if chunks < 5 || usageChunks != 0 || len(strings.Fields(text.String())) != 5 {
 		t.Fatalf("stream: %d chunks, %d usage chunks, text %q", chunks, usageChunks, text.String())
 	}
-	if got := waitMetric(t, s, wire.MetricTokensUsed, before+7) - before; got != 7 {
+	if got := waitMetric(t, s, wire.MetricTokensUsed, nil, before+7) - before; got != 7 {
 		t.Fatalf("stream settled %v tokens, want 7", got)
 	}
 
@@ -105,7 +105,7 @@ func TestCompletionsAndEmbeddingsThroughGateway(t *testing.T) {
 	}
 
 	for route, want := range map[string]float64{wire.RouteCompletions: 2, wire.RouteEmbeddings: 1, wire.RouteChat: 0} {
-		if got := metric(t, s, wire.MetricRequests, map[string]string{"route": route, "outcome": "ok"}); got != want {
+		if got := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": route, "outcome": "ok"}, want); got != want {
 			t.Errorf("route %s: %v ok, want %v", route, got, want)
 		}
 	}
@@ -168,10 +168,10 @@ func TestCompletionsBadBodies(t *testing.T) {
 			}
 		}
 	}
-	if got := metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteCompletions, "outcome": "error"}); got != 15 {
+	if got := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteCompletions, "outcome": "error"}, 15); got != 15 {
 		t.Errorf("completions errors counted %v, want 15", got)
 	}
-	if got := metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "error"}); got != 8 {
+	if got := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "error"}, 8); got != 8 {
 		t.Errorf("embeddings errors counted %v, want 8", got)
 	}
 	if got := metric(t, s, wire.MetricAdmitted, nil); got != 0 {
@@ -211,7 +211,7 @@ func TestCompletionsShedWithoutFallback(t *testing.T) {
 		}
 	}
 	for _, route := range []string{wire.RouteCompletions, wire.RouteEmbeddings} {
-		if got := metric(t, s, wire.MetricRequests, map[string]string{"route": route, "outcome": "shed_overload"}); got == 0 {
+		if got := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": route, "outcome": "shed_overload"}, 1); got == 0 {
 			t.Errorf("route %s: no shed_overload counted", route)
 		}
 		if got := metric(t, s, wire.MetricFallbacks, map[string]string{"route": route}); got != 0 {
@@ -242,7 +242,7 @@ func TestCompletionsTokenRateLimit(t *testing.T) {
 	if status != http.StatusTooManyRequests || h.Get(wire.HeaderOutcome) != wire.OutcomeShedRateLimit.String() {
 		t.Fatalf("second: %d %s, want 429 shed_ratelimit", status, b)
 	}
-	if got := metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteCompletions}); got != 2 {
+	if got := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteCompletions}, 2); got != 2 {
 		t.Errorf("%v counted, want 2", got)
 	}
 }

@@ -25,7 +25,7 @@ func TestModelsListed(t *testing.T) {
 	if err != nil || len(page.Data) != 1 || page.Data[0].ID != fakemodel.DefaultModel || page.Data[0].Object != "model" {
 		t.Fatalf("models: %+v, %v", page, err)
 	}
-	if n := metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteOther, "outcome": "ok"}); n != 1 {
+	if n := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteOther, "outcome": "ok"}, 1); n != 1 {
 		t.Fatalf("counted %v ok requests of route other, want 1", n)
 	}
 }
