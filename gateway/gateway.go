@@ -413,8 +413,9 @@ type ticket struct {
 type shed struct {
 	outcome    wire.Outcome
 	status     int
-	retryAfter int  // seconds, for 429s
-	black      bool // level black: serve the route's fallback when it has one
+	retryAfter int    // seconds, for 429s
+	black      bool   // level black: serve the route's fallback when it has one
+	code       string // the error's code; "" is wire.ErrorCode(status, outcome)
 	msg        string
 }
 

@@ -217,6 +217,13 @@ func (a answer) errorField() string {
 	return e.Error.Field
 }
 
+// errorCode returns the JSON error's code.
+func (a answer) errorCode() string {
+	var e wire.ErrorBody
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error.Code
+}
+
 // admin sends an admin request with the test token (or tok when given).
 func admin(t testing.TB, s *Server, method, path, body string, tok ...string) answer {
 	t.Helper()

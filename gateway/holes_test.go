@@ -236,11 +236,11 @@ func TestAdminShortBodyIsABadRequest(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "shorter than its Content-Length") {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "shorter than its Content-Length") || !strings.Contains(string(b), `"code":"`+wire.CodeInvalidRequest+`"`) {
 		t.Errorf("short admin body: %d %s; want 400 saying the body is shorter than its Content-Length", resp.StatusCode, b)
 	}
 	big := `{"guard":true,"pad":"` + strings.Repeat("x", 1<<20) + `"}`
-	if a := admin(t, s, "PUT", wire.PathAdminDefenses, big); a.status != http.StatusRequestEntityTooLarge {
+	if a := admin(t, s, "PUT", wire.PathAdminDefenses, big); a.status != http.StatusRequestEntityTooLarge || a.errorCode() != wire.CodeRequestTooLarge {
 		t.Errorf("admin body over 1 MiB: %v; want 413", a)
 	}
 }

@@ -36,17 +36,17 @@ func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r route
 		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
 			// It could never pass, whatever the load: the client's
 			// request to change, not a 429 to retry (as overRequestCap).
-			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest,
+			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest, code: wire.CodeCostExceedsLimit,
 				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d: it can never pass; lower its tokens (prompt, max_tokens)", cost, e.rule.Capacity())}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil
 		}
-		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, code: wire.CodeRateLimitStore, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed && d.Unavailable {
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
-			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit store unavailable (fail closed)"}
+			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), code: wire.CodeRateLimitStore, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed {
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
@@ -96,7 +96,7 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) 
 		}
 		why = fmt.Sprintf("the %d tokens a %s request may ever hold of the token budget of %d (%s held for more important priorities)", capTokens, p, g.budget.Capacity(), held)
 	}
-	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
+	x.failCode(http.StatusBadRequest, wire.OutcomeError, wire.CodeCostExceedsLimit, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
 	return true
 }
 
