@@ -12,6 +12,16 @@ import (
 // of the first wire.NumServerOutcomes), which the gateway sends as the
 // X-Levee-Outcome header and counts once in levee_requests_total.
 
+// shed describes why admission refused a request.
+type shed struct {
+	outcome    wire.Outcome
+	status     int
+	retryAfter int    // Retry-After, seconds ≥ 1 (0: none)
+	black      bool   // level black: serve the route's fallback when it has one
+	code       string // the error's code; "" is wire.ErrorCode(status, outcome)
+	msg        string
+}
+
 // writeError writes the contract's JSON error with status and, when o is a
 // traffic outcome (not for admin errors), its X-Levee-Outcome header. Its
 // code is wire.ErrorCode(status, o).

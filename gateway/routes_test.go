@@ -248,8 +248,11 @@ func TestGuardLevels(t *testing.T) {
 			if a.status != tc.want.status || a.outcome != tc.want.outcome {
 				t.Fatalf("%v; want %d %s", a, tc.want.status, tc.want.outcome)
 			}
-			if tc.want.status == 429 && a.header.Get("Retry-After") == "" {
-				t.Errorf("429 without Retry-After")
+			if tc.want.outcome == "shed_overload" {
+				// Forced, the level holds until unpinned: the cooldown.
+				if ra := a.header.Get("Retry-After"); ra != "2" {
+					t.Errorf("%d shed_overload with Retry-After %q, want the 2 s cooldown", a.status, ra)
+				}
 			}
 			if tc.want.outcome == "shed_overload" && a.errorCode() != wire.CodeOverloaded {
 				t.Errorf("overload shed with code %q, want %q", a.errorCode(), wire.CodeOverloaded)
@@ -320,8 +323,8 @@ func TestBulkheadQueue(t *testing.T) {
 	for range 3 {
 		a := <-results
 		got[a.outcome]++
-		if a.outcome == "shed_queue_full" && (a.status != 503 || a.errorCode() != wire.CodeQueueFull) {
-			t.Errorf("queue full: %v; want 503 code %s", a, wire.CodeQueueFull)
+		if a.outcome == "shed_queue_full" && (a.status != 503 || a.errorCode() != wire.CodeQueueFull || !retryAfterOK(a)) {
+			t.Errorf("queue full: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeQueueFull)
 		}
 	}
 	if got["ok"] != 2 || got["shed_queue_full"] != 1 {
@@ -335,8 +338,8 @@ func TestBulkheadQueue(t *testing.T) {
 	go send("k1")
 	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, fmt.Sprintf("request upstream (%+v, model %d)", s.G.bulkheads[classAI].Stats(), fm.inflight.Load()))
 	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
-	if a.status != 503 || a.outcome != "shed_queue_timeout" || a.errorCode() != wire.CodeQueueTimeout {
-		t.Errorf("queued past the timeout: %v; want 503 code %s", a, wire.CodeQueueTimeout)
+	if a.status != 503 || a.outcome != "shed_queue_timeout" || a.errorCode() != wire.CodeQueueTimeout || !retryAfterOK(a) {
+		t.Errorf("queued past the timeout: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeQueueTimeout)
 	}
 	<-results
 
@@ -387,8 +390,8 @@ func TestBudget(t *testing.T) {
 	go func() { done <- call(t, "POST", base+"/v1/chat/completions", "k1", heavy) }()
 	eventually(t, 2*time.Second, func() bool { return s.G.budget.Inflight() == 91 }, "tokens held")
 	a := call(t, "POST", base+"/v1/chat/completions", "k1", heavy)
-	if a.status != 503 || a.outcome != "shed_budget" || a.errorCode() != wire.CodeBudgetExhausted {
-		t.Errorf("over budget: %v; want 503 code %s", a, wire.CodeBudgetExhausted)
+	if a.status != 503 || a.outcome != "shed_budget" || a.errorCode() != wire.CodeBudgetExhausted || !retryAfterOK(a) {
+		t.Errorf("over budget: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeBudgetExhausted)
 	}
 	if a := <-done; a.outcome != "ok" {
 		t.Errorf("first: %v", a)

@@ -66,10 +66,10 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 	}
 	if g.on(defBudget) {
 		if err := g.budget.Reserve(p, tokens); err != nil {
-			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.budgetHolds),
 				msg: fmt.Sprintf("token budget exhausted for %s: %d tokens in flight, %s may fill %d of %d", p, g.budget.Inflight(), p, g.budget.Ceiling(p), g.budget.Capacity())}
 		}
-		t.tokens = tokens
+		t.tokens, t.heldAt = tokens, time.Now()
 	}
 	g.m.tokensReserved[p].Add(float64(tokens))
 	return nil
@@ -113,10 +113,19 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
 	}
 	rl, cost := t.rl, t.rlCost
+	g.noteBudgetHold(t)
 	g.budget.Release(t.tokens)
 	t.rl, t.tokens, t.estimate = nil, 0, 0
 	if rl != nil && known {
 		g.settleRateLimit(rl, used-cost)
+	}
+}
+
+// noteBudgetHold feeds the budget-hold mean (the Retry-After of budget
+// sheds) with how long t held its budget tokens.
+func (g *Gateway) noteBudgetHold(t *ticket) {
+	if t.tokens > 0 && !t.heldAt.IsZero() {
+		g.budgetHolds.observe(time.Since(t.heldAt))
 	}
 }
 
