@@ -154,7 +154,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	p.retriesOn.Store(true)
 	p.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    wire.MetricUpstreamLatency,
-		Help:    "Time from sending an attempt to a model node to the first byte of its answer.",
+		Help:    "Time from sending an attempt to a model node to the first byte of its answer (of an SSE stream: of its first line that is not a comment).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})
 	now := p.clock.Now()

@@ -31,6 +31,7 @@ const (
 	MetricAgentLevel       = "levee_agent_level"           // gauge: index of Levels()
 	MetricTokensReserved   = "levee_tokens_reserved_total" // counter: priority
 	MetricTokensUsed       = "levee_tokens_used_total"     // counter: priority
+	MetricStreamTTFT       = "levee_stream_ttft_seconds"   // histogram
 
 	MetricUpstreamUp              = "levee_upstream_up"                      // gauge: node
 	MetricUpstreamBreakerState    = "levee_upstream_breaker_state"           // gauge: node
@@ -273,11 +274,12 @@ func GatewayMetrics() []Metric {
 		{MetricAgentLevel, TypeGauge, nil, "the level agent tasks are planned at: the overload level, black when `agent.black_nodes_down` of the nodes are down"},
 		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
 		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
+		{MetricStreamTTFT, TypeHistogram, nil, "streamed chat answers: time from sending the call to the model to the first `data:` line of its answer (SSE comments such as `: PROCESSING` or `: keep-alive` do not count); the limiter's latency signal for streams"},
 		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
-		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer"},
+		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer (of a stream: the first byte of a line that is not an SSE comment)"},
 		{MetricUpstreamAttemptTimeout, TypeGauge, []string{LabelNode, LabelCallClass}, "attempt timeout derived now from the node's latency for the call class, before the caller's deadline cuts it (0: not enough samples yet)"},
 		{MetricUpstreamHedgeDelay, TypeGauge, []string{LabelNode, LabelCallClass}, "delay after which a P0 attempt on the node is hedged, for the call class (0: not enough samples yet)"},
 		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
