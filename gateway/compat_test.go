@@ -105,6 +105,8 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 		return upstream.DefaultRetryTTL.String(), true
 	case "drain_delay": // 0: stop accepting at once, as before
 		return "0s", true
+	case "upstream.idle_conn_timeout": // Go's, which the transport used before
+		return upstream.DefaultIdleConnTimeout.String(), true
 	}
 	// Issue 12 (seed 004) added these; what they default to keeps the old
 	// behaviour for anything the old schema could express (one agent step

@@ -112,7 +112,7 @@ func (a *attempt) run() attemptResult {
 	p, n := a.p, a.pk.n
 	n.requests.Add(1)
 	start := time.Now()
-	resp, err := p.rt.RoundTrip(a.req)
+	resp, err := p.roundTrip(a.req)
 	var ahead []byte
 	if err == nil {
 		if ahead, err = readFirst(resp); err != nil {
