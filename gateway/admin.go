@@ -151,12 +151,27 @@ func writeAdmin(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
+// adminBodyLimit is the largest admin body decodeAdmin reads.
+const adminBodyLimit = 1 << 20
+
 // decodeAdmin decodes one JSON object with no unknown fields. On error it
-// answers 400 naming the field and returns false.
+// answers and returns false: 413 for a body over adminBodyLimit, 400 for
+// any other failure to read the body (shorter than its Content-Length, a
+// broken chunked encoding, a client that went away) and 400 naming the
+// field for a bad JSON object.
 func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, adminBodyLimit))
 	if err != nil {
-		writeError(w, http.StatusRequestEntityTooLarge, 0, false, "", "body: "+err.Error())
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, 0, false, "", fmt.Sprintf("body exceeds the limit of %d bytes", mbe.Limit))
+			return false
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			writeError(w, http.StatusBadRequest, 0, false, "", fmt.Sprintf("body shorter than its Content-Length (%d bytes)", r.ContentLength))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, 0, false, "", "reading body: "+err.Error())
 		return false
 	}
 	if !checkNames(w, body, v, "") {

@@ -107,7 +107,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	case plan.drop:
 		g.countTask(wire.AgentTaskDropped, plan.level)
 		x.shed(&shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable,
-			retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))),
+			retryAfter: retryAfterSeconds(g.agentRetryAfter(plan.level)),
 			msg:        fmt.Sprintf("overload level red: complex agent task dropped (agent.red_drop_share %g)", g.cfg.Agent.RedDropShare)})
 		return
 	}
@@ -130,7 +130,7 @@ func (g *Gateway) serveAgent(x *exchange) {
 	if !g.reserveAgent(&t, &plan, per) {
 		g.refuse(&t)
 		g.countTask(wire.AgentTaskShed, plan.level)
-		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.budgetHolds),
 			msg: fmt.Sprintf("token budget exhausted for %s: not even one sub-call of %d tokens fits", x.id.Priority, per)})
 		return
 	}
@@ -183,7 +183,7 @@ func (g *Gateway) reserveAgent(t *ticket, p *agentPlan, per int64) bool {
 	for {
 		est := p.tokens(per)
 		if g.budget.Reserve(t.prio, est) == nil {
-			t.tokens = est
+			t.tokens, t.heldAt = est, time.Now()
 			g.m.tokensReserved[t.prio].Add(float64(est))
 			return true
 		}
@@ -195,13 +195,26 @@ func (g *Gateway) reserveAgent(t *ticket, p *agentPlan, per int64) bool {
 	}
 }
 
+// agentRetryAfter is the Retry-After of an agent task refused at level
+// lvl (red drops complex tasks, black makes no model calls): the time the
+// guard's shed level needs to fall below lvl at its fastest, 0 when the
+// guard is below it already (black because too many nodes are down:
+// their health checks, not the guard, decide).
+func (g *Gateway) agentRetryAfter(lvl admit.Level) time.Duration {
+	if lvl <= admit.Green {
+		return 0
+	}
+	return g.guard.RetryAfter(admit.Priority(admit.NumPriorities - int(lvl)))
+}
+
 // agentRules answers a task at black: the rules, no model call (with the
 // fallback defense on), else a shed.
 func (g *Gateway) agentRules(x *exchange, lvl admit.Level) {
 	if !g.on(defFallback) {
 		g.countTask(wire.AgentTaskShed, lvl)
 		x.shed(&shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true,
-			msg: "agent level black: no model calls, and the fallback defense is off"})
+			retryAfter: retryAfterSeconds(g.agentRetryAfter(lvl)),
+			msg:        "agent level black: no model calls, and the fallback defense is off"})
 		return
 	}
 	g.countTask(wire.AgentTaskFallback, lvl)
@@ -227,7 +240,7 @@ func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPl
 	if n == 0 {
 		g.refuse(t)
 		g.countTask(wire.AgentTaskShed, plan.level)
-		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+		x.shed(&shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.budgetHolds),
 			msg: "agent amplification cap and sub-call queue full (agent.max_subcalls_inflight, agent.queue_size)"})
 		return
 	}

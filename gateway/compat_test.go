@@ -109,6 +109,8 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 		return strconv.Itoa(MaxMaxTokens), true
 	case "routes.completions.timeout", "routes.embeddings.timeout": // routes the gateway answered 404 before
 		return "30s", true
+	case "upstream.idle_conn_timeout": // Go's, which the transport used before
+		return upstream.DefaultIdleConnTimeout.String(), true
 	}
 	// Issue 12 (seed 004) added these; what they default to keeps the old
 	// behaviour for anything the old schema could express (one agent step

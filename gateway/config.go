@@ -368,6 +368,7 @@ func DefaultConfig() Config {
 			MinServiceTime:      20 * time.Millisecond,
 			MaxIdleConnsPerHost: 1024,
 			DialTimeout:         time.Second,
+			IdleConnTimeout:     upstream.DefaultIdleConnTimeout,
 			RetryOn:             slices.Clone(upstream.DefaultRetryOn),
 			LatencyWindow:       upstream.DefaultLatencyWindow,
 			AttemptTimeout:      upstream.AttemptTimeoutConfig{}.WithDefaults(),

@@ -96,6 +96,8 @@ func TestParseConfigErrorsNameTheLine(t *testing.T) {
 		{"limiter knob out of range", nodes + "classes:\n  ai:\n    algorithm: aimd\n    backoff: 2\n", 4, "classes.ai", "backoff"},
 		{"pool knob", nodes + "  health_timeout: -1s\n", 3, "upstream.health_timeout", "> 0"},
 		{"retry budget ttl", nodes + "  retry_budget: {ttl: 0s}\n", 3, "upstream.retry_budget.ttl", "> 0"},
+		{"idle conn timeout 0", nodes + "  idle_conn_timeout: 0s\n", 3, "upstream.idle_conn_timeout", "(0, 1h0m0s]"},
+		{"idle conn timeout negative", nodes + "  idle_conn_timeout: -4s\n", 3, "upstream.idle_conn_timeout", "(0, 1h0m0s]"},
 		{"hedge quantile", nodes + "  hedge: {quantile: 2}\n", 3, "upstream.hedge.quantile", "outside (0,1)"},
 		{"retry_on", nodes + "  retry_on: [connect, sometimes]\n", 3, "upstream.retry_on[1]", "sometimes"},
 		{"ejection cap", nodes + "  outlier:\n    max_ejection_percent: 150\n", 4, "upstream.outlier.max_ejection_percent", "outside"},

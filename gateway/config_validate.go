@@ -361,6 +361,9 @@ func validateUpstream(u upstream.Config) error {
 	if u.DialTimeout <= 0 {
 		return fieldErr("upstream.dial_timeout", "must be > 0 (got %s)", u.DialTimeout)
 	}
+	if u.IdleConnTimeout <= 0 || u.IdleConnTimeout > maxServerTimeout {
+		return fieldErr("upstream.idle_conn_timeout", "must be in (0, %s] (got %s)", maxServerTimeout, u.IdleConnTimeout)
+	}
 	// DefaultConfig sets every pool setting, so a zero left after decoding
 	// was written in the file: ValidateExplicit refuses it rather than let
 	// the pool read it as "default".

@@ -47,11 +47,17 @@ func (x *exchange) finish(o wire.Outcome) {
 	}
 }
 
-// fail answers with a JSON error and counts o.
+// fail answers with a JSON error (code wire.ErrorCode(status, o)) and
+// counts o.
 func (x *exchange) fail(status int, o wire.Outcome, field, msg string) {
+	x.failCode(status, o, wire.ErrorCode(status, o), field, msg)
+}
+
+// failCode is fail with the error's code given.
+func (x *exchange) failCode(status int, o wire.Outcome, code, field, msg string) {
 	if !x.started {
 		x.started = true
-		writeError(x.w, status, o, true, field, msg)
+		writeErrorCode(x.w, status, o, true, code, field, msg)
 	}
 	x.finish(o)
 }
@@ -63,7 +69,7 @@ func (x *exchange) shed(s *shed) {
 	x.finish(s.outcome)
 	if !x.started {
 		x.started = true
-		writeShed(x.w, s.outcome, s.status, s.retryAfter, s.msg)
+		writeShed(x.w, s.outcome, s.status, s.retryAfter, s.code, s.msg)
 	}
 }
 

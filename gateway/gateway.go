@@ -122,6 +122,10 @@ type Gateway struct {
 	pool       *upstream.Pool
 	press      *pressure.Generator
 	lat        latencyTracker
+	// queueWaits and budgetHolds are the Retry-After of queue and budget
+	// sheds (retryafter.go).
+	queueWaits  [numClasses]durationEWMA
+	budgetHolds durationEWMA
 
 	defenses     atomic.Uint32
 	subcalls     *subcallPool  // agent sub-calls: amplification cap and bounded queue
@@ -407,19 +411,11 @@ func (g *Gateway) guardFor(c classID) *admit.Guard {
 type ticket struct {
 	permit   admit.Permit
 	tokens   int64          // budget tokens held (0 when the budget was off)
+	heldAt   time.Time      // when the budget tokens were reserved
 	prio     admit.Priority // the request's priority
 	estimate int64          // the request's estimated tokens
 	rl       *ruleEntry     // the token-cost rule charged rlCost, for settlement (nil: none)
 	rlCost   int64
-}
-
-// shed describes why admission refused a request.
-type shed struct {
-	outcome    wire.Outcome
-	status     int
-	retryAfter int  // seconds, for 429s
-	black      bool // level black: serve the route's fallback when it has one
-	msg        string
 }
 
 // admitRequest runs rate limit → guard → bulkhead → budget for one request
@@ -458,23 +454,26 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 		// black; the priorities still order their queue and split the
 		// budget.
 		if (class != classAgent || lvl == admit.Black) && !gd.Admit(id.Priority) {
+			ra := retryAfterSeconds(gd.RetryAfter(id.Priority))
 			switch {
 			case lvl == admit.Black:
-				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, black: true, msg: "overload level black"}
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, retryAfter: ra, black: true, msg: "overload level black"}
 			case id.Priority == admit.P2:
 				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusTooManyRequests,
-					retryAfter: max(1, int(math.Ceil(g.cfg.Guard.Cooldown.Seconds()))), msg: "overload level " + lvl.String() + ": P2 shed"}
+					retryAfter: ra, msg: "overload level " + lvl.String() + ": P2 shed"}
 			default:
-				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
+				return ticket{}, &shed{outcome: wire.OutcomeShedOverload, status: http.StatusServiceUnavailable, retryAfter: ra, msg: "overload level " + lvl.String() + ": " + id.Priority.String() + " shed"}
 			}
 		}
 	}
 	p, err := g.bulkheads[class].Acquire(ctx, id.Priority)
 	// The wait runs from the start of admission (now): the rate-limit
 	// and guard steps before the queue take microseconds.
-	g.m.queueWait[class].Observe(time.Since(now).Seconds())
+	wait := time.Since(now)
+	g.m.queueWait[class].Observe(wait.Seconds())
+	g.noteQueueWait(class, wait, err)
 	if err != nil {
-		return t, acquireShed(class, err)
+		return t, g.acquireShed(class, err)
 	}
 	t.permit = p
 	if s := g.reserveBudget(&t, id.Priority, tokens); s != nil {

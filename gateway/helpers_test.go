@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,6 +216,21 @@ func (a answer) errorField() string {
 	var e wire.ErrorBody
 	_ = json.Unmarshal(a.body, &e)
 	return e.Error.Field
+}
+
+// retryAfterOK reports whether a carries a Retry-After of whole seconds,
+// at least 1 (RFC 9110 delay-seconds).
+func retryAfterOK(a answer) bool {
+	ra := a.header.Get("Retry-After")
+	n, err := strconv.Atoi(ra)
+	return err == nil && n >= 1 && strconv.Itoa(n) == ra
+}
+
+// errorCode returns the JSON error's code.
+func (a answer) errorCode() string {
+	var e wire.ErrorBody
+	_ = json.Unmarshal(a.body, &e)
+	return e.Error.Code
 }
 
 // admin sends an admin request with the test token (or tok when given).

@@ -216,6 +216,35 @@ func TestShortBodyIsABadRequest(t *testing.T) {
 	}, "the short body counted as an error")
 }
 
+// TestAdminShortBodyIsABadRequest: decodeAdmin answers 413 only for a body
+// over its limit; a body shorter than its Content-Length (the client
+// half-closes) is a 400 that says so, as on the traffic routes.
+func TestAdminShortBodyIsABadRequest(t *testing.T) {
+	fm := newFakeModel(t, 1, 0)
+	s := startServer(t, testConfig(fm.addr()))
+	conn, err := net.Dial("tcp", s.AdminAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "PUT "+wire.PathAdminDefenses+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+testToken+"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"guard\":")
+	_ = conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a short admin body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "shorter than its Content-Length") || !strings.Contains(string(b), `"code":"`+wire.CodeInvalidRequest+`"`) {
+		t.Errorf("short admin body: %d %s; want 400 saying the body is shorter than its Content-Length", resp.StatusCode, b)
+	}
+	big := `{"guard":true,"pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	if a := admin(t, s, "PUT", wire.PathAdminDefenses, big); a.status != http.StatusRequestEntityTooLarge || a.errorCode() != wire.CodeRequestTooLarge {
+		t.Errorf("admin body over 1 MiB: %v; want 413", a)
+	}
+}
+
 // TestStrippedUsageLeavesNoBlankLine: the usage chunk the gateway asked
 // for on a client's behalf goes with its event's blank line, so the
 // client's stream is exactly its events: "data: …\n\n" each, no empty

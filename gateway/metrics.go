@@ -64,9 +64,11 @@ type metrics struct {
 	shed      [wire.NumShedReasons][admit.NumPriorities]prometheus.Counter
 	admitted  [numClasses][admit.NumPriorities]prometheus.Counter
 	queueWait [numClasses]prometheus.Observer
-	fallbacks *prometheus.CounterVec // route, reason
-	subcalls  *prometheus.CounterVec // result
-	tasks     *prometheus.CounterVec // result, level
+	// streamTTFT is a streamed answer's time to its first data line.
+	streamTTFT prometheus.Histogram
+	fallbacks  *prometheus.CounterVec // route, reason
+	subcalls   *prometheus.CounterVec // result
+	tasks      *prometheus.CounterVec // result, level
 
 	tokensReserved [admit.NumPriorities]prometheus.Counter
 	tokensUsed     [admit.NumPriorities]prometheus.Counter
@@ -149,7 +151,12 @@ func newMetrics(g *Gateway) *metrics {
 		}
 	}
 	m.fallbacks.WithLabelValues(routeAgent.String(), wire.FallbackRules)
-	m.reg.MustRegister(req, shed, adm, wait, m.fallbacks, m.subcalls, m.tasks, reserved, used,
+	m.streamTTFT = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    wire.MetricStreamTTFT,
+		Help:    "Streamed chat answers: time from sending the call to the model to the first data line of its answer (SSE comments do not count).",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+	})
+	m.reg.MustRegister(req, shed, adm, wait, m.streamTTFT, m.fallbacks, m.subcalls, m.tasks, reserved, used,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gatewayCollector{g})
 	return m

@@ -64,21 +64,35 @@ func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bo
 	if errors.Is(err, admit.ErrNotRequeued) {
 		return false, nil
 	}
-	g.m.queueWait[class].Observe(time.Since(start).Seconds())
+	wait := time.Since(start)
+	g.m.queueWait[class].Observe(wait.Seconds())
+	g.noteQueueWait(class, wait, err)
 	if err != nil {
-		return false, acquireShed(class, err)
+		return false, g.acquireShed(class, err)
 	}
 	*permit = p
 	return true, nil
 }
 
-// acquireShed is the shed for a failed wait in class's bulkhead queue.
-func acquireShed(class classID, err error) *shed {
+// noteQueueWait feeds the class's queue-wait mean (the Retry-After of its
+// queue sheds) with one wait that ended with a slot (err nil) or at the
+// queue timeout. A refusal at a full queue did not wait for its place,
+// and a request whose deadline passed or whose client left says nothing
+// about how the queue moves: neither counts.
+func (g *Gateway) noteQueueWait(class classID, wait time.Duration, err error) {
+	if err == nil || errors.Is(err, admit.ErrQueueTimeout) {
+		g.queueWaits[class].observe(wait)
+	}
+}
+
+// acquireShed is the shed for a failed wait in class's bulkhead queue,
+// with the Retry-After of the class's recent queue waits.
+func (g *Gateway) acquireShed(class classID, err error) *shed {
 	switch {
 	case errors.Is(err, admit.ErrQueueFull):
-		return &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, msg: class.String() + " queue full"}
+		return &shed{outcome: wire.OutcomeShedQueueFull, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.queueWaits[class]), msg: class.String() + " queue full"}
 	case errors.Is(err, admit.ErrQueueTimeout):
-		return &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, msg: class.String() + " queue timeout"}
+		return &shed{outcome: wire.OutcomeShedQueueTimeout, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.queueWaits[class]), msg: class.String() + " queue timeout"}
 	default: // the request's deadline passed or the client left while queued
 		return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while queued"}
 	}

@@ -64,21 +64,22 @@ func TestBadInput(t *testing.T) {
 		hdr                           []string
 		status                        int
 		field                         string
+		code                          string
 	}{
-		{"body over limit", "POST", "/v1/predict", "k1", big, nil, 413, ""},
-		{"not json", "POST", "/v1/predict", "k1", `{"features":`, nil, 400, ""},
-		{"not an object", "POST", "/v1/predict", "k1", `[1]`, nil, 400, ""},
-		{"missing features", "POST", "/v1/predict", "k1", `{"x":1}`, nil, 400, "features"},
-		{"empty messages", "POST", "/v1/chat/completions", "k1", `{"messages":[]}`, nil, 400, "messages"},
-		{"message without role", "POST", "/v1/chat/completions", "k1", `{"messages":[{"content":"a"}]}`, nil, 400, "messages[0].role"},
-		{"content wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"},{"role":"u","content":7}]}`, nil, 400, "messages[1].content"},
-		{"max_tokens negative", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":-1}`, nil, 400, "max_tokens"},
-		{"max_tokens wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":"x"}`, nil, 400, "max_tokens"},
-		{"agent without prompt", "POST", "/v1/agent", "k1", `{"max_tokens":3}`, nil, 400, "prompt"},
-		{"bad deadline", "POST", "/v1/predict", "k1", predictBody, []string{wire.HeaderDeadlineMs, "soon"}, 400, wire.HeaderDeadlineMs},
-		{"bad rows", "GET", "/v1/export?rows=0", "k1", "", nil, 400, "rows"},
-		{"wrong method", "GET", "/v1/predict", "k1", "", nil, 405, ""},
-		{"unknown route", "GET", "/v1/nope", "k1", "", nil, 404, ""},
+		{"body over limit", "POST", "/v1/predict", "k1", big, nil, 413, "", wire.CodeRequestTooLarge},
+		{"not json", "POST", "/v1/predict", "k1", `{"features":`, nil, 400, "", wire.CodeInvalidRequest},
+		{"not an object", "POST", "/v1/predict", "k1", `[1]`, nil, 400, "", wire.CodeInvalidRequest},
+		{"missing features", "POST", "/v1/predict", "k1", `{"x":1}`, nil, 400, "features", wire.CodeInvalidRequest},
+		{"empty messages", "POST", "/v1/chat/completions", "k1", `{"messages":[]}`, nil, 400, "messages", wire.CodeInvalidRequest},
+		{"message without role", "POST", "/v1/chat/completions", "k1", `{"messages":[{"content":"a"}]}`, nil, 400, "messages[0].role", wire.CodeInvalidRequest},
+		{"content wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"},{"role":"u","content":7}]}`, nil, 400, "messages[1].content", wire.CodeInvalidRequest},
+		{"max_tokens negative", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":-1}`, nil, 400, "max_tokens", wire.CodeInvalidRequest},
+		{"max_tokens wrong type", "POST", "/v1/chat/completions", "k1", `{"messages":[{"role":"u","content":"a"}],"max_tokens":"x"}`, nil, 400, "max_tokens", wire.CodeInvalidRequest},
+		{"agent without prompt", "POST", "/v1/agent", "k1", `{"max_tokens":3}`, nil, 400, "prompt", wire.CodeInvalidRequest},
+		{"bad deadline", "POST", "/v1/predict", "k1", predictBody, []string{wire.HeaderDeadlineMs, "soon"}, 400, wire.HeaderDeadlineMs, wire.CodeInvalidRequest},
+		{"bad rows", "GET", "/v1/export?rows=0", "k1", "", nil, 400, "rows", wire.CodeInvalidRequest},
+		{"wrong method", "GET", "/v1/predict", "k1", "", nil, 405, "", wire.CodeMethodNotAllowed},
+		{"unknown route", "GET", "/v1/nope", "k1", "", nil, 404, "", wire.CodeUnknownURL},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := call(t, tc.method, base+tc.path, tc.key, tc.body, tc.hdr...)
@@ -87,6 +88,9 @@ func TestBadInput(t *testing.T) {
 			}
 			if f := a.errorField(); f != tc.field {
 				t.Errorf("error field %q, want %q", f, tc.field)
+			}
+			if c := a.errorCode(); c != tc.code {
+				t.Errorf("error code %q, want %q", c, tc.code)
 			}
 		})
 	}
@@ -112,8 +116,8 @@ func TestUnknownKeyPolicy(t *testing.T) {
 	base := "http://" + s.Addr()
 	for _, key := range []string{"", "nope"} {
 		a := call(t, "POST", base+"/v1/predict", key, predictBody)
-		if a.status != 401 || a.outcome != "error" || a.errorField() != "Authorization" {
-			t.Errorf("key %q: %v; want 401 naming Authorization", key, a)
+		if a.status != 401 || a.outcome != "error" || a.errorField() != "Authorization" || a.errorCode() != wire.CodeInvalidAPIKey {
+			t.Errorf("key %q: %v; want 401 naming Authorization, code %s", key, a, wire.CodeInvalidAPIKey)
 		}
 	}
 	if a := call(t, "POST", base+"/v1/predict", "k0", predictBody); a.status != 200 {
@@ -146,8 +150,8 @@ func TestRateLimit(t *testing.T) {
 	}
 	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
 	ra, _ := strconv.Atoi(a.header.Get("Retry-After"))
-	if a.status != 429 || a.outcome != "shed_ratelimit" || ra < 1 || ra > 10 {
-		t.Fatalf("4th request: %v Retry-After %q; want 429 shed_ratelimit with Retry-After in [1,10]", a, a.header.Get("Retry-After"))
+	if a.status != 429 || a.outcome != "shed_ratelimit" || ra < 1 || ra > 10 || a.errorCode() != wire.CodeRateLimitExceeded {
+		t.Fatalf("4th request: %v Retry-After %q; want 429 shed_ratelimit code %s with Retry-After in [1,10]", a, a.header.Get("Retry-After"), wire.CodeRateLimitExceeded)
 	}
 	// Another tenant has its own bucket.
 	if a := call(t, "POST", base+"/v1/predict", "k0", predictBody); a.status != 200 {
@@ -168,8 +172,8 @@ func TestRateLimit(t *testing.T) {
 	// client's to change, answered 400 with no Retry-After to retry on.
 	big := `{"model":"m","messages":[{"role":"user","content":"hello there"}],"max_tokens":500}`
 	if a := call(t, "POST", base+"/v1/chat/completions", "k2", big); a.status != 400 || a.outcome != "error" ||
-		a.header.Get("Retry-After") != "" || !strings.Contains(string(a.body), "can never pass") {
-		t.Errorf("cost above the burst: %v %s Retry-After %q; want 400 error saying it can never pass, no Retry-After", a, a.body, a.header.Get("Retry-After"))
+		a.header.Get("Retry-After") != "" || !strings.Contains(string(a.body), "can never pass") || a.errorCode() != wire.CodeCostExceedsLimit {
+		t.Errorf("cost above the burst: %v %s Retry-After %q; want 400 error code %s saying it can never pass, no Retry-After", a, a.body, a.header.Get("Retry-After"), wire.CodeCostExceedsLimit)
 	}
 	// Off: the limit no longer applies.
 	admin(t, s, "PUT", "/admin/defenses", `{"ratelimit":false}`)
@@ -201,7 +205,7 @@ func TestRateLimitStoreFailClosed(t *testing.T) {
 	s := startServer(t, cfg)
 	a := call(t, "POST", "http://"+s.Addr()+"/v1/predict", "k1", predictBody)
 	if a.status != 429 || a.outcome != "shed_ratelimit" || a.header.Get("Retry-After") == "" ||
-		!strings.Contains(string(a.body), "rate limit store unavailable (fail closed)") {
+		!strings.Contains(string(a.body), "rate limit store unavailable (fail closed)") || a.errorCode() != wire.CodeRateLimitStore {
 		t.Fatalf("store down, fail closed: %v %s; want 429 shed_ratelimit saying the store is unavailable, with Retry-After", a, a.body)
 	}
 }
@@ -244,8 +248,14 @@ func TestGuardLevels(t *testing.T) {
 			if a.status != tc.want.status || a.outcome != tc.want.outcome {
 				t.Fatalf("%v; want %d %s", a, tc.want.status, tc.want.outcome)
 			}
-			if tc.want.status == 429 && a.header.Get("Retry-After") == "" {
-				t.Errorf("429 without Retry-After")
+			if tc.want.outcome == "shed_overload" {
+				// Forced, the level holds until unpinned: the cooldown.
+				if ra := a.header.Get("Retry-After"); ra != "2" {
+					t.Errorf("%d shed_overload with Retry-After %q, want the 2 s cooldown", a.status, ra)
+				}
+			}
+			if tc.want.outcome == "shed_overload" && a.errorCode() != wire.CodeOverloaded {
+				t.Errorf("overload shed with code %q, want %q", a.errorCode(), wire.CodeOverloaded)
 			}
 			if tc.want.outcome == "fallback" {
 				if a.header.Get(wire.HeaderFallback) != "true" || !strings.Contains(string(a.body), `"fallback":true`) {
@@ -313,8 +323,8 @@ func TestBulkheadQueue(t *testing.T) {
 	for range 3 {
 		a := <-results
 		got[a.outcome]++
-		if a.outcome == "shed_queue_full" && a.status != 503 {
-			t.Errorf("queue full status %d", a.status)
+		if a.outcome == "shed_queue_full" && (a.status != 503 || a.errorCode() != wire.CodeQueueFull || !retryAfterOK(a)) {
+			t.Errorf("queue full: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeQueueFull)
 		}
 	}
 	if got["ok"] != 2 || got["shed_queue_full"] != 1 {
@@ -328,8 +338,8 @@ func TestBulkheadQueue(t *testing.T) {
 	go send("k1")
 	eventually(t, 2*time.Second, func() bool { return fm.inflight.Load() == 1 }, fmt.Sprintf("request upstream (%+v, model %d)", s.G.bulkheads[classAI].Stats(), fm.inflight.Load()))
 	a := call(t, "POST", base+"/v1/predict", "k1", predictBody)
-	if a.status != 503 || a.outcome != "shed_queue_timeout" {
-		t.Errorf("queued past the timeout: %v", a)
+	if a.status != 503 || a.outcome != "shed_queue_timeout" || a.errorCode() != wire.CodeQueueTimeout || !retryAfterOK(a) {
+		t.Errorf("queued past the timeout: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeQueueTimeout)
 	}
 	<-results
 
@@ -380,8 +390,8 @@ func TestBudget(t *testing.T) {
 	go func() { done <- call(t, "POST", base+"/v1/chat/completions", "k1", heavy) }()
 	eventually(t, 2*time.Second, func() bool { return s.G.budget.Inflight() == 91 }, "tokens held")
 	a := call(t, "POST", base+"/v1/chat/completions", "k1", heavy)
-	if a.status != 503 || a.outcome != "shed_budget" {
-		t.Errorf("over budget: %v", a)
+	if a.status != 503 || a.outcome != "shed_budget" || a.errorCode() != wire.CodeBudgetExhausted || !retryAfterOK(a) {
+		t.Errorf("over budget: %v Retry-After %q; want 503 code %s with Retry-After", a, a.header.Get("Retry-After"), wire.CodeBudgetExhausted)
 	}
 	if a := <-done; a.outcome != "ok" {
 		t.Errorf("first: %v", a)
@@ -408,8 +418,8 @@ func TestUpstreamFailureFallsBack(t *testing.T) {
 	}
 	admin(t, s, "PUT", "/admin/defenses", `{"fallback":false}`)
 	a = call(t, "POST", base+"/v1/predict", "k1", predictBody)
-	if a.status != 502 || a.outcome != "error" {
-		t.Errorf("model 500, fallback off: %v", a)
+	if a.status != 502 || a.outcome != "error" || a.errorCode() != wire.CodeUpstreamError {
+		t.Errorf("model 500, fallback off: %v; want 502 code %s", a, wire.CodeUpstreamError)
 	}
 	// A 4xx from the model is relayed as an error (the request was bad).
 	fm.status.Store(400)
@@ -438,8 +448,8 @@ func TestDeadline(t *testing.T) {
 	base := "http://" + s.Addr()
 	start := time.Now()
 	a := call(t, "POST", base+"/v1/predict", "k1", predictBody, wire.HeaderDeadlineMs, "100")
-	if a.status != 504 || a.outcome != "timeout" {
-		t.Errorf("deadline 100ms, model 300ms: %v", a)
+	if a.status != 504 || a.outcome != "timeout" || a.errorCode() != wire.CodeDeadlineExceeded {
+		t.Errorf("deadline 100ms, model 300ms: %v; want 504 code %s", a, wire.CodeDeadlineExceeded)
 	}
 	if el := time.Since(start); el > 2*time.Second {
 		t.Errorf("answered after %v; the deadline was 100ms", el)
@@ -553,6 +563,9 @@ func TestAdminAPI(t *testing.T) {
 			a := admin(t, s, tc.method, tc.path, tc.body, tc.tok)
 			if a.status != tc.status || a.errorField() != tc.field {
 				t.Fatalf("%v field %q; want %d field %q", a, a.errorField(), tc.status, tc.field)
+			}
+			if want := map[int]string{400: wire.CodeInvalidRequest, 401: wire.CodeInvalidAPIKey, 404: wire.CodeUnknownURL}[tc.status]; a.errorCode() != want {
+				t.Errorf("error code %q, want %q", a.errorCode(), want)
 			}
 		})
 	}

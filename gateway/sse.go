@@ -23,6 +23,11 @@ type sseRelay struct {
 	spilled bool   // the current event outgrew event: its bytes so far are written
 	partial bool   // the last bytes added were a line's beginning, not its end
 	data    []byte // scratch for the event's data
+	// sawData: a "data" line has begun — the model's first token, for
+	// the time to first token. Comment lines (": PROCESSING",
+	// ": keep-alive", which vLLM and OpenRouter send while the request
+	// waits) and "event:"/"id:"/"retry:" lines are not tokens.
+	sawData bool
 }
 
 // add takes what the reader returned: a whole line (complete), or the
@@ -31,6 +36,9 @@ type sseRelay struct {
 // buffer. Errors are the client's write errors.
 func (r *sseRelay) add(line []byte, complete bool) error {
 	blank := complete && !r.partial && (string(line) == "\n" || string(line) == "\r\n")
+	if !r.sawData && !r.partial && isDataLine(line) {
+		r.sawData = true
+	}
 	r.partial = !complete
 	if !r.spilled && len(r.event)+len(line) <= cap(r.event) {
 		r.event = append(r.event, line...)
@@ -50,6 +58,16 @@ func (r *sseRelay) add(line []byte, complete bool) error {
 		return r.end()
 	}
 	return nil
+}
+
+// isDataLine reports whether line (the beginning of a line at least) is
+// an SSE "data" field: "data:…", or "data" alone.
+func isDataLine(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("data"))
+	if !ok {
+		return false
+	}
+	return len(rest) == 0 || rest[0] == ':' || rest[0] == '\n' || rest[0] == '\r'
 }
 
 // end ends the current event, at its blank line or at the stream's end:

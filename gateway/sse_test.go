@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/levee-lab/levee/internal/jsonstrict"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // sseCases are streams as a model may send them, each with what a client
@@ -184,5 +186,68 @@ func TestStreamWithoutUsageCountsEveryDelta(t *testing.T) {
 	}
 	if got := counterSum(scrape(t, s), "levee_tokens_used_total", map[string]string{"priority": "P2"}); got != 6 {
 		t.Fatalf("settled %v tokens, want 6", got)
+	}
+}
+
+// TestTTFTSkipsSSEComments: a model that sends SSE comments while the
+// request waits (": PROCESSING", as OpenRouter does; vLLM's
+// ": keep-alive") has not produced its first token yet. The time to first
+// token — levee_stream_ttft_seconds, the limiter's latency signal, and
+// the pool's time to first byte (levee_upstream_latency_seconds, which
+// also sets attempt timeouts and hedge delays) — runs to the first data
+// line. The model here waits between its comments and its first data
+// line, and measures that wait: every TTFT is at least that long, as
+// causality says. Before, the comment ended the TTFT and the one stream
+// read as answered almost at once. The client still gets the comments.
+// With more comments than the pool reads ahead (upstream.maxCommentAhead)
+// the pool counts the answer as begun, and the relay still waits for the
+// data line.
+func TestTTFTSkipsSSEComments(t *testing.T) {
+	many := strings.Repeat(": keep-alive\n\n", 70<<10/len(": keep-alive\n\n"))
+	for _, tc := range []struct {
+		name, first, second string
+		metrics             []string
+	}{
+		{"openrouter and vllm", ": PROCESSING\n\n", ": keep-alive\r\n\r\n", []string{wire.MetricStreamTTFT, wire.MetricUpstreamLatency}},
+		{"past the pool's read-ahead", many, ": keep-alive\n\n", []string{wire.MetricStreamTTFT}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const pause = 200 * time.Millisecond
+			waited := make(chan time.Duration, 1)
+			model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/healthz" {
+					return
+				}
+				arrived := time.Now()
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, tc.first)
+				w.(http.Flusher).Flush()
+				time.Sleep(pause / 2)
+				_, _ = io.WriteString(w, tc.second)
+				w.(http.Flusher).Flush()
+				time.Sleep(pause / 2)
+				waited <- time.Since(arrived)
+				_, _ = io.WriteString(w, sseChunk+"\n\ndata: [DONE]\n\n")
+			}))
+			t.Cleanup(model.Close)
+			s := startServer(t, testConfig(strings.TrimPrefix(model.URL, "http://")))
+			a := call(t, "POST", "http://"+s.Addr()+"/v1/chat/completions", "k2", streamBody)
+			if want := tc.first + tc.second + sseChunk + "\n\ndata: [DONE]\n\n"; a.status != 200 || string(a.body) != want {
+				t.Fatalf("got status %d outcome %q, %d bytes; want 200 and the %d bytes the model sent", a.status, a.outcome, len(a.body), len(want))
+			}
+			gap := (<-waited).Seconds()
+			fams := scrape(t, s)
+			for _, name := range tc.metrics {
+				f := fams[name]
+				if f == nil || len(f.GetMetric()) != 1 {
+					t.Fatalf("%s: no single histogram in %v", name, f)
+				}
+				h := f.GetMetric()[0].GetHistogram()
+				if h.GetSampleCount() != 1 || h.GetSampleSum() < gap {
+					t.Errorf("%s: %d samples summing %.4fs; want 1 of at least %.4fs, the model's wait before its first data line", name, h.GetSampleCount(), h.GetSampleSum(), gap)
+				}
+			}
+		})
 	}
 }

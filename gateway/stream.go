@@ -134,10 +134,12 @@ type streamReq struct {
 // model through a buffer of stream.buffer_bytes and written to the client
 // one at a time with a write deadline, flushed per event (sseRelay). The
 // model is read only as fast as the client takes the events. The stream
-// is metered for the token budget (see meterStream). The first bytes of the answer
-// are its time to first token: the limiter gets it at once
-// (permit.Observe) and as the call's latency, since a long answer is not
-// congestion.
+// is metered for the token budget (see meterStream). The first data line
+// of the answer is its time to first token (comments such as
+// ": PROCESSING" that a model sends while the request waits are not):
+// the limiter gets it at once (permit.Observe) and as the call's latency,
+// since a long answer is not congestion, and levee_stream_ttft_seconds
+// counts it.
 func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit.Permit) callResult {
 	callStart := time.Now()
 	m := g.meterStream(&body, sr.hasStreamOptions)
@@ -164,11 +166,12 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 	relay := &sseRelay{w: cw, m: m, event: make([]byte, 0, g.cfg.Stream.BufferBytes)}
 	for {
 		line, rerr := br.ReadSlice('\n')
-		if len(line) > 0 && res.latency == 0 {
-			res.latency = time.Since(callStart)
-			permit.Observe(res.latency)
-		}
 		err := relay.add(line, !errors.Is(rerr, bufio.ErrBufferFull))
+		if relay.sawData && res.latency == 0 {
+			res.latency = max(time.Since(callStart), time.Nanosecond)
+			permit.Observe(res.latency)
+			g.m.streamTTFT.Observe(res.latency.Seconds())
+		}
 		if err == nil && errors.Is(rerr, io.EOF) {
 			err = relay.end()
 		}

@@ -36,17 +36,17 @@ func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r route
 		if errors.Is(err, ratelimit.ErrCostExceedsCapacity) {
 			// It could never pass, whatever the load: the client's
 			// request to change, not a 429 to retry (as overRequestCap).
-			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest,
+			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest, code: wire.CodeCostExceedsLimit,
 				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d: it can never pass; lower its tokens (prompt, max_tokens)", cost, e.rule.Capacity())}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil
 		}
-		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, msg: "rate limit store unavailable (fail closed)"}
+		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests, retryAfter: 1, code: wire.CodeRateLimitStore, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed && d.Unavailable {
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
-			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), msg: "rate limit store unavailable (fail closed)"}
+			retryAfter: max(1, ratelimit.RetryAfterSeconds(d.RetryAfter)), code: wire.CodeRateLimitStore, msg: "rate limit store unavailable (fail closed)"}
 	}
 	if !d.Allowed {
 		return &shed{outcome: wire.OutcomeShedRateLimit, status: http.StatusTooManyRequests,
@@ -66,10 +66,10 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 	}
 	if g.on(defBudget) {
 		if err := g.budget.Reserve(p, tokens); err != nil {
-			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable,
+			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.budgetHolds),
 				msg: fmt.Sprintf("token budget exhausted for %s: %d tokens in flight, %s may fill %d of %d", p, g.budget.Inflight(), p, g.budget.Ceiling(p), g.budget.Capacity())}
 		}
-		t.tokens = tokens
+		t.tokens, t.heldAt = tokens, time.Now()
 	}
 	g.m.tokensReserved[p].Add(float64(tokens))
 	return nil
@@ -96,7 +96,7 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) 
 		}
 		why = fmt.Sprintf("the %d tokens a %s request may ever hold of the token budget of %d (%s held for more important priorities)", capTokens, p, g.budget.Capacity(), held)
 	}
-	x.fail(http.StatusBadRequest, wire.OutcomeError, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
+	x.failCode(http.StatusBadRequest, wire.OutcomeError, wire.CodeCostExceedsLimit, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
 	return true
 }
 
@@ -113,10 +113,19 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
 	}
 	rl, cost := t.rl, t.rlCost
+	g.noteBudgetHold(t)
 	g.budget.Release(t.tokens)
 	t.rl, t.tokens, t.estimate = nil, 0, 0
 	if rl != nil && known {
 		g.settleRateLimit(rl, used-cost)
+	}
+}
+
+// noteBudgetHold feeds the budget-hold mean (the Retry-After of budget
+// sheds) with how long t held its budget tokens.
+func (g *Gateway) noteBudgetHold(t *ticket) {
+	if t.tokens > 0 && !t.heldAt.IsZero() {
+		g.budgetHolds.observe(time.Since(t.heldAt))
 	}
 }
 

@@ -193,6 +193,35 @@ func (g *Guard) Admit(p Priority) bool {
 	return frac-math.Floor(frac) >= share
 }
 
+// RetryAfter is the shortest time after which the guard could admit every
+// request of priority p again: the time the shed level needs to fall
+// below p at its fastest (one priority per half cooldown, once every
+// signal is below its release mark: the level's hysteresis). It is a
+// lower bound (the level holds while a signal stays above its release
+// mark) and 0 when p is admitted now. A forced level holds until it is
+// unpinned, which the guard cannot foresee: the cooldown; with no
+// cooldown the level follows the watermarks at once: one evaluation
+// interval.
+func (g *Guard) RetryAfter(p Priority) time.Duration {
+	if g.forced.Load() >= 0 {
+		if Level(g.level.Load()).Admits(p) {
+			return 0
+		}
+		return g.hold
+	}
+	if g.hold == 0 {
+		if ShedShare(math.Float64frombits(g.shed.Load()), p) <= 0 {
+			return 0
+		}
+		return g.evalEvery
+	}
+	excess := math.Float64frombits(g.shed.Load()) - float64(NumPriorities-1-int(p))
+	if excess <= 0 {
+		return 0
+	}
+	return time.Duration(excess * fallShare * float64(g.hold))
+}
+
 // SetThresholds replaces the thresholds; the next evaluation uses them.
 func (g *Guard) SetThresholds(th Thresholds) error {
 	if err := th.Validate(); err != nil {

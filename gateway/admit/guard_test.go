@@ -422,3 +422,59 @@ func TestGuardAdmitZeroAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per Admit", a)
 	}
 }
+
+// TestGuardRetryAfter: RetryAfter(p) is how long the shed level takes to
+// fall below p once every signal is quiet: evaluating quietly for that
+// long admits every request of p again, and a step sooner does not.
+// Forced, a shed priority is told the cooldown; an admitted one 0.
+func TestGuardRetryAfter(t *testing.T) {
+	src := &source{}
+	th := Thresholds{Yellow: Signals{LagMs: 50}, Red: Signals{LagMs: 100}, Black: Signals{LagMs: 500}}
+	const step = 10 * time.Millisecond
+	g := NewGuard(th, WithSource(src.get), WithHold(2*time.Second), WithEvalInterval(step))
+	now := time.Unix(0, 0)
+	run := func(d time.Duration, lag float64) {
+		src.set(Signals{LagMs: lag})
+		for end := now.Add(d); now.Before(end); {
+			now = now.Add(step)
+			g.Evaluate(now)
+		}
+	}
+	if d := g.RetryAfter(P2); d != 0 {
+		t.Fatalf("green: RetryAfter(P2) = %v, want 0", d)
+	}
+	run(3*time.Second, 150) // red: one priority per cooldown, into P1
+	x := g.Shed()
+	if x <= 1 || x >= 2 {
+		t.Fatalf("shed level %.3f after 3 s at red, want in (1, 2)", x)
+	}
+	if d := g.RetryAfter(P0); d != 0 {
+		t.Errorf("P0 admitted at red: RetryAfter(P0) = %v, want 0", d)
+	}
+	// P2: the whole shed level at one priority per second (half the 2 s
+	// cooldown).
+	if got, want := g.RetryAfter(P2), time.Duration(x*float64(time.Second)); got != want {
+		t.Errorf("RetryAfter(P2) = %v, want %v (shed level %.3f)", got, want, x)
+	}
+	d := g.RetryAfter(P1)
+	if d <= 0 {
+		t.Fatalf("RetryAfter(P1) = %v with P1 partly shed", d)
+	}
+	quiet := d.Truncate(step)
+	run(quiet-step, 0)
+	if ShedShare(g.Shed(), P1) <= 0 {
+		t.Errorf("P1 no longer shed a step before its RetryAfter %v: shed %.4f", d, g.Shed())
+	}
+	run(d-(quiet-step), 0)
+	if ShedShare(g.Shed(), P1) > 0 || !g.Admit(P1) {
+		t.Errorf("P1 still shed after its RetryAfter %v of quiet: shed %.4f", d, g.Shed())
+	}
+	red := Red
+	g.SetForced(&red)
+	if got := g.RetryAfter(P1); got != 2*time.Second {
+		t.Errorf("forced red: RetryAfter(P1) = %v, want the cooldown 2s", got)
+	}
+	if got := g.RetryAfter(P0); got != 0 {
+		t.Errorf("forced red: RetryAfter(P0) = %v, want 0", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -111,11 +112,10 @@ func (a *attempt) run() attemptResult {
 	p, n := a.p, a.pk.n
 	n.requests.Add(1)
 	start := time.Now()
-	resp, err := p.rt.RoundTrip(a.req)
-	var first byte
-	var held bool
+	resp, err := p.roundTrip(a.req)
+	var ahead []byte
 	if err == nil {
-		if first, held, err = readFirstByte(resp.Body); err != nil {
+		if ahead, err = readFirst(resp); err != nil {
 			resp = nil
 		}
 	}
@@ -156,7 +156,7 @@ func (a *attempt) run() attemptResult {
 		sample = 0 // a refusal's speed says nothing about service time
 	}
 	p.settle(a, fail, sample)
-	resp.Body = &answerBody{rc: resp.Body, first: first, held: held, n: n, cancel: a.cancel}
+	resp.Body = &answerBody{rc: resp.Body, ahead: ahead, n: n, cancel: a.cancel}
 	return attemptResult{a: a, resp: resp, fail: fail, refused: resp.StatusCode == http.StatusTooManyRequests}
 }
 
@@ -193,49 +193,82 @@ func (p *Pool) release(pk picked) {
 	}
 }
 
-// readFirstByte waits for an answer's first byte (held false: the body
-// was empty), so that an attempt counts as answered only when the node
-// produced something: a stream's first token, not just its headers. On
-// error the body is closed.
-func readFirstByte(body io.ReadCloser) (first byte, held bool, err error) {
-	var b [1]byte
+// maxCommentAhead bounds the SSE comment bytes an attempt reads ahead
+// waiting for its first event (readFirst): past it, the answer counts as
+// begun.
+const maxCommentAhead = 64 << 10
+
+// readFirst waits for the beginning of an answer, so that an attempt
+// counts as answered only when the node produced something: its first
+// byte, or for an SSE stream (Content-Type text/event-stream) the first
+// byte of a line other than a comment (": PROCESSING", ": keep-alive",
+// which vLLM and OpenRouter send while the request waits) or a blank
+// line — a stream's first token, not its headers or keep-alives. It
+// returns what it read (empty: the body was empty), to be read again
+// before the rest. On error the body is closed.
+func readFirst(resp *http.Response) ([]byte, error) {
+	sse := isEventStream(resp.Header.Get("Content-Type"))
+	var ahead []byte
+	var buf [512]byte
+	lineStart, comment := true, false
 	for {
-		k, err := body.Read(b[:])
-		if k > 0 {
-			return b[0], true, nil
+		p := buf[:]
+		if !sse {
+			p = buf[:1]
 		}
+		k, err := resp.Body.Read(p)
+		for _, c := range p[:k] {
+			if !sse || len(ahead) >= maxCommentAhead {
+				return append(ahead, p[:k]...), nil
+			}
+			switch {
+			case lineStart && c == ':':
+				comment, lineStart = true, false
+			case c == '\n':
+				comment, lineStart = false, true
+			case lineStart && c == '\r':
+				// a blank line's "\r\n"
+			case !comment:
+				return append(ahead, p[:k]...), nil
+			default:
+				lineStart = false
+			}
+		}
+		ahead = append(ahead, p[:k]...)
 		if err == io.EOF {
-			return 0, false, nil
+			return ahead, nil
 		}
 		if err != nil {
-			body.Close()
-			return 0, false, err
+			resp.Body.Close()
+			return nil, err
 		}
 	}
 }
 
-// answerBody is an answered attempt's body: the byte read ahead first,
+// isEventStream reports whether a Content-Type is text/event-stream.
+func isEventStream(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// answerBody is an answered attempt's body: the bytes read ahead first,
 // then the rest. Close releases the node's outstanding count and the
 // attempt's context once.
 type answerBody struct {
 	rc     io.ReadCloser
-	first  byte
-	held   bool // first not yet returned
+	ahead  []byte // read ahead, not yet returned
 	n      *node
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
-// Read returns the byte read ahead on its own, so a stream's first event
-// is never held back waiting for more.
+// Read returns the bytes read ahead on their own, so a stream's first
+// event is never held back waiting for more.
 func (b *answerBody) Read(p []byte) (int, error) {
-	if b.held {
-		if len(p) == 0 {
-			return 0, nil
-		}
-		p[0] = b.first
-		b.held = false
-		return 1, nil
+	if len(b.ahead) > 0 {
+		k := copy(p, b.ahead)
+		b.ahead = b.ahead[k:]
+		return k, nil
 	}
 	return b.rc.Read(p)
 }

@@ -51,7 +51,10 @@ func (p *Pool) Do(ctx context.Context, method, path string, body []byte, header 
 // When ctx has a deadline, each attempt sends the remaining time as
 // X-Levee-Deadline-Ms; when it is below MinServiceTime no attempt is made
 // and the error is ErrDeadline. An attempt counts as answered at the first byte of the
-// body, so a stream is judged by its first token.
+// body — of an SSE stream, the first byte of a line that is not a comment
+// (a model's ": PROCESSING" or ": keep-alive" while the request waits is
+// not an answer; past 64 KiB of comments the answer counts as begun) — so
+// a stream is judged by its first token.
 //
 // An attempt that fails (see RetryOn: connection failure, 5xx, attempt
 // timeout, 429) is retried on another node while the retry budget of c's

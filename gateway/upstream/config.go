@@ -15,6 +15,7 @@ const (
 	DefaultUnhealthyThreshold  = 3
 	DefaultMaxIdleConnsPerHost = 512
 	DefaultDialTimeout         = time.Second
+	DefaultIdleConnTimeout     = 90 * time.Second
 
 	DefaultFailureRatio   = 0.5
 	DefaultMinRequests    = 20
@@ -98,6 +99,14 @@ type Config struct {
 	MaxIdleConnsPerHost int `yaml:"max_idle_conns_per_host" json:"max_idle_conns_per_host"`
 	// DialTimeout bounds establishing a TCP connection to a node.
 	DialTimeout time.Duration `yaml:"dial_timeout" json:"dial_timeout"`
+	// IdleConnTimeout closes a kept-alive connection to a node that has
+	// been idle this long. Default 90 s (Go's). Set it below the nodes'
+	// own keep-alive timeout (uvicorn, which serves vLLM, closes after
+	// 5 s; Node.js after 5 s) so that the gateway, not the node, closes
+	// idle connections: a call sent just as the node closes one fails
+	// (retried once on a new connection, see Pool.Send), which costs a
+	// round trip.
+	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout" json:"idle_conn_timeout"`
 	// Headers are set on every request to the nodes, model calls and
 	// health checks alike: a backend's API key ({Authorization: "Bearer
 	// …"}, Azure's api-key) or a routing header. The gateway config file
@@ -271,6 +280,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.IdleConnTimeout == 0 {
+		c.IdleConnTimeout = DefaultIdleConnTimeout
 	}
 	c.Breaker = c.Breaker.WithDefaults()
 	c.RetryBudget = c.RetryBudget.WithDefaults()

@@ -33,6 +33,7 @@ func TestConfigValidate(t *testing.T) {
 		{"min service", func(c *Config) { c.MinServiceTime = -1 }, "min_service_time"},
 		{"idle conns", func(c *Config) { c.MaxIdleConnsPerHost = -1 }, "max_idle_conns_per_host"},
 		{"dial timeout", func(c *Config) { c.DialTimeout = -time.Second }, "dial_timeout"},
+		{"idle conn timeout", func(c *Config) { c.IdleConnTimeout = -time.Second }, "idle_conn_timeout"},
 		{"failure ratio high", func(c *Config) { c.Breaker.FailureRatio = 1.5 }, "breaker.failure_ratio"},
 		{"failure ratio NaN", func(c *Config) { c.Breaker.FailureRatio = math.NaN() }, "breaker.failure_ratio"},
 		{"min requests", func(c *Config) { c.Breaker.MinRequests = -3 }, "breaker.min_requests"},

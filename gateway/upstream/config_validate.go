@@ -23,7 +23,7 @@ func (c Config) Validate() error {
 		{"health_interval", c.HealthInterval < 0}, {"health_timeout", c.HealthTimeout < 0},
 		{"unhealthy_threshold", c.UnhealthyThreshold < 0}, {"min_service_time", c.MinServiceTime < 0},
 		{"max_idle_conns_per_host", c.MaxIdleConnsPerHost < 0}, {"dial_timeout", c.DialTimeout < 0},
-		{"latency_window", c.LatencyWindow < 0},
+		{"idle_conn_timeout", c.IdleConnTimeout < 0}, {"latency_window", c.LatencyWindow < 0},
 	} {
 		if d.neg {
 			return &FieldError{d.field, "must not be negative"}
@@ -56,6 +56,7 @@ func (c Config) ValidateExplicit() error {
 		{"health_path", c.HealthPath == ""}, {"health_interval", c.HealthInterval == 0},
 		{"health_timeout", c.HealthTimeout == 0}, {"unhealthy_threshold", c.UnhealthyThreshold == 0},
 		{"max_idle_conns_per_host", c.MaxIdleConnsPerHost == 0}, {"dial_timeout", c.DialTimeout == 0},
+		{"idle_conn_timeout", c.IdleConnTimeout == 0},
 		{"breaker.failure_ratio", b.FailureRatio == 0}, {"breaker.min_requests", b.MinRequests == 0},
 		{"breaker.window", b.Window == 0}, {"breaker.open_for", b.OpenFor == 0},
 		{"breaker.half_open_probes", b.HalfOpenProbes == 0},

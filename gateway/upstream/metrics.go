@@ -28,6 +28,8 @@ var (
 		"Outlier state per model node: 0 in rotation, 1 probing, 2 ejected.", []string{wire.LabelNode}, nil)
 	descAttemptTimeout = prometheus.NewDesc(wire.MetricUpstreamAttemptTimeout,
 		"Current derived attempt timeout per model node and call class, before the caller's deadline bounds it (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
+	descStaleRetries = prometheus.NewDesc(wire.MetricUpstreamStaleConnRetries,
+		"Calls sent again on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte); not counted against the node.", nil, nil)
 	descHedgeDelay = prometheus.NewDesc(wire.MetricUpstreamHedgeDelay,
 		"Current hedge delay per model node and call class (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
 )
@@ -40,8 +42,9 @@ var (
 // levee_upstream_latency_seconds (time to first byte); and the counters
 // levee_retries_total{priority,result}, levee_upstream_attempts_total{kind},
 // levee_upstream_attempt_failures_total{node,reason},
-// levee_upstream_hedges_total{result} and
-// levee_upstream_ejections_total{node,reason}.
+// levee_upstream_hedges_total{result},
+// levee_upstream_ejections_total{node,reason} and
+// levee_upstream_stale_conn_retries_total.
 func (p *Pool) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{poolCollector{p}, p.latency}
 }
@@ -50,7 +53,7 @@ type poolCollector struct{ p *Pool }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descBreaker, descInflight, descRetries, descAttempts,
-		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay} {
+		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay, descStaleRetries} {
 		ch <- d
 	}
 }
@@ -95,6 +98,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, name := range kindNames {
 		counter(descAttempts, p.attempts[k].Load(), name)
 	}
+	counter(descStaleRetries, p.staleRetries.Load())
 	counter(descHedges, p.hedgesSent.Load(), wire.HedgeSent)
 	counter(descHedges, p.hedgesWon.Load(), wire.HedgeWon)
 	counter(descHedges, p.hedgesDenied.Load(), wire.HedgeDenied)

@@ -68,17 +68,21 @@ var kindNames = [numKinds]string{wire.AttemptFirst, wire.AttemptRetry, wire.Atte
 // Pool sends requests to a set of model nodes; see Send. It is safe for
 // concurrent use.
 type Pool struct {
-	cfg         Config
-	nodes       []*node
-	rt          http.RoundTripper
-	clock       Clock
-	after       AfterFunc
-	log         *slog.Logger
-	bal         Balancer
-	budget      *RetryBudget
-	hedges      *RetryBudget
-	outliers    *outliers
-	retryOnKind [numFailureKinds]bool // which failures are retried (RetryOn)
+	cfg   Config
+	nodes []*node
+	rt    http.RoundTripper
+	fresh http.RoundTripper // rt dialing a new connection each time (staleconn.go)
+	// staleRetries counts calls sent again on a new connection after
+	// their reused one turned out closed by the node.
+	staleRetries atomic.Uint64
+	clock        Clock
+	after        AfterFunc
+	log          *slog.Logger
+	bal          Balancer
+	budget       *RetryBudget
+	hedges       *RetryBudget
+	outliers     *outliers
+	retryOnKind  [numFailureKinds]bool // which failures are retried (RetryOn)
 
 	retryOnRefused bool // a 429 is retried (RetryOn)
 
@@ -136,6 +140,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	if p.rt == nil {
 		p.rt = NewTransport(cfg)
 	}
+	p.fresh = freshTransport(p.rt)
 	p.budget = NewRetryBudget(cfg.RetryBudget, p.clock)
 	p.hedges = NewRetryBudget(RetryBudgetConfig{Ratio: cfg.Hedge.Ratio, MinPerSecond: cfg.Hedge.MinPerSecond, TTL: cfg.RetryBudget.TTL, Shared: true}, p.clock)
 	for _, on := range cfg.RetryOn {
@@ -154,7 +159,7 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	p.retriesOn.Store(true)
 	p.latency = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    wire.MetricUpstreamLatency,
-		Help:    "Time from sending an attempt to a model node to the first byte of its answer.",
+		Help:    "Time from sending an attempt to a model node to the first byte of its answer (of an SSE stream: of its first line that is not a comment).",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 	})
 	now := p.clock.Now()

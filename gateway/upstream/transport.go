@@ -10,7 +10,8 @@ import (
 // applied): many idle connections per node (keep-alive reuse instead of a
 // new TCP connection per call), no cap on connections per node (the
 // gateway's bulkhead is the cap), a short dial timeout so a dead node fails
-// fast, no transparent compression, and HTTP/1.1 only.
+// fast, idle connections closed after cfg.IdleConnTimeout, no transparent
+// compression, and HTTP/1.1 only.
 func NewTransport(cfg Config) *http.Transport {
 	cfg = cfg.WithDefaults()
 	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
@@ -20,7 +21,7 @@ func NewTransport(cfg Config) *http.Transport {
 		MaxIdleConns:          cfg.MaxIdleConnsPerHost * max(1, len(cfg.Nodes)),
 		MaxIdleConnsPerHost:   cfg.MaxIdleConnsPerHost,
 		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       cfg.IdleConnTimeout,
 		TLSHandshakeTimeout:   5 * time.Second,
 		ExpectContinueTimeout: 0,
 		DisableCompression:    true,

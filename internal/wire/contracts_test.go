@@ -103,6 +103,7 @@ var docBlocks = map[string]func() string{
 	"ready":             docReady,
 	"outcomes":          docOutcomes,
 	"headers":           docHeaders,
+	"error-codes":       docErrorCodes,
 	"names":             docNames,
 	"defenses":          docDefenses,
 	"gateway-metrics":   docGatewayMetrics,
@@ -122,10 +123,10 @@ var outcomeHTTP = map[Outcome]string{
 	OutcomeOK:               "200 with a real model answer",
 	OutcomeFallback:         "200, body has `\"" + FieldFallback + "\":true`, header `" + HeaderFallback + ": true`",
 	OutcomeShedRateLimit:    "429 + `Retry-After`",
-	OutcomeShedOverload:     "429 (P2 in yellow) or 503 (red)",
-	OutcomeShedQueueFull:    "503",
-	OutcomeShedQueueTimeout: "503",
-	OutcomeShedBudget:       "503",
+	OutcomeShedOverload:     "429 (P2 in yellow) or 503 (red), + `Retry-After`",
+	OutcomeShedQueueFull:    "503 + `Retry-After`",
+	OutcomeShedQueueTimeout: "503 + `Retry-After`",
+	OutcomeShedBudget:       "503 + `Retry-After`",
 	OutcomeTimeout:          "no answer within the client's deadline, or 504",
 	OutcomeError:            "5xx not listed above, connection error, malformed answer",
 	OutcomeGeneratorDropped: "never sent: the generator's outstanding cap was full",
@@ -144,6 +145,35 @@ func docOutcomes() string {
 			header = "`" + o.String() + "`"
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", o, desc, header)
+	}
+	return b.String()
+}
+
+// docErrorCodes is the table of error codes: every Code constant, the
+// answer that carries it and its cause.
+func docErrorCodes() string {
+	rows := []struct{ code, status, outcome, cause string }{
+		{CodeRateLimitExceeded, "429", "`shed_ratelimit`", "the key's rate-limit rule has no room now; `Retry-After` is when its bucket (or window) has it"},
+		{CodeRateLimitStore, "429", "`shed_ratelimit`", "the shared rate-limit store (Redis) did not answer and `fail_open` is off"},
+		{CodeOverloaded, "429 (P2 in yellow) or 503", "`shed_overload`", "the overload level sheds this priority (or drops this agent task, or is black with the fallback off)"},
+		{CodeQueueFull, "503", "`shed_queue_full`", "the class's bulkhead queue is full (or a more important request displaced this one)"},
+		{CodeQueueTimeout, "503", "`shed_queue_timeout`", "queued for the class's `queue_timeout` without getting a slot"},
+		{CodeBudgetExhausted, "503", "`shed_budget`", "the in-flight token budget (or the agent sub-call cap) has no room now; not OpenAI's `insufficient_quota` (a billing state a client should not retry), since this one passes"},
+		{CodeDeadlineExceeded, "504", "`timeout`", "the request's deadline passed (queued, reading the body, waiting for the model) or cannot cover the model's minimum service time"},
+		{CodeInvalidRequest, "400", "`error`", "a bad field, header or body; `param` names it when one is to blame"},
+		{CodeCostExceedsLimit, "400", "`error`", "the request's estimated tokens exceed what it may ever take (per-request cap, the reserves, a token bucket's capacity): it can never pass, whatever the load"},
+		{CodeRequestTooLarge, "413", "`error`", "the body is over `body_limit_bytes` (admin: 1 MiB)"},
+		{CodeInvalidAPIKey, "401", "`error`", "a missing or unknown API key (`unknown_key: reject`), or a wrong admin token"},
+		{CodeUnknownURL, "404", "`error`", "no such route"},
+		{CodeMethodNotAllowed, "405", "`error`", "the route takes another method (`Allow` names it)"},
+		{CodeUpstreamError, "502", "`error`", "the model failed (5xx), could not be reached, or answered badly, and no fallback answered"},
+		{CodeUnavailable, "503", "— (admin)", "an admin change that cannot apply now"},
+		{CodeInternalError, "500", "`error`", "a bug: a handler panicked and was recovered"},
+	}
+	var b strings.Builder
+	b.WriteString("| `code` | status | outcome | cause |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.code, r.status, r.outcome, r.cause)
 	}
 	return b.String()
 }

@@ -90,7 +90,7 @@ const (
 )
 
 // ErrorBody is the JSON error every server answers with:
-// {"error":{"message":"…","field":"…","outcome":"…"}}.
+// {"error":{"message":"…","type":"…","code":"…","param":"…","field":"…","outcome":"…"}}.
 type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
@@ -107,6 +107,79 @@ type ErrorDetail struct {
 	Param string `json:"param,omitempty"`
 	// Type is OpenAI's error type for the status (ErrorType).
 	Type string `json:"type,omitempty"`
+	// Code is the machine-readable cause (one of the Code constants), as
+	// in OpenAI's error object: stable, unlike Message, so a client can
+	// branch on it. Empty on a server that does not set it.
+	Code string `json:"code,omitempty"`
+}
+
+// Error codes (ErrorDetail.Code): one per cause of an error answer. A
+// client may branch on them; the message says the same for people. The
+// ones OpenAI also uses (rate_limit_exceeded, invalid_api_key,
+// unknown_url) mean what they mean there.
+const (
+	CodeRateLimitExceeded = "rate_limit_exceeded"          // 429: the key's rate-limit rule has no token now
+	CodeRateLimitStore    = "rate_limit_store_unavailable" // 429: the shared rate-limit store is down and fail_open is off
+	CodeOverloaded        = "overloaded"                   // 429 (P2 at yellow) or 503: the guard's overload level sheds this priority
+	CodeQueueFull         = "queue_full"                   // 503: the class's bulkhead queue is full
+	CodeQueueTimeout      = "queue_timeout"                // 503: queued for the class's queue_timeout without a slot
+	CodeBudgetExhausted   = "token_budget_exhausted"       // 503: the in-flight token budget (or agent sub-call cap) has no room now
+	CodeDeadlineExceeded  = "deadline_exceeded"            // 504: the request's deadline passed (queued, upstream, reading the body)
+	CodeInvalidRequest    = "invalid_request"              // 400: a bad field, header or body
+	CodeCostExceedsLimit  = "cost_exceeds_limit"           // 400: the request's estimated tokens can never pass (cap, reserves, bucket capacity)
+	CodeRequestTooLarge   = "request_too_large"            // 413: the body is over the limit
+	CodeInvalidAPIKey     = "invalid_api_key"              // 401: missing or unknown API key (or admin token)
+	CodeUnknownURL        = "unknown_url"                  // 404: no such route
+	CodeMethodNotAllowed  = "method_not_allowed"           // 405: the route takes another method
+	CodeUpstreamError     = "upstream_error"               // 502: the model failed, could not be reached, or answered badly
+	CodeUnavailable       = "unavailable"                  // 503 outside the sheds above (an admin change that cannot apply now)
+	CodeInternalError     = "internal_error"               // 500: a bug in the server (a recovered panic)
+)
+
+// ErrorCode is the default Code of an error answer with status and, for a
+// gateway traffic answer, outcome o (ok is passed for others): the shed
+// outcomes map to their cause, the rest to their status. A cause that
+// shares a status and outcome with another (a cost that can never pass, a
+// fail-closed store) is set by its writer instead.
+func ErrorCode(status int, o Outcome) string {
+	switch o {
+	case OutcomeShedRateLimit:
+		return CodeRateLimitExceeded
+	case OutcomeShedOverload:
+		return CodeOverloaded
+	case OutcomeShedQueueFull:
+		return CodeQueueFull
+	case OutcomeShedQueueTimeout:
+		return CodeQueueTimeout
+	case OutcomeShedBudget:
+		return CodeBudgetExhausted
+	case OutcomeTimeout:
+		return CodeDeadlineExceeded
+	}
+	switch status {
+	case 401:
+		return CodeInvalidAPIKey
+	case 404:
+		return CodeUnknownURL
+	case 405:
+		return CodeMethodNotAllowed
+	case 413:
+		return CodeRequestTooLarge
+	case 429:
+		return CodeRateLimitExceeded
+	case 500:
+		return CodeInternalError
+	case 502:
+		return CodeUpstreamError
+	case 503:
+		return CodeUnavailable
+	case 504:
+		return CodeDeadlineExceeded
+	}
+	if status >= 500 {
+		return CodeInternalError
+	}
+	return CodeInvalidRequest
 }
 
 // NewErrorDetail is the error of an answer with status: msg, the field to

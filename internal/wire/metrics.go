@@ -31,21 +31,23 @@ const (
 	MetricAgentLevel       = "levee_agent_level"           // gauge: index of Levels()
 	MetricTokensReserved   = "levee_tokens_reserved_total" // counter: priority
 	MetricTokensUsed       = "levee_tokens_used_total"     // counter: priority
+	MetricStreamTTFT       = "levee_stream_ttft_seconds"   // histogram
 
-	MetricUpstreamUp              = "levee_upstream_up"                      // gauge: node
-	MetricUpstreamBreakerState    = "levee_upstream_breaker_state"           // gauge: node
-	MetricUpstreamEjectionState   = "levee_upstream_ejection_state"          // gauge: node
-	MetricUpstreamInflight        = "levee_upstream_inflight"                // gauge: node
-	MetricUpstreamLatency         = "levee_upstream_latency_seconds"         // histogram
-	MetricUpstreamAttemptTimeout  = "levee_upstream_attempt_timeout_seconds" // gauge: node, call_class
-	MetricUpstreamHedgeDelay      = "levee_upstream_hedge_delay_seconds"     // gauge: node, call_class
-	MetricUpstreamBackpressure    = "levee_upstream_backpressure"            // gauge: node
-	MetricRetries                 = "levee_retries_total"                    // counter: priority, result
-	MetricUpstreamAttempts        = "levee_upstream_attempts_total"          // counter: kind
-	MetricUpstreamAttemptFailures = "levee_upstream_attempt_failures_total"  // counter: node, reason
-	MetricUpstreamHedges          = "levee_upstream_hedges_total"            // counter: result
-	MetricUpstreamEjections       = "levee_upstream_ejections_total"         // counter: node, reason
-	MetricRateLimitStoreFallback  = "levee_ratelimit_store_fallback_total"   // counter: store
+	MetricUpstreamUp               = "levee_upstream_up"                       // gauge: node
+	MetricUpstreamBreakerState     = "levee_upstream_breaker_state"            // gauge: node
+	MetricUpstreamEjectionState    = "levee_upstream_ejection_state"           // gauge: node
+	MetricUpstreamInflight         = "levee_upstream_inflight"                 // gauge: node
+	MetricUpstreamLatency          = "levee_upstream_latency_seconds"          // histogram
+	MetricUpstreamAttemptTimeout   = "levee_upstream_attempt_timeout_seconds"  // gauge: node, call_class
+	MetricUpstreamHedgeDelay       = "levee_upstream_hedge_delay_seconds"      // gauge: node, call_class
+	MetricUpstreamBackpressure     = "levee_upstream_backpressure"             // gauge: node
+	MetricRetries                  = "levee_retries_total"                     // counter: priority, result
+	MetricUpstreamAttempts         = "levee_upstream_attempts_total"           // counter: kind
+	MetricUpstreamAttemptFailures  = "levee_upstream_attempt_failures_total"   // counter: node, reason
+	MetricUpstreamStaleConnRetries = "levee_upstream_stale_conn_retries_total" // counter
+	MetricUpstreamHedges           = "levee_upstream_hedges_total"             // counter: result
+	MetricUpstreamEjections        = "levee_upstream_ejections_total"          // counter: node, reason
+	MetricRateLimitStoreFallback   = "levee_ratelimit_store_fallback_total"    // counter: store
 )
 
 // Fake model metric names. A process serving several nodes labels every
@@ -276,16 +278,18 @@ func GatewayMetrics() []Metric {
 		{MetricAgentLevel, TypeGauge, nil, "the level agent tasks are planned at: the overload level, black when `agent.black_nodes_down` of the nodes are down"},
 		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
 		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
+		{MetricStreamTTFT, TypeHistogram, nil, "streamed chat answers: time from sending the call to the model to the first `data:` line of its answer (SSE comments such as `: PROCESSING` or `: keep-alive` do not count); the limiter's latency signal for streams"},
 		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
-		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer"},
+		{MetricUpstreamLatency, TypeHistogram, nil, "time from sending an attempt to a node to the first byte of its answer (of a stream: the first byte of a line that is not an SSE comment)"},
 		{MetricUpstreamAttemptTimeout, TypeGauge, []string{LabelNode, LabelCallClass}, "attempt timeout derived now from the node's latency for the call class, before the caller's deadline cuts it (0: not enough samples yet)"},
 		{MetricUpstreamHedgeDelay, TypeGauge, []string{LabelNode, LabelCallClass}, "delay after which a P0 attempt on the node is hedged, for the call class (0: not enough samples yet)"},
 		{MetricUpstreamBackpressure, TypeGauge, []string{LabelNode}, "1 while the node's backpressure signal counts (its last answer within `guard.backpressure_ttl` carried it)"},
 		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts, and calls every node refused (429) sent again with nothing in flight to wait for (a wait for a place a call in flight frees is free), by the call's priority: `sent`, or `denied` by the retry budget"},
 		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
+		{MetricUpstreamStaleConnRetries, TypeCounter, nil, "calls sent again, once, on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte, `http: server closed idle connection`); not a failure of the node (`upstream.idle_conn_timeout`)"},
 		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},
 		{MetricUpstreamHedges, TypeCounter, []string{LabelResult}, "hedged attempts: `sent`, `won` (answered first), `denied` by the hedge budget"},
 		{MetricUpstreamEjections, TypeCounter, []string{LabelNode, LabelReason}, "outlier ejections: `consecutive_failures`, `failure_rate`, `latency`, `probe_failed`"},
