@@ -220,7 +220,7 @@ func (s *sampling) take() {
 	s.l.latest.Store(&smp)
 	if c != nil {
 		if c.agg != nil {
-			c.agg.Add(smp, out.Window.Seconds(), out.Completions, out.Saturated, out.P0Finished)
+			c.agg.Add(smp, smp.WindowS, out.Completions, out.Saturated, out.P0Finished)
 		}
 		_ = c.rec.WriteSample(smp)
 		s.levels.observe(smp.Level, smp.GatewayStale)
@@ -232,14 +232,8 @@ func (s *sampling) take() {
 	}
 }
 
-// tickOutput is a sampler.Output with the length of the generator's window.
-type tickOutput struct {
-	sampler.Output
-	Window time.Duration
-}
-
 // next gathers the tick's input and runs the sampler.
-func (s *sampling) next(now time.Time, recording bool) tickOutput {
+func (s *sampling) next(now time.Time, recording bool) sampler.Output {
 	l := s.l
 	staleAfter := 4 * s.tick
 	in := sampler.Input{
@@ -268,7 +262,7 @@ func (s *sampling) next(now time.Time, recording bool) tickOutput {
 	s.state = st
 	s.shedBits.store(st.ShedTotal())
 	s.fallbackBits.store(st.RedisFallbackTotal())
-	return tickOutput{Output: out, Window: in.Window.Duration}
+	return out
 }
 
 // subscribers are the dashboard's sample channels. Safe for concurrent use.

@@ -21,9 +21,11 @@ import (
 //     one until the last sample that saw a request offered; rates are over
 //     it, the target integrated (trapezoids) up to it;
 //   - the goodput ratio is ok over the usable capacity, as Summarize's
-//     (capacityAndRatio over the ticks; the real one's 1 s buckets follow
-//     the generator's windows, which samples do not keep, so the two may
-//     differ by a few per cent where the capacity is close to the offer);
+//     (capacityAndRatio over the ticks, in the same seconds), each tick
+//     over the generator's window its sample records (Sample.WindowS), as
+//     the Aggregator's; a run recorded before samples kept it has each
+//     tick over the samples' elapsed times instead, which are rounded to
+//     the millisecond (a 250 ms tick read up to 1 ms, 0.4 %, long or short);
 //   - the Redis is the one the run's child_start event names, else
 //     run.json's, with the fallbacks summed from the samples and the
 //     failovers from the redis_failover events.
@@ -49,13 +51,17 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	ds := make([]digest, 0, len(samples))
 	var target, fallbacks float64
 	prev, prevTarget := 0.0, samples[0].TargetRPS
-	for _, x := range samples {
+	for i, x := range samples {
 		dt := x.Elapsed - prev
+		if x.WindowS > 0 {
+			dt = x.WindowS
+		}
 		if until := math.Min(x.Elapsed, s.DurationS); until > prev {
 			target += (prevTarget + x.TargetRPS) / 2 * (until - prev)
 		}
+		sec := tickSecond(prev, i > 0, x.Elapsed, dt)
 		prev, prevTarget = x.Elapsed, x.TargetRPS
-		ds = append(ds, digest{dt: dt, offered: x.OfferedRPS * dt, capacity: x.CapacityRPS})
+		ds = append(ds, digest{dt: dt, second: sec, offered: x.OfferedRPS * dt, capacity: x.CapacityRPS})
 		fallbacks += x.RedisFallbackRPS * dt
 		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
 		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)

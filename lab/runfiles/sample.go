@@ -10,6 +10,13 @@ import "time"
 type Sample struct {
 	Time    time.Time `json:"t"`
 	Elapsed float64   `json:"elapsed_s"` // seconds since the run started
+	// WindowS is the length in seconds of the load generator's window
+	// the generator's rates (offered, outcomes, goodput, client retries)
+	// were counted over: since its previous tick, about a tick but never
+	// exactly. A finished run's summary weighs each tick by it, and a
+	// killed run's rebuild does the same; 0 (absent) in runs recorded
+	// before it was kept, whose rebuild uses the differences of Elapsed.
+	WindowS float64 `json:"window_s,omitempty"`
 
 	// Load generator, client side.
 	TargetRPS  float64 `json:"target_rps"`  // what the schedule asks for now

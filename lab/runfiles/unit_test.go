@@ -195,7 +195,7 @@ func totals(elapsed time.Duration, offered uint64, outcomes map[string]uint64, l
 // sampleAt builds a sample for the aggregator tests.
 func sampleAt(start time.Time, el float64, offeredRPS, capRPS, limit float64, liveSlots []float64, p0off, p0ok uint64, rss float64) Sample {
 	s := Sample{
-		Time: start.Add(time.Duration(el * float64(time.Second))), OfferedRPS: offeredRPS, CapacityRPS: capRPS,
+		Time: start.Add(time.Duration(el * float64(time.Second))), Elapsed: el, OfferedRPS: offeredRPS, CapacityRPS: capRPS,
 		ConcurrencyLimit: limit, RSSBytes: rss,
 		ByPriority: map[string]PrioritySample{"P0": {OfferedTotal: p0off, OKTotal: p0ok}},
 	}

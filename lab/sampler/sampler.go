@@ -186,6 +186,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 	w := in.Window
 	per := func(n uint64) float64 { return float64(n) / rateSeconds(w.Duration, in.Tick) }
 	smp.TargetRPS = w.TargetRPS
+	smp.WindowS = w.Duration.Seconds()
 	smp.OfferedRPS = per(w.Offered)
 	smp.Outstanding = w.Outstanding
 	smp.OfferedTotal = w.OfferedTotal

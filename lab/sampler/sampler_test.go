@@ -312,6 +312,7 @@ func TestSuccessFinished(t *testing.T) {
 // keeps its schedule): the short window's counts over the nominal tick
 // read as a dip (150 arrivals in 150 ms at 1,000/s showed 600/s). Only
 // the run's closing window, a few milliseconds long, is taken over a tick.
+// The window's length is kept in the sample (window_s).
 func TestRatesOverTheRealWindow(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	tick := 250 * time.Millisecond
@@ -333,6 +334,11 @@ func TestRatesOverTheRealWindow(t *testing.T) {
 		if math.Abs(smp.OfferedRPS-tc.offRPS) > 1e-9 || math.Abs(smp.GoodputRPS-tc.goodRPS) > 1e-9 || math.Abs(smp.OutcomeRPS[ok]-tc.goodRPS) > 1e-9 {
 			t.Errorf("window %v with %d offered, %d ok: offered %v/s, goodput %v/s, ok %v/s; want %v and %v",
 				tc.window, tc.offered, tc.done, smp.OfferedRPS, smp.GoodputRPS, smp.OutcomeRPS[ok], tc.offRPS, tc.goodRPS)
+		}
+		// The window is recorded as it was (a finished run's summary and
+		// a killed run's rebuild weigh the tick by it).
+		if smp.WindowS != tc.window.Seconds() {
+			t.Errorf("window %v recorded as window_s %v", tc.window, smp.WindowS)
 		}
 	}
 }
