@@ -13,6 +13,7 @@ import (
 
 	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/openai"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // DefaultModel is the model a fake node answers as when a request names
@@ -134,7 +135,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	case errors.Is(err, errNoSlot):
 		n.count(OutcomeRejected)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("all %d slots busy (overflow %s)", k.Slots, k.Overflow), "")
+		writeErrorCode(w, http.StatusTooManyRequests, wire.CodeOverloaded, fmt.Sprintf("all %d slots busy (overflow %s)", k.Slots, k.Overflow), "")
 		return
 	case errors.Is(err, errClosed):
 		n.count(OutcomeRejected)
