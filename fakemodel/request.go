@@ -29,6 +29,9 @@ type ChatRequest struct {
 	// MaxTokens is max_tokens, or max_completion_tokens when that is set,
 	// or DefaultCompletionTokens when neither is: the answer's cap.
 	MaxTokens int `json:"max_tokens"`
+	// N is n, the choices to generate (1 when absent): each is an answer
+	// of its own, costing service time and counted in usage.
+	N int `json:"n"`
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool `json:"-"`
 }
@@ -48,7 +51,7 @@ func ParseChatRequest(body []byte) (ChatRequest, error) {
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), IncludeUsage: c.IncludeUsage,
+	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), N: c.N, IncludeUsage: c.IncludeUsage,
 		Messages: make([]ChatMessage, len(c.Messages))}
 	for i, m := range c.Messages {
 		req.Messages[i] = ChatMessage(m)
