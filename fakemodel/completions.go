@@ -21,7 +21,7 @@ func (n *Node) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := openai.ParseCompletion(body, MaxCompletionTokens)
+	c, err := openai.ParseCompletion(body, n.opts.maxTokens)
 	if err != nil {
 		n.badRequest(w, err)
 		return

@@ -60,7 +60,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, err := ParseChatRequest(body)
+	req, err := ParseChatRequest(body, n.opts.maxTokens)
 	if err != nil {
 		n.badRequest(w, err)
 		return

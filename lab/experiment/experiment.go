@@ -105,6 +105,11 @@ type NodesSpec struct {
 	// Knobs are fake model knobs (docs/CONTRACTS.md), applied to every node
 	// at start and after every restart.
 	Knobs map[string]any `yaml:"knobs" json:"knobs,omitempty"`
+	// MaxTokens is the nodes' bound of max_tokens (levee fakemodel
+	// --max-tokens), 1..16,777,216; 0 (absent) keeps the fake model's
+	// 32768. The generated gateway config's max_tokens_limit follows it
+	// (gateway.config may still set its own).
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
 }
 
 // GatewaySpec is the gateway tier.
