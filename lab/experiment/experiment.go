@@ -78,7 +78,9 @@ type MixSpec struct {
 	// Priorities weights P0, P1, P2 (each sent with its own API key).
 	// Default {P0: 0.1, P1: 0.3, P2: 0.6}.
 	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
-	// Routes weights predict, chat, chat-stream, agent, export, standard.
+	// Routes weights the load generator's routes (Routes): predict, chat,
+	// chat-stream, agent, export, standard, completions,
+	// completions-stream, embeddings.
 	// Default {predict: 1}.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
 	// RoutesByPriority replaces Routes for the priorities it names, e.g.
