@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -22,7 +21,7 @@ func (n *Node) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, err := openai.ParseCompletion(body, MaxCompletionTokens)
+	c, err := openai.ParseCompletion(body, n.opts.maxTokens)
 	if err != nil {
 		n.badRequest(w, err)
 		return
@@ -103,15 +102,11 @@ func appendTextChunk(buf []byte, id string, created int64, model string, index i
 }
 
 func (n *Node) textCompletion(j job) TextCompletion {
-	var sb strings.Builder
-	for i := range j.complTokens {
-		sb.WriteString(word(i))
-	}
-	u := usage(j)
+	text, u := j.answerText(), usage(j)
 	tc := TextCompletion{ID: n.newID(), Object: "text_completion", Created: time.Now().Unix(), Model: j.model,
-		Choices: make([]textChoice, max(j.choices, 1)), Usage: &u}
+		Choices: make([]textChoice, j.numChoices()), Usage: &u}
 	for c := range tc.Choices {
-		tc.Choices[c] = textChoice{Index: c, Text: sb.String(), FinishReason: &j.finish}
+		tc.Choices[c] = textChoice{Index: c, Text: text, FinishReason: &j.finish}
 	}
 	return tc
 }

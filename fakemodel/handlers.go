@@ -13,6 +13,7 @@ import (
 
 	"github.com/levee-lab/levee/internal/httpbody"
 	"github.com/levee-lab/levee/internal/openai"
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // DefaultModel is the model a fake node answers as when a request names
@@ -27,8 +28,9 @@ type job struct {
 	predict, legacy, embed    bool
 	model                     string
 	promptTokens, complTokens int
-	// seqs is the sequences a text completion generates (prompts ×
-	// best_of), choices those it returns (prompts × n); 0 for a chat.
+	// seqs is the sequences the job generates (a chat's n; a text
+	// completion's prompts × best_of), choices those it returns (n;
+	// prompts × n). 0 counts as 1.
 	seqs, choices int
 	finish        string // finish_reason of a chat or text answer
 	includeUsage  bool   // a stream ends with a usage chunk
@@ -38,15 +40,27 @@ type job struct {
 }
 
 // generated is the completion tokens the job makes: complTokens for each
-// sequence (one for a chat).
+// sequence.
 func (j job) generated() int { return j.complTokens * max(j.seqs, 1) }
+
+// numChoices is the choices the answer carries, at least 1.
+func (j job) numChoices() int { return max(j.choices, 1) }
+
+// answerText is every choice's text: the first complTokens fake words.
+func (j job) answerText() string {
+	var sb strings.Builder
+	for i := range j.complTokens {
+		sb.WriteString(word(i))
+	}
+	return sb.String()
+}
 
 func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	body, ok := n.readBody(w, r)
 	if !ok {
 		return
 	}
-	req, err := ParseChatRequest(body)
+	req, err := ParseChatRequest(body, n.opts.maxTokens)
 	if err != nil {
 		n.badRequest(w, err)
 		return
@@ -57,7 +71,7 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	compl, finish := req.Completion(n.Knobs().AnswerTokens)
 	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: compl,
-		finish: finish, includeUsage: req.IncludeUsage})
+		seqs: req.N, choices: req.N, finish: finish, includeUsage: req.IncludeUsage})
 }
 
 // handleModels is GET /v1/models: OpenAI's model list, the one model a
@@ -134,7 +148,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 	case errors.Is(err, errNoSlot):
 		n.count(OutcomeRejected)
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("all %d slots busy (overflow %s)", k.Slots, k.Overflow), "")
+		writeErrorCode(w, http.StatusTooManyRequests, wire.CodeOverloaded, fmt.Sprintf("all %d slots busy (overflow %s)", k.Slots, k.Overflow), "")
 		return
 	case errors.Is(err, errClosed):
 		n.count(OutcomeRejected)
@@ -261,17 +275,17 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 			h.Set("X-Accel-Buffering", "no")
 			w.WriteHeader(http.StatusOK)
 		}
-		if j.legacy {
-			buf = buf[:0]
-			for c := range max(j.choices, 1) {
+		buf = buf[:0]
+		for c := range j.numChoices() { // one batch step: every choice's token, a chunk each
+			if j.legacy {
 				buf = appendTextChunk(buf, id, created, j.model, c, word(i), nil)
+				continue
 			}
-		} else {
 			delta := map[string]string{"content": word(i)}
 			if i == 0 {
 				delta["role"] = "assistant"
 			}
-			buf = appendChunk(buf[:0], id, created, j.model, delta, nil)
+			buf = appendChunk(buf, id, created, j.model, c, delta, nil)
 		}
 		if _, err := w.Write(buf); err != nil {
 			gone = true
@@ -301,12 +315,14 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 	obj := "chat.completion.chunk"
 	if j.legacy {
 		obj = "text_completion"
-		buf = buf[:0]
-		for c := range max(j.choices, 1) {
+	}
+	buf = buf[:0]
+	for c := range j.numChoices() {
+		if j.legacy {
 			buf = appendTextChunk(buf, id, created, j.model, c, "", &j.finish)
+		} else {
+			buf = appendChunk(buf, id, created, j.model, c, map[string]string{}, &j.finish)
 		}
-	} else {
-		buf = appendChunk(buf[:0], id, created, j.model, map[string]string{}, &j.finish)
 	}
 	if j.includeUsage {
 		buf = appendUsageChunk(buf, obj, id, created, j.model, usage(j))
@@ -348,9 +364,11 @@ func usage(j job) Usage {
 	return Usage{PromptTokens: j.promptTokens, CompletionTokens: j.generated(), TotalTokens: j.promptTokens + j.generated()}
 }
 
-func appendChunk(buf []byte, id string, created int64, model string, delta map[string]string, finish *string) []byte {
+// appendChunk appends one SSE event of a streamed chat completion: choice
+// index's delta (its finish_reason when finish is not nil).
+func appendChunk(buf []byte, id string, created int64, model string, index int, delta map[string]string, finish *string) []byte {
 	b, _ := json.Marshal(chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
-		Choices: []chunkChoice{{Delta: delta, FinishReason: finish}}})
+		Choices: []chunkChoice{{Index: index, Delta: delta, FinishReason: finish}}})
 	buf = append(buf, "data: "...)
 	buf = append(buf, b...)
 	return append(buf, "\n\n"...)
@@ -386,16 +404,16 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// completion is a chat's answer: n choices of the same text, usage
+// counting every one.
 func (n *Node) completion(j job) Completion {
-	var sb strings.Builder
-	for i := range j.complTokens {
-		sb.WriteString(word(i))
+	text := j.answerText()
+	c := Completion{ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
+		Choices: make([]CompletionChoice, j.numChoices()), Usage: usage(j)}
+	for i := range c.Choices {
+		c.Choices[i] = CompletionChoice{Index: i, Message: Message{Role: "assistant", Content: text}, FinishReason: j.finish}
 	}
-	return Completion{
-		ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
-		Choices: []CompletionChoice{{Message: Message{Role: "assistant", Content: sb.String()}, FinishReason: j.finish}},
-		Usage:   usage(j),
-	}
+	return c
 }
 
 func (n *Node) newID() string { return fmt.Sprintf("chatcmpl-levee-%d", n.seq.Add(1)) }

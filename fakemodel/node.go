@@ -23,10 +23,11 @@ import (
 type Option func(*options)
 
 type options struct {
-	knobs    Knobs
-	token    string
-	adminAny bool
-	log      *slog.Logger
+	knobs     Knobs
+	token     string
+	adminAny  bool
+	log       *slog.Logger
+	maxTokens int
 }
 
 // WithKnobs sets the starting knobs (default DefaultKnobs()). They are
@@ -38,6 +39,13 @@ func WithAdminToken(tok string) Option { return func(o *options) { o.token = tok
 
 // WithAdminAny lets non-loopback peers use the admin API (token still needed).
 func WithAdminAny(any bool) Option { return func(o *options) { o.adminAny = any } }
+
+// WithMaxTokens sets the bound of max_tokens (and max_completion_tokens):
+// a request over it is a 400 naming the field. Default
+// MaxCompletionTokens (openai.MaxTokens, 32768); NewNode refuses a bound
+// outside 1..openai.MaxTokensCeiling. A node behind a gateway whose
+// max_tokens_limit is raised for long-context backends takes the same.
+func WithMaxTokens(n int) Option { return func(o *options) { o.maxTokens = n } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -73,9 +81,12 @@ var outcomesIdx = wire.FakeOutcomes()
 
 // NewNode makes a node that will serve on ln. It does not serve until Serve.
 func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
-	o := options{knobs: DefaultKnobs(), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	o := options{knobs: DefaultKnobs(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), maxTokens: MaxCompletionTokens}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := CheckMaxTokensBound(o.maxTokens); err != nil {
+		return nil, fmt.Errorf("fakemodel: %w", err)
 	}
 	if len(o.token) < wire.MinAdminTokenLen {
 		return nil, fmt.Errorf("fakemodel: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(o.token))

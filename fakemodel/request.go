@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -15,10 +16,21 @@ const (
 	// DefaultCompletionTokens is the completion length when the request
 	// names no max_tokens.
 	DefaultCompletionTokens = openai.DefaultMaxTokens
-	// MaxCompletionTokens bounds max_tokens: the one limit the gateway
-	// applies too (openai.MaxTokens).
+	// MaxCompletionTokens bounds max_tokens by default: the one limit the
+	// gateway applies too (openai.MaxTokens). WithMaxTokens (the
+	// --max-tokens flag) changes a node's.
 	MaxCompletionTokens = openai.MaxTokens
 )
+
+// CheckMaxTokensBound checks a node's bound of max_tokens (WithMaxTokens,
+// --max-tokens, an experiment's nodes.max_tokens):
+// 1..openai.MaxTokensCeiling, the range of the gateway's max_tokens_limit.
+func CheckMaxTokensBound(n int) error {
+	if n < 1 || n > openai.MaxTokensCeiling {
+		return fmt.Errorf("max tokens %d: want 1 to %d", n, openai.MaxTokensCeiling)
+	}
+	return nil
+}
 
 // ChatRequest is the part of an OpenAI chat completion request the fake
 // model uses. Unknown fields are ignored, as OpenAI-compatible servers do.
@@ -29,6 +41,9 @@ type ChatRequest struct {
 	// MaxTokens is max_tokens, or max_completion_tokens when that is set,
 	// or DefaultCompletionTokens when neither is: the answer's cap.
 	MaxTokens int `json:"max_tokens"`
+	// N is n, the choices to generate (1 when absent): each is an answer
+	// of its own, costing service time and counted in usage.
+	N int `json:"n"`
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool `json:"-"`
 }
@@ -41,14 +56,14 @@ type ChatMessage struct {
 }
 
 // ParseChatRequest parses and checks a chat completion body
-// (openai.ParseChat: max_tokens ≤ MaxCompletionTokens). Errors are
+// (openai.ParseChat: max_tokens ≤ maxTokens, the node's bound). Errors are
 // *openai.RequestError.
-func ParseChatRequest(body []byte) (ChatRequest, error) {
-	c, err := openai.ParseChat(body, MaxCompletionTokens)
+func ParseChatRequest(body []byte, maxTokens int) (ChatRequest, error) {
+	c, err := openai.ParseChat(body, maxTokens)
 	if err != nil {
 		return ChatRequest{}, err
 	}
-	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), IncludeUsage: c.IncludeUsage,
+	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), N: c.N, IncludeUsage: c.IncludeUsage,
 		Messages: make([]ChatMessage, len(c.Messages))}
 	for i, m := range c.Messages {
 		req.Messages[i] = ChatMessage(m)

@@ -50,7 +50,7 @@ func TestParseChatRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r, err := ParseChatRequest([]byte(tt.body))
+			r, err := ParseChatRequest([]byte(tt.body), MaxCompletionTokens)
 			if tt.field == "" {
 				if err != nil {
 					t.Fatalf("ParseChatRequest = %v", err)
@@ -104,7 +104,7 @@ func FuzzParseChatRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, err := ParseChatRequest(body)
+		r, err := ParseChatRequest(body, MaxCompletionTokens)
 		if err != nil {
 			var re *openai.RequestError
 			if !errors.As(err, &re) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -14,26 +15,26 @@ import (
 // in nanoseconds, a token sum) could overflow or a single request could
 // hold the process.
 const (
-	maxBodyLimit      = 64 << 20             // body_limit_bytes
-	maxMaxTokensLimit = 1 << 24              // max_tokens_limit (16,777,216: × n 128 stays far inside int64)
-	maxHeaderBytes    = 1 << 20              // max_header_bytes
-	maxServerTimeout  = time.Hour            // read_header/idle/drain/write timeouts, guard periods
-	maxRouteTimeout   = 24 * time.Hour       // routes.*.timeout (X-Levee-Deadline-Ms is capped there too)
-	maxQueueTimeout   = time.Hour            // classes.*.queue_timeout, limiter timeout_ms
-	maxStoreTimeout   = time.Minute          // ratelimit.store.timeout
-	maxWindow         = 24 * time.Hour       // a sliding window
-	maxRuleUnits      = 1 << 50              // limit, burst, replenish_rate of a rule
-	maxClassLimit     = 1_000_000            // a class's max concurrency
-	maxQueueSize      = 1_000_000            // a class's or the agent's queue
-	maxTokenBudget    = 1 << 40              // token_budget, complex_tokens
-	maxFanOut         = 64                   // agent.fan_out
-	maxAgentDepth     = 16                   // agent.max_depth
-	maxSubcalls       = 100_000              // agent.max_subcalls_inflight
-	maxStreamBuffer   = 16 << 20             // stream.buffer_bytes
-	maxExportRows     = 1_000_000_000        // stream.export_max_rows
-	maxExportRowBytes = 1 << 20              // stream.export_row_bytes
-	maxIdleConns      = 100_000              // upstream.max_idle_conns_per_host
-	maxDurationMs     = int64(1<<63-1) / 1e6 // the most milliseconds a time.Duration holds
+	maxBodyLimit      = 64 << 20                // body_limit_bytes
+	maxMaxTokensLimit = openai.MaxTokensCeiling // max_tokens_limit (16,777,216: × n 128 stays far inside int64)
+	maxHeaderBytes    = 1 << 20                 // max_header_bytes
+	maxServerTimeout  = time.Hour               // read_header/idle/drain/write timeouts, guard periods
+	maxRouteTimeout   = 24 * time.Hour          // routes.*.timeout (X-Levee-Deadline-Ms is capped there too)
+	maxQueueTimeout   = time.Hour               // classes.*.queue_timeout, limiter timeout_ms
+	maxStoreTimeout   = time.Minute             // ratelimit.store.timeout
+	maxWindow         = 24 * time.Hour          // a sliding window
+	maxRuleUnits      = 1 << 50                 // limit, burst, replenish_rate of a rule
+	maxClassLimit     = 1_000_000               // a class's max concurrency
+	maxQueueSize      = 1_000_000               // a class's or the agent's queue
+	maxTokenBudget    = 1 << 40                 // token_budget, complex_tokens
+	maxFanOut         = 64                      // agent.fan_out
+	maxAgentDepth     = 16                      // agent.max_depth
+	maxSubcalls       = 100_000                 // agent.max_subcalls_inflight
+	maxStreamBuffer   = 16 << 20                // stream.buffer_bytes
+	maxExportRows     = 1_000_000_000           // stream.export_max_rows
+	maxExportRowBytes = 1 << 20                 // stream.export_row_bytes
+	maxIdleConns      = 100_000                 // upstream.max_idle_conns_per_host
+	maxDurationMs     = int64(1<<63-1) / 1e6    // the most milliseconds a time.Duration holds
 )
 
 // validateServer checks the listeners, the admin API's exposure and token,

@@ -254,7 +254,7 @@ func (l *Lab) startChildren(ctx context.Context) error {
 	sup, err := supervisor.Start(ctx, supervisor.Config{
 		Executable: l.exe, Token: l.token, LogsDir: l.logsDir, WorkDir: l.workDir,
 		ReadyTimeout: l.opts.ReadyTimeout,
-		Nodes:        e.Nodes.Count, NodeKnobs: e.Nodes.Knobs,
+		Nodes:        e.Nodes.Count, NodeKnobs: e.Nodes.Knobs, NodeMaxTokens: e.Nodes.MaxTokens,
 		Gateways: e.Gateway.Count, GatewayConfig: l.gatewayConfig,
 		MemoryLimit: limit, RestartDelay: e.Gateway.RestartDelay.D(),
 		Redis: e.Redis, Event: l.event, Progress: l.progress, Failure: l.progressErr,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -149,6 +150,7 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	knobsJSON := fs.String("knobs", "", "JSON knob patch applied after --config, e.g. '{\"slots\":8}'")
 	drain := fs.Duration("drain", 10*time.Second, "on SIGTERM, how long in-flight and queued requests may take to finish")
 	printKnobs := fs.Bool("print-knobs", false, "print the resulting knobs as JSON and exit")
+	maxTokens := fs.Int("max-tokens", fakemodel.MaxCompletionTokens, fmt.Sprintf("largest max_tokens (and max_completion_tokens) a request may ask, in `tokens`, 1 to %d: a larger one is a 400 naming the field; match the gateway's max_tokens_limit", openai.MaxTokensCeiling))
 	for _, kf := range fakemodelKnobFlags {
 		if kf.kind == 'b' {
 			fs.Bool(kf.flag, false, kf.usage)
@@ -167,6 +169,9 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	host, p, err := fakemodelAddr(*listen, *port, *nodes)
 	if err == nil && *drain < 0 {
 		err = fmt.Errorf("--drain %s: want ≥ 0", *drain)
+	}
+	if err == nil && fakemodel.CheckMaxTokensBound(*maxTokens) != nil {
+		err = fmt.Errorf("--max-tokens %d: want 1 to %d", *maxTokens, openai.MaxTokensCeiling)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
@@ -199,7 +204,7 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := fakemodel.NewServer(lns,
 		fakemodel.WithKnobs(knobs), fakemodel.WithAdminToken(tok),
-		fakemodel.WithAdminAny(*adminAny), fakemodel.WithLogger(log))
+		fakemodel.WithAdminAny(*adminAny), fakemodel.WithLogger(log), fakemodel.WithMaxTokens(*maxTokens))
 	if err != nil {
 		fmt.Fprintf(stderr, "levee fakemodel: %v\n", err)
 		return 1

@@ -100,6 +100,8 @@ func TestFakemodelBadFlags(t *testing.T) {
 		{"listen port out of range", []string{"--listen", "127.0.0.1:99999"}, "want a port from 0 to 65535"},
 		{"listen without a port", []string{"--listen", "127.0.0.1"}, `--listen "127.0.0.1"`},
 		{"an argument", []string{"extra"}, "unexpected arguments"},
+		{"max tokens 0", []string{"--max-tokens", "0"}, "--max-tokens 0: want 1 to 16777216"},
+		{"max tokens over the ceiling", []string{"--max-tokens", "16777217"}, "--max-tokens 16777217: want 1 to 16777216"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,10 @@ const (
 	// model's, and the gateway's unless its max_tokens_limit says
 	// otherwise (ParseChat takes the bound).
 	MaxTokens = 32768
+	// MaxTokensCeiling is the largest bound of max_tokens a server may be
+	// configured with (the gateway's max_tokens_limit, the fake model's
+	// --max-tokens): 16,777,216, so × n 128 stays far inside int64.
+	MaxTokensCeiling = 1 << 24
 	// MaxChoices bounds n, the choices one request asks for (OpenAI's own
 	// bound).
 	MaxChoices = 128

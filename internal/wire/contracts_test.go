@@ -219,7 +219,7 @@ func docNames() string {
 	fmt.Fprintf(&b, "| gateway routes (label `%s`) | %s |\n", LabelRoute, code(r[:]))
 	fmt.Fprintf(&b, "| route classes, one bulkhead each (label `%s`) | %s |\n", LabelClass, code(c[:]))
 	fmt.Fprintf(&b, "| shed reasons (label `%s` of `%s`) | %s |\n", LabelReason, MetricShed, code(reasons))
-	fmt.Fprintf(&b, "| load generator routes (`%s` is chat with `\"stream\":true`) | %s |\n", RouteChatStream, code(lr[:]))
+	fmt.Fprintf(&b, "| load generator routes (`%s` and `%s` are chat and completions with `\"stream\":true`) | %s |\n", RouteChatStream, RouteCompletionsStream, code(lr[:]))
 	fmt.Fprintf(&b, "| rate-limit stores (label `%s`) | %s |\n", LabelStore, code([]string{StoreLocal, StoreRedis}))
 	fmt.Fprintf(&b, "| upstream breaker states, `%s` values 0–2 | %s |\n", MetricUpstreamBreakerState, code([]string{BreakerClosed, BreakerHalfOpen, BreakerOpen}))
 	es := EjectionStates()

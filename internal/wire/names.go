@@ -78,17 +78,34 @@ func Routes() [NumRoutes]string {
 	return [NumRoutes]string{RouteChat, RoutePredict, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings, RouteOther}
 }
 
-// RouteChatStream is the load generator's name for a chat request with
-// "stream":true (read as SSE to its end); the gateway counts it as
-// RouteChat.
-const RouteChatStream = "chat-stream"
+// RouteChatStream and RouteCompletionsStream are the load generator's
+// names for a chat and a text completion request with "stream":true (read
+// as SSE to its end); the gateway counts them as RouteChat and
+// RouteCompletions.
+const (
+	RouteChatStream        = "chat-stream"
+	RouteCompletionsStream = "completions-stream"
+)
 
 // NumLoadRoutes is the number of routes the load generator can send.
-const NumLoadRoutes = 8
+const NumLoadRoutes = 9
 
 // LoadRoutes returns the routes a traffic mix may name.
 func LoadRoutes() [NumLoadRoutes]string {
-	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings}
+	return [NumLoadRoutes]string{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteCompletionsStream, RouteEmbeddings}
+}
+
+// LoadRouteGateway is the gateway route (LabelRoute) a load generator
+// route is counted under: a stream route's unstreamed route, any other
+// itself.
+func LoadRouteGateway(r string) string {
+	switch r {
+	case RouteChatStream:
+		return RouteChat
+	case RouteCompletionsStream:
+		return RouteCompletions
+	}
+	return r
 }
 
 // Route class names: the LabelClass values and the keys of the gateway's

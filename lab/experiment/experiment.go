@@ -78,7 +78,9 @@ type MixSpec struct {
 	// Priorities weights P0, P1, P2 (each sent with its own API key).
 	// Default {P0: 0.1, P1: 0.3, P2: 0.6}.
 	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
-	// Routes weights predict, chat, chat-stream, agent, export, standard.
+	// Routes weights the load generator's routes (Routes): predict, chat,
+	// chat-stream, agent, export, standard, completions,
+	// completions-stream, embeddings.
 	// Default {predict: 1}.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
 	// RoutesByPriority replaces Routes for the priorities it names, e.g.
@@ -105,6 +107,11 @@ type NodesSpec struct {
 	// Knobs are fake model knobs (docs/CONTRACTS.md), applied to every node
 	// at start and after every restart.
 	Knobs map[string]any `yaml:"knobs" json:"knobs,omitempty"`
+	// MaxTokens is the nodes' bound of max_tokens (levee fakemodel
+	// --max-tokens), 1..16,777,216; 0 (absent) keeps the fake model's
+	// 32768. The generated gateway config's max_tokens_limit follows it
+	// (gateway.config may still set its own).
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens,omitempty"`
 }
 
 // GatewaySpec is the gateway tier.

@@ -127,6 +127,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"forever stage", "name: x\nstages:\n  - {duration: forever, target: 1}\n", "forever is only"},
 		{"second document", "name: x\nduration: 1s\n---\nbogus: 1\n", "line 3: more than one YAML document"},
 		{"malformed second document", "name: x\nduration: 1s\n---\n[bogus\n", "did not find expected"},
+		{"nodes.max_tokens negative", "name: x\nduration: 1s\nnodes: {max_tokens: -1}\n", "line 3: nodes.max_tokens: -1: want 1..16777216"},
+		{"nodes.max_tokens over the ceiling", "name: x\nduration: 1s\nnodes:\n  max_tokens: 16777217\n", "line 4: nodes.max_tokens: 16777217: want 1..16777216"},
 		{"fraction in nodes.count", "name: x\nduration: 1s\nnodes: {count: 2.9}\n", "line 3: nodes.count: must be an integer, got the number 2.9"},
 		{"fraction in seed", "name: x\nduration: 1s\nseed: 1.5\n", "line 3: seed: must be an integer, got the number 1.5"},
 		{"fraction in a range", "name: x\nduration: 1s\nmix:\n  prompt_tokens: {min: 1, max: 9.5}\n", "line 4: mix.prompt_tokens.max: must be an integer"},

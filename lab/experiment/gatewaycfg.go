@@ -59,6 +59,9 @@ func (e *Experiment) GatewayConfig(p GatewayParams) (gateway.Config, []byte, err
 		}
 	}
 	c.Upstream.Nodes = append([]string(nil), p.Nodes...)
+	if e.Nodes.MaxTokens > 0 { // the gateway passes what the nodes take
+		c.MaxTokensLimit = e.Nodes.MaxTokens
+	}
 	for name, on := range p.Defenses {
 		if !c.Defenses.Set(name, on) {
 			return gateway.Config{}, nil, &gateway.ConfigError{Field: "defenses." + name, Msg: "unknown defense"}

@@ -128,9 +128,7 @@ func (e *Experiment) mixRoutes(p string) []string {
 		if routes[r] <= 0 {
 			continue
 		}
-		if r == wire.RouteChatStream {
-			r = wire.RouteChat
-		}
+		r = wire.LoadRouteGateway(r)
 		if !seen[r] {
 			seen[r] = true
 			out = append(out, r)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/chaos"
+	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/lab/load"
 )
 
@@ -131,6 +133,9 @@ func (e *Experiment) normalizeNodes(p *problems) {
 	}
 	if err := validateNodeKnobs(e.Nodes.Knobs); err != nil {
 		p.add("nodes.knobs", "%v", err)
+	}
+	if m := e.Nodes.MaxTokens; m != 0 && fakemodel.CheckMaxTokensBound(m) != nil {
+		p.add("nodes.max_tokens", "%d: want 1..%d (or absent: %d)", m, openai.MaxTokensCeiling, fakemodel.MaxCompletionTokens)
 	}
 }
 

@@ -24,10 +24,12 @@ const (
 	RouteExport     Route = wire.RouteExport     // GET /v1/export?rows=N (N: the prompt-token draw, ≥ 1), read to the end
 	RouteStandard   Route = wire.RouteStandard   // GET /v1/standard/ping
 	// RouteCompletions is POST /v1/completions {"prompt":…,"max_tokens":N}
-	// (not streamed); RouteEmbeddings POST /v1/embeddings {"input":…}
+	// (not streamed); RouteCompletionsStream the same with "stream":true,
+	// SSE read to [DONE]; RouteEmbeddings POST /v1/embeddings {"input":…}
 	// (its prompt-token draw, at least 1).
-	RouteCompletions Route = wire.RouteCompletions
-	RouteEmbeddings  Route = wire.RouteEmbeddings
+	RouteCompletions       Route = wire.RouteCompletions
+	RouteCompletionsStream Route = wire.RouteCompletionsStream
+	RouteEmbeddings        Route = wire.RouteEmbeddings
 )
 
 // MaxAgentSteps bounds the steps an agent task may ask for.
@@ -44,7 +46,11 @@ func routeIndex(r Route) int {
 }
 
 // AllRoutes lists the routes in a fixed order.
-var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteEmbeddings}
+var AllRoutes = []Route{RoutePredict, RouteChat, RouteChatStream, RouteAgent, RouteExport, RouteStandard, RouteCompletions, RouteCompletionsStream, RouteEmbeddings}
+
+// streamed reports whether r asks for an SSE stream ("stream":true), read
+// to its data: [DONE]: a stream that ends without it is an error.
+func (r Route) streamed() bool { return r == RouteChatStream || r == RouteCompletionsStream }
 
 func knownRoute(r Route) bool {
 	for _, k := range AllRoutes {
@@ -79,8 +85,9 @@ type Mix struct {
 	// A "token" is one 4-byte word of the prompt. Export uses the draw as its
 	// row count (at least 1); agent prompts have at least one token.
 	PromptTokens [2]int `yaml:"prompt_tokens" json:"prompt_tokens"`
-	// MaxTokens is max_tokens of chat and agent requests; it must be > 0 when
-	// a chat, chat-stream or agent route has a positive share.
+	// MaxTokens is max_tokens of chat, completion and agent requests; it
+	// must be > 0 when a chat, chat-stream, agent, completions or
+	// completions-stream route has a positive share.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
 	// AgentSteps is the [min, max] tool-call steps an agent task asks for
 	// ("steps"), drawn uniformly; [0, 0] sends none (the gateway's default).
@@ -196,7 +203,7 @@ func (m Mix) Validate() error {
 		return fmt.Errorf("load: mix.agent_steps: want 1 ≤ min ≤ max ≤ %d (or both 0), got [%d, %d]", MaxAgentSteps, lo, hi)
 	}
 	if m.MaxTokens == 0 {
-		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent, RouteCompletions} {
+		for _, r := range []Route{RouteChat, RouteChatStream, RouteAgent, RouteCompletions, RouteCompletionsStream} {
 			if m.Routes[string(r)] > 0 {
 				return fmt.Errorf("load: mix.max_tokens: must be > 0 when route %s is in the mix", r)
 			}

@@ -156,7 +156,8 @@ func (g *Generator) SetRate(rps float64) error {
 // Rate returns the target arrival rate.
 func (g *Generator) Rate() float64 { return math.Float64frombits(g.rate.Load()) }
 
-// SetSlowClients makes a share (0..1) of chat-stream and export requests read
+// SetSlowClients makes a share (0..1) of stream (chat-stream,
+// completions-stream) and export requests read
 // their body at kbps KB/s (1 KB = 1024 bytes); share 0 turns it off. It
 // applies to arrivals from now on. It returns an error, changing nothing, for
 // a share outside [0, 1] or a non-positive kbps with a positive share.

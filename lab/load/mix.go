@@ -93,8 +93,8 @@ func pick(rng *rand.Rand, cum []float64) int {
 	return len(cum) - 1
 }
 
-// next draws the next request. slowShare of chat-stream and export requests
-// read at slowKBps.
+// next draws the next request. slowShare of stream (chat-stream,
+// completions-stream) and export requests read at slowKBps.
 func (x *mixer) next(targets []string, slowShare, slowKBps float64) spec {
 	p := x.prioIdx[pick(x.rng, x.prioCum)]
 	s := spec{
@@ -110,7 +110,7 @@ func (x *mixer) next(targets []string, slowShare, slowKBps float64) spec {
 		s.tokens += x.rng.IntN(x.tokMax - x.tokMin + 1)
 	}
 	switch s.route {
-	case RouteChatStream, RouteExport:
+	case RouteChatStream, RouteCompletionsStream, RouteExport:
 		if slowShare > 0 && x.rng.Float64() < slowShare {
 			s.slowBps = slowKBps * 1024
 		}

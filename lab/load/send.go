@@ -71,7 +71,7 @@ func (g *Generator) readAnswer(ctx context.Context, s spec, resp *http.Response)
 		r   bodyResult
 		err error
 	)
-	if s.route == RouteChatStream && resp.StatusCode == http.StatusOK {
+	if s.route.streamed() && resp.StatusCode == http.StatusOK {
 		r, err = readSSE(body)
 	} else {
 		r, err = readBody(body, s.route != RouteExport)
@@ -86,7 +86,7 @@ func (g *Generator) readAnswer(ctx context.Context, s spec, resp *http.Response)
 	}
 	o := classify(resp.StatusCode, h, r.fallback)
 	// A stream that ends without [DONE] is a malformed answer.
-	if s.route == RouteChatStream && (o == wire.OutcomeOK || o == wire.OutcomeFallback) && !r.done {
+	if s.route.streamed() && (o == wire.OutcomeOK || o == wire.OutcomeFallback) && !r.done {
 		return wire.OutcomeError
 	}
 	return o
@@ -116,9 +116,13 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 			body = fmt.Appendf(body, `,"steps":%d`, s.steps)
 		}
 		body = append(body, '}')
-	case RouteCompletions:
+	case RouteCompletions, RouteCompletionsStream:
 		method, path = http.MethodPost, wire.PathCompletions
-		body = fmt.Appendf(nil, `{"model":"fake","prompt":%q,"max_tokens":%d}`, prompt(max(s.tokens, 1)), s.maxTokens)
+		stream := ""
+		if s.route == RouteCompletionsStream {
+			stream = `,"stream":true`
+		}
+		body = fmt.Appendf(nil, `{"model":"fake","prompt":%q,"max_tokens":%d%s}`, prompt(max(s.tokens, 1)), s.maxTokens, stream)
 	case RouteEmbeddings:
 		method, path = http.MethodPost, wire.PathEmbeddings
 		body = fmt.Appendf(nil, `{"model":"fake","input":%q}`, prompt(max(s.tokens, 1)))
@@ -140,7 +144,7 @@ func newRequest(ctx context.Context, s spec, timeout time.Duration) (*http.Reque
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if s.route == RouteChatStream {
+	if s.route.streamed() {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	if s.key != "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type Config struct {
 	// with NodeKnobs.
 	Nodes     int
 	NodeKnobs map[string]any
+	// NodeMaxTokens is each node's --max-tokens; 0 leaves the flag out
+	// (the fake model's default).
+	NodeMaxTokens int
 	// Gateways is the number of gateway processes. GatewayConfig returns a
 	// gateway's YAML config for its listeners ("127.0.0.1:0" at the first
 	// start, the same ports on a restart), the nodes' addresses and the
@@ -188,7 +192,11 @@ func (s *Supervisor) nodeArgs(index int, listen, _ string) []string {
 	s.mu.Lock()
 	knobs, _ := json.Marshal(s.knobs[index])
 	s.mu.Unlock()
-	return []string{"fakemodel", "--nodes", "1", "--listen", listen, "--knobs", string(knobs)}
+	args := []string{"fakemodel", "--nodes", "1", "--listen", listen, "--knobs", string(knobs)}
+	if s.cfg.NodeMaxTokens > 0 {
+		args = append(args, "--max-tokens", strconv.Itoa(s.cfg.NodeMaxTokens))
+	}
+	return args
 }
 
 // gatewayArgs writes the gateway's config (current switches, same ports on

@@ -1,0 +1,59 @@
+package fakemodel
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/levee-lab/levee/internal/wire"
+)
+
+// TestErrorBodiesCarryTypeAndCode: every error a node answers over HTTP
+// is OpenAI-shaped, with the status's type and a code from the contract's
+// table (docs/CONTRACTS.md), as the gateway's are.
+func TestErrorBodiesCarryTypeAndCode(t *testing.T) {
+	k := fixedKnobs(300, 1, OverflowReject)
+	n, url := startNode(t, k)
+	failing := fixedKnobs(1, 2, OverflowQueue)
+	failing.ErrorRate = 1
+	_, errURL := startNode(t, failing)
+	busy := fill(t, n, url, 1, 1, 0)
+	defer collect(t, busy, 1)
+	tests := []struct {
+		name, method, url, body, auth string
+		status                        int
+		typ, code                     string
+	}{
+		{"malformed", "POST", url + "/v1/chat/completions", `{"messages":`, "", 400, "invalid_request_error", wire.CodeInvalidRequest},
+		{"max_tokens", "POST", url + "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":99999999}`, "", 400, "invalid_request_error", wire.CodeInvalidRequest},
+		{"get chat", "GET", url + "/v1/chat/completions", ``, "", 405, "invalid_request_error", wire.CodeMethodNotAllowed},
+		{"too large", "POST", url + "/v1/completions", `{"prompt":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, "", 413, "invalid_request_error", wire.CodeRequestTooLarge},
+		{"no route", "GET", url + "/nope", ``, "", 404, "not_found_error", wire.CodeUnknownURL},
+		{"admin token", "GET", url + "/admin/knobs", ``, "Bearer wrong-token-0123456789", 401, "authentication_error", wire.CodeInvalidAPIKey},
+		{"slots full", "POST", url + "/v1/chat/completions", chatBody, "", 429, "rate_limit_error", wire.CodeOverloaded},
+		{"injected", "POST", errURL + "/v1/chat/completions", chatBody, "", 500, "server_error", wire.CodeInternalError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, tt.url, strings.NewReader(tt.body))
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			resp, err := testClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			var e wire.ErrorBody
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatalf("error body is not JSON: %v: %s", err, b)
+			}
+			if resp.StatusCode != tt.status || e.Error.Message == "" || e.Error.Type != tt.typ || e.Error.Code != tt.code {
+				t.Fatalf("got %d %s, want %d type %q code %q", resp.StatusCode, b, tt.status, tt.typ, tt.code)
+			}
+		})
+	}
+}
