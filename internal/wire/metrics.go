@@ -255,7 +255,7 @@ func GatewayMetrics() []Metric {
 		{MetricRequests, TypeCounter, []string{LabelRoute, LabelPriority, LabelOutcome}, "traffic requests; every request counted once (outcomes above, never `generator_dropped`)"},
 		{MetricShed, TypeCounter, []string{LabelReason, LabelPriority}, "requests shed by the defense chain; `reason` is a shed reason"},
 		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
-		{MetricInflight, TypeGauge, []string{LabelClass}, "requests in flight past admission"},
+		{MetricInflight, TypeGauge, []string{LabelClass}, "requests holding a bulkhead place: admitted and not done with the model (a non-streamed answer gives its place back once read whole from the model, before it is written to the client)"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
 		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
 		{MetricConcurrencyLimit, TypeGauge, []string{LabelClass}, "current bulkhead concurrency limit"},
