@@ -30,10 +30,9 @@ func (g *Gateway) serveCompletions(x *exchange) {
 		x.shedOrFallback(s, cr.Stream)
 		return
 	}
-	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
+	defer g.release(&t, admit.Sample{}) // a panic before t's release: give it back (after: a no-op)
 	if !cr.Stream {
-		res := g.proxyJSON(x, wire.CallCompletion, wire.PathCompletions, body, &t.permit)
-		g.releaseCall(&t, res)
+		g.proxyJSON(x, wire.CallCompletion, wire.PathCompletions, body, &t)
 		return
 	}
 	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)
@@ -62,7 +61,6 @@ func (g *Gateway) serveEmbeddings(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
-	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
-	res := g.proxyJSON(x, wire.CallEmbeddings, wire.PathEmbeddings, body, &t.permit)
-	g.releaseCall(&t, res)
+	defer g.release(&t, admit.Sample{}) // a panic before proxyJSON released t: give it back (after: a no-op)
+	g.proxyJSON(x, wire.CallEmbeddings, wire.PathEmbeddings, body, &t)
 }

@@ -283,6 +283,8 @@ type StreamConfig struct {
 	// WriteTimeout bounds one write+flush to a client: of a stream, and of
 	// a non-streamed answer relayed from a model (written in pieces of
 	// BufferBytes); a client that takes nothing for this long is cut. > 0.
+	// A non-streamed answer's bulkhead place and budget tokens are given
+	// back before its write: a slow reader holds no model capacity.
 	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout"`
 	// ExportRows is the default row count of GET /v1/export (?rows= overrides
 	// up to ExportMaxRows). ≥ 1.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/openai"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -22,8 +23,7 @@ const (
 	maxRouteTimeout   = 24 * time.Hour          // routes.*.timeout (X-Levee-Deadline-Ms is capped there too)
 	maxQueueTimeout   = time.Hour               // classes.*.queue_timeout, limiter timeout_ms
 	maxStoreTimeout   = time.Minute             // ratelimit.store.timeout
-	maxWindow         = 24 * time.Hour          // a sliding window
-	maxRuleUnits      = 1 << 50                 // limit, burst, replenish_rate of a rule
+	maxRuleUnits      = ratelimit.MaxUnits      // limit, burst, replenish_rate of a rule (windows and refill: ratelimit.MinWindow, MaxWindow, MaxRefill)
 	maxClassLimit     = 1_000_000               // a class's max concurrency
 	maxQueueSize      = 1_000_000               // a class's or the agent's queue
 	maxTokenBudget    = 1 << 40                 // token_budget, complex_tokens

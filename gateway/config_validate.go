@@ -154,11 +154,11 @@ func (r *RateLimitConfig) validate() error {
 			if rule.Window != 0 && rule.WindowMs != 0 {
 				return fieldErr(p+".window_ms", "set window or window_ms, not both")
 			}
-			if rule.WindowMs < 0 || rule.WindowMs > maxWindow.Milliseconds() {
-				return fieldErr(p+".window_ms", "must be in (0, %d] (got %d)", maxWindow.Milliseconds(), rule.WindowMs)
+			if rule.WindowMs < 0 || rule.WindowMs > ratelimit.MaxWindow.Milliseconds() {
+				return fieldErr(p+".window_ms", "must be in [%d, %d] (got %d)", ratelimit.MinWindow.Milliseconds(), ratelimit.MaxWindow.Milliseconds(), rule.WindowMs)
 			}
-			if w := rule.window(); w <= 0 || w > maxWindow {
-				return fieldErr(p+".window", "must be in (0, %s] (got %s)", maxWindow, rule.Window)
+			if w := rule.window(); w < ratelimit.MinWindow || w > ratelimit.MaxWindow {
+				return fieldErr(p+".window", "must be in [%s, %s] (got %s)", ratelimit.MinWindow, ratelimit.MaxWindow, w)
 			}
 		case ratelimit.TokenBucket:
 			if !(rule.ReplenishRate > 0) || rule.ReplenishRate > maxRuleUnits {
@@ -166,6 +166,10 @@ func (r *RateLimitConfig) validate() error {
 			}
 			if rule.Burst < 1 || rule.Burst > maxRuleUnits {
 				return fieldErr(p+".burst", "must be ≥ 1 and ≤ %d (got %d)", int64(maxRuleUnits), rule.Burst)
+			}
+			if secs := float64(rule.Burst) / rule.ReplenishRate; secs > ratelimit.MaxRefill.Seconds() {
+				return fieldErr(p+".replenish_rate", "must fill the burst of %d within %s (burst / replenish_rate ≤ %g s; got %.3g s): a rate of at least %.3g",
+					rule.Burst, ratelimit.MaxRefill, ratelimit.MaxRefill.Seconds(), secs, float64(rule.Burst)/ratelimit.MaxRefill.Seconds())
 			}
 		default:
 			return fieldErr(p+".algorithm", "must be sliding_window or token_bucket (got %q)", rule.Algorithm)

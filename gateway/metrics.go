@@ -163,7 +163,7 @@ func newMetrics(g *Gateway) *metrics {
 }
 
 var (
-	descInflight   = prometheus.NewDesc(wire.MetricInflight, "Requests in flight past admission, by route class.", []string{wire.LabelClass}, nil)
+	descInflight   = prometheus.NewDesc(wire.MetricInflight, "Requests holding a bulkhead place, by route class: admitted and not done with the model (a non-streamed answer gives its place back once read from the model, before it is written to the client).", []string{wire.LabelClass}, nil)
 	descQueueDepth = prometheus.NewDesc(wire.MetricQueueDepth, "Requests waiting in a bulkhead queue, by class and priority.", []string{wire.LabelClass, wire.LabelPriority}, nil)
 	descLimit      = prometheus.NewDesc(wire.MetricConcurrencyLimit, "Current bulkhead concurrency limit, by class.", []string{wire.LabelClass}, nil)
 	descLevel      = prometheus.NewDesc(wire.MetricOverloadLevel, "Overload level: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)

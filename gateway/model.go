@@ -210,61 +210,91 @@ func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 // maxRefusalBody bytes, JSON or not (a proxy in front of the model may
 // answer HTML) — and counts an error. It closes resp's body.
 func (x *exchange) relayRefusal(resp *http.Response) {
+	x.writeRefusal(readRefusal(resp))
+}
+
+// refusal is a model's 4xx answer, read whole (see relayRefusal).
+type refusal struct {
+	status int
+	ctype  string
+	body   []byte
+}
+
+// readRefusal reads a refusal to relay and closes resp's body.
+func readRefusal(resp *http.Response) refusal {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
 	ctype := resp.Header.Get("Content-Type")
 	if ctype == "" {
 		ctype = "application/json"
 	}
+	return refusal{resp.StatusCode, ctype, b}
+}
+
+// writeRefusal answers with a refusal read by readRefusal and counts an
+// error.
+func (x *exchange) writeRefusal(r refusal) {
 	h := x.w.Header()
-	h.Set("Content-Type", ctype)
+	h.Set("Content-Type", r.ctype)
 	h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-	x.writeAnswer(resp.StatusCode, b, wire.OutcomeError)
+	x.writeAnswer(r.status, r.body, wire.OutcomeError)
 }
 
 // maxRefusalBody bounds the body of a model's 4xx the gateway relays.
 const maxRefusalBody = 64 << 10
 
-// proxyJSON forwards body to path as a call of class and relays a JSON
-// answer; it reports the call for the limiter (a call that no node took
-// waits for its place again on permit: see requeue). stream is false
-// here.
-func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit *admit.Permit) callResult {
+// proxyJSON forwards body to path as a call of class, relays a JSON
+// answer and releases t (a call that no node took waits for its place
+// again on t's permit: see requeue); stream is false here. What t holds —
+// the bulkhead place, the budget's tokens, the token-cost rule's charge
+// to settle with the reported usage — guards the model's work, so it is
+// released as soon as that work is over: the answer read whole into the
+// gateway (or the call failed), before the answer is written. A client
+// that reads slowly then holds its connection, its goroutine and the
+// answer's bytes (each write bounded by stream.write_timeout), never model
+// capacity. The limiter's sample ends there too; the outcome is counted
+// once, when the write ends (ok, or the client's failure).
+func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *ticket) {
 	callStart := time.Now()
-	resp, res, o, err := g.callModelRequeued(x, permit, class, path, body, &callStart)
+	resp, res, o, err := g.callModelRequeued(x, &t.permit, class, path, body, &callStart)
 	if errors.Is(err, errAnswered) {
-		return callResult{}
+		g.releaseCall(t, callResult{})
+		return
 	}
 	if err != nil {
+		g.releaseCall(t, res)
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false)
 		}
-		return res
+		return
 	}
 	if resp.StatusCode != http.StatusOK {
-		x.relayRefusal(resp)
+		r := readRefusal(resp)
 		res.end = time.Now()
 		res.rtt = res.end.Sub(callStart)
-		return res
+		g.releaseCall(t, res)
+		x.writeRefusal(r)
+		return
 	}
 	ctype := resp.Header.Get("Content-Type")
 	b, err := readAnswer(resp, answerLimit(class))
 	res.end = time.Now()
 	res.rtt = res.end.Sub(callStart)
 	if err != nil {
-		res = x.brokenCall(callStart)
+		g.releaseCall(t, x.brokenCall(callStart))
 		if x.timedOut() {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed reading the upstream answer")
 		} else {
 			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
 		}
-		return res
+		return
 	}
 	if u, ok := openai.AnswerUsage(b); ok {
 		res.used, res.hasUsage = u.Total(), true
 	}
+	g.releaseCall(t, res) // the model's part is over: before the client's
 	h := x.w.Header()
 	if ctype == "" {
 		ctype = "application/json"
@@ -272,7 +302,6 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, permit
 	h.Set("Content-Type", ctype)
 	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 	x.writeAnswer(http.StatusOK, b, wire.OutcomeOK)
-	return res
 }
 
 // servePredict is POST /v1/predict (seed 000's decision call).
@@ -294,9 +323,8 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.shedOrFallback(s, false)
 		return
 	}
-	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
-	res := g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body, &t.permit)
-	g.releaseCall(&t, res)
+	defer g.release(&t, admit.Sample{}) // a panic before proxyJSON released t: give it back (after: a no-op)
+	g.proxyJSON(x, wire.CallPredict, wire.PathPredict, body, &t)
 }
 
 // serveChat is POST /v1/chat/completions, streamed (SSE relay) or not.
@@ -318,10 +346,9 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.shedOrFallback(s, cr.Stream)
 		return
 	}
-	defer g.release(&t, admit.Sample{}) // a panic before releaseCall: give t back (after it: a no-op)
+	defer g.release(&t, admit.Sample{}) // a panic before t's release: give it back (after: a no-op)
 	if !cr.Stream {
-		res := g.proxyJSON(x, wire.CallChat, wire.PathChat, body, &t.permit)
-		g.releaseCall(&t, res)
+		g.proxyJSON(x, wire.CallChat, wire.PathChat, body, &t)
 		return
 	}
 	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)

@@ -45,8 +45,9 @@ func (c *clientWriter) done() { _ = c.rc.SetWriteDeadline(time.Time{}) }
 // a relayed refusal or model list): status, Content-Length and b, written
 // in pieces of stream.buffer_bytes, each bounded by stream.write_timeout
 // like a stream's, so a client that stops reading cannot hold the
-// handler, what it holds (a bulkhead slot, b) and its count for ever.
-// The caller has set the other headers. It counts o, or, when a write
+// handler, b and its count for ever. A model's answer comes here with
+// its bulkhead place and budget tokens already given back (proxyJSON):
+// a slow reader holds no model capacity. The caller has set the other headers. It counts o, or, when a write
 // fails, the failure (timeout when a deadline passed, else error) with
 // the connection cut, as for a stream.
 func (x *exchange) writeAnswer(status int, b []byte, o wire.Outcome) {

@@ -385,6 +385,21 @@ func (l *Lab) Stop(ctx context.Context) error {
 	}
 }
 
+// Kill ends the lab at once, for a user who will not wait for Stop (a
+// second interrupt while it stops): every child's process group is
+// SIGKILLed and reaped before Kill returns, the end sequence starts (or
+// goes on) without them, and a temporary work folder is removed. A Stop
+// waiting meanwhile returns once that sequence is done, which no child
+// holds up any more. A recording keeps the lines it wrote (each whole);
+// its summary and report may be missing.
+func (l *Lab) Kill() {
+	l.sup.Kill()
+	go l.finish("killed")
+	if l.tmpWork {
+		_ = os.RemoveAll(l.workDir)
+	}
+}
+
 // finish runs the end sequence once.
 func (l *Lab) finish(reason string) {
 	l.stopOnce.Do(func() {

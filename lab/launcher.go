@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/levee-lab/levee/lab/experiment"
 )
@@ -24,6 +25,10 @@ type Launcher struct {
 	mu     sync.Mutex // held for a whole Launch or Close
 	cur    *Lab       // guarded by mu
 	closed bool       // guarded by mu
+	// live is cur for Kill, which must not wait for mu (a Close holds it
+	// while its lab stops); killed: Kill was called.
+	live   atomic.Pointer[Lab]
+	killed atomic.Bool
 }
 
 // NewLauncher returns a Launcher that opens labs with opts.
@@ -36,7 +41,7 @@ func NewLauncher(opts Options) *Launcher { return &Launcher{opts: opts} }
 func (s *Launcher) Launch(ctx context.Context, exp *experiment.Experiment) (*Lab, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.closed || s.killed.Load() {
 		return nil, ErrLauncherClosed
 	}
 	if err := s.stopLocked(ctx); err != nil {
@@ -47,7 +52,24 @@ func (s *Launcher) Launch(ctx context.Context, exp *experiment.Experiment) (*Lab
 		return nil, err
 	}
 	s.cur = l
+	s.live.Store(l)
+	if s.killed.Load() { // Kill came while it opened
+		l.Kill()
+		return nil, ErrLauncherClosed
+	}
 	return l, nil
+}
+
+// Kill ends the current lab at once (Lab.Kill: every child SIGKILLed and
+// reaped before it returns, a temporary work folder removed) without
+// waiting for a Launch or Close in progress, and refuses further
+// launches: a lab a Launch in progress opens is killed as it opens. A
+// Close waiting for the lab to stop returns soon after.
+func (s *Launcher) Kill() {
+	s.killed.Store(true)
+	if l := s.live.Load(); l != nil {
+		l.Kill()
+	}
 }
 
 // stopLocked stops the current lab and waits until it is torn down. A
@@ -63,6 +85,7 @@ func (s *Launcher) stopLocked(ctx context.Context) error {
 		return fmt.Errorf("lab: %s did not stop in time: %w", old.exp.Name, err)
 	}
 	s.cur = nil
+	s.live.Store(nil)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -96,5 +97,51 @@ func TestLauncherFailedLaunch(t *testing.T) {
 	}
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Kill during a Close held up by children that do not end (SIGSTOP: each
+// waits out its grace) SIGKILLs every child's process group at once —
+// each is gone when Kill returns —, removes the work folder, lets Close
+// return, and refuses further launches.
+func TestLauncherKillDuringClose(t *testing.T) {
+	s := NewLauncher(Options{Executable: leveeBin})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	l, err := s.Launch(ctx, mustParse(t, fmt.Sprintf(launcherExperiment, "frozen", "one")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-l.Samples() // running
+	pids, work := l.ChildPIDs(), l.workDir
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(ctx) }()
+	<-l.ending // the stop has begun
+	s.Kill()
+	for name, pid := range pids {
+		if !processGone(pid) {
+			t.Errorf("%s (pid %d) still running when Kill returned", name, pid)
+		}
+	}
+	if _, err := os.Stat(work); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work folder %s left behind (%v)", work, err)
+	}
+	select {
+	case <-closed: // its error, if any, is the recording's: there is none
+	case <-time.After(time.Minute):
+		t.Fatal("Close still waiting a minute after Kill")
+	}
+	if _, err := s.Launch(ctx, mustParse(t, fmt.Sprintf(launcherExperiment, "after", "two"))); !errors.Is(err, ErrLauncherClosed) {
+		t.Errorf("Launch after Kill: %v", err)
 	}
 }

@@ -47,6 +47,17 @@ func WithStopTimeout(d time.Duration) Option {
 	}
 }
 
+// WithKill sets what a second interrupt while the lab stops does: kill
+// ends the lab at once (lab.Launcher.Kill: every child SIGKILLed and
+// reaped, the work folder removed), and Run returns ErrKilled without
+// waiting any longer. The first interrupt — the q or ctrl+c key, or
+// SIGINT, SIGTERM or SIGHUP — stops the lab as always; the second, of
+// either kind, calls kill. Without it a second quit key only stops the
+// dashboard from waiting (Run then waits for Stop itself).
+func WithKill(kill func()) Option {
+	return func(m *Model) { m.hurry.kill = kill }
+}
+
 // WithHistory sets how many points each chart series keeps.
 func WithHistory(n int) Option {
 	return func(m *Model) {
@@ -66,6 +77,7 @@ type Model struct {
 	stopTimeout time.Duration
 	history     int
 	log         *Log // may be nil
+	hurry       *hurry
 
 	width, height int
 
@@ -119,6 +131,7 @@ func New(ctrl lab.Controls, opts ...Option) *Model {
 		keys:          defaultKeyMap(),
 		help:          newHelp(),
 		stopTimeout:   DefaultStopTimeout,
+		hurry:         &hurry{killed: make(chan struct{})},
 		switchTimeout: DefaultSwitchTimeout,
 		history:       DefaultHistory,
 		width:         80,
@@ -303,8 +316,13 @@ func (m *Model) addSample(s runfiles.Sample) {
 func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	if m.stopping {
-		// A second quit while stopping gives up waiting.
+		// A second quit while stopping gives up waiting: with WithKill,
+		// the lab is killed at once.
 		if key.Matches(msg, k.Quit) {
+			if m.hurry.kill != nil {
+				m.setStatus("second interrupt: killing every child process…", true)
+				m.hurry.interrupt()
+			}
 			return m, tea.Quit
 		}
 		return m, nil
@@ -485,6 +503,7 @@ func (m *Model) recordingDone(r recordingMsg) {
 // goroutine, bounded by the stop timeout, then quits.
 func (m *Model) quit() tea.Cmd {
 	m.stopping = true
+	m.hurry.interrupt()
 	m.panelOpen, m.pick.open = false, false
 	m.setStatus("stopping… (stopping load, reverting faults, stopping children)", false)
 	ctrl, d := m.ctrl, m.stopTimeout

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -28,10 +29,34 @@ import (
 // same signal had cancelled ctx (a caller's signal.NotifyContext), the
 // event loop was gone, the send blocked for ever and so did the program's
 // shutdown — the lab was never stopped.
+//
+// A second interrupt while the lab stops — the quit key again, or a
+// signal after a quit key or a first signal — kills the lab at once when
+// WithKill is set, and Run returns ErrKilled without waiting for Stop.
 func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, opts ...Option) error {
-	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stopSignals()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	m := New(ctrl, opts...)
+	h := m.hurry
+	// The first signal ends the dashboard (the lab is stopped below, as on
+	// q); one that comes while the lab stops — after a quit key or an
+	// earlier signal — is the second interrupt (WithKill).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		for {
+			select {
+			case <-sigs:
+				h.interrupt()
+				cancel()
+			case <-watchDone:
+				return
+			}
+		}
+	}()
 	if m.log != nil {
 		m.log.setCapture(true)
 	}
@@ -54,12 +79,22 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 		fm = m
 	}
 	var stopErr error
-	if !fm.stopped {
+	switch {
+	case h.wasKilled():
+		return ErrKilled
+	case !fm.stopped:
 		// fm.ctrl: the lab shown last (a lesson switch replaces ctrl).
-		sctx, cancel := context.WithTimeout(context.Background(), fm.stopTimeout)
-		stopErr = fm.ctrl.Stop(sctx)
-		cancel()
-	} else {
+		sctx, scancel := context.WithTimeout(context.Background(), fm.stopTimeout)
+		stopped := make(chan error, 1)
+		go func() { stopped <- fm.ctrl.Stop(sctx) }()
+		select {
+		case stopErr = <-stopped:
+		case <-h.killed:
+			scancel()
+			return ErrKilled
+		}
+		scancel()
+	default:
 		stopErr = fm.stopErr
 	}
 	if stopErr != nil {
@@ -72,4 +107,42 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 		return errors.Join(fmt.Errorf("dashboard: %w", runErr), stopErr)
 	}
 	return stopErr
+}
+
+// ErrKilled is what Run returns when a second interrupt came while the lab
+// stopped and WithKill's kill ended it at once.
+var ErrKilled = errors.New("second interrupt: every child process killed (SIGKILL) without waiting for the lab to stop")
+
+// hurry counts interrupts (quit keys and signals) for WithKill: the first
+// starts the lab's stop, the second while it stops calls kill once.
+type hurry struct {
+	kill     func() // nil: a second interrupt kills nothing
+	mu       sync.Mutex
+	count    int
+	killOnce sync.Once
+	killed   chan struct{} // closed once kill has returned
+}
+
+// interrupt counts one interrupt and kills on the second (with kill set).
+func (h *hurry) interrupt() {
+	h.mu.Lock()
+	h.count++
+	second := h.count >= 2
+	h.mu.Unlock()
+	if second && h.kill != nil {
+		h.killOnce.Do(func() {
+			h.kill()
+			close(h.killed)
+		})
+	}
+}
+
+// wasKilled reports whether kill has run.
+func (h *hurry) wasKilled() bool {
+	select {
+	case <-h.killed:
+		return true
+	default:
+		return false
+	}
 }

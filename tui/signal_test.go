@@ -2,9 +2,11 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -84,5 +86,56 @@ func TestRunEndsOnHangup(t *testing.T) {
 	}
 	if got := f.Calls(); len(got) != 1 || got[0] != "Stop(deadline=true)" {
 		t.Errorf("calls %q, want one Stop", got)
+	}
+}
+
+// TestRunSecondSignalKills: SIGINT starts the lab's stop; a second SIGINT
+// while it stops (here a Stop that would wait ten minutes) calls WithKill's
+// kill once and Run returns ErrKilled at once. Before, Run's own signal
+// watch swallowed every later signal while it waited for Stop.
+func TestRunSecondSignalKills(t *testing.T) {
+	guard := make(chan os.Signal, 4) // without Run's handler the test process would die
+	signal.Notify(guard, syscall.SIGINT)
+	defer signal.Stop(guard)
+	f := newFake()
+	f.ch = make(chan runfiles.Sample)
+	stopping, release := make(chan struct{}), make(chan struct{})
+	f.onStop = func() {
+		close(stopping)
+		<-release // a stop held up (children that do not end)
+	}
+	var kills atomic.Int32
+	kill := func() {
+		kills.Add(1)
+		close(release) // the children are gone: the stop ends
+	}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), f, pr, io.Discard, WithStopTimeout(10*time.Minute), WithKill(kill))
+	}()
+	f.ch <- fixedSamples()[0] // the program runs
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stopping:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the first SIGINT did not stop the lab")
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrKilled) {
+			t.Errorf("Run = %v, want ErrKilled", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run still waiting for the stop 20 s after the second SIGINT")
+	}
+	if n := kills.Load(); n != 1 {
+		t.Errorf("kill called %d times, want once", n)
 	}
 }

@@ -94,12 +94,34 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	start := func(ctx context.Context, ls lesson.Lesson) (lab.Controls, error) {
 		return launcher.Launch(ctx, ls.Experiment)
 	}
-	runErr := tui.Run(ctx, l, stdin, stdout, tui.WithStopTimeout(*stopTimeout), tui.WithLog(log), tui.WithLessons(lessons, start))
+	runErr := tui.Run(ctx, l, stdin, stdout, tui.WithStopTimeout(*stopTimeout), tui.WithLog(log), tui.WithLessons(lessons, start),
+		tui.WithKill(launcher.Kill))
+	if errors.Is(runErr, tui.ErrKilled) {
+		launcher.Kill() // also a lab a lesson switch was opening
+		fmt.Fprintln(stderr, killedMsg)
+		return 130
+	}
 	// The dashboard stopped the lab it showed; Close also waits for a
-	// lesson switch still starting and stops what it started.
-	sctx, scancel := context.WithTimeout(context.Background(), *stopTimeout)
-	closeErr := launcher.Close(sctx)
-	scancel()
+	// lesson switch still starting and stops what it started. An
+	// interrupt meanwhile (the terminal is the shell's again: ctrl+c is
+	// SIGINT) is a second one: it kills the children at once.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	closed := make(chan error, 1)
+	go func() {
+		sctx, scancel := context.WithTimeout(context.Background(), *stopTimeout)
+		defer scancel()
+		closed <- launcher.Close(sctx)
+	}()
+	var closeErr error
+	select {
+	case closeErr = <-closed:
+	case <-sigs:
+		launcher.Kill()
+		fmt.Fprintln(stderr, killedMsg)
+		return 130
+	}
 	if runErr != nil {
 		fmt.Fprintf(stderr, "levee lab: %v\n", runErr)
 		return 1
@@ -111,6 +133,9 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "levee lab: stopped; every child process has exited")
 	return 0
 }
+
+// killedMsg is what levee lab says when a second interrupt killed the lab.
+const killedMsg = "levee lab: second interrupt: every child process killed (SIGKILL), its work folder removed; a recording keeps what it wrote but may lack its summary and report"
 
 var narrationLine = regexp.MustCompile(`^\[(predict|watch|explain)\] `)
 

@@ -153,6 +153,9 @@ func (s *RedisStore) Allow(ctx context.Context, key string, rule Rule, cost int6
 	if err := checkRequest(rule, cost); err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: redis allow %q: %w", key, err)
 	}
+	if err := rule.CheckRefill(); err != nil {
+		return Decision{}, fmt.Errorf("ratelimit: redis allow %q: %w", key, err)
+	}
 	var (
 		res []int64
 		err error

@@ -31,6 +31,25 @@ const (
 // should answer it as a rate-limited or bad request, not as a store failure.
 var ErrCostExceedsCapacity = errors.New("ratelimit: cost exceeds the rule's capacity")
 
+// Bounds of a Rule (Validate). Each is far beyond real use and inside what
+// the stores compute exactly: the Redis scripts hold counts in doubles
+// (exact to 2^53: a larger burst or limit stops counting one request),
+// read the clock in whole microseconds (a shorter window would be 0, no
+// limit at all) and pass expiries in milliseconds as integers (Redis
+// refuses a Lua number of 10^14 or more there, which it prints with an
+// exponent).
+const (
+	// MaxUnits bounds Limit, Burst and ReplenishRate (per second): 2^50,
+	// about 1.1e15.
+	MaxUnits = 1 << 50
+	// MinWindow and MaxWindow bound a sliding window's Window.
+	MinWindow = time.Millisecond
+	MaxWindow = 24 * time.Hour
+	// MaxRefill bounds the time a token bucket takes to fill from empty,
+	// Burst / ReplenishRate: a year (a monthly quota takes 30 days).
+	MaxRefill = 365 * 24 * time.Hour
+)
+
 // Rule is one rate limit. The zero value is invalid; call Validate.
 type Rule struct {
 	Algorithm Algorithm `yaml:"algorithm" json:"algorithm"`
@@ -45,27 +64,47 @@ type Rule struct {
 	Burst int64 `yaml:"burst" json:"burst"`
 }
 
-// Validate reports the first invalid field of r, naming it.
+// Validate reports the first invalid field of r, naming it: a sliding
+// window's Limit in [1, MaxUnits] and Window in [MinWindow, MaxWindow]; a
+// token bucket's ReplenishRate in (0, MaxUnits] tokens/s and Burst in
+// [1, MaxUnits]. A share of a valid rule (Scaled, ShareFor) is valid. The
+// Redis store also wants a token bucket to refill within MaxRefill
+// (CheckRefill).
 func (r Rule) Validate() error {
 	switch r.Algorithm {
 	case SlidingWindow:
-		if r.Limit < 1 {
-			return fmt.Errorf("ratelimit: rule field limit: %d, want ≥ 1 for %s", r.Limit, r.Algorithm)
+		if r.Limit < 1 || r.Limit > MaxUnits {
+			return fmt.Errorf("ratelimit: rule field limit: %d, want [1, %d] for %s", r.Limit, int64(MaxUnits), r.Algorithm)
 		}
-		if r.Window <= 0 {
-			return fmt.Errorf("ratelimit: rule field window: %v, want > 0 for %s", r.Window, r.Algorithm)
+		if r.Window < MinWindow || r.Window > MaxWindow {
+			return fmt.Errorf("ratelimit: rule field window: %v, want [%v, %v] for %s", r.Window, MinWindow, MaxWindow, r.Algorithm)
 		}
 	case TokenBucket:
-		if !(r.ReplenishRate > 0) || math.IsInf(r.ReplenishRate, 0) {
-			return fmt.Errorf("ratelimit: rule field replenish_rate: %v, want a finite rate > 0 tokens/s for %s", r.ReplenishRate, r.Algorithm)
+		if !(r.ReplenishRate > 0) || math.IsInf(r.ReplenishRate, 0) || r.ReplenishRate > MaxUnits {
+			return fmt.Errorf("ratelimit: rule field replenish_rate: %v, want a rate in (0, %d] tokens/s for %s", r.ReplenishRate, int64(MaxUnits), r.Algorithm)
 		}
-		if r.Burst < 1 {
-			return fmt.Errorf("ratelimit: rule field burst: %d, want ≥ 1 for %s", r.Burst, r.Algorithm)
+		if r.Burst < 1 || r.Burst > MaxUnits {
+			return fmt.Errorf("ratelimit: rule field burst: %d, want [1, %d] for %s", r.Burst, int64(MaxUnits), r.Algorithm)
 		}
 	case "":
 		return fmt.Errorf("ratelimit: rule field algorithm: missing, want %q or %q", SlidingWindow, TokenBucket)
 	default:
 		return fmt.Errorf("ratelimit: rule field algorithm: %q, want %q or %q", r.Algorithm, SlidingWindow, TokenBucket)
+	}
+	return nil
+}
+
+// CheckRefill reports a token bucket that takes longer than MaxRefill to
+// fill from empty (Burst / ReplenishRate), naming replenish_rate; any
+// other rule passes. The Redis scripts set the bucket's expiry to its
+// refill time in milliseconds, which Redis refuses from 10^14 on.
+func (r Rule) CheckRefill() error {
+	if r.Algorithm != TokenBucket || !(r.ReplenishRate > 0) {
+		return nil
+	}
+	if secs := float64(r.Burst) / r.ReplenishRate; !(secs <= MaxRefill.Seconds()) {
+		return fmt.Errorf("ratelimit: rule field replenish_rate: %v tokens/s fills a burst of %d in %.3g s, want at most %v (%g s): burst / replenish_rate ≤ %g",
+			r.ReplenishRate, r.Burst, secs, MaxRefill, MaxRefill.Seconds(), MaxRefill.Seconds())
 	}
 	return nil
 }

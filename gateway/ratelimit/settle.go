@@ -51,6 +51,9 @@ func (s *RedisStore) Settle(ctx context.Context, key string, rule Rule, delta in
 	if err := rule.Validate(); err != nil {
 		return fmt.Errorf("ratelimit: redis settle %q: %w", key, err)
 	}
+	if err := rule.CheckRefill(); err != nil {
+		return fmt.Errorf("ratelimit: redis settle %q: %w", key, err)
+	}
 	if rule.Algorithm != TokenBucket || delta == 0 {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +55,22 @@ type attempt struct {
 	// running: in its call's live attempts and not given up by its
 	// timeout; guarded by call.mu (see callState.timeOut).
 	running bool
+	// Only the attempt's own goroutine touches these (runSafe reads them
+	// after a panic): the answer whose body is open, and what the attempt
+	// still holds of its node.
+	open *http.Response
+	hold holding
 }
+
+// holding is what an attempt holds of its node, for runSafe to give back
+// after a panic.
+type holding int
+
+const (
+	holdPick   holding = iota // the pick, with no verdict yet: release it
+	holdAnswer                // settled as answered: outstanding until the body's close
+	holdNone                  // given back, or handed to the answer's reader
+)
 
 // attemptResult is what an attempt reports to its call.
 type attemptResult struct {
@@ -79,7 +95,51 @@ func (a *attempt) start(results chan<- attemptResult) {
 	if a.timeout > 0 {
 		a.stopTimer = a.p.after(a.timeout, a.expire)
 	}
-	go func() { results <- a.run() }()
+	go func() { results <- a.runSafe() }()
+}
+
+// runSafe is run with a panic in it — of the transport, of a body
+// reader, of the pool's own code — caught, so that it cannot end the
+// process (the HTTP server's recover covers only its handlers' own
+// goroutines). A panicked attempt fails with ErrAttemptPanic: logged once
+// with its stack, counted in levee_upstream_attempt_panics_total, its
+// answer's body closed, and its node released without a verdict (the
+// bug is not the node's: no breaker, outlier or failure count sees it).
+// It is not retried — a retry would most likely meet the same bug on
+// another node, at the retry budget's cost — but the call's other
+// attempts in flight (a hedge) may still answer it.
+func (a *attempt) runSafe() (r attemptResult) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		p, n := a.p, a.pk.n
+		p.panics.Add(1)
+		p.log.Error("upstream: attempt panicked", "node", n.addr, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		if a.open != nil {
+			closeQuietly(a.open.Body)
+		}
+		a.state.CompareAndSwap(attemptPending, attemptDone)
+		a.stop()
+		a.cancel()
+		switch a.hold {
+		case holdPick:
+			p.release(a.pk)
+		case holdAnswer:
+			// The node counted it outstanding until the body's close,
+			// which will never come.
+			n.inflight.Add(-1)
+		}
+		r = attemptResult{a: a, err: fmt.Errorf("%w: %s: %v", ErrAttemptPanic, n.addr, v)}
+	}()
+	return a.run()
+}
+
+// closeQuietly closes c, ignoring a panic of its own: it runs after one.
+func closeQuietly(c io.Closer) {
+	defer func() { _ = recover() }()
+	_ = c.Close()
 }
 
 // expire is the attempt timeout firing. The attempt is abandoned only
@@ -113,15 +173,18 @@ func (a *attempt) run() attemptResult {
 	n.requests.Add(1)
 	start := time.Now()
 	resp, err := p.roundTrip(a.req)
+	a.open = resp
 	var ahead []byte
 	if err == nil {
 		if ahead, err = readFirst(resp); err != nil {
+			a.open = nil
 			resp = nil
 		}
 	}
 	elapsed := time.Since(start)
 	if err == nil && !a.state.CompareAndSwap(attemptPending, attemptDone) {
 		// Timed out or abandoned just as the answer came: not used.
+		a.open = nil
 		resp.Body.Close()
 		resp, err = nil, context.Canceled
 	}
@@ -136,6 +199,7 @@ func (a *attempt) run() attemptResult {
 		case a.state.Load() == attemptAbandoned || a.parent.Err() != nil:
 			// Given up by the call or the caller: says nothing about the node.
 			p.release(a.pk)
+			a.hold = holdNone
 			cause := a.parent.Err()
 			if cause == nil {
 				cause = context.Canceled
@@ -157,6 +221,7 @@ func (a *attempt) run() attemptResult {
 	}
 	p.settle(a, fail, sample)
 	resp.Body = &answerBody{rc: resp.Body, ahead: ahead, n: n, cancel: a.cancel}
+	a.open, a.hold = nil, holdNone // its reader closes it now
 	return attemptResult{a: a, resp: resp, fail: fail, refused: resp.StatusCode == http.StatusTooManyRequests}
 }
 
@@ -164,6 +229,10 @@ func (a *attempt) run() attemptResult {
 // (sample > 0). A failed attempt no longer holds its node; an answered
 // one does until its body is closed.
 func (p *Pool) settle(a *attempt, fail failureKind, sample time.Duration) {
+	a.hold = holdAnswer
+	if fail == failConnect || fail == failTimeout {
+		a.hold = holdNone
+	}
 	n := a.pk.n
 	failed := fail != failNone
 	if failed {

@@ -17,4 +17,8 @@ var (
 	// ErrAttemptTimeout: the attempt timeout abandoned the last attempt
 	// (its node took far longer than it usually does).
 	ErrAttemptTimeout = errors.New("upstream: attempt timed out")
+	// ErrAttemptPanic: the last attempt's goroutine panicked (a bug in the
+	// gateway or its transport, not the node's failure: it is logged with
+	// its stack and counted in levee_upstream_attempt_panics_total).
+	ErrAttemptPanic = errors.New("upstream: attempt panicked")
 )

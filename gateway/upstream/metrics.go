@@ -30,6 +30,8 @@ var (
 		"Current derived attempt timeout per model node and call class, before the caller's deadline bounds it (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
 	descStaleRetries = prometheus.NewDesc(wire.MetricUpstreamStaleConnRetries,
 		"Calls sent again on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte); not counted against the node.", nil, nil)
+	descPanics = prometheus.NewDesc(wire.MetricUpstreamAttemptPanics,
+		"Attempts whose goroutine panicked (a bug, logged with its stack): the attempt failed, not retried, and not counted against its node.", nil, nil)
 	descHedgeDelay = prometheus.NewDesc(wire.MetricUpstreamHedgeDelay,
 		"Current hedge delay per model node and call class (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
 )
@@ -43,8 +45,9 @@ var (
 // levee_retries_total{priority,result}, levee_upstream_attempts_total{kind},
 // levee_upstream_attempt_failures_total{node,reason},
 // levee_upstream_hedges_total{result},
-// levee_upstream_ejections_total{node,reason} and
-// levee_upstream_stale_conn_retries_total.
+// levee_upstream_ejections_total{node,reason},
+// levee_upstream_stale_conn_retries_total and
+// levee_upstream_attempt_panics_total.
 func (p *Pool) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{poolCollector{p}, p.latency}
 }
@@ -53,7 +56,7 @@ type poolCollector struct{ p *Pool }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descBreaker, descInflight, descRetries, descAttempts,
-		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay, descStaleRetries} {
+		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay, descStaleRetries, descPanics} {
 		ch <- d
 	}
 }
@@ -99,6 +102,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descAttempts, p.attempts[k].Load(), name)
 	}
 	counter(descStaleRetries, p.staleRetries.Load())
+	counter(descPanics, p.panics.Load())
 	counter(descHedges, p.hedgesSent.Load(), wire.HedgeSent)
 	counter(descHedges, p.hedgesWon.Load(), wire.HedgeWon)
 	counter(descHedges, p.hedgesDenied.Load(), wire.HedgeDenied)

@@ -75,14 +75,16 @@ type Pool struct {
 	// staleRetries counts calls sent again on a new connection after
 	// their reused one turned out closed by the node.
 	staleRetries atomic.Uint64
-	clock        Clock
-	after        AfterFunc
-	log          *slog.Logger
-	bal          Balancer
-	budget       *RetryBudget
-	hedges       *RetryBudget
-	outliers     *outliers
-	retryOnKind  [numFailureKinds]bool // which failures are retried (RetryOn)
+	// panics counts attempts whose goroutine panicked (see attempt.runSafe).
+	panics      atomic.Uint64
+	clock       Clock
+	after       AfterFunc
+	log         *slog.Logger
+	bal         Balancer
+	budget      *RetryBudget
+	hedges      *RetryBudget
+	outliers    *outliers
+	retryOnKind [numFailureKinds]bool // which failures are retried (RetryOn)
 
 	retryOnRefused bool // a 429 is retried (RetryOn)
 

@@ -45,6 +45,7 @@ const (
 	MetricUpstreamAttempts         = "levee_upstream_attempts_total"           // counter: kind
 	MetricUpstreamAttemptFailures  = "levee_upstream_attempt_failures_total"   // counter: node, reason
 	MetricUpstreamStaleConnRetries = "levee_upstream_stale_conn_retries_total" // counter
+	MetricUpstreamAttemptPanics    = "levee_upstream_attempt_panics_total"     // counter
 	MetricUpstreamHedges           = "levee_upstream_hedges_total"             // counter: result
 	MetricUpstreamEjections        = "levee_upstream_ejections_total"          // counter: node, reason
 	MetricRateLimitStoreFallback   = "levee_ratelimit_store_fallback_total"    // counter: store
@@ -254,7 +255,7 @@ func GatewayMetrics() []Metric {
 		{MetricRequests, TypeCounter, []string{LabelRoute, LabelPriority, LabelOutcome}, "traffic requests; every request counted once (outcomes above, never `generator_dropped`)"},
 		{MetricShed, TypeCounter, []string{LabelReason, LabelPriority}, "requests shed by the defense chain; `reason` is a shed reason"},
 		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
-		{MetricInflight, TypeGauge, []string{LabelClass}, "requests in flight past admission"},
+		{MetricInflight, TypeGauge, []string{LabelClass}, "requests holding a bulkhead place: admitted and not done with the model (a non-streamed answer gives its place back once read whole from the model, before it is written to the client)"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
 		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
 		{MetricConcurrencyLimit, TypeGauge, []string{LabelClass}, "current bulkhead concurrency limit"},
@@ -290,6 +291,7 @@ func GatewayMetrics() []Metric {
 		{MetricRetries, TypeCounter, []string{LabelPriority, LabelResult}, "retries of failed attempts, and calls every node refused (429) sent again with nothing in flight to wait for (a wait for a place a call in flight frees is free), by the call's priority: `sent`, or `denied` by the retry budget"},
 		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
 		{MetricUpstreamStaleConnRetries, TypeCounter, nil, "calls sent again, once, on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte, `http: server closed idle connection`); not a failure of the node (`upstream.idle_conn_timeout`)"},
+		{MetricUpstreamAttemptPanics, TypeCounter, nil, "attempts whose goroutine panicked (a bug, logged with its stack): the attempt failed, not retried, and not counted against its node"},
 		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},
 		{MetricUpstreamHedges, TypeCounter, []string{LabelResult}, "hedged attempts: `sent`, `won` (answered first), `denied` by the hedge budget"},
 		{MetricUpstreamEjections, TypeCounter, []string{LabelNode, LabelReason}, "outlier ejections: `consecutive_failures`, `failure_rate`, `latency`, `probe_failed`"},

@@ -248,6 +248,15 @@ func (c *Child) Close(grace time.Duration) {
 	c.Stop(grace)
 }
 
+// CloseNow is Close without the grace: it refuses every later Start and
+// SIGKILLs the process group at once.
+func (c *Child) CloseNow() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.Kill()
+}
+
 // Stop sends SIGTERM (drain), waits up to grace, then SIGKILLs.
 func (c *Child) Stop(grace time.Duration) {
 	c.signal(syscall.SIGTERM, grace)

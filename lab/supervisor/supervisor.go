@@ -304,6 +304,26 @@ func (s *Supervisor) Close() {
 	s.cancel()
 }
 
+// Kill ends every child at once, for a user who will not wait for Close
+// (a second interrupt): restarts stop, and every child's process group —
+// gateways, nodes, the Redis server or cluster — is SIGKILLed together
+// and reaped before Kill returns. No child starts again afterwards. A
+// Close running meanwhile finds its children gone and returns.
+func (s *Supervisor) Kill() {
+	s.StopWatching()
+	var wg sync.WaitGroup
+	for _, c := range append(append([]*Child(nil), s.gateways...), s.nodes...) {
+		wg.Go(c.CloseNow)
+	}
+	if s.redis != nil {
+		wg.Go(func() { _ = s.redis.Kill() })
+	}
+	if s.cluster != nil {
+		wg.Go(s.cluster.Kill)
+	}
+	wg.Wait()
+}
+
 func cloneKnobs(m map[string]any) map[string]any {
 	c := map[string]any{}
 	if m == nil {
