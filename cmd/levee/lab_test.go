@@ -64,16 +64,9 @@ func TestLabInTmux(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the tmux end-to-end test starts the whole lab")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
 	dir := t.TempDir()
+	tmux := privateTmux(t, dir)
 	bin := buildLevee(t)
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
 	// The exit status goes to a file: the pane may be gone by the time we
 	// ask tmux for it on a loaded machine.
 	exitFile := filepath.Join(dir, "exit-status")
@@ -206,4 +199,19 @@ func parseNum(n, k string) float64 {
 		v *= 1000
 	}
 	return v
+}
+
+// privateTmux skips the test when tmux is not installed and returns a
+// runner for a tmux server of the test's own, its socket in dir (no
+// config file read), so tests never touch the user's sessions.
+func privateTmux(t *testing.T, dir string) func(args ...string) (string, error) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	sock := filepath.Join(dir, "tmux.sock")
+	return func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,10 +33,8 @@ func TestLabSecondInterruptKills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the tmux end-to-end test starts the whole lab")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
 	dir := t.TempDir()
+	tmux := privateTmux(t, dir)
 	bin := buildLevee(t)
 	expFile := filepath.Join(dir, "slow-stop.yaml")
 	if err := os.WriteFile(expFile, []byte(slowStopExperiment), 0o644); err != nil {
@@ -46,11 +43,6 @@ func TestLabSecondInterruptKills(t *testing.T) {
 	tmpDir := filepath.Join(dir, "tmp") // the lab's work folder goes here
 	if err := os.Mkdir(tmpDir, 0o755); err != nil {
 		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "tmux.sock")
-	tmux := func(args ...string) (string, error) {
-		out, err := exec.Command("tmux", append([]string{"-S", sock, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		return string(out), err
 	}
 	exitFile := filepath.Join(dir, "exit-status")
 	script := fmt.Sprintf("TERM=xterm-256color TMPDIR=%q %q lab --stop-timeout 1m %q 2>%q; echo $? > %q; sleep 30",

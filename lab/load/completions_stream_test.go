@@ -3,7 +3,6 @@ package load
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -22,19 +21,10 @@ import (
 // before data: [DONE] (status 200, headers and chunks sent), those are
 // errors and the rest ok, each request in exactly one outcome.
 func TestCompletionsStreamRoute(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := fakemodel.DefaultKnobs()
 	k.Latency.Dist, k.Latency.FixedMs = fakemodel.DistFixed, 1
 	k.TTFTMs, k.TokensPerS, k.Slots = 1, 10000, 64
-	node, err := fakemodel.NewNode(ln, fakemodel.WithKnobs(k), fakemodel.WithAdminToken("load-test-admin-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = node.Serve() }()
-	t.Cleanup(func() { node.Close() })
+	node := startFakeNode(t, k)
 
 	cfg := allRoutesConfig("http://" + node.Addr())
 	cfg.Mix.Routes = map[string]float64{string(RouteCompletionsStream): 1}

@@ -14,19 +14,10 @@ import (
 // answers a bad body 400, an error outcome), and every request ends ok,
 // counted under its route.
 func TestCompletionsAndEmbeddingsRoutes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	k := fakemodel.DefaultKnobs()
 	k.Latency.Dist, k.Latency.FixedMs = fakemodel.DistFixed, 1
 	k.TTFTMs, k.Slots = 1, 64
-	node, err := fakemodel.NewNode(ln, fakemodel.WithKnobs(k), fakemodel.WithAdminToken("load-test-admin-token"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = node.Serve() }()
-	t.Cleanup(func() { node.Close() })
+	node := startFakeNode(t, k)
 
 	cfg := allRoutesConfig("http://" + node.Addr())
 	cfg.Mix.Routes = map[string]float64{string(RouteCompletions): 1, string(RouteEmbeddings): 1}
@@ -45,4 +36,21 @@ func TestCompletionsAndEmbeddingsRoutes(t *testing.T) {
 			t.Errorf("route %s: %+v, want some offered and every one ok", r, rt)
 		}
 	}
+}
+
+// startFakeNode serves a real fake model node with knobs k on a loopback
+// port until the test ends.
+func startFakeNode(t *testing.T, k fakemodel.Knobs) *fakemodel.Node {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := fakemodel.NewNode(ln, fakemodel.WithKnobs(k), fakemodel.WithAdminToken("load-test-admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = node.Serve() }()
+	t.Cleanup(func() { node.Close() })
+	return node
 }
