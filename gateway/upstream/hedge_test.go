@@ -54,21 +54,7 @@ func TestHedge(t *testing.T) {
 			seedLatency(p, 0, "work", 5*time.Millisecond, 50)
 			seedLatency(p, 1, "work", 5*time.Millisecond, 50)
 
-			type result struct {
-				body string
-				err  error
-			}
-			done := make(chan result, 1)
-			go func() {
-				resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Priority: tt.priority, Class: "work"})
-				if err != nil {
-					done <- result{err: err}
-					return
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				done <- result{body: string(b)}
-			}()
+			done := sendInBackground(p, Call{Method: http.MethodPost, Path: "/work", Priority: tt.priority, Class: "work"})
 			slow.waitArrived(t)
 			delay := binValue(binOf(5 * time.Millisecond)) // the seeded p95
 			if tt.wantHedge {

@@ -55,21 +55,7 @@ func TestAttemptPanicCallGoesOn(t *testing.T) {
 	seedLatency(p, 0, "work", 5*time.Millisecond, 50)
 	seedLatency(p, 1, "work", 5*time.Millisecond, 50)
 
-	type result struct {
-		body string
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := p.Send(context.Background(), Call{Method: http.MethodPost, Path: "/work", Priority: HighestPriority, Class: "work"})
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		done <- result{body: string(b)}
-	}()
+	done := sendInBackground(p, Call{Method: http.MethodPost, Path: "/work", Priority: HighestPriority, Class: "work"})
 	slow.waitArrived(t)
 	if k := timers.fire(binValue(binOf(5 * time.Millisecond))); k != 1 {
 		t.Fatalf("%d hedge timers fired, want 1", k)

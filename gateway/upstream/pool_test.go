@@ -901,3 +901,27 @@ func TestPoolConcurrentPartialFailures(t *testing.T) {
 	t.Logf("%d calls: ok %d, 5xx %d, failed %d; attempts %d (retries %d, hedges %d won %d); timeouts %d; states %v",
 		n, ok.Load(), answered5xx.Load(), failed.Load(), c.Attempts, c.RetriesSent, c.HedgesSent, c.HedgesWon, p.Stats()[0].Timeouts, states(p))
 }
+
+// sendResult is what a call sent by sendInBackground came to: its
+// answer's body, read to the end, or Send's error.
+type sendResult struct {
+	body string
+	err  error
+}
+
+// sendInBackground sends c through p on its own goroutine; the channel
+// gets the result once.
+func sendInBackground(p *Pool, c Call) <-chan sendResult {
+	done := make(chan sendResult, 1)
+	go func() {
+		resp, err := p.Send(context.Background(), c)
+		if err != nil {
+			done <- sendResult{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- sendResult{body: string(b)}
+	}()
+	return done
+}
