@@ -128,6 +128,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"second document", "name: x\nduration: 1s\n---\nbogus: 1\n", "line 3: more than one YAML document"},
 		{"malformed second document", "name: x\nduration: 1s\n---\n[bogus\n", "did not find expected"},
 		{"nodes.max_tokens negative", "name: x\nduration: 1s\nnodes: {max_tokens: -1}\n", "line 3: nodes.max_tokens: -1: want 1..16777216"},
+		{"mix.max_tokens over the nodes' default bound", "name: x\nduration: 1s\nmix:\n  max_tokens: 40000\n", "line 4: mix.max_tokens: 40000: over the nodes' bound of 32768"},
+		{"mix.max_tokens over nodes.max_tokens", "name: x\nduration: 1s\nnodes: {max_tokens: 100}\nmix: {max_tokens: 101}\n", "mix.max_tokens: 101: over the nodes' bound of 100"},
 		{"nodes.max_tokens over the ceiling", "name: x\nduration: 1s\nnodes:\n  max_tokens: 16777217\n", "line 4: nodes.max_tokens: 16777217: want 1..16777216"},
 		{"fraction in nodes.count", "name: x\nduration: 1s\nnodes: {count: 2.9}\n", "line 3: nodes.count: must be an integer, got the number 2.9"},
 		{"fraction in seed", "name: x\nduration: 1s\nseed: 1.5\n", "line 3: seed: must be an integer, got the number 1.5"},

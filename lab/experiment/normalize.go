@@ -139,6 +139,16 @@ func (e *Experiment) normalizeNodes(p *problems) {
 	}
 }
 
+// nodesMaxTokens is the largest max_tokens the lab's nodes take:
+// nodes.max_tokens, or the fake model's default bound when it is absent
+// (or out of range, which normalizeNodes reports).
+func (e *Experiment) nodesMaxTokens() int {
+	if m := e.Nodes.MaxTokens; m > 0 && fakemodel.CheckMaxTokensBound(m) == nil {
+		return m
+	}
+	return fakemodel.MaxCompletionTokens
+}
+
 // normalizeGateway: the gateway tier's size, defenses and pod limits.
 func (e *Experiment) normalizeGateway(p *problems) {
 	g := &e.Gateway
@@ -310,6 +320,10 @@ func (e *Experiment) normalizeMix(p *problems) {
 	}
 	if m.MaxTokens < 1 || m.MaxTokens > 1_000_000 {
 		p.add("mix.max_tokens", "%d: want 1..1000000", m.MaxTokens)
+	} else if bound := e.nodesMaxTokens(); m.MaxTokens > bound {
+		// The nodes (and the gateway generated for them) refuse such a call
+		// with a 400: the run would be every model call an error.
+		p.add("mix.max_tokens", "%d: over the nodes' bound of %d (nodes.max_tokens): every model call would be refused", m.MaxTokens, bound)
 	}
 	if st := m.AgentSteps; st != (IntRange{}) && (st.Min < 1 || st.Max < st.Min || st.Max > load.MaxAgentSteps) {
 		p.add("mix.agent_steps", "%d..%d: want 1 ≤ min ≤ max ≤ %d", st.Min, st.Max, load.MaxAgentSteps)
