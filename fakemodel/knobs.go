@@ -201,7 +201,7 @@ func (k Knobs) Validate() error {
 		{wire.KnobSlowdown, k.Slowdown, 0, 100},
 		{wire.KnobErrorRate, k.ErrorRate, 0, 1},
 		{wire.KnobHangRate, k.HangRate, 0, 1},
-		{wire.KnobAnswerTokens, float64(k.AnswerTokens), 0, openai.MaxTokens},
+		{wire.KnobAnswerTokens, float64(k.AnswerTokens), 0, openai.MaxTokensCeiling}, // a request's max_tokens caps the answer
 		{wire.KnobBackpressureQueue, float64(k.Backpressure.Queue), 0, 1_000_000},
 		{wire.KnobBackpressureHeapMB, k.Backpressure.HeapMB, 0, 1_000_000},
 		{wire.KnobBackpressureCPU, k.Backpressure.CPU, 0, 1},

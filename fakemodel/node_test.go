@@ -25,13 +25,13 @@ import (
 const testToken = "test-token-0123456789"
 
 // startNode serves a node with knobs k on a loopback port until the test ends.
-func startNode(t testing.TB, k Knobs) (*Node, string) {
+func startNode(t testing.TB, k Knobs, opts ...Option) (*Node, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := NewNode(ln, WithKnobs(k), WithAdminToken(testToken))
+	n, err := NewNode(ln, append([]Option{WithKnobs(k), WithAdminToken(testToken)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
