@@ -22,21 +22,7 @@ func (g *Gateway) serveCompletions(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, cr.Tokens(), cr.costField(), cr.costParts()) {
-		return
-	}
-	t, s := g.admitRequest(x.ctx, x.id, routeCompletions, cr.Tokens(), time.Now())
-	if s != nil {
-		x.shedOrFallback(s, cr.Stream)
-		return
-	}
-	defer g.release(&t, admit.Sample{}) // a panic before t's release: give it back (after: a no-op)
-	if !cr.Stream {
-		g.proxyJSON(x, wire.CallCompletion, wire.PathCompletions, body, &t)
-		return
-	}
-	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)
-	g.releaseCall(&t, res)
+	g.serveGeneration(x, body, routeCompletions, cr, cr.Stream, wire.CallCompletion)
 }
 
 // serveEmbeddings is POST /v1/embeddings: the chain of the ai class with

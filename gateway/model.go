@@ -338,20 +338,38 @@ func (g *Gateway) serveChat(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, cr.Tokens(), cr.costField(), cr.costParts()) {
+	g.serveGeneration(x, body, routeChat, cr, cr.Stream, wire.CallChat)
+}
+
+// generation is a parsed chat or text completion: what serveGeneration
+// needs of it.
+type generation interface {
+	Tokens() int64     // the estimate admission charges
+	costField() string // the field to blame for an estimate over the cap
+	costParts() string // what the estimate is made of
+	streamReq() streamReq
+}
+
+// serveGeneration runs a chat or text completion through the ai chain:
+// the per-request cap, admission as route, then the model's answer whole
+// (proxyJSON, as upstream call class call) or relayed as SSE (relaySSE).
+func (g *Gateway) serveGeneration(x *exchange, body []byte, route routeID, req generation, stream bool, call string) {
+	tokens := req.Tokens()
+	if g.overRequestCap(x, tokens, req.costField(), req.costParts()) {
 		return
 	}
-	t, s := g.admitRequest(x.ctx, x.id, routeChat, cr.Tokens(), time.Now())
+	t, s := g.admitRequest(x.ctx, x.id, route, tokens, time.Now())
 	if s != nil {
-		x.shedOrFallback(s, cr.Stream)
+		x.shedOrFallback(s, stream)
 		return
 	}
 	defer g.release(&t, admit.Sample{}) // a panic before t's release: give it back (after: a no-op)
-	if !cr.Stream {
-		g.proxyJSON(x, wire.CallChat, wire.PathChat, body, &t)
+	sr := req.streamReq()
+	if !stream {
+		g.proxyJSON(x, call, sr.path, body, &t)
 		return
 	}
-	res := g.relaySSE(x, body, cr.streamReq(), &t.permit)
+	res := g.relaySSE(x, body, sr, &t.permit)
 	g.releaseCall(&t, res)
 }
 
