@@ -18,8 +18,10 @@ type digest struct {
 	elapsed float64
 	dt      float64
 	// second is the second of the load's clock (Sample.Elapsed) the
-	// tick's window falls in (see tickSecond): the goodput ratio's bucket.
+	// tick's window falls in (see tickSecond): the goodput ratio's bucket;
+	// mid is the window's middle on that clock (tickMid).
 	second    float64
+	mid       float64
 	offered   float64 // arrivals in the tick
 	ok        float64 // outcome ok in the tick
 	capacity  float64 // req/s
@@ -67,6 +69,11 @@ type Aggregator struct {
 	// there was one.
 	prevElapsed float64
 	havePrev    bool
+	// origin is where the recording started on the load's clock
+	// (Sample.Elapsed − the sample's time since started, from the first
+	// sample): 0 for a recording from the start, up to the rounding of
+	// Elapsed.
+	origin float64
 }
 
 // NewAggregator returns an aggregator for a recording that starts at start
@@ -145,10 +152,15 @@ func (a *Aggregator) RedisFailover(f RedisFailover, t time.Time) {
 func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bool, p0Finished uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if !a.havePrev {
+		a.origin = s.Elapsed - a.elapsed(s.Time)
+	}
+	mid := tickMid(a.prevElapsed, a.havePrev, s.Elapsed, dt)
 	d := digest{
 		elapsed:  a.elapsed(s.Time),
 		dt:       dt,
-		second:   tickSecond(a.prevElapsed, a.havePrev, s.Elapsed, dt),
+		second:   math.Floor(mid),
+		mid:      mid,
 		offered:  s.OfferedRPS * dt,
 		ok:       s.GoodputRPS * dt,
 		capacity: s.CapacityRPS,

@@ -51,16 +51,22 @@ func capacityAndRatio(ds []digest, ok float64) (capacity, ratio float64) {
 
 // tickSecond is the goodput ratio's bucket of a tick: the second of the
 // load's clock ([k, k+1) of Sample.Elapsed, k returned) that holds the
-// middle of the tick's window. The window runs from the previous sample's
-// elapsed time prev (when havePrev) to this one's, elapsed; for a first
-// sample, from dt before it. The Aggregator and a killed run's rebuild
-// call it with the same recorded values, so they bucket every tick alike;
-// the middle keeps a tick whose end jitters around a whole second in one
-// bucket.
+// middle of the tick's window (tickMid). The Aggregator and a killed run's
+// rebuild call it with the same recorded values, so they bucket every tick
+// alike; the middle keeps a tick whose end jitters around a whole second in
+// one bucket.
 func tickSecond(prev float64, havePrev bool, elapsed, dt float64) float64 {
+	return math.Floor(tickMid(prev, havePrev, elapsed, dt))
+}
+
+// tickMid is the middle of a tick's window on the load's clock
+// (Sample.Elapsed). The window runs from the previous sample's elapsed
+// time prev (when havePrev) to this one's, elapsed; for a first sample,
+// from dt before it.
+func tickMid(prev float64, havePrev bool, elapsed, dt float64) float64 {
 	from := elapsed - dt
 	if havePrev {
 		from = prev
 	}
-	return math.Floor((from + elapsed) / 2)
+	return (from + elapsed) / 2
 }

@@ -26,6 +26,8 @@ import (
 //     the Aggregator's; a run recorded before samples kept it has each
 //     tick over the samples' elapsed times instead, which are rounded to
 //     the millisecond (a 250 ms tick read up to 1 ms, 0.4 %, long or short);
+//   - the recovery after faults is recoveryOf over the same ticks, with
+//     the faults' windows from the fault_apply and fault_revert events;
 //   - the Redis is the one the run's child_start event names, else
 //     run.json's, with the fallbacks summed from the samples and the
 //     failovers from the redis_failover events.
@@ -59,9 +61,9 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 		if until := math.Min(x.Elapsed, s.DurationS); until > prev {
 			target += (prevTarget + x.TargetRPS) / 2 * (until - prev)
 		}
-		sec := tickSecond(prev, i > 0, x.Elapsed, dt)
+		mid := tickMid(prev, i > 0, x.Elapsed, dt)
 		prev, prevTarget = x.Elapsed, x.TargetRPS
-		ds = append(ds, digest{dt: dt, second: sec, offered: x.OfferedRPS * dt, capacity: x.CapacityRPS})
+		ds = append(ds, digest{dt: dt, second: math.Floor(mid), mid: mid, offered: x.OfferedRPS * dt, ok: x.GoodputRPS * dt, capacity: x.CapacityRPS})
 		fallbacks += x.RedisFallbackRPS * dt
 		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
 		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
@@ -80,6 +82,7 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	if target > 0 {
 		s.AchievedRateError = round(math.Abs(float64(s.Offered)-target)/target, 6)
 	}
+	s.Recovery = recoveryOf(ds, partialFaults(events, started, 0), last.Elapsed, 0)
 	s.Redis = partialRedis(events, info, started)
 	if s.Redis.Kind != experiment.RedisOff {
 		s.Redis.Fallbacks = math.Round(fallbacks)
@@ -107,6 +110,32 @@ func loadEnd(samples []Sample, events []Event, started time.Time) float64 {
 		}
 	}
 	return end
+}
+
+// partialFaults is the faults' windows the fault_apply and fault_revert
+// events record, in seconds of the load's clock (from loadStart); a revert
+// with no apply before it is of a fault already active when the recording
+// began, at from; a fault never reverted has end −1.
+func partialFaults(events []Event, loadStart time.Time, from float64) []faultWindow {
+	var fs []faultWindow
+	for _, e := range events {
+		name, _ := e.Fields["fault"].(string)
+		at := e.Time.Sub(loadStart).Seconds()
+		switch e.Kind {
+		case EventFaultApply:
+			fs = append(fs, faultWindow{name: name, start: at, end: -1})
+		case EventFaultRevert:
+			i := len(fs) - 1
+			for ; i >= 0 && (fs[i].name != name || fs[i].end >= 0); i-- {
+			}
+			if i < 0 {
+				fs = append(fs, faultWindow{name: name, start: from, end: at})
+			} else {
+				fs[i].end = at
+			}
+		}
+	}
+	return fs
 }
 
 // partialRedis is the run's Redis: the kind and address its child_start
