@@ -16,6 +16,11 @@ import (
 // latency histograms, no thresholds — the way Summarize makes it, so that
 // the figures read the same as a finished run's:
 //
+//   - a recording started while load ran (it has a record_start event)
+//     counts from its first sample: its duration, target integral, ticks
+//     and counts (the samples' totals, the lab's since the load started,
+//     less the first sample's) cover the recorded span alone, and its
+//     times (Started, the faults') count from that sample;
 //   - the duration is the load's: until the run_end event (the load stops
 //     there; the samples go on while requests in flight drain), or without
 //     one until the last sample that saw a request offered; rates are over
@@ -33,45 +38,46 @@ import (
 //     failovers from the redis_failover events.
 func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	last := samples[len(samples)-1]
-	// Sample.Elapsed counts from the load's start, as Summary.Started.
-	started := samples[0].Time.Add(-time.Duration(samples[0].Elapsed * float64(time.Second)))
+	// Sample.Elapsed counts from the load's start.
+	loadStart := samples[0].Time.Add(-time.Duration(samples[0].Elapsed * float64(time.Second)))
+	// The recording's span, on the load's clock: from the load's start, or
+	// for a recording started while load ran, from its first sample, whose
+	// totals (the lab's since the load started) are subtracted.
+	var base *Sample
+	from := 0.0
+	if startedMidRun(events) {
+		base, from = &samples[0], samples[0].Elapsed
+	}
 	s := &Summary{
-		Started:    started,
-		DurationS:  round(loadEnd(samples, events, started), 3),
-		Offered:    last.OfferedTotal,
+		Started:    loadStart.Add(time.Duration(from * float64(time.Second))),
+		DurationS:  round(math.Max(loadEnd(samples, events, loadStart)-from, 0), 3),
 		ByPriority: map[string]PrioritySummary{},
 	}
-	s.setOutcomes(last.OutcomeTotal)
-	for _, p := range load.Priorities {
-		ps := last.ByPriority[p]
-		v := PrioritySummary{Offered: ps.OfferedTotal, OK: ps.OKTotal, SuccessRate: 1}
-		if ps.OfferedTotal > 0 {
-			v.SuccessRate = round(float64(ps.OKTotal)/float64(ps.OfferedTotal), 6)
-		}
-		s.ByPriority[p] = v
-	}
+	s.addPartialCounts(last, base)
 	ds := make([]digest, 0, len(samples))
 	var target, fallbacks float64
-	prev, prevTarget := 0.0, samples[0].TargetRPS
+	prev, prevTarget := from, samples[0].TargetRPS
 	for i, x := range samples {
+		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
+		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
+		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
+		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
+		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.GatewayRSS())
+		if base != nil && i == 0 {
+			continue // its window lies before the recording's counts
+		}
 		dt := x.Elapsed - prev
 		if x.WindowS > 0 {
 			dt = x.WindowS
 		}
-		if until := math.Min(x.Elapsed, s.DurationS); until > prev {
+		if until := math.Min(x.Elapsed, from+s.DurationS); until > prev {
 			target += (prevTarget + x.TargetRPS) / 2 * (until - prev)
 		}
 		mid := tickMid(prev, i > 0, x.Elapsed, dt)
 		prev, prevTarget = x.Elapsed, x.TargetRPS
 		ds = append(ds, digest{dt: dt, second: math.Floor(mid), mid: mid, offered: x.OfferedRPS * dt, ok: x.GoodputRPS * dt, capacity: x.CapacityRPS})
 		fallbacks += x.RedisFallbackRPS * dt
-		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
-		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
-		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
-		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
-		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.GatewayRSS())
 	}
-	s.Gateway.OOMKills = last.OOMKills
 	ok := float64(s.Outcomes[wire.OutcomeOK.String()])
 	s.CapacityRPS, s.GoodputRatio = capacityAndRatio(ds, ok)
 	if d := s.DurationS; d > 0 {
@@ -82,12 +88,59 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	if target > 0 {
 		s.AchievedRateError = round(math.Abs(float64(s.Offered)-target)/target, 6)
 	}
-	s.Recovery = recoveryOf(ds, partialFaults(events, started, 0), last.Elapsed, 0)
-	s.Redis = partialRedis(events, info, started)
+	s.Recovery = recoveryOf(ds, partialFaults(events, loadStart, from), last.Elapsed, from)
+	s.Redis = partialRedis(events, info, s.Started)
 	if s.Redis.Kind != experiment.RedisOff {
 		s.Redis.Fallbacks = math.Round(fallbacks)
 	}
 	return s
+}
+
+// startedMidRun reports whether the events are those of a recording
+// started while load ran (the dashboard's record key): such a recording
+// has a record_start event; one from the start (levee run, --record) has
+// none.
+func startedMidRun(events []Event) bool {
+	for _, e := range events {
+		if e.Kind == EventRecordStart {
+			return true
+		}
+	}
+	return false
+}
+
+// addPartialCounts sets the offered and outcome counts, overall and per
+// priority, and the OOM kills: last's totals, less base's when the
+// recording counts from base (nil: from the load's start).
+func (s *Summary) addPartialCounts(last Sample, base *Sample) {
+	var b Sample
+	if base != nil {
+		b = *base
+	}
+	s.Offered = since(last.OfferedTotal, b.OfferedTotal)
+	outcomes := map[string]uint64{}
+	for o, n := range last.OutcomeTotal {
+		outcomes[o] = since(n, b.OutcomeTotal[o])
+	}
+	s.setOutcomes(outcomes)
+	for _, p := range load.Priorities {
+		ps, bs := last.ByPriority[p], b.ByPriority[p]
+		v := PrioritySummary{Offered: since(ps.OfferedTotal, bs.OfferedTotal), OK: since(ps.OKTotal, bs.OKTotal), SuccessRate: 1}
+		if v.Offered > 0 {
+			v.SuccessRate = round(float64(v.OK)/float64(v.Offered), 6)
+		}
+		s.ByPriority[p] = v
+	}
+	s.Gateway.OOMKills = max(last.OOMKills-b.OOMKills, 0)
+}
+
+// since is a counter's increase from b to n (0 if it went down, which a
+// counter from the load's start never does).
+func since(n, b uint64) uint64 {
+	if n < b {
+		return 0
+	}
+	return n - b
 }
 
 // loadEnd is how long the load ran, in seconds from started: until the

@@ -252,3 +252,47 @@ func TestKilledRunRatioFromWindows(t *testing.T) {
 		t.Errorf("goodput ratio %v rebuilt, %v by the Aggregator", got, want)
 	}
 }
+
+// TestKilledMidRunRecording: a recording started while load ran (the
+// dashboard's record key, so a record_start event) and then killed counts
+// only what it recorded: its duration runs from its first sample, not
+// from the load's start, and its counts and target are the recorded
+// span's. The load ran at 50 req/s for 10 s before the recording began,
+// then at 100 req/s, and the samples' totals are the lab's since the
+// load started.
+func TestKilledMidRunRecording(t *testing.T) {
+	start := time.Date(2026, 12, 7, 16, 0, 0, 0, time.UTC)
+	var lines []any
+	offered := uint64(500) // the 10 s at 50 req/s before the recording
+	for i := 1; i <= 40; i++ {
+		at := 10 + float64(i)*0.25
+		offered += 25
+		lines = append(lines, Sample{
+			Time: start.Add(time.Duration(at * float64(time.Second))), Elapsed: at, WindowS: 0.25,
+			TargetRPS: 100, OfferedRPS: 100, GoodputRPS: 100, CapacityRPS: 200,
+			OfferedTotal: offered, OutcomeTotal: map[string]uint64{"ok": offered},
+			ByPriority: map[string]PrioritySample{"P0": {OfferedTotal: offered / 5, OKTotal: offered / 5}},
+			OOMKills:   2,
+		})
+	}
+	dir := t.TempDir()
+	writeJSONL(t, filepath.Join(dir, SamplesFile), lines)
+	recStart := start.Add(10 * time.Second)
+	writeJSONL(t, filepath.Join(dir, EventsFile), []any{Event{Time: recStart, Elapsed: 10, Kind: EventRecordStart, Detail: dir}})
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := r.Summary
+	// From the first sample at 10.25 s to the last at 20 s.
+	if s.DurationS != 9.75 || s.Offered != 975 || s.Outcomes["ok"] != 975 || s.ByPriority["P0"].Offered != 195 {
+		t.Errorf("duration %v s, offered %d, ok %d, P0 offered %d; want the recorded span's 9.75 s, 975, 975, 195",
+			s.DurationS, s.Offered, s.Outcomes["ok"], s.ByPriority["P0"].Offered)
+	}
+	if s.TargetRPS != 100 || s.AchievedRPS != 100 || s.GoodputRPS != 100 || s.AchievedRateError != 0 {
+		t.Errorf("target %v, achieved %v, goodput %v req/s, rate error %v; want 100, 100, 100, 0", s.TargetRPS, s.AchievedRPS, s.GoodputRPS, s.AchievedRateError)
+	}
+	if !s.Started.Equal(start.Add(10250*time.Millisecond)) || s.Gateway.OOMKills != 0 || s.Unaccounted != 0 {
+		t.Errorf("started %v, OOM kills %d, unaccounted %d; want the first sample's time, 0, 0", s.Started, s.Gateway.OOMKills, s.Unaccounted)
+	}
+}
