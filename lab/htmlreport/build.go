@@ -44,6 +44,9 @@ func build(runs []*Run) (*page, error) {
 			for _, e := range r.Summary.FaultStepErrors {
 				p.Notes = append(p.Notes, fmt.Sprintf("run %s: fault step failed: %s", runLabel(i), e))
 			}
+			if w := r.Summary.WriteErrors; w != nil {
+				p.Notes = append(p.Notes, fmt.Sprintf("run %s: recording incomplete: %s", runLabel(i), w))
+			}
 		}
 		if (r.Info != nil && r.Info.Resolved.Redis != "") || anyData(frames[i:i+1], "redis_fallback") {
 			redis = true

@@ -436,22 +436,28 @@ func TestAdmittedFromTheGateways(t *testing.T) {
 
 // TestFaultStepFailures: a run whose fault steps failed shows FAIL and
 // each failed step (escaped), thresholds or not; a run without shows
-// neither.
+// neither. A run whose recorder lost lines says how many and why.
 func TestFaultStepFailures(t *testing.T) {
 	const step = `faults.0 (redis_outage): apply at 5s: <no Redis>`
 	for _, tc := range []struct {
 		name   string
 		errs   []string
+		lost   *runfiles.WriteErrors
 		want   []string
 		absent []string
 	}{
-		{"none", nil, nil, []string{"fault step failed", "badge fail", "badge pass"}},
-		{"one", []string{step}, []string{`<span class="badge fail">FAIL</span>`, "run A: fault step failed: faults.0 (redis_outage): apply at 5s: &lt;no Redis&gt;"}, []string{"badge pass"}},
+		{"none", nil, nil, nil, []string{"fault step failed", "badge fail", "badge pass", "recording incomplete"}},
+		{"one", []string{step}, nil, []string{`<span class="badge fail">FAIL</span>`, "run A: fault step failed: faults.0 (redis_outage): apply at 5s: &lt;no Redis&gt;"}, []string{"badge pass"}},
+		{"lines lost", nil, &runfiles.WriteErrors{SamplesLost: 7, EventsLost: 1, First: "samples.jsonl: no space left on device"},
+			[]string{"run A: recording incomplete: 7 lines not written to samples.jsonl and 1 to events.jsonl; the first error: samples.jsonl: no space left on device"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mkRun(runfiles.Sample{Elapsed: 1, OfferedTotal: 3})
 			r.Summary.FaultStepErrors = tc.errs
 			r.Summary.Pass = len(tc.errs) == 0
+			if tc.lost != nil {
+				r.Summary.WriteErrors = tc.lost
+			}
 			var b strings.Builder
 			if err := Write(&b, r); err != nil {
 				t.Fatal(err)

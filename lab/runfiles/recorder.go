@@ -24,10 +24,10 @@ type Recorder struct {
 	samples *jsonlWriter
 	events  *jsonlWriter
 	reports []ReportWriter
-	errs    io.Writer // where the first write error is reported (nil: nowhere)
+	errs    io.Writer // where write errors are reported (nil: nowhere)
 
-	mu      sync.Mutex
-	errOnce bool // guarded by mu: one write error reported
+	mu   sync.Mutex
+	lost WriteErrors // guarded by mu: the lines not written, the first error
 }
 
 // RecorderOption configures a Recorder.
@@ -39,7 +39,9 @@ func WithReports(w ...ReportWriter) RecorderOption {
 	return func(r *Recorder) { r.reports = append(r.reports, w...) }
 }
 
-// WithErrorLog reports the recorder's first write error on w.
+// WithErrorLog reports the recorder's first write error on w as it
+// happens, and at Finish how many lines each file lacks when any write
+// failed.
 func WithErrorLog(w io.Writer) RecorderOption { return func(r *Recorder) { r.errs = w } }
 
 // OpenRecorder creates dir and its files and writes run.json (without its
@@ -77,24 +79,45 @@ func (r *Recorder) WriteRunInfo(info RunInfo) error {
 }
 
 // WriteSample appends s to samples.jsonl.
-func (r *Recorder) WriteSample(s Sample) error { return r.reported(r.samples.Write(s)) }
+func (r *Recorder) WriteSample(s Sample) error {
+	return r.reported(r.samples.Write(s), &r.lost.SamplesLost, SamplesFile)
+}
 
 // WriteEvent appends e to events.jsonl.
-func (r *Recorder) WriteEvent(e Event) error { return r.reported(r.events.Write(e)) }
+func (r *Recorder) WriteEvent(e Event) error {
+	return r.reported(r.events.Write(e), &r.lost.EventsLost, EventsFile)
+}
 
-// reported reports the first write error on the error log and returns err.
-func (r *Recorder) reported(err error) error {
-	if err == nil || r.errs == nil {
-		return err
+// reported counts a failed write (err not nil) in *n, reports the first
+// on the error log and returns err, wrapped with the file's name.
+func (r *Recorder) reported(err error, n *int, file string) error {
+	if err == nil {
+		return nil
 	}
+	err = fmt.Errorf("%s: %w", file, err)
 	r.mu.Lock()
-	first := !r.errOnce
-	r.errOnce = true
-	r.mu.Unlock()
+	*n++
+	first := r.lost.First == ""
 	if first {
+		r.lost.First = err.Error()
+	}
+	r.mu.Unlock()
+	if first && r.errs != nil {
 		fmt.Fprintf(r.errs, "levee: recording to %s: %v\n", r.dir, err)
 	}
 	return err
+}
+
+// WriteErrors is how many lines the recorder failed to write to each
+// file so far, and the first error; nil when none failed.
+func (r *Recorder) WriteErrors() *WriteErrors {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lost.First == "" {
+		return nil
+	}
+	w := r.lost
+	return &w
 }
 
 // Close closes samples.jsonl and events.jsonl (a recording that ends
@@ -111,9 +134,17 @@ func (r *Recorder) Close() error {
 // Finish completes the run folder: summary.json (atomically), a copy of the
 // children's logs from logsDir (when they are elsewhere), then closes the
 // files and writes the reports. It tries every step and returns their
-// errors joined.
+// errors joined. When lines failed to be written, the summary says how
+// many (Summary.WriteErrors, also in report.txt) and so does the error
+// log.
 func (r *Recorder) Finish(sum Summary, logsDir string) error {
 	var errs []error
+	if w := r.WriteErrors(); w != nil {
+		sum.WriteErrors = w
+		if r.errs != nil {
+			fmt.Fprintf(r.errs, "levee: recording to %s: %s\n", r.dir, w)
+		}
+	}
 	if err := writeJSONAtomic(filepath.Join(r.dir, SummaryFile), sum); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", SummaryFile, err))
 	}

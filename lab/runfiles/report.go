@@ -374,14 +374,18 @@ func WriteReport(w io.Writer, runs []*Run) error {
 	for _, r := range runs {
 		writeFailures(&b, r.Summary.Name, "failed thresholds", r.Summary.FailedThresholds())
 		writeFailures(&b, r.Summary.Name, "fault steps that failed", r.Summary.FaultStepErrors)
+		if w := r.Summary.WriteErrors; w != nil {
+			writeFailures(&b, r.Summary.Name, "recording incomplete", []string{w.String()})
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 // writeFailures writes a block of what failed in the run called name
-// (nothing when fails is empty): its failed thresholds, or the fault steps
-// of its experiment that did not apply or revert, each naming the step.
+// (nothing when fails is empty): its failed thresholds, the fault steps
+// of its experiment that did not apply or revert, each naming the step,
+// or the lines its recorder failed to write.
 func writeFailures(b *strings.Builder, name, what string, fails []string) {
 	if len(fails) == 0 {
 		return

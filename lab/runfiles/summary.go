@@ -95,6 +95,11 @@ type Summary struct {
 	// in order, each naming the step: the run did not play the experiment
 	// as written.
 	FaultStepErrors []string `json:"fault_step_errors,omitempty"`
+	// WriteErrors, set when the recorder failed to append lines to
+	// samples.jsonl or events.jsonl (a full disk, say), counts the lines
+	// missing from each and gives the first error: the files lack those
+	// ticks and events. Nil when every line was written.
+	WriteErrors *WriteErrors `json:"write_errors,omitempty"`
 	// Pass is true when every threshold passed and no fault step failed.
 	Pass bool `json:"pass"`
 }
@@ -390,4 +395,17 @@ func (s *Summary) setOutcomes(counts map[string]uint64) (shed uint64) {
 	}
 	s.Unaccounted = int64(s.Offered) - int64(sum)
 	return shed
+}
+
+// WriteErrors counts the lines a Recorder failed to append to each file
+// and keeps the first error.
+type WriteErrors struct {
+	SamplesLost int    `json:"samples_lost"`
+	EventsLost  int    `json:"events_lost"`
+	First       string `json:"first"`
+}
+
+// String says how many lines each file lacks, and the first error.
+func (w WriteErrors) String() string {
+	return fmt.Sprintf("%d lines not written to %s and %d to %s; the first error: %s", w.SamplesLost, SamplesFile, w.EventsLost, EventsFile, w.First)
 }
