@@ -48,6 +48,14 @@ func client(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float6
 	return func(s *runfiles.Sample) (float64, bool) { return f(s), true }
 }
 
+// measuredCapacity is the nodes' capacity, measured only: a tick that took
+// part of it from a node's configured service time (too few requests
+// finished on it to measure one) is a gap and "—", never a guess drawn as
+// a measurement.
+func measuredCapacity(s *runfiles.Sample) (float64, bool) {
+	return s.CapacityRPS, s.CapacityConfiguredRPS == 0
+}
+
 func gateway(f func(s *runfiles.Sample) float64) func(s *runfiles.Sample) (float64, bool) {
 	return func(s *runfiles.Sample) (float64, bool) {
 		if s.GatewayStale {
@@ -129,7 +137,7 @@ func buildPanels() []panelDef {
 			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
 			{name: "admitted", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.AdmittedRPS })},
 			{name: "goodput", color: cGreen, get: client(func(s *runfiles.Sample) float64 { return s.GoodputRPS })},
-			{name: "capacity", color: cMagenta, get: client(func(s *runfiles.Sample) float64 { return s.CapacityRPS })},
+			{name: "capacity", color: cMagenta, get: measuredCapacity},
 		}, extra: upstreamRates},
 		{id: "shed_reason", title: "shed by reason", unit: "/s", gateway: true, minTop: 1, series: shedByReason},
 		{id: "shed_priority", title: "shed by priority", unit: "/s", gateway: true, minTop: 1, series: shedByPrio},

@@ -36,3 +36,27 @@ func TestLimitChartShowsLiveSlots(t *testing.T) {
 		t.Errorf("stale gateway: slots = %v, %v; want 20", v, ok)
 	}
 }
+
+// The capacity line is measured or absent: a tick whose capacity is partly
+// a node's configured service time (capacity_configured_rps) is a gap.
+func TestCapacityShownOnlyWhenMeasured(t *testing.T) {
+	var capacity *seriesDef
+	for i := range panels {
+		for j := range panels[i].series {
+			if panels[i].id == "rps" && panels[i].series[j].name == "capacity" {
+				capacity = &panels[i].series[j]
+			}
+		}
+	}
+	if capacity == nil {
+		t.Fatal("the req/s panel has no capacity series")
+	}
+	s := runfiles.Sample{CapacityRPS: 64}
+	if v, ok := capacity.get(&s); !ok || v != 64 {
+		t.Errorf("measured: capacity = %v, %v; want 64", v, ok)
+	}
+	s.CapacityConfiguredRPS = 16
+	if _, ok := capacity.get(&s); ok {
+		t.Error("a capacity partly configured is drawn as measured")
+	}
+}

@@ -177,6 +177,9 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 			case sp.id == "memory" && !f.rssPerGateway:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's RSS: only the gateways' sum is known, and no per-gateway memory limit is drawn against it", runLabel(ri)))
 			}
+			if sp.id == "throughput" && f.capacityConfigured {
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s: its capacity is a gap where a live node had too few requests finished (< 50 in ~5 s) to measure its service time; only its configured one was known", runLabel(ri)))
+			}
 		}
 		c.Lines = chartLines(sp.id, runs)
 		dataMax, peak := robustMax(c.Series)

@@ -28,6 +28,10 @@ type frame struct {
 	// whether its samples give one gateway's RSS (perGatewayRSS).
 	gateways      int
 	rssPerGateway bool
+	// capacityConfigured is true when some tick's capacity was partly the
+	// nodes' configured service time (Sample.CapacityConfiguredRPS): those
+	// ticks are left out of the capacity series.
+	capacityConfigured bool
 }
 
 // The outcomes that are not a shed but not a success either.
@@ -45,7 +49,9 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 //     means.
 //
 // Gateway values of a tick without a current scrape (GatewayStale) are
-// left out; an interval with none is a gap, never a zero.
+// left out, and so is the capacity of a tick that took part of it from the
+// nodes' configured service time (Sample.CapacityConfiguredRPS); an
+// interval with none is a gap, never a zero.
 func computeFrame(r *Run, tl timeline, iv float64) frame {
 	bs := tl.buckets(r.Samples, iv)
 	f := frame{x: make(values, len(bs)), series: map[string]values{}, gateways: runGateways(r), rssPerGateway: perGatewayRSS(r)}
@@ -55,6 +61,9 @@ func computeFrame(r *Run, tl timeline, iv float64) frame {
 		}
 		if s.AdmittedTotal > 0 {
 			f.hasAdmittedTotal = true
+		}
+		if s.CapacityConfiguredRPS > 0 {
+			f.capacityConfigured = true
 		}
 		for _, p := range s.ByPriority {
 			if p.FinishedTotal > 0 {
@@ -216,6 +225,12 @@ func (f *frame) addMeans(i int, b bucket) {
 		var sum, w float64
 		for j := range b.s {
 			if gw && b.s[j].GatewayStale {
+				continue
+			}
+			// The capacity is drawn where it was measured: a tick whose
+			// capacity is partly the nodes' configured service time
+			// (capacity_configured_rps) is left out, a gap when all are.
+			if key == "capacity" && b.s[j].CapacityConfiguredRPS > 0 {
 				continue
 			}
 			wj := max(b.w[j], 1e-9)

@@ -29,7 +29,14 @@ type Sample struct {
 	AdmittedRPS float64 `json:"admitted_rps"`
 	GoodputRPS  float64 `json:"goodput_rps"`  // outcome ok per second
 	CapacityRPS float64 `json:"capacity_rps"` // live nodes × slots / mean service time (observed over ~5 s, else configured)
-	Outstanding int     `json:"outstanding"`  // requests in flight from the generator
+	// CapacityConfiguredRPS is the part of CapacityRPS taken from the
+	// nodes' configured mean service time, for the live nodes on which
+	// fewer than 50 requests finished in their last ~5 s (just started,
+	// restarted, or idle): an estimate, not a measurement. 0 when every
+	// live node's service time was measured; absent in runs recorded
+	// before it was kept, which cannot tell.
+	CapacityConfiguredRPS float64 `json:"capacity_configured_rps,omitempty"`
+	Outstanding           int     `json:"outstanding"` // requests in flight from the generator
 	// ClientRetryRPS is the clients' retries sent per second (attempts
 	// after a request's first; see the experiment's client_retry). Offered
 	// counts original requests only: the gateway sees offered + retries.

@@ -57,7 +57,11 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 		}
 		if c.Up {
 			live++
-			smp.CapacityRPS += n.capacity()
+			capRPS, configured := n.capacity()
+			smp.CapacityRPS += capRPS
+			if configured {
+				smp.CapacityConfiguredRPS += capRPS
+			}
 		}
 		smp.Nodes = append(smp.Nodes, ns)
 	}
@@ -65,6 +69,7 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 		saturated = false
 	}
 	smp.CapacityRPS = round(smp.CapacityRPS, 3)
+	smp.CapacityConfiguredRPS = round(smp.CapacityConfiguredRPS, 3)
 	return completions, saturated
 }
 
@@ -93,16 +98,16 @@ func (n *nodeState) read(f scrape.Families, at, started time.Time, ns *runfiles.
 
 // capacity is a live node's slots / mean service time: observed over the
 // last seconds when enough requests finished, else as configured (reported
-// by the node); 0 while the node never reported its configuration.
-func (n *nodeState) capacity() float64 {
+// by the node), and then configured is true: an estimate, not a
+// measurement; 0 while the node never reported its configuration.
+func (n *nodeState) capacity() (rps float64, configured bool) {
 	if !n.cfg.known {
-		return 0
+		return 0, false
 	}
-	mean := n.cfg.mean
 	if m, ok := n.svc.mean(); ok {
-		mean = m
+		return n.cfg.slots / m, false
 	}
-	return n.cfg.slots / mean
+	return n.cfg.slots / n.cfg.mean, true
 }
 
 // serviceWindow is a node's observed slot-holding time over its last

@@ -382,3 +382,40 @@ func TestNextCarriesTheLargestGatewayRSS(t *testing.T) {
 		t.Errorf("RSS sum %v, largest %v; want 450 MB and 150 MB", s.RSSBytes, s.RSSMaxBytes)
 	}
 }
+
+// TestCapacityFromConfigurationIsMarked: a node on which fewer than 50
+// requests finished in its service window has its capacity from its
+// configured mean service time; the Sample says how much of the capacity
+// line is such an estimate (capacity_configured_rps), and nothing once the
+// node's service time is measured.
+func TestCapacityFromConfigurationIsMarked(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	const text = nodeText + `# TYPE levee_fakemodel_service_seconds histogram
+levee_fakemodel_service_seconds_bucket{le="+Inf"} %[2]d
+levee_fakemodel_service_seconds_sum %[3]v
+levee_fakemodel_service_seconds_count %[2]d
+`
+	in := func(at time.Time, done int, svcSum float64) Input {
+		return Input{
+			Now: at, Start: t0, Tick: time.Second, Window: load.Window{Duration: time.Second},
+			Nodes: []Child{
+				{Scrape: families(t, fmt.Sprintf(text, done, done, svcSum)), At: at, Starts: 1, Up: true, Addr: "n0"},
+			},
+		}
+	}
+	st := NewState(0, 1)
+	out, st := Next(st, in(t0, 0, 0))
+	// Nothing finished yet: 4 slots / 0.2 s configured.
+	if s := out.Sample; s.CapacityRPS != 20 || s.CapacityConfiguredRPS != 20 {
+		t.Errorf("no request finished: capacity %v, configured part %v; want 20, all of it", s.CapacityRPS, s.CapacityConfiguredRPS)
+	}
+	out, st = Next(st, in(t0.Add(time.Second), 49, 49*0.4))
+	if s := out.Sample; s.CapacityRPS != 20 || s.CapacityConfiguredRPS != 20 {
+		t.Errorf("49 finished: capacity %v, configured part %v; want 20, all of it", s.CapacityRPS, s.CapacityConfiguredRPS)
+	}
+	// 60 finished at 0.4 s each: measured, 4 / 0.4.
+	out, _ = Next(st, in(t0.Add(2*time.Second), 60, 60*0.4))
+	if s := out.Sample; s.CapacityRPS != 10 || s.CapacityConfiguredRPS != 0 {
+		t.Errorf("60 finished: capacity %v, configured part %v; want 10 measured, 0", s.CapacityRPS, s.CapacityConfiguredRPS)
+	}
+}
