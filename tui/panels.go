@@ -147,7 +147,7 @@ func buildPanels() []panelDef {
 			{name: "p50", color: cCyan, get: admittedLatency(func(s *runfiles.Sample) float64 { return s.AdmittedP50Ms })},
 		}},
 		{id: "gateway", title: "gateway heap · goroutines", gateway: true, ownScale: true, minTop: 1, series: []seriesDef{
-			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.HeapBytes / (1 << 20) })},
+			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.GatewayHeap() / (1 << 20) })},
 			{name: "goroutines", color: cGreen, get: gateway(func(s *runfiles.Sample) float64 { return s.Goroutines })},
 		}, extra: func(s *runfiles.Sample) []string {
 			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}

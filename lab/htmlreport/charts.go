@@ -106,11 +106,12 @@ var chartSpecs = []chartSpec{
 			{key: "failed.generator_dropped", name: "generator dropped", color: cGrey, width: 1.5},
 		}},
 	{id: "memory", title: "Gateway memory", unit: "MB", oom: true,
-		note: "largest in each interval · RSS: the largest gateway's, which the per-gateway pod memory limit applies to · heap and summed RSS: all gateways together · ✕ an OOM kill",
+		note: "largest in each interval · RSS and heap: the largest gateway's (the per-gateway pod memory limit applies to its RSS) · summed RSS: all gateways together · ✕ an OOM kill",
 		series: []seriesSpec{
 			{key: "rss_sum_mb", name: "RSS, gateways summed", color: cGrey, width: 1},
 			{key: "rss_mb", name: "RSS, largest gateway", color: cOrange, width: 2},
-			{key: "heap_mb", name: "heap", color: cBlue, width: 1.5},
+			{key: "heap_mb", name: "heap, largest gateway", color: cBlue, width: 1.5},
+			{key: "heap_sum_mb", name: "heap, gateways summed", color: cBlue, width: 1},
 		}},
 	{id: "goroutines", title: "Gateway goroutines", unit: "",
 		series: []seriesSpec{
@@ -176,6 +177,9 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
 			case sp.id == "memory" && !f.rssPerGateway:
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's RSS: only the gateways' sum is known, and no per-gateway memory limit is drawn against it", runLabel(ri)))
+			}
+			if sp.id == "memory" && !f.heapPerGateway {
+				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's heap: its heap line is the gateways' sum", runLabel(ri)))
 			}
 			if sp.id == "throughput" && f.capacityConfigured {
 				c.Note = joinNote(c.Note, fmt.Sprintf("run %s: its capacity is a gap where a live node had too few requests finished (< 50 in ~5 s) to measure its service time; only its configured one was known", runLabel(ri)))

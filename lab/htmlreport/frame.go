@@ -28,6 +28,9 @@ type frame struct {
 	// whether its samples give one gateway's RSS (perGatewayRSS).
 	gateways      int
 	rssPerGateway bool
+	// heapPerGateway is whether its samples give one gateway's heap
+	// (perGatewayHeap).
+	heapPerGateway bool
 	// capacityConfigured is true when some tick's capacity was partly the
 	// nodes' configured service time (Sample.CapacityConfiguredRPS): those
 	// ticks are left out of the capacity series.
@@ -54,7 +57,7 @@ var failureOutcomes = []string{outcomeTimeout, outcomeError, outcomeFallback, ou
 // interval with none is a gap, never a zero.
 func computeFrame(r *Run, tl timeline, iv float64) frame {
 	bs := tl.buckets(r.Samples, iv)
-	f := frame{x: make(values, len(bs)), series: map[string]values{}, gateways: runGateways(r), rssPerGateway: perGatewayRSS(r)}
+	f := frame{x: make(values, len(bs)), series: map[string]values{}, gateways: runGateways(r), rssPerGateway: perGatewayRSS(r), heapPerGateway: perGatewayHeap(r)}
 	for _, s := range r.Samples {
 		if s.AdmittedHist != "" || s.ByPriority["P0"].Hist != "" {
 			f.hasHist = true
@@ -195,7 +198,15 @@ func (f *frame) addGateway(i int, b bucket) {
 	gwMax("lag_probe_p99", func(s *sample) float64 { return s.LagProbeP99Ms })
 	gwMax("sched_latency_p99", func(s *sample) float64 { return s.SchedLatencyP99Ms })
 	gwMax("gc_pause_p99", func(s *sample) float64 { return s.GCPauseP99Ms })
-	gwMax("heap_mb", func(s *sample) float64 { return s.HeapBytes / (1 << 20) })
+	// heap_mb is one gateway's (the largest's), like rss_mb; a run
+	// recorded before the largest gateway's heap was kept, with several
+	// (or an unknown number of) gateways, has only the sum: drawn as
+	// heap_sum_mb, never under the one gateway's name.
+	if f.heapPerGateway {
+		gwMax("heap_mb", func(s *sample) float64 { return s.GatewayHeap() / (1 << 20) })
+	} else {
+		gwMax("heap_sum_mb", func(s *sample) float64 { return s.HeapBytes / (1 << 20) })
+	}
 	gwMax("goroutines", func(s *sample) float64 { return s.Goroutines })
 	// RSS is read by the lab from /proc, whatever the scrape did; a dead
 	// gateway reads 0 and shows as 0. rss_mb is one gateway's (the

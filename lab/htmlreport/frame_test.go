@@ -131,9 +131,9 @@ func TestSuccessPerInterval(t *testing.T) {
 // are gaps, never zeros.
 func TestStaleGatewayIsGap(t *testing.T) {
 	r := mkRun(
-		runfiles.Sample{Elapsed: 1, LagProbeP99Ms: 5, Inflight: 10, HeapBytes: 1 << 20},
+		runfiles.Sample{Elapsed: 1, LagProbeP99Ms: 5, Inflight: 10, HeapBytes: 1 << 20, HeapMaxBytes: 1 << 20},
 		runfiles.Sample{Elapsed: 2, GatewayStale: true},
-		runfiles.Sample{Elapsed: 3, LagProbeP99Ms: 7, Inflight: 30, HeapBytes: 2 << 20},
+		runfiles.Sample{Elapsed: 3, LagProbeP99Ms: 7, Inflight: 30, HeapBytes: 2 << 20, HeapMaxBytes: 2 << 20},
 	)
 	f := computeFrame(r, newTimeline(r), 1)
 	for _, key := range []string{"lag_probe_p99", "inflight", "heap_mb"} {

@@ -189,6 +189,13 @@ func perGatewayRSS(r *Run) bool {
 	return runfiles.PerGatewayRSS(r.Samples) || runGateways(r) == 1
 }
 
+// perGatewayHeap reports whether the run's samples give one gateway's
+// heap (the largest gateway's): they carry heap_max_bytes, or the run had
+// one gateway, whose heap the older heap_bytes sum then is.
+func perGatewayHeap(r *Run) bool {
+	return runfiles.PerGatewayHeap(r.Samples) || runGateways(r) == 1
+}
+
 // guardOn is whether the overload guard was on at any time of the run.
 func guardOn(r *Run) bool {
 	for _, s := range r.Samples {

@@ -36,13 +36,15 @@ func memoryChart(t *testing.T, r *Run) (map[string]float64, []hline, string) {
 }
 
 // multiGateway is a run of gw gateways with a 256 MB pod memory limit
-// each, every gateway at 150 MB: together 150×gw MB.
+// each, every gateway at 150 MB RSS and 40 MB heap: together 150×gw and
+// 40×gw MB. perGateway: the samples carry the largest gateway's figures
+// (rss_max_bytes, heap_max_bytes), as newer runs' do.
 func multiGateway(gw int, perGateway bool) *Run {
 	var ss []runfiles.Sample
 	for i := 1; i <= 8; i++ {
-		s := runfiles.Sample{Elapsed: float64(i) * 0.25, RSSBytes: float64(gw * 150 << 20), HeapBytes: 40 << 20}
+		s := runfiles.Sample{Elapsed: float64(i) * 0.25, RSSBytes: float64(gw * 150 << 20), HeapBytes: float64(gw * 40 << 20)}
 		if perGateway {
-			s.RSSMaxBytes = 150 << 20
+			s.RSSMaxBytes, s.HeapMaxBytes = 150<<20, 40<<20
 		}
 		ss = append(ss, s)
 	}
@@ -88,5 +90,30 @@ func TestMemoryChartOlderRuns(t *testing.T) {
 	}
 	if len(lines) != 0 || !strings.Contains(note, "only the gateways' sum is known") {
 		t.Errorf("five gateways, old samples: lines %+v, note %q; want no limit and a note", lines, note)
+	}
+}
+
+// The heap is one gateway's too, as RSS: with 3 gateways of 40 MB each
+// the heap line is at 40 MB, the heap a gateway's guard reads, not the
+// 120 MB sum; the summary's max_heap_bytes is likewise one gateway's.
+// Old samples (no heap_max_bytes) of several gateways draw their sum,
+// named so, with a note; one gateway's heap_bytes is that gateway's.
+func TestMemoryChartHeapPerGateway(t *testing.T) {
+	top, _, _ := memoryChart(t, multiGateway(3, true))
+	if top["heap_mb"] != 40 {
+		t.Errorf("heap line tops at %v MB, want 40 (the largest gateway's)", top["heap_mb"])
+	}
+	if _, ok := top["heap_sum_mb"]; ok {
+		t.Errorf("a summed heap line beside the per-gateway one: %v", top)
+	}
+	top, _, note := memoryChart(t, multiGateway(3, false))
+	if v, ok := top["heap_mb"]; (ok && !math.IsNaN(v)) || top["heap_sum_mb"] != 120 {
+		t.Errorf("three gateways, old samples: heap %v, sum %v; want no per-gateway line and the 120 MB sum", top["heap_mb"], top["heap_sum_mb"])
+	}
+	if !strings.Contains(note, "its heap line is the gateways' sum") {
+		t.Errorf("three gateways, old samples: note %q does not say the heap is a sum", note)
+	}
+	if top, _, _ := memoryChart(t, multiGateway(1, false)); top["heap_mb"] != 40 {
+		t.Errorf("one gateway, old samples: heap %v, want its 40 MB", top["heap_mb"])
 	}
 }

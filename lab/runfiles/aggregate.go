@@ -185,7 +185,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	a.prevElapsed, a.havePrev = s.Elapsed, true
 	a.lag = math.Max(a.lag, s.LagProbeP99Ms)
 	a.sched = math.Max(a.sched, s.SchedLatencyP99Ms)
-	a.heap = math.Max(a.heap, s.HeapBytes)
+	a.heap = math.Max(a.heap, s.GatewayHeap())
 	a.gor = math.Max(a.gor, s.Goroutines)
 	a.rss = math.Max(a.rss, s.GatewayRSS())
 	a.oomKills = s.OOMKills

@@ -60,7 +60,7 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	for i, x := range samples {
 		s.Gateway.LagP99Ms = max(s.Gateway.LagP99Ms, x.LagProbeP99Ms)
 		s.Gateway.SchedLatencyP99Ms = max(s.Gateway.SchedLatencyP99Ms, x.SchedLatencyP99Ms)
-		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.HeapBytes)
+		s.Gateway.MaxHeapBytes = max(s.Gateway.MaxHeapBytes, x.GatewayHeap())
 		s.Gateway.MaxGoroutines = max(s.Gateway.MaxGoroutines, x.Goroutines)
 		s.Gateway.MaxRSSBytes = max(s.Gateway.MaxRSSBytes, x.GatewayRSS())
 		if base != nil && i == 0 {

@@ -72,7 +72,12 @@ type Sample struct {
 	LagProbeP99Ms     float64 `json:"lag_probe_p99_ms"`
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
 	GCPauseP99Ms      float64 `json:"gc_pause_p99_ms"`
-	HeapBytes         float64 `json:"heap_bytes"`
+	// HeapBytes is the gateways' live heap (levee_heap_bytes) summed over
+	// the gateways; HeapMaxBytes is the largest gateway's, what a
+	// gateway's overload guard and its pod memory limit see. Runs recorded
+	// before it was kept have none (0); see GatewayHeap.
+	HeapBytes    float64 `json:"heap_bytes"`
+	HeapMaxBytes float64 `json:"heap_max_bytes,omitempty"`
 	// RSSBytes is the gateways' VmRSS (read by the lab from /proc) summed
 	// over the gateways, like the other gauges here. A pod memory limit
 	// is per gateway: compare it with RSSMaxBytes (GatewayRSS), never
@@ -133,6 +138,29 @@ func (s *Sample) GatewayRSS() float64 {
 		return s.RSSMaxBytes
 	}
 	return s.RSSBytes
+}
+
+// GatewayHeap is the largest gateway's live heap at the tick
+// (HeapMaxBytes); for a sample recorded before it was kept, the sum
+// HeapBytes, which is the one gateway's when the run had one (see
+// PerGatewayHeap), as GatewayRSS.
+func (s *Sample) GatewayHeap() float64 {
+	if s.HeapMaxBytes > 0 {
+		return s.HeapMaxBytes
+	}
+	return s.HeapBytes
+}
+
+// PerGatewayHeap reports whether samples (one run's) carry the largest
+// gateway's heap, HeapMaxBytes; false for a run recorded before it was
+// kept (or one no gateway's heap was ever scraped in).
+func PerGatewayHeap(samples []Sample) bool {
+	for i := range samples {
+		if samples[i].HeapMaxBytes > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // PerGatewayRSS reports whether samples (one run's) carry the largest

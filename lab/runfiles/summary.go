@@ -144,8 +144,12 @@ type PrioritySummary struct {
 type GatewaySummary struct {
 	LagP99Ms          float64 `json:"lag_p99_ms"`           // max over ticks of the probe's recent p99
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"` // max over ticks of the runtime's recent p99
-	MaxHeapBytes      float64 `json:"max_heap_bytes"`
-	MaxGoroutines     float64 `json:"max_goroutines"`
+	// MaxHeapBytes is the largest live heap any one gateway reached
+	// (Sample.GatewayHeap), what its overload guard's heap signal reads.
+	// In runs recorded before samples kept the largest gateway's heap, it
+	// was the gateways' sum.
+	MaxHeapBytes  float64 `json:"max_heap_bytes"`
+	MaxGoroutines float64 `json:"max_goroutines"`
 	// MaxRSSBytes is the largest RSS any one gateway reached
 	// (Sample.GatewayRSS): the figure its pod memory limit applies to. In
 	// summaries of runs with several gateways written before samples kept

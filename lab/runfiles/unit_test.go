@@ -335,7 +335,8 @@ func TestShedCheck(t *testing.T) {
 // The summary's max RSS and RSS growth are one gateway's (the largest's,
 // what the per-gateway memory limit applies to), not the gateways' sum: 3
 // gateways at 100 MB rising to 200 MB summed to 300 → 600 MB. Older
-// samples without rss_max_bytes still count their rss_bytes.
+// samples without rss_max_bytes still count their rss_bytes. The max heap
+// likewise (heap_max_bytes, else heap_bytes).
 func TestSummaryRSSIsPerGateway(t *testing.T) {
 	start := time.Unix(1000, 0)
 	exp, err := experiment.ParseExperiment([]byte("name: agg\nduration: 10s\ngateway: {count: 3}\n"))
@@ -351,11 +352,15 @@ func TestSummaryRSSIsPerGateway(t *testing.T) {
 		}
 		s := sampleAt(start, el, 100, 300, 48, []float64{16, 16, 16}, 0, 0, 0)
 		s.RSSBytes, s.RSSMaxBytes = 3*perGW*(1<<20), perGW*(1<<20)
+		s.HeapBytes, s.HeapMaxBytes = 3*perGW/2*(1<<20), perGW/2*(1<<20)
 		a.Add(s, 0.25, 0, false, 0)
 	}
 	s := a.Summarize(SummaryInput{Exp: exp, Totals: totals(10*time.Second, 1000, nil), ShedExact: true, End: start.Add(10 * time.Second)})
 	if s.Gateway.MaxRSSBytes != 200<<20 || s.Gateway.RSSGrowthMB != 100 {
 		t.Errorf("max RSS %v MB, growth %v MB; want 200 and 100 (one gateway's)", s.Gateway.MaxRSSBytes/(1<<20), s.Gateway.RSSGrowthMB)
+	}
+	if s.Gateway.MaxHeapBytes != 100<<20 {
+		t.Errorf("max heap %v MB, want 100 (one gateway's, not the 300 MB sum)", s.Gateway.MaxHeapBytes/(1<<20))
 	}
 	old := Sample{RSSBytes: 300 << 20}
 	if got := old.GatewayRSS(); got != 300<<20 {
@@ -363,5 +368,9 @@ func TestSummaryRSSIsPerGateway(t *testing.T) {
 	}
 	if PerGatewayRSS([]Sample{old}) {
 		t.Error("older samples read as carrying the largest gateway's RSS")
+	}
+	old.HeapBytes = 90 << 20
+	if got := old.GatewayHeap(); got != 90<<20 || PerGatewayHeap([]Sample{old}) {
+		t.Errorf("an older sample's GatewayHeap %v, want its heap_bytes, not read as per gateway", got)
 	}
 }

@@ -87,7 +87,8 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 }
 
 // addGauges adds one gateway's gauges to the sample (lag quantiles are the
-// worst gateway's, the others are summed), and its upstream attempts
+// worst gateway's, the others are summed; the heap is summed and its
+// largest gateway's kept too, HeapMaxBytes), and its upstream attempts
 // counter as scraped (the summary takes its increase).
 func addGauges(smp *runfiles.Sample, f scrape.Families) {
 	if v, ok := f.Value(wire.MetricLagProbeP99, nil); ok {
@@ -99,7 +100,9 @@ func addGauges(smp *runfiles.Sample, f scrape.Families) {
 	if v, ok := f.Value(wire.MetricGCPauseP99, nil); ok {
 		smp.GCPauseP99Ms = math.Max(smp.GCPauseP99Ms, v*1000)
 	}
-	smp.HeapBytes += f.Sum(wire.MetricHeap, nil)
+	heap := f.Sum(wire.MetricHeap, nil)
+	smp.HeapBytes += heap
+	smp.HeapMaxBytes = math.Max(smp.HeapMaxBytes, heap)
 	smp.Goroutines += f.Sum(wire.MetricGoGoroutines, nil)
 	smp.Inflight += f.Sum(wire.MetricInflight, nil)
 	smp.QueueDepth += f.Sum(wire.MetricQueueDepth, nil)

@@ -419,3 +419,16 @@ levee_fakemodel_service_seconds_count %[2]d
 		t.Errorf("60 finished: capacity %v, configured part %v; want 10 measured, 0", s.CapacityRPS, s.CapacityConfiguredRPS)
 	}
 }
+
+// The sample's heap_bytes sums the gateways' live heaps; heap_max_bytes is
+// the largest gateway's, what one gateway's guard reads.
+func TestNextCarriesTheLargestGatewayHeap(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	gw := func(heap int) Child {
+		return Child{Scrape: families(t, fmt.Sprintf("# TYPE levee_heap_bytes gauge\nlevee_heap_bytes %d\n", heap)), At: t0, Starts: 1, Up: true}
+	}
+	out, _ := Next(NewState(3, 0), Input{Now: t0, Start: t0, Tick: time.Second, Gateways: []Child{gw(30 << 20), gw(50 << 20), gw(40 << 20)}})
+	if s := out.Sample; s.HeapBytes != 120<<20 || s.HeapMaxBytes != 50<<20 {
+		t.Errorf("heap sum %v, largest %v; want 120 MB and 50 MB", s.HeapBytes, s.HeapMaxBytes)
+	}
+}
