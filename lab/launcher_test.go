@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -143,5 +146,118 @@ func TestLauncherKillDuringClose(t *testing.T) {
 	}
 	if _, err := s.Launch(ctx, mustParse(t, fmt.Sprintf(launcherExperiment, "after", "two"))); !errors.Is(err, ErrLauncherClosed) {
 		t.Errorf("Launch after Kill: %v", err)
+	}
+}
+
+// A Kill or a Close while a lesson switch is still opening its lab (here
+// its gateway never prints its ready line) does not wait for the opening:
+// it cancels it. When Kill returns, every child the opening started — the
+// nodes, ready, and the gateway it waits for — is gone, process group and
+// all, and the lab's temporary work folder is removed; a Close returns as
+// promptly; the Launch says the launcher was closed.
+func TestLauncherKillDuringOpen(t *testing.T) {
+	for _, how := range []string{"kill", "close"} {
+		t.Run(how, func(t *testing.T) {
+			dir := t.TempDir()
+			tmp := filepath.Join(dir, "tmp") // the lab's work folder goes here
+			if err := os.Mkdir(tmp, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("TMPDIR", tmp)
+			// The children are real processes: the nodes this test's levee,
+			// the gateway a process that never becomes ready.
+			exe := filepath.Join(dir, "levee-stuck-gateway")
+			script := fmt.Sprintf("#!/bin/sh\necho $$ >> %q\nif [ \"$1\" = gateway ]; then touch %q; exec sleep 600; fi\nexec %q \"$@\"\n",
+				filepath.Join(dir, "pids"), filepath.Join(dir, "gateway-started"), leveeBin)
+			if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			t.Cleanup(func() {
+				for _, pid := range pids {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			s := NewLauncher(Options{Executable: exe, ReadyTimeout: 10 * time.Minute})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			launched := make(chan error, 1)
+			go func() {
+				_, err := s.Launch(ctx, mustParse(t, fmt.Sprintf(launcherExperiment, "stuck", "one")))
+				launched <- err
+			}()
+			// The nodes are ready and the gateway started: the opening waits
+			// for its ready line.
+			waitFile(t, filepath.Join(dir, "gateway-started"), launched)
+			b, err := os.ReadFile(filepath.Join(dir, "pids"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range strings.Fields(string(b)) {
+				pid, _ := strconv.Atoi(f)
+				pids = append(pids, pid)
+			}
+			if len(pids) != 3 {
+				t.Fatalf("children %v, want two nodes and a gateway", pids)
+			}
+			if how == "kill" {
+				s.Kill()
+				for _, pid := range pids {
+					if !processGone(pid) {
+						t.Errorf("child pid %d still running when Kill returned", pid)
+					}
+				}
+			} else {
+				closed := make(chan error, 1)
+				go func() { closed <- s.Close(ctx) }()
+				select {
+				case err := <-closed:
+					if err != nil {
+						t.Errorf("Close: %v", err)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("Close still waiting a minute later for a lab that cannot open")
+				}
+				for _, pid := range pids {
+					if !processGone(pid) {
+						t.Errorf("child pid %d still running when Close returned", pid)
+					}
+				}
+			}
+			select {
+			case err := <-launched:
+				if !errors.Is(err, ErrLauncherClosed) {
+					t.Errorf("Launch: %v, want ErrLauncherClosed", err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("Launch still opening a minute after the launcher was " + how + "ed")
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "levee-lab-*")); len(left) > 0 {
+				t.Errorf("work folder left behind: %v", left)
+			}
+			if s.Current() != nil {
+				t.Error("a lab is current")
+			}
+		})
+	}
+}
+
+// waitFile waits until path exists, failing if the launch ends first
+// (its error) or a minute passes.
+func waitFile(t *testing.T, path string, launched <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case err := <-launched:
+			t.Fatalf("the launch ended before %s appeared: %v", path, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within a minute", path)
+		}
 	}
 }

@@ -101,8 +101,9 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, killedMsg)
 		return 130
 	}
-	// The dashboard stopped the lab it showed; Close also waits for a
-	// lesson switch still starting and stops what it started. An
+	// The dashboard stopped the lab it showed; Close also cancels a
+	// lesson switch still starting (the children it started are killed,
+	// its work folder removed) rather than wait for it. An
 	// interrupt meanwhile (the terminal is the shell's again: ctrl+c is
 	// SIGINT) is a second one: it kills the children at once.
 	sigs := make(chan os.Signal, 1)

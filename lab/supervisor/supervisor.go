@@ -94,7 +94,9 @@ type Supervisor struct {
 
 // Start starts Redis (when asked), the nodes, then the gateways, and
 // returns once every child printed its ready line. On error it stops what
-// it started.
+// it started; when ctx ended (a caller that gave up on the start: a kill
+// or quit while the lab opens), it SIGKILLs them at once (Kill) rather
+// than wait out each child's grace.
 func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	s := &Supervisor{
 		cfg:      cfg,
@@ -105,6 +107,9 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			s.Kill()
+		}
 		s.Close()
 		return nil, err
 	}
