@@ -164,6 +164,7 @@ func docErrorCodes() string {
 		{CodeCostExceedsLimit, "400", "`error`", "the request's estimated tokens exceed what it may ever take (per-request cap, the reserves, a token bucket's capacity): it can never pass, whatever the load"},
 		{CodeRequestTooLarge, "413", "`error`", "the body is over `body_limit_bytes` (admin: 1 MiB)"},
 		{CodeInvalidAPIKey, "401", "`error`", "a missing or unknown API key (`unknown_key: reject`), or a wrong admin token"},
+		{CodePermissionDenied, "403", "— (admin)", "a fake model's admin API called from a peer that is not loopback (it serves loopback peers only, token or not)"},
 		{CodeUnknownURL, "404", "`error`", "no such route"},
 		{CodeMethodNotAllowed, "405", "`error`", "the route takes another method (`Allow` names it)"},
 		{CodeUpstreamError, "502", "`error`", "the model failed (5xx), could not be reached, or answered badly, and no fallback answered"},
