@@ -153,8 +153,10 @@ func (r callResult) sample() admit.Sample {
 // wire.Call… name: the pool keeps latencies, so attempt timeouts and hedge
 // delays, per class) for x and classifies a failure. On success it returns
 // the response (status < 500 and not 429) for the caller to read and
-// close. On failure it returns the outcome to answer: timeout (deadline)
-// or an upstream failure (fallback-eligible).
+// close. On failure it returns the outcome to answer: timeout when the
+// deadline cannot be met or has passed — also when a 5xx or a refusal
+// (429) came back as it passed — else an upstream failure
+// (fallback-eligible).
 func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, path string, body []byte) (*http.Response, callResult, wire.Outcome, error) {
 	start := time.Now()
 	resp, err := g.pool.Send(ctx, upstream.Call{
@@ -164,7 +166,7 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	end := time.Now()
 	rtt := end.Sub(start)
 	if err != nil {
-		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
+		if errors.Is(err, upstream.ErrDeadline) || deadlinePassed(ctx, end) {
 			g.lat.observe(rtt)
 			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout, err
 		}
@@ -179,12 +181,30 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
+		if deadlinePassed(ctx, end) {
+			// The deadline passed as the failure came: nothing could
+			// have followed it (no retry, no wait for a place), so the
+			// request timed out, as one whose attempt was cut there.
+			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout,
+				fmt.Errorf("upstream answered %d as the deadline passed", resp.StatusCode)
+		}
 		// The pool returns a 429 only when nothing better came: no node
 		// took the call.
 		refused := resp.StatusCode == http.StatusTooManyRequests
 		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
 	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
+}
+
+// deadlinePassed reports whether ctx ended or its deadline is not after
+// now: the deadline counts from the moment it passes, before ctx's own
+// timer has ended it.
+func deadlinePassed(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !now.Before(d)
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks

@@ -167,7 +167,7 @@ func docErrorCodes() string {
 		{CodePermissionDenied, "403", "— (admin)", "a fake model's admin API called from a peer that is not loopback (it serves loopback peers only, token or not)"},
 		{CodeUnknownURL, "404", "`error`", "no such route"},
 		{CodeMethodNotAllowed, "405", "`error`", "the route takes another method (`Allow` names it)"},
-		{CodeUpstreamError, "502", "`error`", "the model failed (5xx), could not be reached, or answered badly, and no fallback answered"},
+		{CodeUpstreamError, "502", "`error`", "the model failed (5xx), could not be reached, or answered badly, and no fallback answered (a failure or a refusal that comes as the deadline passes is `deadline_exceeded`)"},
 		{CodeUnavailable, "503", "— (admin)", "an admin change that cannot apply now"},
 		{CodeInternalError, "500", "`error`", "a bug: a handler panicked and was recovered"},
 	}
