@@ -404,7 +404,7 @@ func (g *Gateway) subcall(x *exchange, body []byte) subResult {
 		resp.Body.Close()
 		return subResult{}
 	}
-	b, err := readAnswer(resp, maxUpstreamBody)
+	b, err := readAnswer(resp, maxUpstreamBody, "")
 	if err != nil {
 		return subResult{timeout: x.timedOut()}
 	}

@@ -16,23 +16,19 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads;
-// maxEmbeddingsBody an embeddings answer, whose vectors are large (2,048
-// inputs of 1,536 dimensions are about 17 MB in base64, the OpenAI
-// clients' default encoding). Larger answers are an error (502): split the
-// batch.
-const (
-	maxUpstreamBody   = 4 << 20
-	maxEmbeddingsBody = 32 << 20
-)
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads,
+// but for embeddings (routes.embeddings.answer_limit_bytes, see
+// answerLimit). A larger answer is an error (502).
+const maxUpstreamBody = 4 << 20
 
 // answerLimit is the most of a non-streamed answer of call class class
-// the gateway reads.
-func answerLimit(class string) int64 {
+// the gateway reads, and the setting that sets it ("" for the fixed
+// maxUpstreamBody).
+func (g *Gateway) answerLimit(class string) (int64, string) {
 	if class == wire.CallEmbeddings {
-		return maxEmbeddingsBody
+		return g.cfg.Routes.Embeddings.AnswerLimitBytes, "routes." + wire.RouteEmbeddings + ".answer_limit_bytes"
 	}
-	return maxUpstreamBody
+	return maxUpstreamBody, ""
 }
 
 // jsonHeader is sent with every upstream call; the pool clones it.
@@ -208,14 +204,18 @@ func deadlinePassed(ctx context.Context, now time.Time) bool {
 }
 
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
-// it is JSON.
-func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
+// it is JSON and at most limit bytes; the error of a longer one names
+// setting, the limit's (when not "").
+func readAnswer(resp *http.Response, limit int64, setting string) ([]byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
+		if setting != "" {
+			return nil, fmt.Errorf("upstream answer exceeds %s (%d bytes): split the batch, or raise the limit", setting, limit)
+		}
 		return nil, fmt.Errorf("upstream answer exceeds %d bytes", limit)
 	}
 	if !json.Valid(b) {
@@ -299,7 +299,8 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		return
 	}
 	ctype := resp.Header.Get("Content-Type")
-	b, err := readAnswer(resp, answerLimit(class))
+	limit, setting := g.answerLimit(class)
+	b, err := readAnswer(resp, limit, setting)
 	res.end = time.Now()
 	res.rtt = res.end.Sub(callStart)
 	if err != nil {
