@@ -285,7 +285,13 @@ type AgentConfig struct {
 	MaxSubcallsInflight int `yaml:"max_subcalls_inflight" json:"max_subcalls_inflight"`
 	// QueueSize bounds the sub-calls that may wait for a place under the
 	// cap. A task takes its places at the entry; when the cap and the
-	// queue are full it is refused there, never buffered. 0..1000000.
+	// queue are full it is refused there, never buffered. A sub-call
+	// waits for its place, first come first served, until its task's
+	// deadline (routes.agent.timeout, or the client's
+	// X-Levee-Deadline-Ms): there is no per-sub-call timeout — the
+	// bulkhead's classes.agent.queue_timeout bounds the task's wait for
+	// admission, not its sub-calls' — and one still waiting then ends as
+	// a timeout sub-call. 0..1000000.
 	QueueSize int `yaml:"queue_size" json:"queue_size"`
 	// MaxPromptChars bounds an agent prompt (characters). 1..body_limit_bytes.
 	MaxPromptChars int `yaml:"max_prompt_chars" json:"max_prompt_chars"`
