@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/levee-lab/levee/gateway/upstream"
 	"github.com/levee-lab/levee/internal/wire"
@@ -19,8 +21,11 @@ func (g *Gateway) serveModels(x *exchange) {
 	resp, err := g.pool.Send(x.ctx, upstream.Call{Method: http.MethodGet, Path: wire.PathModels,
 		Priority: int(x.id.Priority), Class: wire.CallDefault})
 	if err != nil {
-		if x.timedOut() {
-			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed listing the models: "+err.Error())
+		// ErrDeadline: the remaining time cannot cover
+		// upstream.min_service_time, so nothing was sent — a timeout, as
+		// on the model routes (callModel).
+		if errors.Is(err, upstream.ErrDeadline) || deadlinePassed(x.ctx, time.Now()) {
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met listing the models: "+err.Error())
 			return
 		}
 		x.fail(http.StatusBadGateway, wire.OutcomeError, "", "upstream failed listing the models: "+err.Error())
@@ -29,6 +34,10 @@ func (g *Gateway) serveModels(x *exchange) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 	if err != nil {
+		if x.timedOut() {
+			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed reading the model list: "+err.Error())
+			return
+		}
 		x.fail(http.StatusBadGateway, wire.OutcomeError, "", "upstream model list: "+err.Error())
 		return
 	}

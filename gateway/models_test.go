@@ -2,6 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/levee-lab/levee/fakemodel"
+	"github.com/levee-lab/levee/gateway"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -27,5 +32,38 @@ func TestModelsListed(t *testing.T) {
 	}
 	if n := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteOther, "outcome": "ok"}, 1); n != 1 {
 		t.Fatalf("counted %v ok requests of route other, want 1", n)
+	}
+}
+
+// TestModelsDeadlineTooShortIsTimeout: a deadline the pool cannot meet
+// (under upstream.min_service_time, so no call is sent) is a 504
+// deadline_exceeded with outcome timeout on /v1/models, as on the model
+// routes — not a 502 upstream_error. The deadline (30 s) is far from
+// passing and min_service_time (1 min) far above it, so the pool always
+// refuses before sending. Before the fix /v1/models answered 502.
+func TestModelsDeadlineTooShortIsTimeout(t *testing.T) {
+	s := startGateway(t, func(c *gateway.Config) { c.Upstream.MinServiceTime = time.Minute }, startNode(t, quickKnobs()))
+	for _, path := range []string{wire.PathModels, wire.PathPredict} {
+		method, body := http.MethodGet, ""
+		if path == wire.PathPredict {
+			method, body = http.MethodPost, `{"features":{"amount":1}}`
+		}
+		req, _ := http.NewRequest(method, "http://"+s.Addr()+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer k1")
+		req.Header.Set(wire.HeaderDeadlineMs, "30000")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var e wire.ErrorBody
+		_ = json.Unmarshal(b, &e)
+		if resp.StatusCode != http.StatusGatewayTimeout || e.Error.Code != wire.CodeDeadlineExceeded || resp.Header.Get(wire.HeaderOutcome) != wire.OutcomeTimeout.String() {
+			t.Errorf("%s with a deadline under min_service_time: %d %s; want 504 %s", path, resp.StatusCode, b, wire.CodeDeadlineExceeded)
+		}
+	}
+	if n := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteOther, "outcome": "timeout"}, 1); n != 1 {
+		t.Errorf("counted %v timeouts of route other, want 1", n)
 	}
 }
