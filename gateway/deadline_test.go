@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -79,6 +81,52 @@ func TestFailureAsDeadlinePassesIsTimeout(t *testing.T) {
 			}
 			if got := counterSum(fams, wire.MetricRequests, map[string]string{"route": "predict"}); got != 1 {
 				t.Errorf("levee_requests_total{route=predict} = %v, want 1 (one outcome)", got)
+			}
+		})
+	}
+}
+
+// blockingStore is a shared rate-limit store that never answers: each
+// decision waits until its context ends.
+type blockingStore struct{}
+
+func (blockingStore) Allow(ctx context.Context, _ string, _ ratelimit.Rule, _ int64, _ time.Time) (ratelimit.Decision, error) {
+	<-ctx.Done()
+	return ratelimit.Decision{}, ctx.Err()
+}
+
+// TestDeadlinePassingInTheStoreIsTimeout: a request whose deadline passes
+// while the shared rate-limit store decides (the real Failover in front
+// of a store that does not answer, its own timeout far away) is a timeout
+// — 504 deadline_exceeded, outcome timeout — under fail_open false as
+// under true, not a 429 rate_limit_store_unavailable shed: the request's
+// deadline stopped the decision, not the store. Before the fix the
+// fail-closed gateway answered 429 and counted shed_ratelimit.
+func TestDeadlinePassingInTheStoreIsTimeout(t *testing.T) {
+	for _, failOpen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail_open=%v", failOpen), func(t *testing.T) {
+			fm := newFakeModel(t, 4, 0)
+			cfg := testConfig(fm.addr())
+			cfg.RateLimit.Store.FailOpen = failOpen
+			cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 9, Window: time.Second}, Cost: CostRequests}}
+			fo, err := ratelimit.NewFailover(blockingStore{}, ratelimit.FailoverTimeout(time.Hour), ratelimit.FailoverFailClosed(!failOpen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := startServer(t, cfg, WithStore(fo))
+			a := call(t, "POST", "http://"+s.Addr()+wire.PathPredict, "k1", predictBody, wire.HeaderDeadlineMs, "200")
+			if a.status != http.StatusGatewayTimeout || a.outcome != wire.OutcomeTimeout.String() || a.errorCode() != wire.CodeDeadlineExceeded {
+				t.Fatalf("deadline passing in the store: %v; want 504 %s", a, wire.CodeDeadlineExceeded)
+			}
+			fams := scrape(t, s)
+			if got := counterSum(fams, wire.MetricRequests, map[string]string{"route": "predict", "outcome": "timeout"}); got != 1 {
+				t.Errorf("levee_requests_total{route=predict,outcome=timeout} = %v, want 1", got)
+			}
+			if got := counterSum(fams, wire.MetricShed, nil); got != 0 {
+				t.Errorf("levee_shed_total = %v, want 0: the request was not shed", got)
+			}
+			if fm.arrivals.Load() != 0 {
+				t.Errorf("%d calls reached the model, want none", fm.arrivals.Load())
 			}
 		})
 	}

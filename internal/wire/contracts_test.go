@@ -159,7 +159,7 @@ func docErrorCodes() string {
 		{CodeQueueFull, "503", "`shed_queue_full`", "the class's bulkhead queue is full (or a more important request displaced this one)"},
 		{CodeQueueTimeout, "503", "`shed_queue_timeout`", "queued for the class's `queue_timeout` without getting a slot"},
 		{CodeBudgetExhausted, "503", "`shed_budget`", "the in-flight token budget (or the agent sub-call cap) has no room now; not OpenAI's `insufficient_quota` (a billing state a client should not retry), since this one passes"},
-		{CodeDeadlineExceeded, "504", "`timeout`", "the request's deadline passed (queued, reading the body, waiting for the model) or cannot cover the model's minimum service time"},
+		{CodeDeadlineExceeded, "504", "`timeout`", "the request's deadline passed (reading the body, waiting for the rate-limit store, queued, waiting for the model) or cannot cover the model's minimum service time"},
 		{CodeInvalidRequest, "400", "`error`", "a bad field, header or body; `param` names it when one is to blame"},
 		{CodeCostExceedsLimit, "400", "`error`", "the request's estimated tokens exceed what it may ever take (per-request cap, the reserves, a token bucket's capacity): it can never pass, whatever the load"},
 		{CodeRequestTooLarge, "413", "`error`", "the body is over `body_limit_bytes` (admin: 1 MiB)"},
