@@ -118,9 +118,12 @@ func (g *Gateway) serveAgent(x *exchange) {
 	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))
 	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
-		if s.black && g.on(defFallback) {
+		switch {
+		case s.black && g.on(defFallback):
 			g.countTask(wire.AgentTaskFallback, plan.level)
-		} else {
+		case s.outcome == wire.OutcomeTimeout: // the deadline passed in the store or the queue
+			g.countTask(wire.AgentTaskTimeout, plan.level)
+		default:
 			g.countTask(wire.AgentTaskShed, plan.level)
 		}
 		x.shedOrFallback(s, false)

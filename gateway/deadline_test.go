@@ -131,3 +131,28 @@ func TestDeadlinePassingInTheStoreIsTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestAgentTimeoutAtAdmissionCountedAsTimeout: an agent task whose
+// deadline passes before it is admitted (here in the rate-limit store)
+// is counted in levee_agent_tasks_total as a timeout, as its request is,
+// not as shed. Before the fix the request said timeout and the task shed.
+func TestAgentTimeoutAtAdmissionCountedAsTimeout(t *testing.T) {
+	fm := newFakeModel(t, 4, 0)
+	cfg := testConfig(fm.addr())
+	cfg.RateLimit.Rules = []RuleConfig{{Tenant: "*", Route: "*", Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 9, Window: time.Second}, Cost: CostRequests}}
+	fo, err := ratelimit.NewFailover(blockingStore{}, ratelimit.FailoverTimeout(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, cfg, WithStore(fo))
+	a := call(t, "POST", "http://"+s.Addr()+wire.PathAgent, "k1", agentBody, wire.HeaderDeadlineMs, "200")
+	if a.status != http.StatusGatewayTimeout || a.outcome != wire.OutcomeTimeout.String() {
+		t.Fatalf("agent task whose deadline passed in the store: %v; want 504 timeout", a)
+	}
+	fams := scrape(t, s)
+	for result, want := range map[string]float64{wire.AgentTaskTimeout: 1, wire.AgentTaskShed: 0} {
+		if got := counterSum(fams, wire.MetricAgentTasks, map[string]string{"result": result}); got != want {
+			t.Errorf("levee_agent_tasks_total{result=%s} = %v, want %v", result, got, want)
+		}
+	}
+}
