@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -313,7 +314,7 @@ func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n 
 		wg.Go(func() {
 			defer func() {
 				if v := recover(); v != nil { // a bug must not take the process down
-					g.log.Error("gateway: panic in agent sub-call", "panic", v)
+					g.log.Error("gateway: panic in agent sub-call", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 					results[i] = subResult{}
 				}
 			}()
