@@ -32,8 +32,9 @@ func TestEmbeddingsAnswerLimit(t *testing.T) {
 		!strings.Contains(e.Error.Message, "routes.embeddings.answer_limit_bytes (4096 bytes)") {
 		t.Fatalf("2,048 dimensions: %d, %d bytes %.200s; want 502 %s naming routes.embeddings.answer_limit_bytes (4096 bytes)", status, len(b), b, wire.CodeUpstreamError)
 	}
-	if ok, bad := metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "ok"}),
-		metric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "error"}); ok != 1 || bad != 1 {
+	// A relayed answer is counted once its last write ended: wait for it.
+	if ok, bad := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "ok"}, 1),
+		waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteEmbeddings, "outcome": "error"}, 1); ok != 1 || bad != 1 {
 		t.Errorf("embeddings counted ok %v, error %v; want 1 and 1", ok, bad)
 	}
 }

@@ -85,6 +85,7 @@ func (x *exchange) fallbackStream(reason string) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set(wire.HeaderOutcome, wire.OutcomeFallback.String())
 	h.Set(wire.HeaderFallback, "true")
+	x.finish(wire.OutcomeFallback) // before the answer, which nothing checks
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
@@ -94,7 +95,6 @@ func (x *exchange) fallbackStream(reason string) {
 	}
 	b, _ := json.Marshal(chunk)
 	_, _ = fmt.Fprintf(x.w, "data: %s\n\ndata: [DONE]\n\n", b)
-	x.finish(wire.OutcomeFallback)
 }
 
 // upstreamFailed answers an upstream failure: the fallback when it is on
@@ -410,11 +410,11 @@ func (g *Gateway) serveStandard(x *exchange) {
 	buf.Write(tn)
 	buf.WriteString(`,"priority":"` + x.id.Priority.String() + `"}` + "\n")
 	g.release(&t, admit.Sample{})
+	x.finish(wire.OutcomeOK) // before the answer, which nothing checks
 	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(buf.Bytes())
-	x.finish(wire.OutcomeOK)
 }
