@@ -535,8 +535,10 @@ func TestAdminLoopbackOnly(t *testing.T) {
 	req.RemoteAddr = "192.0.2.7:5555"
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	n.Handler().ServeHTTP(rec, req)
-	if rec.code != 403 {
-		t.Fatalf("non-loopback admin: %d, want 403", rec.code)
+	var e wire.ErrorBody
+	if rec.code != 403 || json.Unmarshal(rec.body.Bytes(), &e) != nil ||
+		e.Error.Code != wire.CodePermissionDenied || e.Error.Type != "permission_error" {
+		t.Fatalf("non-loopback admin: %d %s, want 403 code %q type permission_error", rec.code, rec.body.Bytes(), wire.CodePermissionDenied)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,9 +119,12 @@ func (g *Gateway) serveAgent(x *exchange) {
 	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))
 	t, s := g.admit(x.ctx, x.id, routeAgent, plan.tokens(per), 0, time.Now())
 	if s != nil {
-		if s.black && g.on(defFallback) {
+		switch {
+		case s.black && g.on(defFallback):
 			g.countTask(wire.AgentTaskFallback, plan.level)
-		} else {
+		case s.outcome == wire.OutcomeTimeout: // the deadline passed in the store or the queue
+			g.countTask(wire.AgentTaskTimeout, plan.level)
+		default:
 			g.countTask(wire.AgentTaskShed, plan.level)
 		}
 		x.shedOrFallback(s, false)
@@ -310,7 +314,7 @@ func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n 
 		wg.Go(func() {
 			defer func() {
 				if v := recover(); v != nil { // a bug must not take the process down
-					g.log.Error("gateway: panic in agent sub-call", "panic", v)
+					g.log.Error("gateway: panic in agent sub-call", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 					results[i] = subResult{}
 				}
 			}()
@@ -404,7 +408,7 @@ func (g *Gateway) subcall(x *exchange, body []byte) subResult {
 		resp.Body.Close()
 		return subResult{}
 	}
-	b, err := readAnswer(resp, maxUpstreamBody)
+	b, err := readAnswer(resp, maxUpstreamBody, "")
 	if err != nil {
 		return subResult{timeout: x.timedOut()}
 	}

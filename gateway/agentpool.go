@@ -62,7 +62,8 @@ func (p *subcallPool) unreserve(n int) {
 
 // acquire takes a run slot for one sub-call of a task holding places,
 // waiting in arrival order while cap sub-calls run; it reports false when
-// ctx ended first. Unbounded, it never waits.
+// ctx (the task's: its deadline is all that bounds the wait, see
+// AgentConfig.QueueSize) ended first. Unbounded, it never waits.
 func (p *subcallPool) acquire(ctx context.Context, bounded bool) bool {
 	p.mu.Lock()
 	if !bounded || (p.running < p.cap && p.waiters.Len() == 0) {

@@ -111,6 +111,8 @@ func compatAdded(t testing.TB, key string) (string, bool) {
 		return "30s", true
 	case "upstream.idle_conn_timeout": // Go's, which the transport used before
 		return upstream.DefaultIdleConnTimeout.String(), true
+	case "routes.embeddings.answer_limit_bytes": // the constant the gateway held before
+		return strconv.Itoa(32 << 20), true
 	}
 	// Issue 12 (seed 004) added these; what they default to keeps the old
 	// behaviour for anything the old schema could express (one agent step

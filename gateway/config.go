@@ -115,8 +115,8 @@ type RoutesConfig struct {
 	Export   RouteConfig `yaml:"export" json:"export"`
 	Standard RouteConfig `yaml:"standard" json:"standard"`
 	// Completions is POST /v1/completions, Embeddings POST /v1/embeddings.
-	Completions RouteConfig `yaml:"completions" json:"completions"`
-	Embeddings  RouteConfig `yaml:"embeddings" json:"embeddings"`
+	Completions RouteConfig           `yaml:"completions" json:"completions"`
+	Embeddings  EmbeddingsRouteConfig `yaml:"embeddings" json:"embeddings"`
 }
 
 // RouteConfig is one route's settings.
@@ -124,6 +124,21 @@ type RouteConfig struct {
 	// Timeout is the deadline when the client sends no X-Levee-Deadline-Ms;
 	// it also caps a client deadline. > 0.
 	Timeout time.Duration `yaml:"timeout" json:"timeout"`
+}
+
+// EmbeddingsRouteConfig is POST /v1/embeddings' settings: a route's, and
+// the cap on its answer.
+type EmbeddingsRouteConfig struct {
+	RouteConfig `yaml:",inline"`
+	// AnswerLimitBytes bounds the embeddings answer the gateway reads
+	// from a model (it reads the answer whole, to settle the usage it
+	// reports, before relaying it); a larger answer is an upstream error
+	// (502) naming this setting: split the batch, or raise the limit.
+	// Vectors are large: 2,048 inputs of 1,536 dimensions are about 17 MB
+	// in base64 (the OpenAI clients' default encoding) and about 60 MB as
+	// JSON floats. The gateway holds up to this much per request.
+	// 1..1073741824 (1 GiB); default 33554432 (32 MiB).
+	AnswerLimitBytes int64 `yaml:"answer_limit_bytes" json:"answer_limit_bytes"`
 }
 
 // RateLimitConfig is the rate limiter's store and rules.
@@ -270,7 +285,13 @@ type AgentConfig struct {
 	MaxSubcallsInflight int `yaml:"max_subcalls_inflight" json:"max_subcalls_inflight"`
 	// QueueSize bounds the sub-calls that may wait for a place under the
 	// cap. A task takes its places at the entry; when the cap and the
-	// queue are full it is refused there, never buffered. 0..1000000.
+	// queue are full it is refused there, never buffered. A sub-call
+	// waits for its place, first come first served, until its task's
+	// deadline (routes.agent.timeout, or the client's
+	// X-Levee-Deadline-Ms): there is no per-sub-call timeout — the
+	// bulkhead's classes.agent.queue_timeout bounds the task's wait for
+	// admission, not its sub-calls' — and one still waiting then ends as
+	// a timeout sub-call. 0..1000000.
 	QueueSize int `yaml:"queue_size" json:"queue_size"`
 	// MaxPromptChars bounds an agent prompt (characters). 1..body_limit_bytes.
 	MaxPromptChars int `yaml:"max_prompt_chars" json:"max_prompt_chars"`
@@ -324,7 +345,7 @@ func DefaultConfig() Config {
 			// forward pass over its inputs (no decoding), but a batch of
 			// 2,048 inputs queued behind chat calls takes a while.
 			Completions: RouteConfig{Timeout: 30 * time.Second},
-			Embeddings:  RouteConfig{Timeout: 30 * time.Second},
+			Embeddings:  EmbeddingsRouteConfig{RouteConfig: RouteConfig{Timeout: 30 * time.Second}, AnswerLimitBytes: 32 << 20},
 		},
 		RateLimit: RateLimitConfig{
 			Store: StoreConfig{Kind: wire.StoreLocal, Timeout: 5 * time.Millisecond, FailOpen: true, Share: 1},

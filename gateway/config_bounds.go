@@ -17,6 +17,7 @@ import (
 // hold the process.
 const (
 	maxBodyLimit      = 64 << 20                // body_limit_bytes
+	maxAnswerLimit    = 1 << 30                 // routes.embeddings.answer_limit_bytes
 	maxMaxTokensLimit = openai.MaxTokensCeiling // max_tokens_limit (16,777,216: × n 128 stays far inside int64)
 	maxHeaderBytes    = 1 << 20                 // max_header_bytes
 	maxServerTimeout  = time.Hour               // read_header/idle/drain/write timeouts, guard periods

@@ -58,10 +58,13 @@ func (c *Config) Validate() error {
 		name string
 		rc   RouteConfig
 	}{{wire.RouteChat, c.Routes.Chat}, {wire.RoutePredict, c.Routes.Predict}, {wire.RouteAgent, c.Routes.Agent}, {wire.RouteExport, c.Routes.Export}, {wire.RouteStandard, c.Routes.Standard},
-		{wire.RouteCompletions, c.Routes.Completions}, {wire.RouteEmbeddings, c.Routes.Embeddings}} {
+		{wire.RouteCompletions, c.Routes.Completions}, {wire.RouteEmbeddings, c.Routes.Embeddings.RouteConfig}} {
 		if r.rc.Timeout <= 0 || r.rc.Timeout > maxRouteTimeout {
 			return fieldErr("routes."+r.name+".timeout", "must be in (0, %s] (got %s)", maxRouteTimeout, r.rc.Timeout)
 		}
+	}
+	if n := c.Routes.Embeddings.AnswerLimitBytes; n < 1 || n > maxAnswerLimit {
+		return fieldErr("routes."+wire.RouteEmbeddings+".answer_limit_bytes", "must be in [1, %d] (got %d)", int64(maxAnswerLimit), n)
 	}
 	if err := c.RateLimit.validate(); err != nil {
 		return err

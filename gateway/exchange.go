@@ -34,7 +34,11 @@ type exchange struct {
 	abort   bool // cut the connection when the handler returns
 }
 
-// finish counts the request's outcome once; later calls do nothing.
+// finish counts the request's outcome once; later calls do nothing. An
+// answer whose outcome does not hang on its write (an error, a shed, a
+// JSON reply, a fallback) is counted before it is written, so a client
+// that has read it finds it counted; one relayed with write deadlines
+// (writeAnswer, a stream) is counted once its last write ended.
 func (x *exchange) finish(o wire.Outcome) {
 	if x.counted {
 		return
@@ -53,13 +57,15 @@ func (x *exchange) fail(status int, o wire.Outcome, field, msg string) {
 	x.failCode(status, o, wire.ErrorCode(status, o), field, msg)
 }
 
-// failCode is fail with the error's code given.
+// failCode is fail with the error's code given. The outcome is counted
+// before the answer is written (as shed does): a client that has read it
+// finds it counted.
 func (x *exchange) failCode(status int, o wire.Outcome, code, field, msg string) {
+	x.finish(o)
 	if !x.started {
 		x.started = true
 		writeErrorCode(x.w, status, o, true, code, field, msg)
 	}
-	x.finish(o)
 }
 
 // shed counts a refused request, then answers it: a client that has read
@@ -73,13 +79,13 @@ func (x *exchange) shed(s *shed) {
 	}
 }
 
-// reply answers 200 with v as JSON and counts o (ok or fallback).
+// reply answers 200 with v as JSON and counts o (ok or fallback), first.
 func (x *exchange) reply(o wire.Outcome, v any) {
+	x.finish(o)
 	if !x.started {
 		x.started = true
 		writeJSON(x.w, o, v)
 	}
-	x.finish(o)
 }
 
 // timedOut reports whether the request's context ended: its deadline

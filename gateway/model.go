@@ -16,23 +16,19 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads;
-// maxEmbeddingsBody an embeddings answer, whose vectors are large (2,048
-// inputs of 1,536 dimensions are about 17 MB in base64, the OpenAI
-// clients' default encoding). Larger answers are an error (502): split the
-// batch.
-const (
-	maxUpstreamBody   = 4 << 20
-	maxEmbeddingsBody = 32 << 20
-)
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway reads,
+// but for embeddings (routes.embeddings.answer_limit_bytes, see
+// answerLimit). A larger answer is an error (502).
+const maxUpstreamBody = 4 << 20
 
 // answerLimit is the most of a non-streamed answer of call class class
-// the gateway reads.
-func answerLimit(class string) int64 {
+// the gateway reads, and the setting that sets it ("" for the fixed
+// maxUpstreamBody).
+func (g *Gateway) answerLimit(class string) (int64, string) {
 	if class == wire.CallEmbeddings {
-		return maxEmbeddingsBody
+		return g.cfg.Routes.Embeddings.AnswerLimitBytes, "routes." + wire.RouteEmbeddings + ".answer_limit_bytes"
 	}
-	return maxUpstreamBody
+	return maxUpstreamBody, ""
 }
 
 // jsonHeader is sent with every upstream call; the pool clones it.
@@ -89,6 +85,7 @@ func (x *exchange) fallbackStream(reason string) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set(wire.HeaderOutcome, wire.OutcomeFallback.String())
 	h.Set(wire.HeaderFallback, "true")
+	x.finish(wire.OutcomeFallback) // before the answer, which nothing checks
 	x.started = true
 	x.w.WriteHeader(http.StatusOK)
 	chunk := map[string]any{
@@ -98,7 +95,6 @@ func (x *exchange) fallbackStream(reason string) {
 	}
 	b, _ := json.Marshal(chunk)
 	_, _ = fmt.Fprintf(x.w, "data: %s\n\ndata: [DONE]\n\n", b)
-	x.finish(wire.OutcomeFallback)
 }
 
 // upstreamFailed answers an upstream failure: the fallback when it is on
@@ -153,8 +149,10 @@ func (r callResult) sample() admit.Sample {
 // wire.Call… name: the pool keeps latencies, so attempt timeouts and hedge
 // delays, per class) for x and classifies a failure. On success it returns
 // the response (status < 500 and not 429) for the caller to read and
-// close. On failure it returns the outcome to answer: timeout (deadline)
-// or an upstream failure (fallback-eligible).
+// close. On failure it returns the outcome to answer: timeout when the
+// deadline cannot be met or has passed — also when a 5xx or a refusal
+// (429) came back as it passed — else an upstream failure
+// (fallback-eligible).
 func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, path string, body []byte) (*http.Response, callResult, wire.Outcome, error) {
 	start := time.Now()
 	resp, err := g.pool.Send(ctx, upstream.Call{
@@ -164,7 +162,7 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	end := time.Now()
 	rtt := end.Sub(start)
 	if err != nil {
-		if errors.Is(err, upstream.ErrDeadline) || ctx.Err() != nil {
+		if errors.Is(err, upstream.ErrDeadline) || deadlinePassed(ctx, end) {
 			g.lat.observe(rtt)
 			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout, err
 		}
@@ -179,6 +177,13 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
+		if deadlinePassed(ctx, end) {
+			// The deadline passed as the failure came: nothing could
+			// have followed it (no retry, no wait for a place), so the
+			// request timed out, as one whose attempt was cut there.
+			return nil, callResult{rtt: rtt, end: end, dropped: true}, wire.OutcomeTimeout,
+				fmt.Errorf("upstream answered %d as the deadline passed", resp.StatusCode)
+		}
 		// The pool returns a 429 only when nothing better came: no node
 		// took the call.
 		refused := resp.StatusCode == http.StatusTooManyRequests
@@ -187,15 +192,30 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
 
+// deadlinePassed reports whether ctx ended or its deadline is not after
+// now: the deadline counts from the moment it passes, before ctx's own
+// timer has ended it.
+func deadlinePassed(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !now.Before(d)
+}
+
 // readAnswer reads a non-streamed upstream answer (closing it) and checks
-// it is JSON.
-func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
+// it is JSON and at most limit bytes; the error of a longer one names
+// setting, the limit's (when not "").
+func readAnswer(resp *http.Response, limit int64, setting string) ([]byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
+		if setting != "" {
+			return nil, fmt.Errorf("upstream answer exceeds %s (%d bytes): split the batch, or raise the limit", setting, limit)
+		}
 		return nil, fmt.Errorf("upstream answer exceeds %d bytes", limit)
 	}
 	if !json.Valid(b) {
@@ -279,7 +299,8 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		return
 	}
 	ctype := resp.Header.Get("Content-Type")
-	b, err := readAnswer(resp, answerLimit(class))
+	limit, setting := g.answerLimit(class)
+	b, err := readAnswer(resp, limit, setting)
 	res.end = time.Now()
 	res.rtt = res.end.Sub(callStart)
 	if err != nil {
@@ -389,11 +410,11 @@ func (g *Gateway) serveStandard(x *exchange) {
 	buf.Write(tn)
 	buf.WriteString(`,"priority":"` + x.id.Priority.String() + `"}` + "\n")
 	g.release(&t, admit.Sample{})
+	x.finish(wire.OutcomeOK) // before the answer, which nothing checks
 	x.started = true
 	h := x.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(wire.HeaderOutcome, wire.OutcomeOK.String())
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(buf.Bytes())
-	x.finish(wire.OutcomeOK)
 }

@@ -95,3 +95,61 @@ func TestAttemptPanicIsContained(t *testing.T) {
 		t.Errorf("levee_requests_total{route=predict} = %v after two requests, want 2", got)
 	}
 }
+
+// laterPanicTransport is a real HTTP transport whose answer to the next
+// call of path (once armed) gives its first byte and then panics on the
+// next read: a bug in a body reader met by the gateway's own reader of
+// the answer, past the attempt's first byte.
+type laterPanicTransport struct {
+	rt    http.RoundTripper
+	path  string
+	armed atomic.Bool
+}
+
+func (p *laterPanicTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := p.rt.RoundTrip(req)
+	if err == nil && req.URL.Path == p.path && p.armed.CompareAndSwap(true, false) {
+		resp.Body = &laterPanicBody{ReadCloser: resp.Body}
+	}
+	return resp, err
+}
+
+type laterPanicBody struct {
+	io.ReadCloser
+	reads int
+}
+
+func (b *laterPanicBody) Read(p []byte) (int, error) {
+	b.reads++
+	if b.reads > 1 {
+		panic("test: body reader panics after the first byte")
+	}
+	return b.ReadCloser.Read(p[:1])
+}
+
+// TestAgentSubcallPanicLoggedWithStack: a panic while an agent sub-call
+// reads its answer fails that sub-call only (counted error; the task is
+// answered, degraded), and is logged once with its stack, as the pool's
+// own panics are. Before the fix the log carried the panic's value alone.
+func TestAgentSubcallPanicLoggedWithStack(t *testing.T) {
+	fm := newFakeModel(t, 8, 0)
+	cfg := testConfig(fm.addr())
+	pt := &laterPanicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathChat}
+	var logs syncBuffer
+	s := startServer(t, cfg, WithUpstreamOptions(upstream.WithTransport(pt)),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	pt.armed.Store(true)
+	a := call(t, "POST", "http://"+s.Addr()+wire.PathAgent, "k1", `{"prompt":"refund order 42","max_tokens":8,"steps":1}`)
+	if v := parseAgent(t, a); a.status != http.StatusOK || !v.Degraded {
+		t.Fatalf("agent task with one panicking sub-call: %v; want 200, degraded", a)
+	}
+	if got := counterSum(scrape(t, s), wire.MetricSubcalls, map[string]string{"result": wire.SubcallError}); got != 1 {
+		t.Errorf("sub-calls counted error %v, want 1", got)
+	}
+	if n := strings.Count(logs.String(), "gateway: panic in agent sub-call"); n != 1 {
+		t.Errorf("panic logged %d times, want once; log:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "panic_test.go") {
+		t.Errorf("the sub-call's panic log carries no stack; log:\n%s", logs.String())
+	}
+}

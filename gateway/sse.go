@@ -28,6 +28,10 @@ type sseRelay struct {
 	// ": keep-alive", which vLLM and OpenRouter send while the request
 	// waits) and "event:"/"id:"/"retry:" lines are not tokens.
 	sawData bool
+	// done: the "data: [DONE]" event was written — the answer is whole
+	// for an OpenAI client, which stops reading there (and may close the
+	// connection before the model's stream ends).
+	done bool
 }
 
 // add takes what the reader returned: a whole line (complete), or the
@@ -83,7 +87,13 @@ func (r *sseRelay) end() error {
 	if r.m.Event(r.data) && r.m.strip {
 		return nil
 	}
-	return r.write(ev)
+	if err := r.write(ev); err != nil {
+		return err
+	}
+	if string(bytes.TrimSpace(r.data)) == "[DONE]" {
+		r.done = true
+	}
+	return nil
 }
 
 func (r *sseRelay) write(b []byte) error {

@@ -177,18 +177,22 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			err = relay.end()
 		}
 		switch {
-		case err != nil:
-			res = x.brokenCall(callStart)
-			x.endStream(x.streamFailure(err))
-			return res
-		case rerr == nil || errors.Is(rerr, bufio.ErrBufferFull):
+		case err == nil && (rerr == nil || errors.Is(rerr, bufio.ErrBufferFull)):
 			continue
-		case errors.Is(rerr, io.EOF):
+		case errors.Is(rerr, io.EOF) && err == nil, relay.done:
+			// The model's stream ended, or its "[DONE]" reached the
+			// client, which has the whole answer then: a failure after
+			// it (the client closing at [DONE] before the model's
+			// stream ends) changes nothing.
 			cw.done()
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
 			res.used, res.hasUsage = m.used(sr.prompt), true
 			x.endStream(wire.OutcomeOK)
+			return res
+		case err != nil:
+			res = x.brokenCall(callStart)
+			x.endStream(x.streamFailure(err))
 			return res
 		default:
 			res = x.brokenCall(callStart)

@@ -21,7 +21,9 @@ import (
 // charged the overuse), since what it bounds is tokens spent.
 
 // rateLimit applies the rule matching id and r, if any. A token-cost rule
-// charges the estimate and remembers it in t for settlement.
+// charges the estimate and remembers it in t for settlement. A store
+// error once ctx ended is a timeout (504), whatever fail_open says: the
+// request's deadline, not the store, stopped the decision.
 func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r routeID, tokens int64, now time.Time) *shed {
 	e := g.rules.Load().lookup(id.tid, r)
 	if e == nil {
@@ -38,6 +40,12 @@ func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r route
 			// request to change, not a 429 to retry (as overRequestCap).
 			return &shed{outcome: wire.OutcomeError, status: http.StatusBadRequest, code: wire.CodeCostExceedsLimit,
 				msg: fmt.Sprintf("request cost %d exceeds the rate limit's capacity %d: it can never pass; lower its tokens (prompt, max_tokens)", cost, e.rule.Capacity())}
+		}
+		if ctx.Err() != nil {
+			// The request's deadline passed (or its client left) while
+			// the store decided: a timeout, as in the bulkhead's queue,
+			// not the store's failure.
+			return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed while rate limiting"}
 		}
 		if g.cfg.RateLimit.Store.FailOpen {
 			return nil

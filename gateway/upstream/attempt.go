@@ -93,7 +93,7 @@ func (r attemptResult) good() bool {
 // start arms the timeout and runs the attempt; the result goes to results.
 func (a *attempt) start(results chan<- attemptResult) {
 	if a.timeout > 0 {
-		a.stopTimer = a.p.after(a.timeout, a.expire)
+		a.stopTimer = a.p.afterSafe(a.timeout, timerAttemptTimeout, a.expire, a.expired)
 	}
 	go func() { results <- a.runSafe() }()
 }
@@ -148,6 +148,15 @@ func closeQuietly(c io.Closer) {
 // until the caller's deadline: a slow answer beats none.
 func (a *attempt) expire() {
 	if a.call.timeOut(a) {
+		a.cancel()
+	}
+}
+
+// expired is what a panic in expire leaves to do: an attempt it moved to
+// timed out is cancelled (its call was told something takes its place);
+// one still pending runs on, as if nothing could replace it.
+func (a *attempt) expired() {
+	if a.state.Load() == attemptTimedOut {
 		a.cancel()
 	}
 }

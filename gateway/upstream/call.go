@@ -299,12 +299,12 @@ func (s *callState) launch(kind attemptKind) (*attempt, error) {
 	if s.hedging && kind != kindHedge && a.hedgeDelay > 0 {
 		s.disarmHedge()
 		due := s.hedgeDue
-		s.stopHedge = p.after(a.hedgeDelay, func() {
+		s.stopHedge = p.afterSafe(a.hedgeDelay, timerHedge, func() {
 			select {
 			case due <- struct{}{}:
 			default: // one firing pending is enough
 			}
-		})
+		}, nil)
 	}
 	a.start(s.results)
 	return a, nil

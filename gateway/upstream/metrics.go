@@ -32,6 +32,8 @@ var (
 		"Calls sent again on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte); not counted against the node.", nil, nil)
 	descPanics = prometheus.NewDesc(wire.MetricUpstreamAttemptPanics,
 		"Attempts whose goroutine panicked (a bug, logged with its stack): the attempt failed, not retried, and not counted against its node.", nil, nil)
+	descTimerPanics = prometheus.NewDesc(wire.MetricUpstreamTimerPanics,
+		"Attempt-timeout and hedge timer callbacks that panicked (a bug, logged with its stack): the attempt runs on as if nothing could replace it, the call is not hedged; no node is blamed.", nil, nil)
 	descHedgeDelay = prometheus.NewDesc(wire.MetricUpstreamHedgeDelay,
 		"Current hedge delay per model node and call class (0: none yet).", []string{wire.LabelNode, wire.LabelCallClass}, nil)
 )
@@ -46,8 +48,9 @@ var (
 // levee_upstream_attempt_failures_total{node,reason},
 // levee_upstream_hedges_total{result},
 // levee_upstream_ejections_total{node,reason},
-// levee_upstream_stale_conn_retries_total and
-// levee_upstream_attempt_panics_total.
+// levee_upstream_stale_conn_retries_total,
+// levee_upstream_attempt_panics_total and
+// levee_upstream_timer_panics_total.
 func (p *Pool) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{poolCollector{p}, p.latency}
 }
@@ -56,7 +59,7 @@ type poolCollector struct{ p *Pool }
 
 func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descUp, descBreaker, descInflight, descRetries, descAttempts,
-		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay, descStaleRetries, descPanics} {
+		descFailures, descHedges, descEjections, descEjection, descAttemptTimeout, descHedgeDelay, descStaleRetries, descPanics, descTimerPanics} {
 		ch <- d
 	}
 }
@@ -103,6 +106,7 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(descStaleRetries, p.staleRetries.Load())
 	counter(descPanics, p.panics.Load())
+	counter(descTimerPanics, p.timerPanics.Load())
 	counter(descHedges, p.hedgesSent.Load(), wire.HedgeSent)
 	counter(descHedges, p.hedgesWon.Load(), wire.HedgeWon)
 	counter(descHedges, p.hedgesDenied.Load(), wire.HedgeDenied)

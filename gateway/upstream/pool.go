@@ -76,7 +76,12 @@ type Pool struct {
 	// their reused one turned out closed by the node.
 	staleRetries atomic.Uint64
 	// panics counts attempts whose goroutine panicked (see attempt.runSafe).
-	panics      atomic.Uint64
+	panics atomic.Uint64
+	// timerPanics counts timer callbacks that panicked (see runTimer);
+	// timerHook, when set (tests only), runs first in every timer
+	// callback with the timer's name.
+	timerPanics atomic.Uint64
+	timerHook   func(timer string)
 	clock       Clock
 	after       AfterFunc
 	log         *slog.Logger
@@ -129,9 +134,6 @@ func New(cfg Config, opts ...Option) (*Pool, error) {
 	}
 	if p.clock == nil {
 		p.clock = realClock{}
-	}
-	if p.after == nil {
-		p.after = realAfterFunc
 	}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)

@@ -129,6 +129,7 @@ const (
 	CodeCostExceedsLimit  = "cost_exceeds_limit"           // 400: the request's estimated tokens can never pass (cap, reserves, bucket capacity)
 	CodeRequestTooLarge   = "request_too_large"            // 413: the body is over the limit
 	CodeInvalidAPIKey     = "invalid_api_key"              // 401: missing or unknown API key (or admin token)
+	CodePermissionDenied  = "permission_denied"            // 403: the caller may not use this API from where it is (a fake model's admin API from a non-loopback peer)
 	CodeUnknownURL        = "unknown_url"                  // 404: no such route
 	CodeMethodNotAllowed  = "method_not_allowed"           // 405: the route takes another method
 	CodeUpstreamError     = "upstream_error"               // 502: the model failed, could not be reached, or answered badly
@@ -159,6 +160,8 @@ func ErrorCode(status int, o Outcome) string {
 	switch status {
 	case 401:
 		return CodeInvalidAPIKey
+	case 403:
+		return CodePermissionDenied
 	case 404:
 		return CodeUnknownURL
 	case 405:

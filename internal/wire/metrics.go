@@ -46,6 +46,7 @@ const (
 	MetricUpstreamAttemptFailures  = "levee_upstream_attempt_failures_total"   // counter: node, reason
 	MetricUpstreamStaleConnRetries = "levee_upstream_stale_conn_retries_total" // counter
 	MetricUpstreamAttemptPanics    = "levee_upstream_attempt_panics_total"     // counter
+	MetricUpstreamTimerPanics      = "levee_upstream_timer_panics_total"       // counter
 	MetricUpstreamHedges           = "levee_upstream_hedges_total"             // counter: result
 	MetricUpstreamEjections        = "levee_upstream_ejections_total"          // counter: node, reason
 	MetricRateLimitStoreFallback   = "levee_ratelimit_store_fallback_total"    // counter: store
@@ -292,6 +293,7 @@ func GatewayMetrics() []Metric {
 		{MetricUpstreamAttempts, TypeCounter, []string{LabelKind}, "attempts sent to model nodes: `first`, `retry`, `hedge`"},
 		{MetricUpstreamStaleConnRetries, TypeCounter, nil, "calls sent again, once, on a new connection after the kept-alive one they were written on turned out closed by the node (EOF or reset before any answer byte, `http: server closed idle connection`); not a failure of the node (`upstream.idle_conn_timeout`)"},
 		{MetricUpstreamAttemptPanics, TypeCounter, nil, "attempts whose goroutine panicked (a bug, logged with its stack): the attempt failed, not retried, and not counted against its node"},
+		{MetricUpstreamTimerPanics, TypeCounter, nil, "attempt-timeout and hedge timer callbacks that panicked (a bug, logged with its stack and the timer's name): the attempt runs on as if nothing could replace it, the call is not hedged; no node is blamed"},
 		{MetricUpstreamAttemptFailures, TypeCounter, []string{LabelNode, LabelReason}, "failed attempts: `connect`, `5xx`, `timeout` (abandoned by the attempt timeout)"},
 		{MetricUpstreamHedges, TypeCounter, []string{LabelResult}, "hedged attempts: `sent`, `won` (answered first), `denied` by the hedge budget"},
 		{MetricUpstreamEjections, TypeCounter, []string{LabelNode, LabelReason}, "outlier ejections: `consecutive_failures`, `failure_rate`, `latency`, `probe_failed`"},
