@@ -92,9 +92,23 @@ func EventData(buf, event []byte) []byte {
 // not a JSON object are ignored.
 func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
+	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
 		return false
 	}
+	// The usual chunk is read without reflection (chunkGenerated); it
+	// is one per token. Anything else, the usage chunk included, is
+	// decoded.
+	if gen, ok := chunkGenerated(data); ok {
+		if gen {
+			m.chunks++
+		}
+		return false
+	}
+	return m.decode(data)
+}
+
+// decode is Event's reading of a chunk with encoding/json.
+func (m *StreamMeter) decode(data []byte) (usageOnly bool) {
 	var c struct {
 		Choices []struct {
 			Delta delta `json:"delta"`

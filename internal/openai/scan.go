@@ -1,0 +1,161 @@
+package openai
+
+import "bytes"
+
+// scanner walks valid JSON.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space (0 at the end).
+func (s *scanner) peek() byte {
+	s.space()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// known returns the index of key in names when it is one of them exactly,
+// keyUnknown when encoding/json would match it to none of them, keyOther
+// when it might (escapes, bytes outside ASCII, another case).
+func (s *scanner) known(key []byte, plain bool, names []string) int {
+	if !plain {
+		return keyOther
+	}
+	for i, n := range names {
+		if string(key) == n {
+			return i
+		}
+	}
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			return keyOther
+		}
+	}
+	return keyUnknown
+}
+
+// object reads an object at the next byte, calling field for each key
+// with the scanner at its value, which field must read; it stops, false,
+// when field does.
+func (s *scanner) object(field func(key []byte, plain bool) bool) bool {
+	s.space()
+	s.i++ // {
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		key, plain := s.str()
+		s.space()
+		s.i++ // :
+		s.space()
+		if !field(key, plain) {
+			return false
+		}
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		s.i++ // }
+		return true
+	}
+}
+
+// array reads an array at the next byte, calling elem with the scanner at
+// each element, which elem must read; it stops, false, when elem does.
+func (s *scanner) array(elem func() bool) bool {
+	s.space()
+	s.i++ // [
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.space()
+		if !elem() {
+			return false
+		}
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		s.i++ // ]
+		return true
+	}
+}
+
+// str reads a string at s.i and returns its raw contents; plain is false
+// when they hold an escape or a byte outside ASCII.
+func (s *scanner) str() (raw []byte, plain bool) {
+	s.i++ // "
+	start, plain := s.i, true
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			raw = s.b[start:s.i]
+			s.i++
+			return raw, plain
+		case c == '\\':
+			plain = false
+			s.i += 2
+		case c >= 0x80:
+			plain = false
+			s.i++
+		default:
+			s.i++
+		}
+	}
+	return s.b[start:], false
+}
+
+// value reads the value at the next byte and returns its bytes, as a
+// json.RawMessage would hold them.
+func (s *scanner) value() []byte {
+	s.space()
+	start := s.i
+	switch s.b[s.i] {
+	case '"':
+		s.str()
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case '"':
+				s.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			s.i++
+			if depth == 0 {
+				return s.b[start:s.i]
+			}
+		}
+	default: // a number, true, false or null
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return s.b[start:s.i]
+			}
+			s.i++
+		}
+	}
+	return s.b[start:s.i]
+}
