@@ -2,6 +2,23 @@ package openai
 
 import "bytes"
 
+// onlyKey reports whether the object body (valid JSON once trimmed, as
+// DecodeObject takes it) has at most one key that encoding/json could
+// match to the field name: name itself in any case, or a key it cannot
+// tell from it (escaped, or with bytes outside ASCII).
+func onlyKey(body []byte, name string) bool {
+	s := scanner{b: bytes.TrimSpace(body)}
+	n := 0
+	s.object(func(key []byte, plain bool) bool {
+		if !plain || bytes.EqualFold(key, []byte(name)) {
+			n++
+		}
+		s.value()
+		return n <= 1
+	})
+	return n <= 1
+}
+
 // scanner walks valid JSON.
 type scanner struct {
 	b []byte
@@ -128,6 +145,9 @@ func (s *scanner) str() (raw []byte, plain bool) {
 func (s *scanner) value() []byte {
 	s.space()
 	start := s.i
+	if start >= len(s.b) {
+		return nil // not valid JSON: never read
+	}
 	switch s.b[s.i] {
 	case '"':
 		s.str()
