@@ -291,7 +291,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		}
 		return
 	}
-	if u, ok := openai.AnswerUsage(b); ok {
+	if u, ok := openai.ValidAnswerUsage(b); ok { // readAnswer checked it is JSON
 		res.used, res.hasUsage = u.Total(), true
 	}
 	g.releaseCall(t, res) // the model's part is over: before the client's

@@ -4,19 +4,33 @@ import "bytes"
 
 // onlyKey reports whether the object body (valid JSON once trimmed, as
 // DecodeObject takes it) has at most one key that encoding/json could
-// match to the field name: name itself in any case, or a key it cannot
-// tell from it (escaped, or with bytes outside ASCII).
+// match to the field name (see keyValue).
 func onlyKey(body []byte, name string) bool {
-	s := scanner{b: bytes.TrimSpace(body)}
-	n := 0
+	_, n := keyValue(bytes.TrimSpace(body), name)
+	return n <= 1
+}
+
+// keyValue counts the keys of the top-level object of body (valid JSON)
+// that encoding/json could match to the field name — name itself in any
+// case, or a key it cannot tell from it (escaped, or with bytes outside
+// ASCII) — up to 2, and returns the value of the first when it is
+// certainly one (not escaped, ASCII). n is -1 when body is not an
+// object: encoding/json would not read it as a struct.
+func keyValue(body []byte, name string) (v []byte, n int) {
+	s := scanner{b: body}
+	if s.peek() != '{' {
+		return nil, -1
+	}
 	s.object(func(key []byte, plain bool) bool {
+		val := s.value()
 		if !plain || bytes.EqualFold(key, []byte(name)) {
-			n++
+			if n++; n == 1 && plain {
+				v = val
+			}
 		}
-		s.value()
 		return n <= 1
 	})
-	return n <= 1
+	return v, n
 }
 
 // scanner walks valid JSON.
@@ -140,6 +154,32 @@ func (s *scanner) str() (raw []byte, plain bool) {
 	return s.b[start:], false
 }
 
+// skipString reads the string at s.i, a quote at a time: a long text
+// is passed over at the speed of bytes.IndexByte.
+func (s *scanner) skipString() {
+	s.i++ // "
+	for {
+		k := bytes.IndexByte(s.b[s.i:], '"')
+		if k < 0 {
+			s.i = len(s.b)
+			return
+		}
+		s.i += k + 1
+		// The quote ends the string unless an odd run of backslashes
+		// escapes it.
+		odd := false
+		for j := s.i - 2; j >= 0 && s.b[j] == '\\'; j-- {
+			odd = !odd
+		}
+		if !odd {
+			return
+		}
+	}
+}
+
+// structural marks the bytes value looks at inside an array or object.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
 // value reads the value at the next byte and returns its bytes, as a
 // json.RawMessage would hold them.
 func (s *scanner) value() []byte {
@@ -150,13 +190,17 @@ func (s *scanner) value() []byte {
 	}
 	switch s.b[s.i] {
 	case '"':
-		s.str()
+		s.skipString()
 	case '{', '[':
 		depth := 0
 		for s.i < len(s.b) {
+			if !structural[s.b[s.i]] { // numbers, commas, literals: most of an array
+				s.i++
+				continue
+			}
 			switch s.b[s.i] {
 			case '"':
-				s.str()
+				s.skipString()
 				continue
 			case '{', '[':
 				depth++

@@ -31,13 +31,39 @@ func (u Usage) Total() int64 { return int64(u.PromptTokens) + int64(u.Completion
 // is false when the answer has none or it is not an object of numbers.
 // Counts are clamped to [0, 2^30].
 func AnswerUsage(body []byte) (u Usage, ok bool) {
-	var a struct {
-		Usage *Usage `json:"usage"`
-	}
-	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+	if !json.Valid(body) {
 		return Usage{}, false
 	}
-	return a.Usage.clamped(), true
+	return ValidAnswerUsage(body)
+}
+
+// ValidAnswerUsage is AnswerUsage of a body known to be valid JSON
+// (json.Valid). It decodes the "usage" value alone when the answer has
+// one key encoding/json would match to it (see onlyKey), which an
+// answer of a megabyte reads without a second pass of encoding/json over
+// its text; else the whole answer, as AnswerUsage always did.
+func ValidAnswerUsage(body []byte) (u Usage, ok bool) {
+	var p *Usage
+	switch v, n := keyValue(body, "usage"); {
+	case n == 0:
+		return Usage{}, false
+	case n == 1 && v != nil:
+		if json.Unmarshal(v, &p) != nil {
+			return Usage{}, false
+		}
+	default:
+		var a struct {
+			Usage *Usage `json:"usage"`
+		}
+		if json.Unmarshal(body, &a) != nil {
+			return Usage{}, false
+		}
+		p = a.Usage
+	}
+	if p == nil {
+		return Usage{}, false
+	}
+	return p.clamped(), true
 }
 
 // StreamMeter measures a streamed chat or legacy completion answer (SSE)
