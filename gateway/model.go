@@ -191,7 +191,7 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 // it is JSON.
 func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	b, err := readAll(io.LimitReader(resp.Body, limit+1), resp.ContentLength, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -202,6 +202,30 @@ func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 		return nil, errors.New("upstream answer is not JSON")
 	}
 	return b, nil
+}
+
+// readAll is io.ReadAll of r into a buffer of the answer's length when
+// it is known (size, at most limit): one allocation, where io.ReadAll
+// grows its buffer step by step, copying, to about twice a large
+// answer's bytes.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1) // the 1: room for the read that meets EOF
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than said: grow as io.ReadAll does
+		}
+	}
 }
 
 // relayRefusal relays a model's answer other than 200 and below 500 (a
