@@ -164,7 +164,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 	x.startStream("text/event-stream")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
 	br := bufio.NewReaderSize(resp.Body, g.cfg.Stream.BufferBytes)
-	relay := &sseRelay{w: cw, m: m, event: make([]byte, 0, g.cfg.Stream.BufferBytes)}
+	relay := &sseRelay{w: cw, m: m, max: g.cfg.Stream.BufferBytes}
 	for {
 		line, rerr := br.ReadSlice('\n')
 		err := relay.add(line, !errors.Is(rerr, bufio.ErrBufferFull))
