@@ -112,7 +112,9 @@ func (g *Gateway) serveAgent(x *exchange) {
 		return
 	}
 	per := ar.SubTokens()
-	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
+	if g.overRequestCap(x, per, ar.costField(), func() string {
+		return fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)
+	}) {
 		return
 	}
 	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))

@@ -339,7 +339,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, pr.Tokens(), "features", "the body's bytes / 4 + the default completion") {
+	if g.overRequestCap(x, pr.Tokens(), "features", func() string { return "the body's bytes / 4 + the default completion" }) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), time.Now())
@@ -379,7 +379,7 @@ type generation interface {
 // (proxyJSON, as upstream call class call) or relayed as SSE (relaySSE).
 func (g *Gateway) serveGeneration(x *exchange, body []byte, route routeID, req generation, stream bool, call string) {
 	tokens := req.Tokens()
-	if g.overRequestCap(x, tokens, req.costField(), req.costParts()) {
+	if g.overRequestCap(x, tokens, req.costField(), req.costParts) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, route, tokens, time.Now())
