@@ -204,10 +204,10 @@ func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// readAll is io.ReadAll of r into a buffer of the answer's length when
-// it is known (size, at most limit): one allocation, where io.ReadAll
-// grows its buffer step by step, copying, to about twice a large
-// answer's bytes.
+// readAll is io.ReadAll of r into a buffer of the body's length when it
+// is known (size, at most limit: a request's or an answer's
+// Content-Length): one allocation, where io.ReadAll grows its buffer
+// step by step, copying, to about twice a large body's bytes.
 func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 	if size < 0 || size > limit {
 		return io.ReadAll(r)
