@@ -1,6 +1,9 @@
 package openai
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // onlyKey reports whether the object body (valid JSON once trimmed, as
 // DecodeObject takes it) has at most one key that encoding/json could
@@ -222,4 +225,45 @@ func (s *scanner) value() []byte {
 		}
 	}
 	return s.b[start:s.i]
+}
+
+// usageKeys are Usage's fields, in its order.
+var usageKeys = [...]string{"prompt_tokens", "completion_tokens", "total_tokens"}
+
+// plainUsage reads a usage object (valid JSON) whose counts are all
+// integers in int64 under their exact names, each once: what
+// encoding/json would decode it to, without its reflection. ok is false
+// for anything else (a null, a fraction, a name in another case…): the
+// caller decodes it with encoding/json.
+func plainUsage(v []byte) (u Usage, ok bool) {
+	s := scanner{b: v}
+	if s.peek() != '{' {
+		return Usage{}, false
+	}
+	var seen [len(usageKeys)]bool
+	ok = s.object(func(key []byte, plain bool) bool {
+		k := s.known(key, plain, usageKeys[:])
+		switch {
+		case k == keyUnknown:
+			s.value()
+			return true
+		case k < 0 || seen[k]:
+			return false
+		}
+		seen[k] = true
+		n, err := strconv.ParseInt(string(s.value()), 10, 64)
+		if err != nil || n != int64(int(n)) {
+			return false
+		}
+		switch k {
+		case 0:
+			u.PromptTokens = int(n)
+		case 1:
+			u.CompletionTokens = int(n)
+		default:
+			u.TotalTokens = int(n)
+		}
+		return true
+	})
+	return u, ok
 }

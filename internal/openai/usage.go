@@ -48,6 +48,9 @@ func ValidAnswerUsage(body []byte) (u Usage, ok bool) {
 	case n == 0:
 		return Usage{}, false
 	case n == 1 && v != nil:
+		if u, ok := plainUsage(v); ok {
+			return u.clamped(), true
+		}
 		if json.Unmarshal(v, &p) != nil {
 			return Usage{}, false
 		}

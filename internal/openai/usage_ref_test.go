@@ -23,7 +23,10 @@ var usageCases = []string{
 	`{"us\u0061ge":{"prompt_tokens":3}}`, "{\"usage\u017f\":{\"prompt_tokens\":3}}", `{"usage":null}`, `{"usage":[]}`, `{"usage":"x"}`,
 	`{"usage":{"prompt_tokens":1.5}}`, `{"usage":{"prompt_tokens":1e3}}`, `{"usage":{"prompt_tokens":-2,"completion_tokens":99999999999}}`,
 	`{"usage":{}}`, `{}`, `[]`, `null`, `"usage"`, `{"a":{"usage":{"prompt_tokens":1}}}`, ` { "usage" : { "total_tokens" : 4 } } `,
-	`{"data":[{"embedding":[0.1,-0.2e-3]}],"usage":{"prompt_tokens":7,"total_tokens":7}}`, `{"x":"\\\\","usage":{"prompt_tokens":2}}`,
+	`{"data":[{"embedding":[0.1,-0.2e-3]}],"usage":{"prompt_tokens":7,"total_tokens":7}}`,
+	`{"usage":{"prompt_tokens":null,"total_tokens":"2"}}`, `{"usage":{"prompt_tokens":1,"prompt_tokens":2}}`,
+	`{"usage":{"prompt_tokens":-0,"x":[1,{"a":2}],"completion_tokens":9223372036854775807}}`,
+	`{"usage":{"prompt_tokens":9223372036854775808}}`, `{"usage":{"total_tokens":1.0}}`, `{"usage":{"PROMPT_TOKENS":4}}`, `{"x":"\\\\","usage":{"prompt_tokens":2}}`,
 }
 
 // TestAnswerUsageMatchesReference: ValidAnswerUsage reads every valid
