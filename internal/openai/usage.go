@@ -31,14 +31,14 @@ func (u Usage) Total() int64 { return int64(u.PromptTokens) + int64(u.Completion
 // is false when the answer has none or it is not an object of numbers.
 // Counts are clamped to [0, 2^30].
 func AnswerUsage(body []byte) (u Usage, ok bool) {
-	if !json.Valid(body) {
+	if !Valid(body) {
 		return Usage{}, false
 	}
 	return ValidAnswerUsage(body)
 }
 
 // ValidAnswerUsage is AnswerUsage of a body known to be valid JSON
-// (json.Valid). It decodes the "usage" value alone when the answer has
+// (Valid). It decodes the "usage" value alone when the answer has
 // one key encoding/json would match to it (see onlyKey), which an
 // answer of a megabyte reads without a second pass of encoding/json over
 // its text; else the whole answer, as AnswerUsage always did.
@@ -121,7 +121,7 @@ func EventData(buf, event []byte) []byte {
 // not a JSON object are ignored.
 func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+	if len(data) == 0 || data[0] != '{' || !Valid(data) {
 		return false
 	}
 	// The usual chunk is read without reflection (chunkGenerated); it
