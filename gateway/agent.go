@@ -82,7 +82,7 @@ func (g *Gateway) planAgent(ar AgentRequest, prio admit.Priority, lvl admit.Leve
 
 // countTask counts one agent task's result at the level it was planned at.
 func (g *Gateway) countTask(result string, lvl admit.Level) {
-	g.m.tasks.WithLabelValues(result, lvl.String()).Inc()
+	g.m.tasks.with(result, lvl.String()).Inc()
 }
 
 // serveAgent is POST /v1/agent: one task runs its steps one after the
@@ -220,7 +220,7 @@ func (g *Gateway) agentRules(x *exchange, lvl admit.Level) {
 		return
 	}
 	g.countTask(wire.AgentTaskFallback, lvl)
-	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(g.cfg.Agent.FanOut))
+	g.m.subcalls.with(wire.SubcallSkipped).Add(float64(g.cfg.Agent.FanOut))
 	x.fallback(wire.FallbackRules)
 }
 
@@ -236,8 +236,8 @@ func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPl
 	k := g.cfg.Agent.FanOut
 	n := g.subcalls.reserve(plan.width, g.on(defBudget))
 	defer g.subcalls.unreserve(n)
-	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64((k - plan.width) * plan.steps))
-	g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
+	g.m.subcalls.with(wire.SubcallSkipped).Add(float64((k - plan.width) * plan.steps))
+	g.m.subcalls.with(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
 	g.giveBudget(t, int64(plan.width-n)*int64(plan.steps)*per)
 	if n == 0 {
 		g.refuse(t)
@@ -331,13 +331,13 @@ func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n 
 		case s.ok:
 			r.okN++
 			r.parts = append(r.parts, s.content)
-			g.m.subcalls.WithLabelValues(wire.SubcallOK).Inc()
+			g.m.subcalls.with(wire.SubcallOK).Inc()
 		case s.timeout:
 			r.timeouts++
-			g.m.subcalls.WithLabelValues(wire.SubcallTimeout).Inc()
+			g.m.subcalls.with(wire.SubcallTimeout).Inc()
 		default:
 			r.failed++
-			g.m.subcalls.WithLabelValues(wire.SubcallError).Inc()
+			g.m.subcalls.with(wire.SubcallError).Inc()
 		}
 		if s.hasUsage {
 			r.used += s.used

@@ -67,7 +67,7 @@ func chatFallback() map[string]any {
 
 // fallback answers with the route's fallback and counts it.
 func (x *exchange) fallback(reason string) {
-	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	x.g.m.fallbacks.with(x.route.String(), reason).Inc()
 	switch x.route {
 	case routePredict:
 		x.reply(wire.OutcomeFallback, predictFallback)
@@ -83,7 +83,7 @@ func (x *exchange) fallback(reason string) {
 // fallbackStream answers a streaming chat request with one SSE event of
 // the fallback answer.
 func (x *exchange) fallbackStream(reason string) {
-	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	x.g.m.fallbacks.with(x.route.String(), reason).Inc()
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
