@@ -83,7 +83,7 @@ func (g *Gateway) planAgent(ar AgentRequest, prio admit.Priority, lvl admit.Leve
 
 // countTask counts one agent task's result at the level it was planned at.
 func (g *Gateway) countTask(result string, lvl admit.Level) {
-	g.m.tasks.WithLabelValues(result, lvl.String()).Inc()
+	g.m.tasks.with(result, lvl.String()).Inc()
 }
 
 // serveAgent is POST /v1/agent: one task runs its steps one after the
@@ -113,7 +113,9 @@ func (g *Gateway) serveAgent(x *exchange) {
 		return
 	}
 	per := ar.SubTokens()
-	if g.overRequestCap(x, per, ar.costField(), fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)) {
+	if g.overRequestCap(x, per, ar.costField(), func() string {
+		return fmt.Sprintf("one sub-call: prompt ≈ %d + max_tokens %d", per-int64(ar.MaxTokens), ar.MaxTokens)
+	}) {
 		return
 	}
 	plan = g.fitPlan(plan, per, g.budget.RequestCapFor(x.id.Priority))
@@ -222,7 +224,7 @@ func (g *Gateway) agentRules(x *exchange, lvl admit.Level) {
 		return
 	}
 	g.countTask(wire.AgentTaskFallback, lvl)
-	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64(g.cfg.Agent.FanOut))
+	g.m.subcalls.with(wire.SubcallSkipped).Add(float64(g.cfg.Agent.FanOut))
 	x.fallback(wire.FallbackRules)
 }
 
@@ -238,8 +240,8 @@ func (g *Gateway) runAgent(x *exchange, t *ticket, ar AgentRequest, plan agentPl
 	k := g.cfg.Agent.FanOut
 	n := g.subcalls.reserve(plan.width, g.on(defBudget))
 	defer g.subcalls.unreserve(n)
-	g.m.subcalls.WithLabelValues(wire.SubcallSkipped).Add(float64((k - plan.width) * plan.steps))
-	g.m.subcalls.WithLabelValues(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
+	g.m.subcalls.with(wire.SubcallSkipped).Add(float64((k - plan.width) * plan.steps))
+	g.m.subcalls.with(wire.SubcallCapped).Add(float64((plan.width - n) * plan.steps))
 	g.giveBudget(t, int64(plan.width-n)*int64(plan.steps)*per)
 	if n == 0 {
 		g.refuse(t)
@@ -333,13 +335,13 @@ func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n 
 		case s.ok:
 			r.okN++
 			r.parts = append(r.parts, s.content)
-			g.m.subcalls.WithLabelValues(wire.SubcallOK).Inc()
+			g.m.subcalls.with(wire.SubcallOK).Inc()
 		case s.timeout:
 			r.timeouts++
-			g.m.subcalls.WithLabelValues(wire.SubcallTimeout).Inc()
+			g.m.subcalls.with(wire.SubcallTimeout).Inc()
 		default:
 			r.failed++
-			g.m.subcalls.WithLabelValues(wire.SubcallError).Inc()
+			g.m.subcalls.with(wire.SubcallError).Inc()
 		}
 		if s.hasUsage {
 			r.used += s.used

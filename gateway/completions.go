@@ -39,7 +39,7 @@ func (g *Gateway) serveEmbeddings(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, er.Tokens(), "input", "input ≈ characters / 4 + token ids") {
+	if g.overRequestCap(x, er.Tokens(), "input", func() string { return "input ≈ characters / 4 + token ids" }) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, routeEmbeddings, er.Tokens(), time.Now())

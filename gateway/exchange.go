@@ -105,7 +105,7 @@ func (x *exchange) readBody() ([]byte, bool) {
 		return nil, false
 	}
 	_ = http.NewResponseController(x.w).SetReadDeadline(x.deadline)
-	body, err := io.ReadAll(http.MaxBytesReader(x.w, x.r.Body, limit))
+	body, err := readAll(http.MaxBytesReader(x.w, x.r.Body, limit), x.r.ContentLength, limit)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

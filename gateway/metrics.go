@@ -66,9 +66,9 @@ type metrics struct {
 	queueWait [numClasses]prometheus.Observer
 	// streamTTFT is a streamed answer's time to its first data line.
 	streamTTFT prometheus.Histogram
-	fallbacks  *prometheus.CounterVec // route, reason
-	subcalls   *prometheus.CounterVec // result
-	tasks      *prometheus.CounterVec // result, level
+	fallbacks  labeled // route, reason
+	subcalls   labeled // result
+	tasks      labeled // result, level
 
 	tokensReserved [admit.NumPriorities]prometheus.Counter
 	tokensUsed     [admit.NumPriorities]prometheus.Counter
@@ -93,14 +93,14 @@ func newMetrics(g *Gateway) *metrics {
 		Help:    "Time spent waiting in a bulkhead queue (granted or not).",
 		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 	}, []string{wire.LabelClass})
-	m.fallbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.fallbacks = newLabeled(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: wire.MetricFallbacks,
 		Help: "Fallback answers served, by route and reason.",
-	}, []string{wire.LabelRoute, wire.LabelReason})
-	m.subcalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+	}, []string{wire.LabelRoute, wire.LabelReason}))
+	m.subcalls = newLabeled(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: wire.MetricSubcalls,
 		Help: "Agent sub-calls by result: ok, error, timeout, capped (not sent: amplification cap), skipped (not sent: degraded depth).",
-	}, []string{wire.LabelResult})
+	}, []string{wire.LabelResult}))
 	for r := range numRoutes {
 		for p := range admit.NumPriorities {
 			for o := range wire.NumServerOutcomes {
@@ -120,15 +120,15 @@ func newMetrics(g *Gateway) *metrics {
 		}
 	}
 	for _, res := range wire.SubcallResults() {
-		m.subcalls.WithLabelValues(res)
+		m.subcalls.make(res, "")
 	}
-	m.tasks = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.tasks = newLabeled(prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: wire.MetricAgentTasks,
 		Help: "Agent tasks by result (ok, degraded, fallback: answered in time; dropped, shed, timeout, error) and the agent level they were planned at.",
-	}, []string{wire.LabelResult, wire.LabelLevel})
+	}, []string{wire.LabelResult, wire.LabelLevel}))
 	for _, res := range wire.AgentTaskResults() {
 		for _, l := range wire.Levels() {
-			m.tasks.WithLabelValues(res, l)
+			m.tasks.make(res, l)
 		}
 	}
 	reserved := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -147,19 +147,56 @@ func newMetrics(g *Gateway) *metrics {
 	// first fallback reads 0 rather than nothing.
 	for _, r := range []routeID{routePredict, routeChat, routeAgent} {
 		for _, reason := range []string{wire.FallbackBlack, wire.FallbackUpstream} {
-			m.fallbacks.WithLabelValues(r.String(), reason)
+			m.fallbacks.make(r.String(), reason)
 		}
 	}
-	m.fallbacks.WithLabelValues(routeAgent.String(), wire.FallbackRules)
+	m.fallbacks.make(routeAgent.String(), wire.FallbackRules)
 	m.streamTTFT = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    wire.MetricStreamTTFT,
 		Help:    "Streamed chat answers: time from sending the call to the model to the first data line of its answer (SSE comments do not count).",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
-	m.reg.MustRegister(req, shed, adm, wait, m.streamTTFT, m.fallbacks, m.subcalls, m.tasks, reserved, used,
+	m.reg.MustRegister(req, shed, adm, wait, m.streamTTFT, m.fallbacks.vec, m.subcalls.vec, m.tasks.vec, reserved, used,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gatewayCollector{g})
 	return m
+}
+
+// labeled is a counter vector of one or two labels whose series made at
+// start (make) are kept, so that counting one looks no labels up (a
+// WithLabelValues checks, hashes and looks them up under a lock); any
+// other is looked up as before, and made on its first count.
+type labeled struct {
+	vec      *prometheus.CounterVec
+	children map[string]map[string]prometheus.Counter // first label, second ("" for one)
+}
+
+func newLabeled(vec *prometheus.CounterVec) labeled {
+	return labeled{vec: vec, children: map[string]map[string]prometheus.Counter{}}
+}
+
+// make makes the series (a, b), b "" for a vector of one label.
+func (l labeled) make(a, b string) {
+	if l.children[a] == nil {
+		l.children[a] = map[string]prometheus.Counter{}
+	}
+	if b == "" {
+		l.children[a][b] = l.vec.WithLabelValues(a)
+	} else {
+		l.children[a][b] = l.vec.WithLabelValues(a, b)
+	}
+}
+
+// with returns the counter of the label values (one or two).
+func (l labeled) with(a string, b ...string) prometheus.Counter {
+	k := ""
+	if len(b) > 0 {
+		k = b[0]
+	}
+	if c := l.children[a][k]; c != nil {
+		return c
+	}
+	return l.vec.WithLabelValues(append([]string{a}, b...)...)
 }
 
 var (

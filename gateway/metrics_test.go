@@ -54,3 +54,27 @@ func TestHeapGaugeIsCurrent(t *testing.T) {
 	}
 	runtime.KeepAlive(hold)
 }
+
+// BenchmarkCountLabeled: counting a fallback, an agent task and a
+// sub-call on the kept children (with) beside a WithLabelValues lookup,
+// which the request path did before.
+func BenchmarkCountLabeled(b *testing.B) {
+	g, _ := admitGateway(b)
+	m := g.m
+	b.Run("kept", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.fallbacks.with(routeChat.String(), wire.FallbackUpstream).Inc()
+			m.tasks.with(wire.AgentTaskResults()[0], wire.Levels()[1]).Inc()
+			m.subcalls.with(wire.SubcallOK).Inc()
+		}
+	})
+	b.Run("WithLabelValues", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			m.fallbacks.vec.WithLabelValues(routeChat.String(), wire.FallbackUpstream).Inc()
+			m.tasks.vec.WithLabelValues(wire.AgentTaskResults()[0], wire.Levels()[1]).Inc()
+			m.subcalls.vec.WithLabelValues(wire.SubcallOK).Inc()
+		}
+	})
+}

@@ -63,7 +63,7 @@ func chatFallback() map[string]any {
 
 // fallback answers with the route's fallback and counts it.
 func (x *exchange) fallback(reason string) {
-	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	x.g.m.fallbacks.with(x.route.String(), reason).Inc()
 	switch x.route {
 	case routePredict:
 		x.reply(wire.OutcomeFallback, predictFallback)
@@ -79,7 +79,7 @@ func (x *exchange) fallback(reason string) {
 // fallbackStream answers a streaming chat request with one SSE event of
 // the fallback answer.
 func (x *exchange) fallbackStream(reason string) {
-	x.g.m.fallbacks.WithLabelValues(x.route.String(), reason).Inc()
+	x.g.m.fallbacks.with(x.route.String(), reason).Inc()
 	h := x.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -208,7 +208,7 @@ func deadlinePassed(ctx context.Context, now time.Time) bool {
 // setting, the limit's (when not "").
 func readAnswer(resp *http.Response, limit int64, setting string) ([]byte, error) {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	b, err := readAll(io.LimitReader(resp.Body, limit+1), resp.ContentLength, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -218,10 +218,34 @@ func readAnswer(resp *http.Response, limit int64, setting string) ([]byte, error
 		}
 		return nil, fmt.Errorf("upstream answer exceeds %d bytes", limit)
 	}
-	if !json.Valid(b) {
+	if !openai.Valid(b) { // json.Valid's answer, faster
 		return nil, errors.New("upstream answer is not JSON")
 	}
 	return b, nil
+}
+
+// readAll is io.ReadAll of r into a buffer of the body's length when it
+// is known (size, at most limit: a request's or an answer's
+// Content-Length): one allocation, where io.ReadAll grows its buffer
+// step by step, copying, to about twice a large body's bytes.
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size > limit {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, size+1) // the 1: room for the read that meets EOF
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // longer than said: grow as io.ReadAll does
+		}
+	}
 }
 
 // relayRefusal relays a model's answer other than 200 and below 500 (a
@@ -312,7 +336,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		}
 		return
 	}
-	if u, ok := openai.AnswerUsage(b); ok {
+	if u, ok := openai.ValidAnswerUsage(b); ok { // readAnswer checked it is JSON
 		res.used, res.hasUsage = u.Total(), true
 	}
 	g.releaseCall(t, res) // the model's part is over: before the client's
@@ -336,7 +360,7 @@ func (g *Gateway) servePredict(x *exchange) {
 		x.badRequest(err)
 		return
 	}
-	if g.overRequestCap(x, pr.Tokens(), "features", "the body's bytes / 4 + the default completion") {
+	if g.overRequestCap(x, pr.Tokens(), "features", func() string { return "the body's bytes / 4 + the default completion" }) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, routePredict, pr.Tokens(), time.Now())
@@ -376,7 +400,7 @@ type generation interface {
 // (proxyJSON, as upstream call class call) or relayed as SSE (relaySSE).
 func (g *Gateway) serveGeneration(x *exchange, body []byte, route routeID, req generation, stream bool, call string) {
 	tokens := req.Tokens()
-	if g.overRequestCap(x, tokens, req.costField(), req.costParts()) {
+	if g.overRequestCap(x, tokens, req.costField(), req.costParts) {
 		return
 	}
 	t, s := g.admitRequest(x.ctx, x.id, route, tokens, time.Now())

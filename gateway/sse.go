@@ -8,7 +8,7 @@ import (
 )
 
 // sseRelay passes a model's SSE stream to a client event by event: an
-// event is held until its blank line (at most cap(event) bytes, which is
+// event is held until its blank line (at most max bytes, which is
 // stream.buffer_bytes), then metered and written whole, in one write, or
 // dropped whole when it is a usage chunk the client did not ask for — its
 // "event:", "id:" and comment lines and its blank line with it, so the
@@ -17,9 +17,13 @@ import (
 // endings ("\n" or "\r\n") included. An event larger than the buffer is
 // passed through as it comes, unmetered and never dropped.
 type sseRelay struct {
-	w       io.Writer // the client
-	m       *streamMeter
-	event   []byte // the current event's bytes so far
+	w     io.Writer // the client
+	m     *streamMeter
+	event []byte // the current event's bytes so far
+	// max bounds event. Its buffer grows to the largest event held, not
+	// to max at once: an open stream of small events holds a few hundred
+	// bytes here, not stream.buffer_bytes.
+	max     int
 	spilled bool   // the current event outgrew event: its bytes so far are written
 	partial bool   // the last bytes added were a line's beginning, not its end
 	data    []byte // scratch for the event's data
@@ -44,7 +48,7 @@ func (r *sseRelay) add(line []byte, complete bool) error {
 		r.sawData = true
 	}
 	r.partial = !complete
-	if !r.spilled && len(r.event)+len(line) <= cap(r.event) {
+	if !r.spilled && len(r.event)+len(line) <= r.max {
 		r.event = append(r.event, line...)
 	} else {
 		if !r.spilled {

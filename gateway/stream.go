@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -14,14 +15,19 @@ import (
 )
 
 // clientWriter writes to a client with a write deadline on every write
-// and flushes each write to the socket, so a slow client blocks the
-// writer (backpressure) for at most timeout, and the gateway never holds
-// more than the caller's bounded buffer plus net/http's own.
+// and flushes each write to the socket (or, with deferFlush, lets its
+// caller flush several at once), so a slow client blocks the writer
+// (backpressure) for at most timeout, and the gateway never holds more
+// than the caller's bounded buffer plus net/http's own.
 type clientWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
 	n       int64 // bytes written
+	// deferFlush: Write leaves the flush to the caller (flush), which
+	// makes it before it waits for more to write; pending says a write
+	// has not been flushed yet.
+	deferFlush, pending bool
 }
 
 func newClientWriter(w http.ResponseWriter, timeout time.Duration) *clientWriter {
@@ -33,9 +39,23 @@ func (c *clientWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	if err == nil {
-		err = c.rc.Flush()
+		if c.deferFlush {
+			c.pending = true
+		} else {
+			err = c.rc.Flush()
+		}
 	}
 	return n, err
+}
+
+// flush sends what Write left unflushed, within the write timeout.
+func (c *clientWriter) flush() error {
+	if !c.pending {
+		return nil
+	}
+	c.pending = false
+	_ = c.rc.SetWriteDeadline(time.Now().Add(c.timeout))
+	return c.rc.Flush()
 }
 
 // done clears the write deadline so a kept-alive connection is not cut later.
@@ -133,8 +153,12 @@ type streamReq struct {
 
 // relaySSE forwards a streamed chat or text completion: events are read from the
 // model through a buffer of stream.buffer_bytes and written to the client
-// one at a time with a write deadline, flushed per event (sseRelay). The
-// model is read only as fast as the client takes the events. The stream
+// one at a time with a write deadline (sseRelay), and flushed before the
+// relay waits for the model: at once when the model sends them one by
+// one, together when the model got ahead and several wait whole in the
+// buffer (a write per event then cost a system call each). An event
+// never waits for the model in the gateway. The model is read only as
+// fast as the client takes the events. The stream
 // is metered for the token budget (see meterStream). The first data line
 // of the answer is its time to first token (comments such as
 // ": PROCESSING" that a model sends while the request waits are not):
@@ -163,9 +187,17 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 	}
 	x.startStream("text/event-stream")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
+	cw.deferFlush = true
 	br := bufio.NewReaderSize(resp.Body, g.cfg.Stream.BufferBytes)
-	relay := &sseRelay{w: cw, m: m, event: make([]byte, 0, g.cfg.Stream.BufferBytes)}
+	relay := &sseRelay{w: cw, m: m, max: g.cfg.Stream.BufferBytes}
 	for {
+		if !lineBuffered(br) { // the read may wait for the model
+			if err := cw.flush(); err != nil {
+				res = x.brokenCall(callStart)
+				x.endStream(x.streamFailure(err))
+				return res
+			}
+		}
 		line, rerr := br.ReadSlice('\n')
 		err := relay.add(line, !errors.Is(rerr, bufio.ErrBufferFull))
 		if relay.sawData && res.latency == 0 {
@@ -174,7 +206,9 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			g.m.streamTTFT.Observe(res.latency.Seconds())
 		}
 		if err == nil && errors.Is(rerr, io.EOF) {
-			err = relay.end()
+			if err = relay.end(); err == nil {
+				err = cw.flush()
+			}
 		}
 		switch {
 		case err == nil && (rerr == nil || errors.Is(rerr, bufio.ErrBufferFull)):
@@ -200,6 +234,13 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			return res
 		}
 	}
+}
+
+// lineBuffered reports whether br holds a whole line: its next ReadSlice
+// returns without reading.
+func lineBuffered(br *bufio.Reader) bool {
+	b, _ := br.Peek(br.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // serveExport is GET /v1/export?rows=N: a large NDJSON export generated

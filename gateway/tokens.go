@@ -89,8 +89,8 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 // ceiling when the reserves held for more important priorities leave it
 // less (admit.Budget.RequestCapFor). Such a request could never pass,
 // whatever the load. field names the request field to blame; what says
-// what the estimate is made of.
-func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) bool {
+// what the estimate is made of (called only then: most requests pass).
+func (g *Gateway) overRequestCap(x *exchange, tokens int64, field string, what func() string) bool {
 	p := x.id.Priority
 	capTokens := g.budget.RequestCapFor(p)
 	if !g.on(defBudget) || tokens <= capTokens {
@@ -104,7 +104,7 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field, what string) 
 		}
 		why = fmt.Sprintf("the %d tokens a %s request may ever hold of the token budget of %d (%s held for more important priorities)", capTokens, p, g.budget.Capacity(), held)
 	}
-	x.failCode(http.StatusBadRequest, wire.OutcomeError, wire.CodeCostExceedsLimit, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what, why))
+	x.failCode(http.StatusBadRequest, wire.OutcomeError, wire.CodeCostExceedsLimit, field, fmt.Sprintf("estimated cost %d tokens (%s) exceeds %s", tokens, what(), why))
 	return true
 }
 

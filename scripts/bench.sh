@@ -12,6 +12,26 @@ echo "== admission: BenchmarkAdmit (classify + limit + guard + bulkhead) beside 
 bench -bench '^Benchmark(Admit|RateAllow)$' ./gateway
 echo "== gateway vs bare httputil.ReverseProxy; standard route p99 while ai is 10x overloaded"
 bench -bench '^Benchmark(GatewayVsReverseProxy|StandardUnderAIOverload)$' -benchtime 3x ./gateway
+echo "== per-request and per-chunk overhead beside a bare ReverseProxy, loopback (gateway/overhead_bench_test.go; ratios gateway ÷ proxy of the same run)"
+{ go test -run '^$' -benchmem -bench '^BenchmarkOverhead(Chat|Stream|BigAnswer|Embeddings)$' -benchtime 40x ./gateway
+  go test -run '^$' -bench '^BenchmarkOverheadIdleStreams$' -benchtime 4x ./gateway; } | awk '
+/^BenchmarkOverhead/ {
+	split($1, name, "/"); hop = name[2]; sub(/-[0-9]+$/, "", hop)
+	for (i = 3; i < NF; i += 2) v[name[1], hop, $(i+1)] = $i
+	if (hop == "gateway") order[++n] = name[1]
+	print; next
+}
+END {
+	for (k = 1; k <= n; k++) {
+		b = order[k]; line = b " gateway/proxy:"
+		split("ns/op cpu-ns/op B/op allocs/op allocs/chunk heap_B/stream", units, " ")
+		for (u = 1; u <= 6; u++) {
+			g = v[b, "gateway", units[u]]; p = v[b, "proxy", units[u]]
+			if (g != "" && p > 0) line = line sprintf("  %s %.2fx", units[u], g / p)
+		}
+		print line
+	}
+}'
 echo "== building blocks (all 0 allocs/op)"
 bench -bench '^Benchmark(Bulkhead|Guard|Budget)' ./gateway/admit
 bench -bench '^Benchmark(LocalAllow|TimeRateAllow)$' ./gateway/ratelimit

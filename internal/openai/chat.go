@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Completion limits shared by every Levee server, so a request the gateway
@@ -64,20 +65,49 @@ type Message struct {
 // ("max_completion_tokens" wins when both are set). Errors are
 // *RequestError.
 func ParseChat(body []byte, maxTokens int) (Chat, error) {
-	var raw struct {
-		Model         *string           `json:"model"`
-		Messages      []json.RawMessage `json:"messages"`
-		Stream        *bool             `json:"stream"`
-		StreamOptions json.RawMessage   `json:"stream_options"`
-		MaxTokens     *int              `json:"max_tokens"`
-		MaxCompl      *int              `json:"max_completion_tokens"`
-		N             *int              `json:"n"`
+	// The messages are decoded with the rest of the body when they can be:
+	// a bad body is decoded again, message by message, to name what is
+	// wrong, and so is a body with "messages" twice (where decoding into
+	// the same elements would merge them; see onlyKey).
+	var fast chatFields[messageFields]
+	if DecodeObject(body, &fast) == nil && onlyKey(body, "messages") {
+		c, err := fast.chat(maxTokens, len(fast.Messages), func(i int) (messageFields, bool) { return fast.Messages[i], true })
+		if err == nil {
+			return c, nil
+		}
 	}
-	err := DecodeObject(body, &raw)
-	if err != nil {
+	var raw chatFields[json.RawMessage]
+	if err := DecodeObject(body, &raw); err != nil {
 		return Chat{}, err
 	}
+	return raw.chat(maxTokens, len(raw.Messages), func(i int) (messageFields, bool) {
+		var m messageFields
+		return m, json.Unmarshal(raw.Messages[i], &m) == nil
+	})
+}
+
+// chatFields are the fields of a chat body, its messages decoded as M.
+type chatFields[M any] struct {
+	Model         *string         `json:"model"`
+	Messages      []M             `json:"messages"`
+	Stream        *bool           `json:"stream"`
+	StreamOptions json.RawMessage `json:"stream_options"`
+	MaxTokens     *int            `json:"max_tokens"`
+	MaxCompl      *int            `json:"max_completion_tokens"`
+	N             *int            `json:"n"`
+}
+
+// messageFields are the fields of a chat message.
+type messageFields struct {
+	Role    *string         `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// chat checks the fields of a decoded body and its n messages; message
+// returns the i-th message's fields, false when it is not an object.
+func (raw chatFields[M]) chat(maxTokens, n int, message func(i int) (messageFields, bool)) (Chat, error) {
 	var c Chat
+	var err error
 	if raw.Model != nil {
 		c.Model = *raw.Model
 	}
@@ -107,11 +137,15 @@ func ParseChat(body []byte, maxTokens int) (Chat, error) {
 	if c.N < 1 || c.N > MaxChoices {
 		return Chat{}, &RequestError{"n", fmt.Sprintf("must be an integer in [1, %d], got %d", MaxChoices, c.N)}
 	}
-	if len(raw.Messages) == 0 {
+	if n == 0 {
 		return Chat{}, &RequestError{"messages", "must be a non-empty array"}
 	}
-	c.Messages = make([]Message, len(raw.Messages))
-	for i, m := range raw.Messages {
+	c.Messages = make([]Message, n)
+	for i := range n {
+		m, ok := message(i)
+		if !ok {
+			return Chat{}, &RequestError{fmt.Sprintf("messages[%d]", i), "must be an object with a string role"}
+		}
 		msg, suffix, problem := parseMessage(m)
 		if problem != "" {
 			return Chat{}, &RequestError{fmt.Sprintf("messages[%d]%s", i, suffix), problem}
@@ -139,16 +173,9 @@ func (c Chat) Completion() int {
 	return DefaultMaxTokens
 }
 
-// parseMessage reads one message, or returns the field suffix (".role",
-// ".content", or "" for the message itself) and what is wrong with it.
-func parseMessage(m json.RawMessage) (msg Message, field, problem string) {
-	var raw struct {
-		Role    *string         `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(m, &raw); err != nil {
-		return Message{}, "", "must be an object with a string role"
-	}
+// parseMessage checks one message's fields, or returns the field suffix
+// (".role", ".content") and what is wrong with it.
+func parseMessage(raw messageFields) (msg Message, field, problem string) {
 	if raw.Role == nil || *raw.Role == "" {
 		return Message{}, ".role", "must be a non-empty string"
 	}
@@ -158,7 +185,9 @@ func parseMessage(m json.RawMessage) (msg Message, field, problem string) {
 	switch {
 	case len(c) == 0 || string(c) == "null":
 	case c[0] == '"':
-		if json.Unmarshal(c, &msg.Content) != nil {
+		if s, ok := plainString(c); ok {
+			msg.Content = s
+		} else if json.Unmarshal(c, &msg.Content) != nil {
 			return Message{}, ".content", badContent
 		}
 	case c[0] == '[':
@@ -175,6 +204,25 @@ func parseMessage(m json.RawMessage) (msg Message, field, problem string) {
 		return Message{}, ".content", badContent
 	}
 	return msg, "", ""
+}
+
+// plainString returns the text of a JSON string (a decoded value, quotes
+// included) that needs no unquoting: no escape, valid UTF-8 — what
+// encoding/json would decode it to, without its reflection.
+func plainString(v []byte) (string, bool) {
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return "", false
+	}
+	in := v[1 : len(v)-1]
+	if bytes.IndexByte(in, '\\') >= 0 || bytes.IndexByte(in, '"') >= 0 || !utf8.Valid(in) {
+		return "", false
+	}
+	for _, b := range in {
+		if b < ' ' {
+			return "", false
+		}
+	}
+	return string(in), true
 }
 
 // parseStreamOptions reads the value of "stream_options": null, or an

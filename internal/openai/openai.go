@@ -48,16 +48,26 @@ func DecodeObject(body []byte, v any) error {
 	if b[0] != '{' {
 		return &RequestError{Msg: "body must be a JSON object"}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
+	// json.Unmarshal reads a body that is one JSON value without the
+	// Decoder's copy of it; it refuses any other before it decodes (a
+	// *json.SyntaxError, v untouched), and the Decoder then says why:
+	// its messages tell trailing data and a cut-off body apart.
+	err := json.Unmarshal(b, v)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		if err = dec.Decode(v); err == nil {
+			if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+				return &RequestError{Msg: "trailing data after the JSON object"}
+			}
+		}
+	}
+	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			return TypeError(te)
 		}
 		return &RequestError{Msg: "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &RequestError{Msg: "trailing data after the JSON object"}
 	}
 	return nil
 }

@@ -31,13 +31,42 @@ func (u Usage) Total() int64 { return int64(u.PromptTokens) + int64(u.Completion
 // is false when the answer has none or it is not an object of numbers.
 // Counts are clamped to [0, 2^30].
 func AnswerUsage(body []byte) (u Usage, ok bool) {
-	var a struct {
-		Usage *Usage `json:"usage"`
-	}
-	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+	if !Valid(body) {
 		return Usage{}, false
 	}
-	return a.Usage.clamped(), true
+	return ValidAnswerUsage(body)
+}
+
+// ValidAnswerUsage is AnswerUsage of a body known to be valid JSON
+// (Valid). It decodes the "usage" value alone when the answer has
+// one key encoding/json would match to it (see onlyKey), which an
+// answer of a megabyte reads without a second pass of encoding/json over
+// its text; else the whole answer, as AnswerUsage always did.
+func ValidAnswerUsage(body []byte) (u Usage, ok bool) {
+	var p *Usage
+	switch v, n := keyValue(body, "usage"); {
+	case n == 0:
+		return Usage{}, false
+	case n == 1 && v != nil:
+		if u, ok := plainUsage(v); ok {
+			return u.clamped(), true
+		}
+		if json.Unmarshal(v, &p) != nil {
+			return Usage{}, false
+		}
+	default:
+		var a struct {
+			Usage *Usage `json:"usage"`
+		}
+		if json.Unmarshal(body, &a) != nil {
+			return Usage{}, false
+		}
+		p = a.Usage
+	}
+	if p == nil {
+		return Usage{}, false
+	}
+	return p.clamped(), true
 }
 
 // StreamMeter measures a streamed chat or legacy completion answer (SSE)
@@ -92,9 +121,23 @@ func EventData(buf, event []byte) []byte {
 // not a JSON object are ignored.
 func (m *StreamMeter) Event(data []byte) (usageOnly bool) {
 	data = bytes.TrimSpace(data)
-	if len(data) == 0 || data[0] != '{' {
+	if len(data) == 0 || data[0] != '{' || !Valid(data) {
 		return false
 	}
+	// The usual chunk is read without reflection (chunkGenerated); it
+	// is one per token. Anything else, the usage chunk included, is
+	// decoded.
+	if gen, ok := chunkGenerated(data); ok {
+		if gen {
+			m.chunks++
+		}
+		return false
+	}
+	return m.decode(data)
+}
+
+// decode is Event's reading of a chunk with encoding/json.
+func (m *StreamMeter) decode(data []byte) (usageOnly bool) {
 	var c struct {
 		Choices []struct {
 			Delta delta `json:"delta"`
