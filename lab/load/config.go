@@ -74,7 +74,9 @@ type Mix struct {
 	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
 	// Keys maps a priority to the API key sent as "Authorization: Bearer KEY".
 	// Every priority with a positive share needs an entry; an entry with an
-	// empty key sends no Authorization header (an anonymous client).
+	// empty key sends no Authorization header (an anonymous client). A
+	// key with a control character or leading or trailing whitespace is
+	// refused (wire.KeyProblem): no request could carry it.
 	Keys map[string]string `yaml:"keys" json:"keys"`
 	// Routes maps a Route name to its share of arrivals.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
@@ -176,9 +178,14 @@ func (m Mix) Validate() error {
 			return fmt.Errorf("load: mix.keys: no API key for priority %s (use \"\" for an anonymous client)", name)
 		}
 	}
-	for name := range m.Keys {
+	for name, key := range m.Keys {
 		if _, ok := priorityIndex(name); !ok {
 			return fmt.Errorf("load: mix.keys: unknown priority %q (want P0, P1 or P2)", name)
+		}
+		// net/http would refuse every request with such a key (or a
+		// server would never see its whitespace): a run of errors.
+		if msg := wire.KeyProblem(key); msg != "" {
+			return fmt.Errorf("load: mix.keys.%s: the API key cannot be sent in an Authorization header: %s", name, msg)
 		}
 	}
 	if err := validRoutes("mix.routes", m.Routes); err != nil {
