@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -48,6 +49,44 @@ func FuzzConfigTargetsAndKeys(f *testing.F) {
 		}
 		if _, err := tr.RoundTrip(req); !errors.Is(err, errDialed) {
 			t.Fatalf("accepted target %q and key %q, but net/http refuses the %s request: %v", target, key, r, err)
+		}
+	})
+}
+
+// FuzzReadSSE: the load generator reads any stream a gateway sends as
+// lines: done when a "data:" line holds [DONE], fallback when a "data:"
+// line carries the marker, each line judged by its first 4096 bytes (the
+// reader's buffer) and the tail of a longer line never read as a line of
+// its own. It never panics.
+func FuzzReadSSE(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"x\":1}\n\ndata: [DONE]\n\n", "data:[DONE]\r\n", "data: {\"fallback\":true}\n", "data: [DONE]",
+		"data: " + strings.Repeat("x", 4090) + "data: [DONE]\n", "data: " + strings.Repeat("x", 10000) + "\ndata: [DONE]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, err := readSSE(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bodyResult
+		for len(body) > 0 {
+			line := body
+			if i := bytes.IndexByte(body, '\n'); i >= 0 {
+				line, body = body[:i+1], body[i+1:]
+			} else {
+				body = nil
+			}
+			head := bytes.TrimRight(line[:min(len(line), 4096)], "\r\n")
+			if d, ok := bytes.CutPrefix(head, []byte("data:")); ok {
+				d = bytes.TrimSpace(d)
+				want.done = want.done || string(d) == "[DONE]"
+				want.fallback = want.fallback || hasFallback(d)
+			}
+		}
+		if got != want {
+			t.Fatalf("readSSE = %+v; want %+v", got, want)
 		}
 	})
 }
