@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,8 +154,15 @@ func validateTargets(targets []string) error {
 		if err != nil {
 			return fmt.Errorf("load: targets[%d]: %w", i, err)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
 			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
+		}
+		// url.Parse takes any digits as a port: every request to such a
+		// target would fail to dial.
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("load: targets[%d]: %q: the port must be in [1, 65535]", i, t)
+			}
 		}
 		// Request paths are appended to the target: a query or fragment
 		// would swallow them ("/?tenant=a/v1/…").

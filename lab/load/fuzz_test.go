@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +30,13 @@ func FuzzConfigTargetsAndKeys(f *testing.F) {
 	} {
 		f.Add(s[0], s[1], uint8(1))
 	}
-	tr := &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errDialed }}
+	tr := &http.Transport{DialContext: func(_ context.Context, _, addr string) (net.Conn, error) {
+		_, port, err := net.SplitHostPort(addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("no TCP port in %q", addr)
+		}
+		return nil, errDialed
+	}}
 	f.Fuzz(func(t *testing.T, target, key string, route uint8) {
 		r := AllRoutes[int(route)%len(AllRoutes)]
 		c := validConfig()
