@@ -24,7 +24,7 @@ func FuzzParseReady(f *testing.F) {
 				t.Fatalf("%q → %s → %+v, %v", line, r.Line(), back, ok)
 			}
 		}
-		if listen == "" || !utf8.ValidString(kind+listen+nodes) {
+		if listen == "" || !utf8.ValidString(kind) || !utf8.ValidString(listen) || !utf8.ValidString(nodes) {
 			return // JSON cannot carry invalid UTF-8 unchanged
 		}
 		r := Ready{Kind: kind, Listen: listen, Admin: listen, PID: pid}
