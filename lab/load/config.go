@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -154,7 +155,7 @@ func validateTargets(targets []string) error {
 		if err != nil {
 			return fmt.Errorf("load: targets[%d]: %w", i, err)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		if (u.Scheme != "http" && u.Scheme != "https") || !dialableHost(u.Hostname()) {
 			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
 		}
 		// url.Parse takes any digits as a port: every request to such a
@@ -171,6 +172,21 @@ func validateTargets(targets []string) error {
 		}
 	}
 	return nil
+}
+
+// dialableHost reports whether h, a URL's host name (brackets and port
+// removed), can be dialed: not empty, no bracket left over, and a colon
+// only in an IPv6 address. url.Parse keeps "http://:" (host ":") and
+// "http://]" (host "]"), whose every request would fail.
+func dialableHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "[]") {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		_, err := netip.ParseAddr(h)
+		return err == nil
+	}
+	return true
 }
 
 // Validate reports the first thing wrong with the mix, naming the field.

@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{"ftp target", func(c *Config) { c.Targets = []string{"ftp://x"} }, "targets[0]"},
 		{"no host, a colon", func(c *Config) { c.Targets = []string{"http://:"} }, "not an http(s) base URL"},
 		{"no host, a port", func(c *Config) { c.Targets = []string{"http://:8080"} }, "not an http(s) base URL"},
+		{"a bracket for a host", func(c *Config) { c.Targets = []string{"http://]"} }, "not an http(s) base URL"},
 		{"port out of range", func(c *Config) { c.Targets = []string{"http://127.0.0.1:99999"} }, "port must be in [1, 65535]"},
 		{"port 0", func(c *Config) { c.Targets = []string{"http://127.0.0.1:0"} }, "port must be in [1, 65535]"},
 		{"query target", func(c *Config) { c.Targets = []string{"http://127.0.0.1:1/?tenant=a"} }, "query or fragment"},
