@@ -242,6 +242,10 @@ func writeDecodeError(w http.ResponseWriter, err error, path string) {
 	case errors.As(err, &te):
 		re := openai.TypeError(te)
 		field := join(re.Field)
+		if field == "" { // the body itself is not an object ([], "x")
+			writeError(w, http.StatusBadRequest, 0, false, "", "the body "+re.Msg)
+			return
+		}
 		writeError(w, http.StatusBadRequest, 0, false, field, field+": "+re.Msg)
 	default:
 		writeError(w, http.StatusBadRequest, 0, false, path, "malformed JSON: "+strings.TrimPrefix(err.Error(), "json: "))

@@ -50,7 +50,7 @@ func (c *Config) validateServer() error {
 	if c.AdminToken != "" && len(c.AdminToken) < wire.MinAdminTokenLen {
 		return fieldErr("admin_token", "must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(c.AdminToken))
 	}
-	if msg := keyProblem(c.AdminToken); msg != "" {
+	if msg := wire.KeyProblem(c.AdminToken); msg != "" {
 		return fieldErr("admin_token", "%s: no request could carry it", msg)
 	}
 	switch {

@@ -32,7 +32,7 @@ func (c *Config) Validate() error {
 		if k.Key == "" {
 			return fieldErr(p+".key", "must not be empty")
 		}
-		if msg := keyProblem(k.Key); msg != "" {
+		if msg := wire.KeyProblem(k.Key); msg != "" {
 			return fieldErr(p+".key", "%s: no request could carry it", msg)
 		}
 		if j, dup := seen[k.Key]; dup {
@@ -93,22 +93,6 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.Stream.validate()
-}
-
-// keyProblem says why an API key can never match an Authorization
-// header ("" when it can): net/http trims a header value's leading and
-// trailing whitespace (and classify the token's), and a header value
-// cannot hold control characters other than a tab.
-func keyProblem(key string) string {
-	if strings.TrimSpace(key) != key {
-		return "leading or trailing whitespace"
-	}
-	for _, r := range key {
-		if (r < 0x20 && r != '\t') || r == 0x7f {
-			return fmt.Sprintf("control character %U", r)
-		}
-	}
-	return ""
 }
 
 func (r *RateLimitConfig) validate() error {

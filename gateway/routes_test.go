@@ -585,6 +585,8 @@ func TestAdminAPI(t *testing.T) {
 		{"a field given twice", "PUT", "/admin/limits", `{"token_budget":5,"token_budget":6}`, 400, "token_budget", "token_budget: given twice", ""},
 		{"a defense given twice", "PUT", "/admin/defenses", `{"guard":true,"guard":false}`, 400, "guard", "given twice", ""},
 		{"not JSON", "PUT", "/admin/level", `{level}`, 400, "", "malformed JSON: invalid character", ""},
+		{"body an array", "PUT", "/admin/limits", `[]`, 400, "", "the body must be an object, got a JSON array", ""},
+		{"body a string", "PUT", "/admin/defenses", `"x"`, 400, "", "the body must be an object, got a JSON string", ""},
 		{"state with PUT", "PUT", "/admin/state", `{}`, 405, "", "/admin/state takes GET, not PUT", "GET"},
 		{"limits with GET", "GET", "/admin/limits", "", 405, "", "/admin/limits takes PUT, not GET", "PUT"},
 		{"limits with POST", "POST", "/admin/limits", `{}`, 405, "", "takes PUT", "PUT"},

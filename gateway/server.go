@@ -38,7 +38,7 @@ func Start(ctx context.Context, cfg Config, adminToken string, opts ...Option) (
 	if len(adminToken) < wire.MinAdminTokenLen {
 		return nil, fmt.Errorf("gateway: the admin token must be at least %d characters (got %d)", wire.MinAdminTokenLen, len(adminToken))
 	}
-	if msg := keyProblem(adminToken); msg != "" {
+	if msg := wire.KeyProblem(adminToken); msg != "" {
 		return nil, fmt.Errorf("gateway: the admin token has %s: no request could carry it", msg)
 	}
 	g, err := New(cfg, opts...)

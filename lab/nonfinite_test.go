@@ -97,7 +97,7 @@ func TestNonFiniteCountedAndLoggedOnce(t *testing.T) {
 		t.Errorf("counted %d non-finite values, want 4", n)
 	}
 	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `gateway-0 /metrics: levee_inflight{class="ai"} = NaN is not a number`) || !strings.HasPrefix(lines[1], "node-1 ") {
+	if len(lines) != 2 || !strings.Contains(lines[0], `gateway-0 /metrics: levee_inflight{class="ai"} = NaN is not a usable number`) || !strings.HasPrefix(lines[1], "node-1 ") {
 		t.Errorf("error log %q, want one line for gateway-0 and one for node-1", log.String())
 	}
 }

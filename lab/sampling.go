@@ -41,8 +41,8 @@ type sampling struct {
 	shedBits atomicFloat // sampler.State.ShedTotal as of the last tick
 	// fallbackBits is sampler.State.RedisFallbackTotal as of the last tick.
 	fallbackBits atomicFloat
-	// nonFiniteN counts the NaN and ±Inf values dropped from scrapes
-	// (Sample.NonFiniteTotal).
+	// nonFiniteN counts the NaN, ±Inf and out-of-range values dropped
+	// from scrapes (Sample.NonFiniteTotal).
 	nonFiniteN atomic.Uint64
 }
 
@@ -85,7 +85,8 @@ func (sl *scrapeSlot) scrape(ctx context.Context, c *http.Client, clk clockwork.
 }
 
 // store keeps f, taken at at from the process of start count starts, as
-// the slot's newest scrape. A NaN or ±Inf in it is treated as missing for
+// the slot's newest scrape. A NaN, ±Inf or out-of-range value in it
+// (beyond ±scrape.MaxValue) is treated as missing for
 // that one series (scrape.Families.DropNonFinite, against the same
 // process's previous scrape), so the tick's Sample keeps everything else:
 // a non-finite value used to reach the Sample, which then could not be
@@ -125,7 +126,7 @@ func (s *sampling) scrapeOnce(sl *scrapeSlot) {
 	s.nonFinite(sl, sl.child.Name(), sl.scrape(ctx, s.httpc, s.clock))
 }
 
-// nonFinite counts the non-finite values a scrape of sl's child (called
+// nonFinite counts the unusable values (scrape.DropNonFinite) a scrape of sl's child (called
 // name) dropped (Sample.NonFiniteTotal) and reports the first of each
 // child on the error log, once: later ones are only counted.
 func (s *sampling) nonFinite(sl *scrapeSlot, name string, bad []scrape.NonFinite) {
@@ -140,7 +141,7 @@ func (s *sampling) nonFinite(sl *scrapeSlot, name string, bad []scrape.NonFinite
 	if bad[0].Carried {
 		how = "kept at its previous value"
 	}
-	s.l.progressErr("%s /metrics: %s is not a number: %s, the rest of the sample kept (%d such value(s) in this scrape; later ones are counted in samples.jsonl's nonfinite_values_total, not logged)",
+	s.l.progressErr("%s /metrics: %s is not a usable number: %s, the rest of the sample kept (%d such value(s) in this scrape; later ones are counted in samples.jsonl's nonfinite_values_total, not logged)",
 		name, bad[0], how, len(bad))
 }
 

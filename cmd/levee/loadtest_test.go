@@ -180,6 +180,7 @@ func TestLoadtestBadFlagsStartNothing(t *testing.T) {
 		{[]string{"--timeout", "0s"}, "client_timeout"},
 		{[]string{"--max-outstanding", "0"}, "max_outstanding"},
 		{[]string{"--route", "nosuch"}, "nosuch"},
+		{[]string{"--key", "k\n"}, "mix.keys.P0: the API key cannot be sent"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

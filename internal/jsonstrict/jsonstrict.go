@@ -57,6 +57,9 @@ type path []string
 
 // key is p followed by the key name.
 func (p path) key(name string) path {
+	if name == "" {
+		name = `""` // an empty name, as JSON writes it: a path never ends in "." or is ""
+	}
 	if len(p) == 0 {
 		return append(p, name)
 	}

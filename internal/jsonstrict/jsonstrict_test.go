@@ -57,6 +57,8 @@ func TestCheck(t *testing.T) {
 		{"a map key given twice", `{"classes":{"ai":{},"ai":{}}}`, "classes.ai", "given twice"},
 		{"a name given twice deep down", `{"rules":[{"limit":1,"limit":2}]}`, "rules[0].limit", "given twice"},
 		{"a json:\"-\" field is not a field", `{"Skip":1}`, "Skip", "unknown field"},
+		{"an empty name", `{"":1}`, `""`, "unknown field"},
+		{"an empty name deep down", `{"classes":{"ai":{"":1}}}`, `classes.ai.""`, "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v outer

@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Headers of traffic requests and answers.
 const (
 	// HeaderOutcome is the gateway's Outcome of a traffic answer. A stream
@@ -206,4 +211,21 @@ func ErrorType(status int) string {
 		return "server_error"
 	}
 	return "invalid_request_error"
+}
+
+// KeyProblem says why an API key (or admin token) can never match an
+// "Authorization: Bearer KEY" header ("" when it can): net/http trims a
+// header value's leading and trailing whitespace (a server never sees
+// it), and refuses to send a header value holding a control character
+// other than a tab.
+func KeyProblem(key string) string {
+	if strings.TrimSpace(key) != key {
+		return "leading or trailing whitespace"
+	}
+	for _, r := range key {
+		if (r < 0x20 && r != '\t') || r == 0x7f {
+			return fmt.Sprintf("control character %U", r)
+		}
+	}
+	return ""
 }

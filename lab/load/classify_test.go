@@ -85,6 +85,10 @@ func TestReadSSE(t *testing.T) {
 		{"fallback", "data: {\"fallback\":true}\n\ndata: [DONE]\n", bodyResult{done: true, fallback: true}},
 		{"long line", "data: " + strings.Repeat("x", 10000) + "\ndata: [DONE]\n", bodyResult{done: true}},
 		{"done without newline", "data: [DONE]", bodyResult{done: true}},
+		// The tail of a line longer than the buffer is not a line of its
+		// own: a stream cut after it has not ended with [DONE].
+		{"a long line's tail", "data: " + strings.Repeat("x", 4090) + "data: [DONE]\n", bodyResult{}},
+		{"a long line's tail with the marker", ": " + strings.Repeat("x", 4094) + "data: {\"fallback\":true}\n", bodyResult{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := readSSE(strings.NewReader(tc.body))

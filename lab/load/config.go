@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,7 +76,9 @@ type Mix struct {
 	Priorities map[string]float64 `yaml:"priorities" json:"priorities"`
 	// Keys maps a priority to the API key sent as "Authorization: Bearer KEY".
 	// Every priority with a positive share needs an entry; an entry with an
-	// empty key sends no Authorization header (an anonymous client).
+	// empty key sends no Authorization header (an anonymous client). A
+	// key with a control character or leading or trailing whitespace is
+	// refused (wire.KeyProblem): no request could carry it.
 	Keys map[string]string `yaml:"keys" json:"keys"`
 	// Routes maps a Route name to its share of arrivals.
 	Routes map[string]float64 `yaml:"routes" json:"routes"`
@@ -151,8 +155,15 @@ func validateTargets(targets []string) error {
 		if err != nil {
 			return fmt.Errorf("load: targets[%d]: %w", i, err)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if (u.Scheme != "http" && u.Scheme != "https") || !dialableHost(u.Hostname()) {
 			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
+		}
+		// url.Parse takes any digits as a port: every request to such a
+		// target would fail to dial.
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("load: targets[%d]: %q: the port must be in [1, 65535]", i, t)
+			}
 		}
 		// Request paths are appended to the target: a query or fragment
 		// would swallow them ("/?tenant=a/v1/…").
@@ -161,6 +172,21 @@ func validateTargets(targets []string) error {
 		}
 	}
 	return nil
+}
+
+// dialableHost reports whether h, a URL's host name (brackets and port
+// removed), can be dialed: not empty, no bracket left over, and a colon
+// only in an IPv6 address. url.Parse keeps "http://:" (host ":") and
+// "http://]" (host "]"), whose every request would fail.
+func dialableHost(h string) bool {
+	if h == "" || strings.ContainsAny(h, "[]") {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		_, err := netip.ParseAddr(h)
+		return err == nil
+	}
+	return true
 }
 
 // Validate reports the first thing wrong with the mix, naming the field.
@@ -176,9 +202,14 @@ func (m Mix) Validate() error {
 			return fmt.Errorf("load: mix.keys: no API key for priority %s (use \"\" for an anonymous client)", name)
 		}
 	}
-	for name := range m.Keys {
+	for name, key := range m.Keys {
 		if _, ok := priorityIndex(name); !ok {
 			return fmt.Errorf("load: mix.keys: unknown priority %q (want P0, P1 or P2)", name)
+		}
+		// net/http would refuse every request with such a key (or a
+		// server would never see its whitespace): a run of errors.
+		if msg := wire.KeyProblem(key); msg != "" {
+			return fmt.Errorf("load: mix.keys.%s: the API key cannot be sent in an Authorization header: %s", name, msg)
 		}
 	}
 	if err := validRoutes("mix.routes", m.Routes); err != nil {

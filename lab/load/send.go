@@ -237,13 +237,16 @@ func readBody(r io.Reader, small bool) (bodyResult, error) {
 }
 
 // readSSE reads a server-sent event stream to its end, noting the
-// data: [DONE] line and any fallback marker.
+// data: [DONE] line and any fallback marker. A line longer than the
+// buffer is judged by its first 4096 bytes; the rest of it is skipped,
+// never read as a line of its own.
 func readSSE(r io.Reader) (bodyResult, error) {
 	var res bodyResult
 	br := bufio.NewReaderSize(r, 4096)
+	tail := false // the next slice continues a line longer than the buffer
 	for {
 		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
+		if len(line) > 0 && !tail {
 			t := bytes.TrimRight(line, "\r\n")
 			if d, ok := bytes.CutPrefix(t, []byte("data:")); ok {
 				d = bytes.TrimSpace(d)
@@ -254,9 +257,10 @@ func readSSE(r io.Reader) (bodyResult, error) {
 				}
 			}
 		}
+		tail = errors.Is(err, bufio.ErrBufferFull)
 		switch {
 		case err == nil:
-		case errors.Is(err, bufio.ErrBufferFull):
+		case tail:
 			// A line longer than the buffer: its start was inspected, skip the rest.
 		case errors.Is(err, io.EOF):
 			return res, nil

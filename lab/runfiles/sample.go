@@ -105,7 +105,8 @@ type Sample struct {
 	RedisFallbackRPS float64 `json:"redis_fallback_rps,omitempty"`
 	OOMKills         int     `json:"oom_kills"` // cumulative
 	GatewayStale     bool    `json:"gateway_stale,omitempty"`
-	// NonFiniteTotal counts the NaN and ±Inf values the lab's scrapes of
+	// NonFiniteTotal counts the NaN, ±Inf and beyond-±1e300 values
+	// (scrape.DropNonFinite) the lab's scrapes of
 	// every child's /metrics held since the lab started: each was treated
 	// as missing for its one series (a gauge left out, a counter kept at
 	// its previous value) and the rest of the sample kept. The first of

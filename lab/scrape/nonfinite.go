@@ -9,11 +9,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// NonFinite is one series of a scrape whose value was NaN or ±Inf.
+// NonFinite is one series of a scrape whose value was NaN, ±Inf, or
+// beyond ±MaxValue.
 type NonFinite struct {
 	Name   string            // the metric family
 	Labels map[string]string // the series' labels
-	Value  float64           // the value read (NaN, +Inf or -Inf)
+	Value  float64           // the value read (NaN, ±Inf, or beyond ±MaxValue)
 	// Carried is true when the series was kept at its previous scrape's
 	// value (a counter, histogram or summary); false when it was removed.
 	Carried bool
@@ -42,17 +43,30 @@ func (n NonFinite) String() string {
 	return b.String()
 }
 
-// DropNonFinite makes f hold finite values only, and returns what it
-// changed, in family name order. A NaN or ±Inf (which the text format
-// allows, and which no sample, summary or JSON line can hold) is treated
-// as missing for that one series, so the rest of the scrape is kept:
+// MaxValue is the largest magnitude of a value the lab computes with. No
+// count, byte size or duration comes near it, and it leaves room for what
+// the sampler does with a value (seconds times 1000 for milliseconds,
+// sums over series and gateways, rates over short ticks) to stay finite:
+// 1e308 seconds would read as +Inf milliseconds, and two gauges of 1e308
+// sum to +Inf.
+const MaxValue = 1e300
+
+// usable reports whether v is finite and within ±MaxValue.
+func usable(v float64) bool { return math.Abs(v) <= MaxValue } // false for NaN and ±Inf
+
+// DropNonFinite makes f hold usable values only (finite, within
+// ±MaxValue), and returns what it changed, in family name order. A NaN or
+// ±Inf (which the text format allows, and which no sample, summary or
+// JSON line can hold), or a value beyond ±MaxValue (which the sampler's
+// sums and unit changes would turn into ±Inf), is treated as missing for
+// that one series, so the rest of the scrape is kept:
 //
 //   - a gauge or untyped series is removed from this scrape: the lab reads
 //     it as absent (a gateway's figure is left out of the sums, a lone
 //     gauge reads as unmeasured);
-//   - a counter, or a histogram or summary whose sum is not finite, is
+//   - a counter, or a histogram or summary whose sum is not usable, is
 //     kept at its value in prev (the same process's previous scrape) when
-//     prev has it finite: it grew by nothing in this scrape and its growth
+//     prev has it usable: it grew by nothing in this scrape and its growth
 //     shows at the next one, rather than the whole count being read as new
 //     (a series absent from prev counts from 0, see SumDelta). Without
 //     such a previous value it is removed.
@@ -73,7 +87,7 @@ func (f Families) DropNonFinite(prev Families) []NonFinite {
 		changed := false
 		for _, m := range mf.GetMetric() {
 			v, counting := metricValue(m)
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if usable(v) {
 				keep = append(keep, m)
 				continue
 			}
@@ -81,7 +95,7 @@ func (f Families) DropNonFinite(prev Families) []NonFinite {
 			nf := NonFinite{Name: name, Labels: labelMap(m), Value: v}
 			if counting {
 				if pm := prev.sameSeries(name, m); pm != nil {
-					if pv, _ := metricValue(pm); !math.IsNaN(pv) && !math.IsInf(pv, 0) {
+					if pv, _ := metricValue(pm); usable(pv) {
 						keep = append(keep, pm)
 						nf.Carried = true
 					}

@@ -67,3 +67,19 @@ s_count 0
 		t.Errorf("summary with NaN quantiles: count %v, %v; want kept", v, ok)
 	}
 }
+
+// TestDropHuge: a value beyond ±MaxValue is dropped like an Inf — the
+// sampler turns seconds into milliseconds and sums series, and two
+// gauges of 1e308 summed to +Inf, a Sample samples.jsonl could not hold.
+func TestDropHuge(t *testing.T) {
+	f, err := Parse(strings.NewReader("# TYPE g gauge\ng{k=\"a\"} 1e308\ng{k=\"b\"} -1e301\ng{k=\"c\"} 1e300\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(f.DropNonFinite(nil)); got != `[g{k="a"} = 1e+308 g{k="b"} = -1e+301]` {
+		t.Errorf("dropped %s", got)
+	}
+	if v, ok := f.Value("g", nil); !ok || v != MaxValue {
+		t.Errorf("g = %v, %v; want the one usable series, 1e300", v, ok)
+	}
+}
