@@ -203,11 +203,12 @@ func (l *Lab) stageEvent(stage int, skipped bool) {
 // timelineWorker does the timeline's actions in order, one at a time (a
 // node restart waits for readiness without stalling the schedule).
 func (l *Lab) timelineWorker(actions <-chan chaos.Action) {
+	defer close(l.timelineDone)
 	for a := range actions {
 		if l.isEnding() {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, l.opts.ReadyTimeout+5*time.Second)
+		ctx, cancel := context.WithTimeout(l.stepCtx, l.opts.ReadyTimeout+5*time.Second)
 		began := time.Now()
 		err := a.Do(ctx, l.ctl)
 		cancel()

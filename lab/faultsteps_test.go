@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/levee-lab/levee/chaos"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
@@ -69,7 +70,8 @@ func TestFaultStepErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			l := &Lab{ctx: context.Background(), finishing: make(chan struct{}), faultErrs: map[string]string{}}
+			l := &Lab{ctx: context.Background(), stepCtx: context.Background(), timelineDone: make(chan struct{}),
+				finishing: make(chan struct{}), faultErrs: map[string]string{}}
 			l.ctl = chaos.NewController(chaos.Default, stepEnv{})
 			actions := make(chan chaos.Action, len(c.actions))
 			for _, a := range c.actions {
@@ -111,16 +113,24 @@ redis: embedded
 faults:
   - {at: 300ms, fault: redis_outage, params: {for: 0s}, for: 500ms}
 `)
-	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir})
+	// The schedule runs on a fake clock, held between the outage (300 ms)
+	// and its revert (800 ms) until the port is taken (on the real clock a
+	// starved test could miss that half second), then run to its end at
+	// once: the revert's attempts to start Redis are still under way when
+	// the run ends, and the end must wait for them. It did not: the step
+	// failed after the summary was written, and the summary passed.
+	fc := clockwork.NewFakeClock()
+	l, err := Open(context.Background(), exp, Options{Executable: leveeBin, Record: true, Out: dir, Clock: fc})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fc.Advance(500 * time.Millisecond) // past the outage, before its revert
 	// While Redis is down, something else takes its port: the step's
 	// revert cannot start Redis again there, a failure no check at load
 	// can see.
 	addr := l.Redis().Addr
 	var squatter net.Listener
-	for deadline := time.Now().Add(5 * time.Second); squatter == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); squatter == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		squatter, _ = net.Listen("tcp", addr)
 	}
 	if squatter == nil {
@@ -136,8 +146,22 @@ faults:
 			c.Close()
 		}
 	}()
-	if err := l.Wait(); err != nil {
-		t.Fatal(err)
+	// Play the rest of the run (the revert at 800 ms, the end at 2 s).
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait() }()
+	for deadline, ended := time.Now().Add(60*time.Second), false; !ended; {
+		fc.Advance(50 * time.Millisecond)
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended = true
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the run did not end in 60 s")
+			}
+		}
 	}
 	sum := l.Summary()
 	if sum == nil {

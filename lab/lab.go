@@ -79,6 +79,14 @@ type Lab struct {
 
 	ctx    context.Context // lives until teardown finishes
 	cancel context.CancelFunc
+	// stepCtx bounds the timeline's fault steps: Kill cancels it, so that
+	// a step under way (a restart waiting for readiness) ends at once.
+	stepCtx    context.Context
+	stepCancel context.CancelFunc
+	// timelineDone is closed when the timeline worker has returned: the
+	// end sequence waits for the step under way, whose failure belongs in
+	// the summary.
+	timelineDone chan struct{}
 
 	sup      *supervisor.Supervisor
 	gen      *load.Generator
@@ -189,6 +197,8 @@ func newLab(exp *experiment.Experiment, opts Options) (*Lab, string, error) {
 		l.defenses[k] = v
 	}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.stepCtx, l.stepCancel = context.WithCancel(l.ctx)
+	l.timelineDone = make(chan struct{})
 	runDir, err := l.makeFolders()
 	if err != nil {
 		l.cancel()
@@ -393,6 +403,7 @@ func (l *Lab) Stop(ctx context.Context) error {
 // holds up any more. A recording keeps the lines it wrote (each whole);
 // its summary and report may be missing.
 func (l *Lab) Kill() {
+	l.stepCancel()
 	l.sup.Kill()
 	go l.finish("killed")
 	if l.tmpWork {
@@ -417,6 +428,10 @@ func (l *Lab) finish(reason string) {
 			l.event(runfiles.EventError, "load did not finish in time", nil)
 		}
 		l.event(runfiles.EventLoadFinished, "", nil)
+		// A fault step under way ends first (the schedule has stopped: no
+		// other starts). One that fails now failed during the run: the
+		// summary lists it, and it is not reverted while it still applies.
+		<-l.timelineDone
 		l.sampling.stop() // takes the last sample after load finished
 		l.measureRemaining()
 		close(l.finishing)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,14 +20,45 @@ import (
 	"github.com/levee-lab/levee/lab/scrape"
 )
 
-// buildLevee builds this command into a temporary folder.
+// The levee binary the tests run, built once for the package (TestMain
+// removes its folder): each test linked its own copy, seconds apiece on a
+// busy machine.
+var (
+	leveeOnce  sync.Once
+	leveeDir   string
+	leveeBin   string
+	leveeBuild error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if leveeDir != "" {
+		os.RemoveAll(leveeDir)
+	}
+	os.Exit(code)
+}
+
+// buildLevee builds this command (once) and returns the binary.
 func buildLevee(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "levee")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	leveeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "levee-cmd-test-")
+		if err != nil {
+			leveeBuild = err
+			return
+		}
+		leveeDir = dir
+		bin := filepath.Join(dir, "levee")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			leveeBuild = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		leveeBin = bin
+	})
+	if leveeBuild != nil {
+		t.Fatal(leveeBuild)
 	}
-	return bin
+	return leveeBin
 }
 
 // startServer starts `levee args…`, reads its ready line and returns the

@@ -22,6 +22,7 @@ func TestCompletionsAndEmbeddingsRoutes(t *testing.T) {
 	cfg := allRoutesConfig("http://" + node.Addr())
 	cfg.Mix.Routes = map[string]float64{string(RouteCompletions): 1, string(RouteEmbeddings): 1}
 	cfg.ClientTimeout = 10 * time.Second // only a broken request comes near it
+	cfg.MaxOutstanding = 10000           // no generator_dropped on a slow machine
 	g, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
