@@ -13,23 +13,25 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// panicTransport is a real HTTP transport whose answer to the next call
-// of path (once armed) has a body that panics on its first read: a bug in
-// a body reader, met in the attempt's own goroutine.
+// panicTransport is a real HTTP transport that, once armed, wraps the
+// body of its next answer to path with wrap: a body whose reader panics,
+// a bug met by whichever goroutine reads it.
 type panicTransport struct {
 	rt    http.RoundTripper
 	path  string
+	wrap  func(io.ReadCloser) io.ReadCloser
 	armed atomic.Bool
 }
 
 func (p *panicTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := p.rt.RoundTrip(req)
 	if err == nil && req.URL.Path == p.path && p.armed.CompareAndSwap(true, false) {
-		resp.Body = panicBody{resp.Body}
+		resp.Body = p.wrap(resp.Body)
 	}
 	return resp, err
 }
 
+// panicBody panics on its first read: met in the attempt's own goroutine.
 type panicBody struct{ io.ReadCloser }
 
 func (panicBody) Read([]byte) (int, error) { panic("test: body reader panics") }
@@ -43,7 +45,8 @@ func (panicBody) Read([]byte) (int, error) { panic("test: body reader panics") }
 func TestAttemptPanicIsContained(t *testing.T) {
 	fm := newFakeModel(t, 4, 0)
 	cfg := testConfig(fm.addr())
-	pt := &panicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathPredict}
+	pt := &panicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathPredict,
+		wrap: func(b io.ReadCloser) io.ReadCloser { return panicBody{b} }}
 	var logs syncBuffer
 	s := startServer(t, cfg, WithUpstreamOptions(upstream.WithTransport(pt)),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -96,24 +99,9 @@ func TestAttemptPanicIsContained(t *testing.T) {
 	}
 }
 
-// laterPanicTransport is a real HTTP transport whose answer to the next
-// call of path (once armed) gives its first byte and then panics on the
-// next read: a bug in a body reader met by the gateway's own reader of
-// the answer, past the attempt's first byte.
-type laterPanicTransport struct {
-	rt    http.RoundTripper
-	path  string
-	armed atomic.Bool
-}
-
-func (p *laterPanicTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := p.rt.RoundTrip(req)
-	if err == nil && req.URL.Path == p.path && p.armed.CompareAndSwap(true, false) {
-		resp.Body = &laterPanicBody{ReadCloser: resp.Body}
-	}
-	return resp, err
-}
-
+// laterPanicBody gives its first byte and then panics on the next read:
+// met by the gateway's own reader of the answer, past the attempt's
+// first byte.
 type laterPanicBody struct {
 	io.ReadCloser
 	reads int
@@ -134,7 +122,8 @@ func (b *laterPanicBody) Read(p []byte) (int, error) {
 func TestAgentSubcallPanicLoggedWithStack(t *testing.T) {
 	fm := newFakeModel(t, 8, 0)
 	cfg := testConfig(fm.addr())
-	pt := &laterPanicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathChat}
+	pt := &panicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathChat,
+		wrap: func(b io.ReadCloser) io.ReadCloser { return &laterPanicBody{ReadCloser: b} }}
 	var logs syncBuffer
 	s := startServer(t, cfg, WithUpstreamOptions(upstream.WithTransport(pt)),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
