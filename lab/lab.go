@@ -310,6 +310,7 @@ func (l *Lab) startLoad() error {
 		MaxOutstanding: e.MaxOutstanding,
 		Seed:           e.Seed,
 		Retry:          e.ClientRetry.Policy(),
+		Reference:      referenceRules(e),
 	}, load.WithClock(l.clock))
 	if err != nil {
 		return fmt.Errorf("lab: load: %w", err)

@@ -24,6 +24,9 @@ type GlobalLimit struct {
 	Span Duration `json:"span"`
 	// Rule says which rule it is, for people.
 	Rule string `json:"rule"`
+	// Exact is the rule itself, for a reference limiter that decides
+	// exactly, in one place, on the same arrivals (load.Config.Reference).
+	Exact ratelimit.Rule `json:"-"`
 }
 
 // GlobalLimits returns, per priority, the rate limit the experiment's
@@ -97,9 +100,10 @@ func limitOf(rc gateway.RuleConfig) (GlobalLimit, bool) {
 			return GlobalLimit{}, false
 		}
 		return GlobalLimit{
-			RPS:  float64(rc.Limit) / w.Seconds(),
-			Span: Duration(max(w, time.Second)),
-			Rule: fmt.Sprintf("sliding window %d / %v", rc.Limit, w),
+			RPS:   float64(rc.Limit) / w.Seconds(),
+			Span:  Duration(max(w, time.Second)),
+			Rule:  fmt.Sprintf("sliding window %d / %v", rc.Limit, w),
+			Exact: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: int64(rc.Limit), Window: w},
 		}, true
 	case ratelimit.TokenBucket:
 		if !(rc.ReplenishRate > 0) || rc.Burst < 1 {
@@ -107,9 +111,10 @@ func limitOf(rc gateway.RuleConfig) (GlobalLimit, bool) {
 		}
 		span := time.Duration(math.Ceil(float64(rc.Burst) / rc.ReplenishRate * float64(time.Second)))
 		return GlobalLimit{
-			RPS:  rc.ReplenishRate,
-			Span: Duration(max(span, time.Second)),
-			Rule: fmt.Sprintf("token bucket %g/s, burst %d", rc.ReplenishRate, rc.Burst),
+			RPS:   rc.ReplenishRate,
+			Span:  Duration(max(span, time.Second)),
+			Rule:  fmt.Sprintf("token bucket %g/s, burst %d", rc.ReplenishRate, rc.Burst),
+			Exact: ratelimit.Rule{Algorithm: ratelimit.TokenBucket, ReplenishRate: rc.ReplenishRate, Burst: int64(rc.Burst)},
 		}, true
 	}
 	return GlobalLimit{}, false

@@ -49,6 +49,18 @@ func TestGlobalLimits(t *testing.T) {
 				if g.RPS != w.RPS || g.Span != w.Span || g.Rule == "" {
 					t.Errorf("%s: %+v, want %+v", p, g, w)
 				}
+				// The exact rule gives the same rate: a reference limiter
+				// built from it limits what the summary compares with.
+				if err := g.Exact.Validate(); err != nil {
+					t.Errorf("%s: exact rule: %v", p, err)
+				}
+				rate := g.Exact.ReplenishRate
+				if g.Exact.Window > 0 {
+					rate = float64(g.Exact.Limit) / g.Exact.Window.Seconds()
+				}
+				if rate != w.RPS {
+					t.Errorf("%s: exact rule %+v is %g/s, want %g/s", p, g.Exact, rate, w.RPS)
+				}
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -119,6 +120,17 @@ type Config struct {
 	Seed int64
 	// Retry is the clients' retry policy; the zero value never retries.
 	Retry RetryPolicy
+	// Reference holds, by priority name ("P0", "P1", "P2"), a rate-limit
+	// rule the generator applies itself, exactly and in one place, to that
+	// priority's sent requests at their intended arrival times: what one
+	// limiter would let through of the same traffic
+	// (PriorityWindow.ReferencePassedTotal). A limit several gateways
+	// share is judged against it rather than against its nominal rate,
+	// which an exact limiter itself falls short of when arrivals are
+	// random (a freed place waits for the next arrival). Each priority is
+	// one tenant. Not allowed with Retry: the gateway would decide on
+	// attempts the reference never sees.
+	Reference map[string]ratelimit.Rule
 }
 
 // Validate reports the first thing wrong with c, naming the field.
@@ -141,6 +153,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("load: max_outstanding: must be > 0, got %d", c.MaxOutstanding)
 	}
 	if err := c.Retry.Validate(); err != nil {
+		return err
+	}
+	if err := validateReference(c.Reference, c.Retry); err != nil {
 		return err
 	}
 	return c.Mix.Validate()

@@ -49,9 +49,10 @@ type Generator struct {
 
 	stats *stats
 
-	budget   *retryBudget  // nil without a retry budget
-	jit      *jitter       // backoff jitter
-	stopping chan struct{} // closed when Run stops scheduling: no more retries
+	budget   *retryBudget      // nil without a retry budget
+	ref      *referenceLimiter // nil without Config.Reference; scheduler goroutine only
+	jit      *jitter           // backoff jitter
+	stopping chan struct{}     // closed when Run stops scheduling: no more retries
 	stopOnce sync.Once
 
 	timeMu  sync.Mutex // guards started, stopped
@@ -109,6 +110,7 @@ func New(cfg Config, opts ...Option) (*Generator, error) {
 	if cfg.Retry.Budget > 0 {
 		g.budget = newRetryBudget(cfg.Retry)
 	}
+	g.ref = newReferenceLimiter(cfg.Reference)
 	g.targets = normalizeTargets(cfg.Targets)
 	for _, o := range opts {
 		o(g)
@@ -380,15 +382,16 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, false, 0, tags)
+		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, false, 0, false, tags)
 		return
 	}
+	refPassed := g.ref.passes(spec.priority, t)
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
 		a := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, ri, a.outcome, a.reached, lat, tags)
+		g.stats.finish(spec.priority, ri, a.outcome, a.reached, lat, refPassed, tags)
 		g.outstanding.Add(-1)
 	}()
 }

@@ -65,8 +65,9 @@ type counters struct {
 	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
 	outcomes    [wire.NumOutcomes]uint64
 	prio        [3]struct {
-		offered  uint64
-		outcomes [wire.NumOutcomes]uint64
+		offered   uint64
+		outcomes  [wire.NumOutcomes]uint64
+		refPassed uint64 // finished requests Config.Reference let through
 	}
 	route [NumRoutes + 1]struct { // by routeIndex; the last: unknown
 		offered  uint64
@@ -191,12 +192,16 @@ func (s *stats) retryDenied(tags []tag) {
 // tagged by offer) and, unless it was never sent, its latency from the
 // intended arrival time: among the admitted latencies only when it reached
 // the server (an error before it did, such as a refused connection, was
-// admitted by no gateway).
-func (s *stats) finish(p priority, r int, o wire.Outcome, reached bool, latency time.Duration, tags []tag) {
+// admitted by no gateway). refPassed: the reference limiter
+// (Config.Reference) let it through.
+func (s *stats) finish(p priority, r int, o wire.Outcome, reached bool, latency time.Duration, refPassed bool, tags []tag) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
+	if refPassed {
+		s.total.prio[p].refPassed++
+	}
 	s.total.route[r].outcomes[o]++
 	for _, t := range s.trackers {
 		t.endLocked(epochOf(tags, t), p, r, o, reached, latency)

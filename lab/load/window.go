@@ -65,6 +65,9 @@ type PriorityWindow struct {
 	// limit let through: every outcome but shed_ratelimit and
 	// generator_dropped (the rate limit is the first defense).
 	PassedRateLimitTotal uint64
+	// ReferencePassedTotal is the finished requests Config.Reference's
+	// exact limiter let through, of the same requests; 0 without one.
+	ReferencePassedTotal uint64
 	// P50Ms and P99Ms: latency from the intended arrival time of every sent
 	// request of this class that ended in the window, whatever its outcome
 	// (dropped arrivals excluded); 0 when none did.
@@ -185,9 +188,10 @@ func (s *stats) window(now, end, started time.Time, target float64, outstanding 
 			FinishedTotal: sumOutcomes(&c.outcomes),
 			PassedRateLimitTotal: sumOutcomes(&c.outcomes) - c.outcomes[wire.OutcomeShedRateLimit] -
 				c.outcomes[wire.OutcomeGeneratorDropped],
-			P50Ms:   quantileMs(s.winPrio[i], 50),
-			P99Ms:   quantileMs(s.winPrio[i], 99),
-			Latency: packHist(s.winPrio[i]),
+			ReferencePassedTotal: c.refPassed,
+			P50Ms:                quantileMs(s.winPrio[i], 50),
+			P99Ms:                quantileMs(s.winPrio[i], 99),
+			Latency:              packHist(s.winPrio[i]),
 		}
 	}
 	w.ByRoute = make(map[string]RouteWindow, len(AllRoutes))

@@ -37,7 +37,7 @@ type digest struct {
 }
 
 // prioTotals are one priority's cumulative counts at a tick.
-type prioTotals struct{ offered, passed uint64 }
+type prioTotals struct{ offered, passed, reference uint64 }
 
 type faultWindow struct {
 	name       string
@@ -179,7 +179,7 @@ func (a *Aggregator) Add(s Sample, dt float64, completions float64, saturated bo
 	}
 	d.prio = make(map[string]prioTotals, len(s.ByPriority))
 	for name, p := range s.ByPriority {
-		d.prio[name] = prioTotals{offered: p.OfferedTotal, passed: p.PassedRateLimitTotal}
+		d.prio[name] = prioTotals{offered: p.OfferedTotal, passed: p.PassedRateLimitTotal, reference: p.ReferencePassedTotal}
 	}
 	a.digests = append(a.digests, d)
 	a.prevElapsed, a.havePrev = s.Elapsed, true

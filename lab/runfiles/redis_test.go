@@ -93,3 +93,49 @@ func TestReportShowsRedisAndGlobalLimit(t *testing.T) {
 		t.Errorf("a run without Redis:\n%s", b.String())
 	}
 }
+
+// With the generator's reference (one exact limiter on the same requests),
+// the error is measured against what it let through, not against the
+// limit: an exact sliding window admits less than its limit under random
+// arrivals, and that shortfall is not the gateways' error. The report
+// shows both.
+func TestGlobalLimitAgainstTheReference(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	for _, tc := range []struct {
+		name      string
+		reference float64 // per second; 0: a run without a reference
+		wantErr   float64
+	}{
+		{"against one exact limiter", 97, 99.0/97 - 1},
+		{"without a reference, against the limit", 0, -0.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAggregator(start, 100)
+			var offered, passed, ref uint64
+			for i := 1; i <= 10; i++ { // 10 s at 150/s offered, 99/s passed, in 1 s samples
+				offered, passed, ref = offered+150, passed+99, ref+uint64(tc.reference)
+				a.Add(Sample{Time: start.Add(time.Duration(i) * time.Second),
+					ByPriority: map[string]PrioritySample{"P1": {OfferedTotal: offered, PassedRateLimitTotal: passed, ReferencePassedTotal: ref}}}, 1, 0, false, 0)
+			}
+			rl := a.globalLimits(map[string]experiment.GlobalLimit{"P1": {RPS: 100, Span: experiment.Duration(time.Second), Rule: "sliding window 100 / 1s"}})
+			c := rl.ByPriority["P1"]
+			if c.Steady.Seconds != 9 || math.Abs(c.Steady.AdmittedRPS-99) > 1e-9 {
+				t.Fatalf("steady %+v, want 9 s at 99/s", c.Steady)
+			}
+			if math.Abs(c.Steady.Error-tc.wantErr) > 1e-5 || c.Steady.ReferenceRPS != tc.reference {
+				t.Errorf("steady %+v, want error %.5f against %v/s", c.Steady, tc.wantErr, tc.reference)
+			}
+			var b strings.Builder
+			if err := WriteReport(&b, []*Run{{Summary: &Summary{Name: "06", RateLimit: rl}}}); err != nil {
+				t.Fatal(err)
+			}
+			want := "P1 99.0 / 100 /s"
+			if tc.reference > 0 {
+				want += " (one exact limiter: 97.0)"
+			}
+			if !strings.Contains(b.String(), want) {
+				t.Errorf("report lacks %q:\n%s", want, b.String())
+			}
+		})
+	}
+}

@@ -214,6 +214,9 @@ var reportRows = []reportRow{
 		if best == nil {
 			return "-"
 		}
+		if best.Steady.ReferenceRPS > 0 {
+			return fmt.Sprintf("%s %.1f / %.4g /s (one exact limiter: %.1f)", name, best.Steady.AdmittedRPS, best.LimitRPS, best.Steady.ReferenceRPS)
+		}
 		return fmt.Sprintf("%s %.1f / %.4g /s", name, best.Steady.AdmittedRPS, best.LimitRPS)
 	}},
 	{"global limit (steady / faults)", func(r *Run) string {

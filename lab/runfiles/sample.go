@@ -183,7 +183,12 @@ type PrioritySample struct {
 	FinishedTotal uint64 `json:"finished_total"` // any outcome, generator_dropped included
 	// PassedRateLimitTotal is the finished requests the rate limit let
 	// through (every outcome but shed_ratelimit and generator_dropped).
-	PassedRateLimitTotal uint64  `json:"passed_ratelimit_total,omitempty"`
+	PassedRateLimitTotal uint64 `json:"passed_ratelimit_total,omitempty"`
+	// ReferencePassedTotal is the finished requests of the same ones that
+	// one exact limiter with the rule, run by the generator on their
+	// arrivals, let through (load.Config.Reference); absent when the run
+	// had none (runs recorded before it, or no single rule).
+	ReferencePassedTotal uint64  `json:"reference_passed_total,omitempty"`
 	SuccessRate          float64 `json:"success_rate"` // ok / finished, over the last few seconds; 1 when nothing finished
 	// SuccessFinished is the finished requests SuccessRate is taken over
 	// (its denominator). 0: nothing finished in those seconds, and

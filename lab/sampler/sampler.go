@@ -206,7 +206,7 @@ func (st *State) addClient(smp *runfiles.Sample, in Input) {
 		pw := w.ByPriority[p]
 		rate, fin := st.recentRate(p, prioCount{ok: pw.OK, finished: pw.Finished}, in.Tick)
 		smp.ByPriority[p] = runfiles.PrioritySample{OfferedTotal: pw.OfferedTotal, OKTotal: pw.OKTotal, FinishedTotal: pw.FinishedTotal,
-			PassedRateLimitTotal: pw.PassedRateLimitTotal,
-			SuccessRate:          round(rate, 6), SuccessFinished: fin, P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
+			PassedRateLimitTotal: pw.PassedRateLimitTotal, ReferencePassedTotal: pw.ReferencePassedTotal,
+			SuccessRate: round(rate, 6), SuccessFinished: fin, P50Ms: pw.P50Ms, P99Ms: pw.P99Ms, Hist: encodeHist(pw.Latency)}
 	}
 }
