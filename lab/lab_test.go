@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -671,7 +672,25 @@ faults:
 		t.Errorf("summary redis %+v: no local decision counted through a 1 s outage", s.Redis)
 	}
 	if s.RateLimit == nil || s.RateLimit.ByPriority["P2"].LimitRPS != 40 {
-		t.Errorf("rate-limit summary %+v, want each priority's global limit of 40/s", s.RateLimit)
+		t.Fatalf("rate-limit summary %+v, want each priority's global limit of 40/s", s.RateLimit)
+	}
+	// The generator ran the exact reference limiter on the same requests,
+	// and every span judged is judged against it (within the lessons'
+	// bound through an outage: the token bucket's burst lets a short span
+	// pass more than 40/s, so the limit is no bound here).
+	judged := 0
+	for p, c := range s.RateLimit.ByPriority {
+		for _, sp := range []runfiles.LimitSpan{c.Steady, c.Faults} {
+			if sp.Seconds > 0 {
+				judged++
+				if sp.ReferenceRPS <= 0 || math.Abs(sp.AdmittedRPS/sp.ReferenceRPS-1-sp.Error) > 1e-3 || math.Abs(sp.Error) > 0.25 {
+					t.Errorf("%s: span %+v: want an error against a reference, within ±25 %%", p, sp)
+				}
+			}
+		}
+	}
+	if judged == 0 {
+		t.Errorf("rate-limit summary %+v: no span judged", s.RateLimit)
 	}
 	info, err := runfiles.ReadRun(dir)
 	if err != nil {
