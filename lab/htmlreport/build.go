@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // MaxRuns is how many runs one report overlays (each has its line style).
@@ -231,7 +233,11 @@ func redisLine(rs redisSummary) string {
 	if rs.Addr != "" {
 		s += " " + rs.Addr
 	}
-	s += fmt.Sprintf(", %s local decisions", groupDigits(fmt.Sprintf("%.0f", rs.Fallbacks)))
+	fb := runfiles.NotFinite
+	if finite(rs.Fallbacks) {
+		fb = grouped(rs.Fallbacks)
+	}
+	s += ", " + fb + " local decisions"
 	for _, f := range rs.Failovers {
 		s += ", failover " + f.String()
 	}
