@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 )
 
 // Status is one active fault.
@@ -25,6 +27,7 @@ type Entry struct {
 
 // Event reports an Apply or Revert made through a Controller.
 type Event struct {
+	// Time is when it was done, by the controller's clock (WithClock).
 	Time   time.Time `json:"t"`
 	Fault  string    `json:"fault"`
 	Action string    `json:"action"` // ActionApply or ActionRevert
@@ -47,6 +50,11 @@ type ControllerOption func(*Controller)
 // goroutine). fn is called on the caller's goroutine and must be quick.
 func WithObserver(fn func(Event)) ControllerOption { return func(c *Controller) { c.observe = fn } }
 
+// WithClock makes the controller stamp its Events with clk's time
+// (default: the real clock): the lab's, so that a fault's window and the
+// event a recording writes of it are one time.
+func WithClock(clk clockwork.Clock) ControllerOption { return func(c *Controller) { c.clock = clk } }
+
 // Controller holds one instance of every fault in a registry, applies and
 // reverts them on an Env by name, and reports which are active. It is safe
 // for concurrent use; operations on one fault are serialized, operations on
@@ -55,6 +63,7 @@ type Controller struct {
 	reg     *Registry
 	env     Env
 	observe func(Event)
+	clock   clockwork.Clock
 
 	mu    sync.Mutex       // guards slots' f fields
 	slots map[string]*slot // fixed at construction
@@ -71,7 +80,7 @@ type slot struct {
 // NewController returns a controller over every fault in reg, each with its
 // default parameters, acting on env.
 func NewController(reg *Registry, env Env, opts ...ControllerOption) *Controller {
-	c := &Controller{reg: reg, env: env, slots: map[string]*slot{}}
+	c := &Controller{reg: reg, env: env, slots: map[string]*slot{}, clock: clockwork.NewRealClock()}
 	for _, name := range reg.Names() {
 		f, err := reg.Get(name)
 		if err != nil {
@@ -108,7 +117,7 @@ func (c *Controller) emit(f Fault, action string, err error) {
 	if c.observe == nil {
 		return
 	}
-	e := Event{Time: time.Now(), Fault: f.Name(), Action: action, Detail: f.Detail()}
+	e := Event{Time: c.clock.Now(), Fault: f.Name(), Action: action, Detail: f.Detail()}
 	if err != nil {
 		e.Err = err.Error()
 	}

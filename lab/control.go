@@ -254,7 +254,13 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 		fields["action"] = ev.Action
 		fields["error"] = ev.Err
 	}
-	l.event(kind, ev.Fault+" "+ev.Detail, fields)
+	// One time, the controller's (the lab's clock), for the event and the
+	// fault's window in the summary: a run rebuilt from events.jsonl reads
+	// the windows the finished run's summary has.
+	e := l.newEventAt(ev.Time, kind, ev.Fault+" "+ev.Detail, fields)
+	if c := l.recs.current(); c != nil {
+		_ = c.rec.WriteEvent(e)
+	}
 	l.mu.Lock()
 	if ev.Err != "" {
 		l.faultErrs[ev.Fault] = ev.Action + " failed: " + ev.Err
@@ -264,7 +270,7 @@ func (l *Lab) faultObserved(ev chaos.Event) {
 	l.mu.Unlock()
 	if ev.Err == "" {
 		l.progress("fault %s %s %s", ev.Action, ev.Fault, ev.Detail)
-		l.recs.fault(ev.Fault, kind == runfiles.EventFaultApply, ev.Time)
+		l.recs.fault(ev.Fault, kind == runfiles.EventFaultApply, e.Time)
 	}
 }
 

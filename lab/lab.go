@@ -316,7 +316,7 @@ func (l *Lab) startLoad() error {
 		return fmt.Errorf("lab: load: %w", err)
 	}
 	l.gen = gen
-	l.ctl = chaos.NewController(chaos.Default, l, chaos.WithObserver(l.faultObserved))
+	l.ctl = chaos.NewController(chaos.Default, l, chaos.WithObserver(l.faultObserved), chaos.WithClock(l.clock))
 	// Faults the experiment lists are configured with its parameters, so the
 	// dashboard's toggle uses them too.
 	for _, s := range e.Timeline() {

@@ -177,7 +177,12 @@ func (l *Lab) event(kind, detail string, fields map[string]any) {
 
 // newEvent is an event at the lab's now.
 func (l *Lab) newEvent(kind, detail string, fields map[string]any) runfiles.Event {
-	now := l.clock.Now()
+	return l.newEventAt(l.clock.Now(), kind, detail, fields)
+}
+
+// newEventAt is an event at now, a time of the lab's clock; its Time is
+// now as events.jsonl keeps it (UTC, without the monotonic reading).
+func (l *Lab) newEventAt(now time.Time, kind, detail string, fields map[string]any) runfiles.Event {
 	l.mu.Lock()
 	start := l.start
 	l.mu.Unlock()

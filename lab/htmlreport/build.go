@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // MaxRuns is how many runs one report overlays (each has its line style).
@@ -124,9 +126,14 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 			v.Pass = &pass
 		}
 	}
-	// Faults: each apply until the next revert of the same fault.
-	open := map[string]int{} // fault → index in v.Bands
-	down := map[string]int{} // gateway → index of its outage band
+	// Faults: each apply until the next revert of the same fault, by the
+	// summary's rules (runfiles' fault windows): an apply while the
+	// fault's band is open joins it; a revert with no band of the fault
+	// yet is of a fault active when the recording began, a band from the
+	// start; any other revert with no band open repeats one (ignored).
+	open := map[string]int{}  // fault → index in v.Bands
+	seen := map[string]bool{} // faults with a band
+	down := map[string]int{}  // gateway → index of its outage band
 	for _, e := range r.Events {
 		x := roundSig(tl.x(e.Time), 6)
 		switch e.Kind {
@@ -135,13 +142,20 @@ func newRunView(i int, r *Run, tl timeline, f frame) runView {
 			if name == "" {
 				name = e.Detail
 			}
-			open[name] = len(v.Bands)
+			if j, ok := open[name]; ok {
+				v.Bands[j].From = math.Min(v.Bands[j].From, x)
+				continue
+			}
+			open[name], seen[name] = len(v.Bands), true
 			v.Bands = append(v.Bands, band{Kind: "fault", Name: name, Detail: field(e, "detail"), From: x, To: tl.end, Open: true})
 		case eventFaultRevert:
 			name := field(e, "fault")
 			if j, ok := open[name]; ok {
 				v.Bands[j].To, v.Bands[j].Open = x, false
 				delete(open, name)
+			} else if !seen[name] {
+				seen[name] = true
+				v.Bands = append(v.Bands, band{Kind: "fault", Name: name, Detail: field(e, "detail"), From: 0, To: x})
 			}
 		case eventOOMKill:
 			v.OOMKills = append(v.OOMKills, x)
@@ -231,7 +245,11 @@ func redisLine(rs redisSummary) string {
 	if rs.Addr != "" {
 		s += " " + rs.Addr
 	}
-	s += fmt.Sprintf(", %s local decisions", groupDigits(fmt.Sprintf("%.0f", rs.Fallbacks)))
+	fb := runfiles.NotFinite
+	if finite(rs.Fallbacks) {
+		fb = grouped(rs.Fallbacks)
+	}
+	s += ", " + fb + " local decisions"
 	for _, f := range rs.Failovers {
 		s += ", failover " + f.String()
 	}

@@ -476,3 +476,37 @@ func TestFaultStepFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestBandsReappliedOrRevertedAlone: the fault bands follow the summary's
+// windows (runfiles: faultApplied, faultReverted). A fault applied again
+// while its band is open stays one band, from its first apply to its
+// revert: the second apply opened a second band, and the first, never
+// closed, was drawn to the end of the run. A revert with no apply before
+// it (a fault active when the recording began) is a band from the start;
+// a second revert changes nothing.
+func TestBandsReappliedOrRevertedAlone(t *testing.T) {
+	ev := func(x float64, kind, fault string) runfiles.Event {
+		return runfiles.Event{Time: t0.Add(seconds(x)), Kind: kind, Detail: fault, Fields: map[string]any{"fault": fault, "detail": ""}}
+	}
+	r := mkRun(runfiles.Sample{Elapsed: 10}, runfiles.Sample{Elapsed: 20})
+	r.Events = []runfiles.Event{
+		ev(3, runfiles.EventFaultRevert, "gc_pressure"),
+		ev(2, runfiles.EventFaultApply, "model_latency"),
+		ev(4, runfiles.EventFaultApply, "model_latency"),
+		ev(6, runfiles.EventFaultRevert, "model_latency"),
+		ev(8, runfiles.EventFaultRevert, "model_latency"),
+	}
+	v := newRunView(0, r, newTimeline(r), frame{})
+	want := []band{
+		{Kind: "fault", Name: "gc_pressure", From: 0, To: 3},
+		{Kind: "fault", Name: "model_latency", From: 2, To: 6},
+	}
+	if len(v.Bands) != len(want) {
+		t.Fatalf("bands = %+v, want %+v", v.Bands, want)
+	}
+	for i := range want {
+		if v.Bands[i] != want[i] {
+			t.Errorf("band %d = %+v, want %+v", i, v.Bands[i], want[i])
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // figure is one row of the key-figures table.
@@ -124,46 +126,74 @@ func figuresTable(runs []*Run) table {
 	return t
 }
 
+// fmtFigure prints a key figure as report.txt prints its rows: one that
+// is not a finite number (a killed run's rebuilt summary that overflowed)
+// as runfiles.NotFinite, one from 1e15 on in e-notation.
 func fmtFigure(v float64, kind string) string {
+	if !finite(v) {
+		return runfiles.NotFinite
+	}
 	switch kind {
 	case "pct":
-		return fmt.Sprintf("%.2f %%", v*100)
+		return fixed(v*100, 2) + " %"
 	case "ms":
 		if v >= 100 {
-			return groupDigits(fmt.Sprintf("%.0f", v)) + " ms"
+			return grouped(v) + " ms"
 		}
-		return fmt.Sprintf("%.1f ms", v)
+		return fixed(v, 1) + " ms"
 	case "mb":
-		return fmt.Sprintf("%.1f MB", v)
+		return fixed(v, 1) + " MB"
 	case "rps":
-		return fmt.Sprintf("%.1f /s", v)
+		return fixed(v, 1) + " /s"
 	case "ratio":
-		return fmt.Sprintf("%.3f", v)
+		return fixed(v, 3)
 	case "s":
-		return fmt.Sprintf("%.1f s", v)
+		return fixed(v, 1) + " s"
+	}
+	return grouped(v)
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// fixed prints a finite v with prec decimals, from 1e15 on in e-notation
+// (4 digits): the digits would fill the table without telling more.
+func fixed(v float64, prec int) string {
+	if math.Abs(v) >= 1e15 {
+		return fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// grouped prints a finite v as a whole number with commas, from 1e15 on
+// as fixed does.
+func grouped(v float64) string {
+	if math.Abs(v) >= 1e15 {
+		return fixed(v, 0)
 	}
 	return groupDigits(fmt.Sprintf("%.0f", v))
 }
 
-// diffOf is b − a in the figure's terms, with a factor for magnitudes.
+// diffOf is b − a in the figure's terms, with a factor for magnitudes;
+// none (no text, no trend) when a, b or their difference is not a finite
+// number: there is nothing to compare.
 func diffOf(a, b float64, kind string, better int) diff {
 	d := b - a
+	if !finite(a) || !finite(b) || !finite(d) {
+		return diff{}
+	}
 	var text string
 	switch kind {
 	case "pct":
-		text = signed(fmt.Sprintf("%.2f", math.Abs(d*100)), d) + " pp"
+		text = signed(fixed(math.Abs(d*100), 2), d) + " pp"
 	case "ratio":
-		text = signed(fmt.Sprintf("%.3f", math.Abs(d)), d)
+		text = signed(fixed(math.Abs(d), 3), d)
 	case "count":
-		text = signed(groupDigits(fmt.Sprintf("%.0f", math.Abs(d))), d)
+		text = signed(grouped(math.Abs(d)), d)
 	default:
 		unit := map[string]string{"ms": " ms", "mb": " MB", "rps": " /s", "s": " s"}[kind]
 		text = signed(strings.TrimSuffix(fmtFigure(math.Abs(d), kind), unit), d) + unit
-		if kind == "rps" {
-			text = signed(fmt.Sprintf("%.1f", math.Abs(d)), d) + " /s"
-		}
-		if a > 0 && b > 0 {
-			text += " (×" + fmtFactor(b/a) + ")"
+		if f := b / a; a > 0 && b > 0 && finite(f) {
+			text += " (×" + fmtFactor(f) + ")"
 		}
 	}
 	trend := ""
@@ -196,7 +226,7 @@ func signed(abs string, d float64) string {
 func fmtFactor(f float64) string {
 	switch {
 	case f >= 10:
-		return fmt.Sprintf("%.0f", f)
+		return fixed(f, 0)
 	case f >= 1:
 		return trimZero(fmt.Sprintf("%.1f", f))
 	}

@@ -4,11 +4,9 @@ package plan
 // experiment types live (lab/runfiles, lab/experiment).
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/levee-lab/levee/gateway"
 	exp "github.com/levee-lab/levee/lab/experiment"
@@ -50,7 +48,9 @@ type recorded struct {
 
 // readRecorded reads a run folder. A folder that is missing, is not a
 // folder, or has neither summary.json nor samples is an error; so is a
-// run.json or samples.jsonl that is there but does not decode.
+// run.json or samples.jsonl that is there but does not decode, and a
+// run.json whose experiment fails an experiment file's checks
+// (runfiles.ReadRunInfo).
 func readRecorded(dir string) (*recorded, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -60,12 +60,9 @@ func readRecorded(dir string) (*recorded, error) {
 		return nil, fmt.Errorf("run folder %s: not a folder (want the folder a run left: runs/<time>-<name>)", dir)
 	}
 	r := &recorded{dir: dir}
-	if b, err := os.ReadFile(filepath.Join(dir, runfiles.RunFile)); err == nil {
-		var info runInfo
-		if err := json.Unmarshal(b, &info); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, runfiles.RunFile), err)
-		}
-		r.info = &info
+	// The experiment run.json holds is checked as an experiment file is.
+	if info, err := runfiles.ReadRunInfo(dir); err == nil {
+		r.info = info
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

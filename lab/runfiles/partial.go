@@ -166,9 +166,11 @@ func loadEnd(samples []Sample, events []Event, started time.Time) float64 {
 }
 
 // partialFaults is the faults' windows the fault_apply and fault_revert
-// events record, in seconds of the load's clock (from loadStart); a revert
-// with no apply before it is of a fault already active when the recording
-// began, at from; a fault never reverted has end −1.
+// events record, in seconds of the load's clock (from loadStart), by the
+// Aggregator's rules (faultApplied, faultReverted): an apply while the
+// fault's window is open joins it; a revert with no apply before it is of
+// a fault already active when the recording began, at from; a fault never
+// reverted has end −1.
 func partialFaults(events []Event, loadStart time.Time, from float64) []faultWindow {
 	var fs []faultWindow
 	for _, e := range events {
@@ -176,16 +178,9 @@ func partialFaults(events []Event, loadStart time.Time, from float64) []faultWin
 		at := e.Time.Sub(loadStart).Seconds()
 		switch e.Kind {
 		case EventFaultApply:
-			fs = append(fs, faultWindow{name: name, start: at, end: -1})
+			fs = faultApplied(fs, name, at)
 		case EventFaultRevert:
-			i := len(fs) - 1
-			for ; i >= 0 && (fs[i].name != name || fs[i].end >= 0); i-- {
-			}
-			if i < 0 {
-				fs = append(fs, faultWindow{name: name, start: from, end: at})
-			} else {
-				fs[i].end = at
-			}
+			fs = faultReverted(fs, name, at, from)
 		}
 	}
 	return fs

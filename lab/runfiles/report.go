@@ -29,7 +29,40 @@ var optionalRows = map[string]bool{
 	"global limit admitted / configured": true,
 }
 
-func pct(v float64) string { return fmt.Sprintf("%.2f%%", v*100) }
+// NotFinite is what a report (report.txt, levee report, report.html)
+// prints for a figure that is not a finite number. Samples hold only
+// finite numbers (JSON has no other), so such a figure is a sum or a
+// product that overflowed float64 — a killed run rebuilt from samples
+// that hold a value near 1e308 (a corrupt line, a gauge that ran away).
+const NotFinite = "n/a (overflow)"
+
+// num prints v with prec decimals; NotFinite when it is not a finite
+// number, and in e-notation (4 digits) from 1e15 on, where the digits
+// would fill the table without telling more.
+func num(v float64, prec int) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return NotFinite
+	case math.Abs(v) >= 1e15:
+		return fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// gnum prints v as %g does, or NotFinite.
+func gnum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return NotFinite
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+func pct(v float64) string {
+	if s := num(v*100, 2); s != NotFinite {
+		return s + "%"
+	}
+	return NotFinite
+}
 
 // prioPct is a priority's success rate, or "-" when it was not offered.
 func prioPct(r *Run, p string) string {
@@ -74,11 +107,11 @@ var reportRows = []reportRow{
 		if e := r.Summary.Ended; e != "" && e != "done" {
 			q += " (" + e + ")"
 		}
-		return fmt.Sprintf("%.1fs%s", r.Summary.DurationS, q)
+		return num(r.Summary.DurationS, 1) + "s" + q
 	}},
 	{"offered", func(r *Run) string { return count(r.Summary.Offered) }},
 	{"target / achieved req/s", func(r *Run) string {
-		return fmt.Sprintf("%.0f / %.0f", r.Summary.TargetRPS, r.Summary.AchievedRPS)
+		return num(r.Summary.TargetRPS, 0) + " / " + num(r.Summary.AchievedRPS, 0)
 	}},
 	{"P0 success", func(r *Run) string { return prioPct(r, wire.PriorityP0) }},
 	{"P1 success", func(r *Run) string { return prioPct(r, wire.PriorityP1) }},
@@ -90,17 +123,17 @@ var reportRows = []reportRow{
 		return partialMs(r, r.Summary.ByPriority[wire.PriorityP0].P99Ms)
 	}},
 	{"admitted p99", func(r *Run) string { return partialMs(r, r.Summary.AdmittedP99Ms) }},
-	{"goodput req/s", func(r *Run) string { return fmt.Sprintf("%.1f", r.Summary.GoodputRPS) }},
+	{"goodput req/s", func(r *Run) string { return num(r.Summary.GoodputRPS, 1) }},
 	{"capacity req/s", func(r *Run) string {
-		s := fmt.Sprintf("%.1f", r.Summary.CapacityRPS)
-		if r.Summary.CapacityMeasuredRPS > 0 {
-			s += fmt.Sprintf(" (measured %.1f)", r.Summary.CapacityMeasuredRPS)
+		s := num(r.Summary.CapacityRPS, 1)
+		if m := r.Summary.CapacityMeasuredRPS; m > 0 {
+			s += " (measured " + num(m, 1) + ")"
 		}
 		return s
 	}},
 	// goodput_ratio: ok over Σ min(offered, capacity) per second (not
 	// over the capacity: below it, the offer is what could be served).
-	{"goodput ÷ usable capacity", func(r *Run) string { return fmt.Sprintf("%.3f", r.Summary.GoodputRatio) }},
+	{"goodput ÷ usable capacity", func(r *Run) string { return num(r.Summary.GoodputRatio, 3) }},
 	{"limit settle after kill", func(r *Run) string {
 		out := "-"
 		for _, f := range r.Summary.Faults {
@@ -108,9 +141,9 @@ var reportRows = []reportRow{
 				continue
 			}
 			if f.Settled {
-				out = fmt.Sprintf("%.1fs (%g slots)", f.LimitSettleS, f.LiveSlots)
+				out = num(f.LimitSettleS, 1) + "s (" + gnum(f.LiveSlots) + " slots)"
 			} else {
-				out = fmt.Sprintf("never (%g slots)", f.LiveSlots)
+				out = "never (" + gnum(f.LiveSlots) + " slots)"
 			}
 		}
 		return out
@@ -150,9 +183,9 @@ var reportRows = []reportRow{
 		case rc == nil:
 			return "-"
 		case rc.Recovered:
-			return fmt.Sprintf("%.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+			return num(rc.RecoveryS, 0) + "s (goodput ratio " + num(rc.GoodputRatio, 2) + ")"
 		}
-		return fmt.Sprintf("never in %.0fs (goodput ratio %.2f)", rc.RecoveryS, rc.GoodputRatio)
+		return "never in " + num(rc.RecoveryS, 0) + "s (goodput ratio " + num(rc.GoodputRatio, 2) + ")"
 	}},
 	{"client retries (denied)", func(r *Run) string {
 		s := r.Summary
@@ -165,7 +198,7 @@ var reportRows = []reportRow{
 		if r.Summary.UpstreamAttempts == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.3f", r.Summary.AttemptsPerAdmitted)
+		return num(r.Summary.AttemptsPerAdmitted, 3)
 	}},
 	{"redis", func(r *Run) string {
 		rs := r.Summary.Redis
@@ -181,6 +214,9 @@ var reportRows = []reportRow{
 		if k := r.Summary.Redis.Kind; k == "" || k == "off" {
 			return "-"
 		}
+		if f := r.Summary.Redis.Fallbacks; !(f >= 0 && f < 1e15) {
+			return num(f, 0) // no uint64 holds it
+		}
 		return count(uint64(r.Summary.Redis.Fallbacks))
 	}},
 	{"redis failover", func(r *Run) string {
@@ -190,7 +226,7 @@ var reportRows = []reportRow{
 				out = append(out, "none")
 				continue
 			}
-			out = append(out, fmt.Sprintf("%.1fs", f.AfterS))
+			out = append(out, num(f.AfterS, 1)+"s")
 		}
 		if len(out) == 0 {
 			return "-"
@@ -214,10 +250,14 @@ var reportRows = []reportRow{
 		if best == nil {
 			return "-"
 		}
-		if best.Steady.ReferenceRPS > 0 {
-			return fmt.Sprintf("%s %.1f / %.4g /s (one exact limiter: %.1f)", name, best.Steady.AdmittedRPS, best.LimitRPS, best.Steady.ReferenceRPS)
+		limit := NotFinite
+		if l := best.LimitRPS; !math.IsNaN(l) && !math.IsInf(l, 0) {
+			limit = fmt.Sprintf("%.4g", l)
 		}
-		return fmt.Sprintf("%s %.1f / %.4g /s", name, best.Steady.AdmittedRPS, best.LimitRPS)
+		if best.Steady.ReferenceRPS > 0 {
+			return fmt.Sprintf("%s %s / %s /s (one exact limiter: %s)", name, num(best.Steady.AdmittedRPS, 1), limit, num(best.Steady.ReferenceRPS, 1))
+		}
+		return fmt.Sprintf("%s %s / %s /s", name, num(best.Steady.AdmittedRPS, 1), limit)
 	}},
 	{"global limit (steady / faults)", func(r *Run) string {
 		rl := r.Summary.RateLimit
@@ -236,10 +276,16 @@ var reportRows = []reportRow{
 					sp = c.Faults
 				}
 				if sp.Seconds > 0 && math.Abs(sp.Error) == v {
-					return fmt.Sprintf("%+.1f%%", sp.Error*100)
+					if e := sp.Error * 100; math.Abs(e) < 1e15 { // and not NaN
+						return fmt.Sprintf("%+.1f%%", e)
+					}
+					return pct(sp.Error)
 				}
 			}
-			return fmt.Sprintf("±%.1f%%", v*100)
+			if s := num(v*100, 1); s != NotFinite {
+				return "±" + s + "%"
+			}
+			return NotFinite
 		}
 		return worst(false) + " / " + worst(true)
 	}},
@@ -299,6 +345,12 @@ var reportRows = []reportRow{
 }
 
 func ms(v float64) string {
+	switch s := num(v, 0); {
+	case s == NotFinite:
+		return s
+	case math.Abs(v) >= 1e15:
+		return s + " ms"
+	}
 	if v >= 10000 {
 		return groupDigits(fmt.Sprintf("%.0f", v)) + " ms"
 	}
@@ -317,7 +369,12 @@ func partialMs(r *Run, v float64) string {
 	return ms(v)
 }
 
-func mb(v float64) string { return fmt.Sprintf("%.1f MB", v/(1<<20)) }
+func mb(v float64) string {
+	if s := num(v/(1<<20), 1); s != NotFinite {
+		return s + " MB"
+	}
+	return NotFinite
+}
 
 // WriteReport prints the runs side by side: one column per run, one row per
 // figure, then the failed thresholds of each run.

@@ -2,7 +2,10 @@ package runfiles
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -20,6 +23,32 @@ type Event struct {
 	Kind    string         `json:"kind"`
 	Detail  string         `json:"detail,omitempty"`
 	Fields  map[string]any `json:"fields,omitempty"`
+}
+
+// ReadRunInfo reads dir's run.json. No run.json is an error wrapping
+// fs.ErrNotExist; one that does not decode is an error naming the file;
+// and so is an experiment in it that fails the checks an experiment file
+// gets (experiment.Experiment.Normalize, what `levee run` checks a file
+// with), naming the run folder and the field: the stored experiment is
+// the run's setup read back (levee plan sizes it), and a bad one — a
+// negative mix weight — would skew every figure taken from it without a
+// word. The experiment comes back normalized (its defaults filled).
+func ReadRunInfo(dir string) (*RunInfo, error) {
+	path := filepath.Join(dir, RunFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("run folder %s: %w", dir, err)
+	}
+	var info RunInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if info.Experiment != nil {
+		if err := info.Experiment.Normalize(); err != nil {
+			return nil, fmt.Errorf("run folder %s: %s: the experiment it holds: %w", dir, RunFile, err)
+		}
+	}
+	return &info, nil
 }
 
 // RunInfo is run.json.

@@ -61,7 +61,9 @@ type Summary struct {
 	// ShedByReason is the client-observed sheds by reason (ratelimit, …).
 	ShedByReason map[string]uint64 `json:"shed_by_reason"`
 	ShedCheck    ShedCheck         `json:"shed_check"`
-	// Faults has one entry per fault application, in time order.
+	// Faults has one entry per window a fault was active in, in time
+	// order: an apply while the fault was active joins its window (see
+	// faultApplied); a fault active when the recording began starts at 0.
 	Faults []FaultSummary `json:"faults,omitempty"`
 	// Agent is the agent tasks' outcome (seed 004); nil without agents.
 	Agent *AgentSummary `json:"agent,omitempty"`
