@@ -11,6 +11,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/levee-lab/levee/internal/decimal"
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/sampler"
@@ -313,13 +314,8 @@ func (b *subscribers) closeAll() {
 	b.chans = nil
 }
 
-func round(v float64, digits int) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v
-	}
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
-}
+// round is decimal.Round: a finite figure stays finite.
+func round(v float64, digits int) float64 { return decimal.Round(v, digits) }
 
 // atomicFloat is a float64 read and written atomically.
 type atomicFloat struct{ bits atomic.Uint64 }

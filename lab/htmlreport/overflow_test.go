@@ -12,8 +12,8 @@ import (
 )
 
 // TestOverflowedFigureReadsNA: a killed run whose samples hold the
-// largest float64 (capacity, lag) has a capacity that overflows when its
-// rebuilt summary rounds it; the key-figures table prints it as
+// largest float64 (capacity, lag) has a capacity whose time-weighted sum
+// overflows in its rebuilt summary; the key-figures table prints it as
 // report.txt does, "n/a (overflow)" (runfiles.NotFinite), and the lag
 // (finite, 309 digits) in e-notation; beside a sane run, the overflowed
 // figure has no difference and no trend. The table said "+Inf /s", a
@@ -29,8 +29,13 @@ func TestOverflowedFigureReadsNA(t *testing.T) {
 		for i := 1; i <= 40; i++ {
 			s := runfiles.Sample{Time: t0.Add(seconds(float64(i) * 0.25)), Elapsed: float64(i) * 0.25, WindowS: 0.25,
 				OfferedRPS: 100, GoodputRPS: 90, LagProbeP99Ms: 3, CapacityRPS: 100, OfferedTotal: uint64(25 * i)}
+			// Twelve quarter-seconds of the largest capacity: its
+			// time-weighted sum overflows (3 × MaxFloat64).
+			if huge && i >= 15 && i <= 26 {
+				s.CapacityRPS = math.MaxFloat64
+			}
 			if huge && (i == 20 || i == 21) {
-				s.CapacityRPS, s.LagProbeP99Ms = math.MaxFloat64, math.MaxFloat64
+				s.LagProbeP99Ms = math.MaxFloat64
 			}
 			b, err := json.Marshal(s)
 			if err != nil {

@@ -1,9 +1,9 @@
 package runfiles
 
 import (
-	"math"
-
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/levee-lab/levee/internal/decimal"
 )
 
 func histMs(h *hdrhistogram.Histogram, q float64) float64 {
@@ -13,10 +13,5 @@ func histMs(h *hdrhistogram.Histogram, q float64) float64 {
 	return round(float64(h.ValueAtPercentile(q))/1000, 3)
 }
 
-func round(v float64, digits int) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v
-	}
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
-}
+// round is decimal.Round: a finite figure stays finite.
+func round(v float64, digits int) float64 { return decimal.Round(v, digits) }

@@ -1,9 +1,9 @@
 package sampler
 
 import (
-	"math"
 	"time"
 
+	"github.com/levee-lab/levee/internal/decimal"
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/runfiles"
 	"github.com/levee-lab/levee/lab/scrape"
@@ -142,10 +142,5 @@ func (w *serviceWindow) mean() (float64, bool) {
 // window needs before its observed mean replaces the configured one.
 const minServiceObservations = 50
 
-func round(v float64, digits int) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v
-	}
-	p := math.Pow(10, float64(digits))
-	return math.Round(v*p) / p
-}
+// round is decimal.Round: a finite figure stays finite.
+func round(v float64, digits int) float64 { return decimal.Round(v, digits) }
