@@ -430,7 +430,7 @@ func TestTimelineScaled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k := f.(*NodeKill); k.For.D() != 2*time.Second || k.Node != 1 {
+	if k := f.(*NodeKill); k.For.D() != 2*time.Second || !slices.Equal(k.Node, Nodes(1)) {
 		t.Errorf("scaled params %+v", k)
 	}
 	if tl[0].At != 10*time.Second || !strings.Contains(string(tl[0].Params), "20s") {

@@ -76,34 +76,6 @@ func paramErr(fault, field, format string, args ...any) error {
 	return &ParamError{Fault: fault, Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// nodeList resolves a node parameter (-1: every node) against env.
-func nodeList(fault string, env Env, node int) ([]int, error) {
-	n := env.NodeCount()
-	if node == -1 {
-		if n == 0 {
-			return nil, fmt.Errorf("chaos: %s: the lab has no model nodes", fault)
-		}
-		out := make([]int, n)
-		for i := range out {
-			out[i] = i
-		}
-		return out, nil
-	}
-	if err := checkNode(fault, node, n); err != nil {
-		return nil, err
-	}
-	return []int{node}, nil
-}
-
-// checkNode reports a node parameter that names none of the lab's n nodes
-// (-1, every node, always names some when n > 0).
-func checkNode(fault string, node, n int) error {
-	if node == -1 && n > 0 || node >= 0 && node < n {
-		return nil
-	}
-	return paramErr(fault, "node", "node %d does not exist (the lab has %d nodes: 0..%d, or -1 for all)", node, n, n-1)
-}
-
 // Topology is the shape of a lab as its experiment declares it, known
 // before the lab starts: what a fault's parameters may name.
 type Topology struct {
@@ -128,20 +100,6 @@ func CheckTargets(f Fault, t Topology) error {
 		return c.checkTargets(t)
 	}
 	return nil
-}
-
-func validNode(fault string, node int) error {
-	if node < -1 {
-		return paramErr(fault, "node", "must be ≥ 0, or -1 for every node; got %d", node)
-	}
-	return nil
-}
-
-func nodeText(node int) string {
-	if node == -1 {
-		return "all nodes"
-	}
-	return fmt.Sprintf("#%d", node+1)
 }
 
 // fmtNum prints a float without trailing zeros.

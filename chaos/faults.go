@@ -12,14 +12,14 @@ import (
 // NodeKill SIGKILLs a node's process and restarts it after For (a pod
 // that crashes and comes back). Revert restarts it at once.
 type NodeKill struct {
-	Node int      `json:"node"` // 0-based node, -1 for every node
+	Node NodeSet  `json:"node"` // 0-based node, -1 for every node, or a list of nodes
 	For  Duration `json:"for"`  // restart after this; 0 stays down until reverted
 	state
 	killed []int // guarded by state.mu
 }
 
 // NewNodeKill returns node_kill with defaults: node 0, back after 10 s.
-func NewNodeKill() *NodeKill { return &NodeKill{Node: 0, For: Duration(10e9)} }
+func NewNodeKill() *NodeKill { return &NodeKill{Node: Nodes(0), For: Duration(10e9)} }
 
 func (*NodeKill) Name() string        { return "node_kill" }
 func (*NodeKill) Description() string { return "SIGKILL a model node; it restarts after `for`" }
@@ -27,10 +27,10 @@ func (*NodeKill) Description() string { return "SIGKILL a model node; it restart
 // Effect is EffectNodeLoss: the node's process dies.
 func (*NodeKill) Effect() Effect { return EffectNodeLoss }
 
-func (f *NodeKill) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+func (f *NodeKill) checkTargets(t Topology) error { return f.Node.check(f.Name(), t.Nodes) }
 
 func (f *NodeKill) Validate() error {
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if f.For < 0 {
@@ -41,7 +41,7 @@ func (f *NodeKill) Validate() error {
 
 func (f *NodeKill) Apply(ctx context.Context, env Env) error {
 	return f.apply(func(gen uint64) error {
-		nodes, err := nodeList(f.Name(), env, f.Node)
+		nodes, err := f.Node.resolve(f.Name(), env)
 		if err != nil {
 			return err
 		}
@@ -79,7 +79,7 @@ func (f *NodeKill) Revert(ctx context.Context, env Env) error {
 }
 
 func (f *NodeKill) Detail() string {
-	s := nodeText(f.Node)
+	s := f.Node.String()
 	if f.For > 0 {
 		s += " for " + f.For.D().String()
 	}
@@ -90,7 +90,7 @@ func (f *NodeKill) Detail() string {
 // (ballast), in the gateway or in model nodes.
 type GCPressure struct {
 	Target      string  `json:"target"`         // "gateway" or "node"
-	Node        int     `json:"node"`           // target node: 0-based node, -1 for every node
+	Node        NodeSet `json:"node"`           // target node: 0-based node, -1 for every node, or a list of nodes
 	ChurnMBPerS float64 `json:"churn_mb_per_s"` // garbage allocated per second, [0, pressure.MaxChurnMBPerS]
 	BallastMB   float64 `json:"ballast_mb"`     // live heap held, [0, pressure.MaxBallastMB]
 	knobState
@@ -99,7 +99,7 @@ type GCPressure struct {
 // NewGCPressure returns gc_pressure with defaults: the gateway churns
 // 200 MB/s over a 256 MB ballast.
 func NewGCPressure() *GCPressure {
-	return &GCPressure{Target: "gateway", Node: -1, ChurnMBPerS: 200, BallastMB: 256}
+	return &GCPressure{Target: "gateway", Node: AllNodes(), ChurnMBPerS: 200, BallastMB: 256}
 }
 
 func (*GCPressure) Name() string { return "gc_pressure" }
@@ -112,14 +112,14 @@ func (f *GCPressure) checkTargets(t Topology) error {
 	if f.Target != "node" {
 		return nil
 	}
-	return checkNode(f.Name(), f.Node, t.Nodes)
+	return f.Node.check(f.Name(), t.Nodes)
 }
 
 func (f *GCPressure) Validate() error {
 	if f.Target != "gateway" && f.Target != "node" {
 		return paramErr(f.Name(), "target", `must be "gateway" or "node", got %q`, f.Target)
 	}
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if !(f.ChurnMBPerS >= 0 && f.ChurnMBPerS <= pressure.MaxChurnMBPerS) {
@@ -163,7 +163,7 @@ func (f *GCPressure) Revert(ctx context.Context, env Env) error {
 func (f *GCPressure) Detail() string {
 	where := "gateway"
 	if f.Target == "node" {
-		where = nodeText(f.Node)
+		where = f.Node.String()
 	}
 	return fmt.Sprintf("%s %sMB/s +%sMB", where, fmtNum(f.ChurnMBPerS), fmtNum(f.BallastMB)) + f.errSuffix()
 }

@@ -27,6 +27,13 @@ func FuzzFaultParams(f *testing.F) {
 		f.Add(uint8(1), []byte(s))
 		f.Add(uint8(5), []byte(s))
 	}
+	// The node parameter's list form, good and bad, on node_kill (0),
+	// model_latency (1), gc_pressure (2) and model_slots (6).
+	for _, s := range []string{`{"node":[0,2]}`, `{"node":[2,0,1],"for":"1s"}`, `{"node":[1]}`, `{"node":[]}`, `{"node":[-1]}`, `{"node":[0,-1]}`, `{"node":[0,0]}`, `{"node":[0.5]}`, `{"node":[[0]]}`, `{"target":"node","node":[1,2]}`} {
+		for _, which := range []uint8{0, 1, 2, 6} {
+			f.Add(which, []byte(s))
+		}
+	}
 	f.Fuzz(func(t *testing.T, which uint8, params []byte) {
 		names := Default.Names()
 		name := names[int(which)%len(names)]

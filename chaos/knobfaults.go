@@ -14,9 +14,9 @@ type knobState struct {
 	saved savedKnobs
 }
 
-func (k *knobState) applyKnobs(ctx context.Context, env Env, fault string, node int, patch map[string]any) error {
+func (k *knobState) applyKnobs(ctx context.Context, env Env, fault string, node NodeSet, patch map[string]any) error {
 	return k.apply(func(uint64) error {
-		nodes, err := nodeList(fault, env, node)
+		nodes, err := node.resolve(fault, env)
 		if err != nil {
 			return err
 		}
@@ -41,24 +41,24 @@ func (k *knobState) revertKnobs(ctx context.Context, env Env, fault string) erro
 
 // ModelLatency slows model nodes: service time × Multiplier + AddMs.
 type ModelLatency struct {
-	Node       int     `json:"node"`       // 0-based node, -1 for every node
+	Node       NodeSet `json:"node"`       // 0-based node, -1 for every node, or a list of nodes
 	Multiplier float64 `json:"multiplier"` // latency_multiplier, > 0
 	AddMs      float64 `json:"add_ms"`     // latency_add_ms, ≥ 0
 	knobState
 }
 
 // NewModelLatency returns model_latency with defaults: every node × 3.
-func NewModelLatency() *ModelLatency { return &ModelLatency{Node: -1, Multiplier: 3} }
+func NewModelLatency() *ModelLatency { return &ModelLatency{Node: AllNodes(), Multiplier: 3} }
 
 func (*ModelLatency) Name() string { return "model_latency" }
 func (*ModelLatency) Description() string {
 	return "model nodes answer slower: service time × multiplier + add_ms"
 }
 
-func (f *ModelLatency) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+func (f *ModelLatency) checkTargets(t Topology) error { return f.Node.check(f.Name(), t.Nodes) }
 
 func (f *ModelLatency) Validate() error {
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if !(f.Multiplier > 0 && f.Multiplier <= 100) {
@@ -85,28 +85,28 @@ func (f *ModelLatency) Detail() string {
 	if f.AddMs > 0 {
 		s += " +" + fmtNum(f.AddMs) + "ms"
 	}
-	return s + " " + nodeText(f.Node) + f.errSuffix()
+	return s + " " + f.Node.String() + f.errSuffix()
 }
 
 // ModelSlots changes how many requests a node serves at once.
 type ModelSlots struct {
-	Node  int `json:"node"`  // 0-based node, -1 for every node
-	Slots int `json:"slots"` // 1..100000
+	Node  NodeSet `json:"node"`  // 0-based node, -1 for every node, or a list of nodes
+	Slots int     `json:"slots"` // 1..100000
 	knobState
 }
 
 // NewModelSlots returns model_slots with defaults: every node down to 4 slots.
-func NewModelSlots() *ModelSlots { return &ModelSlots{Node: -1, Slots: 4} }
+func NewModelSlots() *ModelSlots { return &ModelSlots{Node: AllNodes(), Slots: 4} }
 
 func (*ModelSlots) Name() string { return "model_slots" }
 func (*ModelSlots) Description() string {
 	return "model nodes serve fewer requests at once (slots)"
 }
 
-func (f *ModelSlots) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+func (f *ModelSlots) checkTargets(t Topology) error { return f.Node.check(f.Name(), t.Nodes) }
 
 func (f *ModelSlots) Validate() error {
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if f.Slots < 1 || f.Slots > 100000 {
@@ -124,28 +124,28 @@ func (f *ModelSlots) Revert(ctx context.Context, env Env) error {
 }
 
 func (f *ModelSlots) Detail() string {
-	return fmt.Sprintf("%d slots %s", f.Slots, nodeText(f.Node)) + f.errSuffix()
+	return fmt.Sprintf("%d slots %s", f.Slots, f.Node.String()) + f.errSuffix()
 }
 
 // NodeHang makes a node accept requests and never answer them.
 type NodeHang struct {
-	Node     int     `json:"node"`      // 0-based node, -1 for every node
+	Node     NodeSet `json:"node"`      // 0-based node, -1 for every node, or a list of nodes
 	HangRate float64 `json:"hang_rate"` // share of requests that hang, (0, 1]
 	knobState
 }
 
 // NewNodeHang returns node_hang with defaults: node 0 hangs every request.
-func NewNodeHang() *NodeHang { return &NodeHang{Node: 0, HangRate: 1} }
+func NewNodeHang() *NodeHang { return &NodeHang{Node: Nodes(0), HangRate: 1} }
 
 func (*NodeHang) Name() string { return "node_hang" }
 func (*NodeHang) Description() string {
 	return "a node accepts requests and never answers (hang_rate)"
 }
 
-func (f *NodeHang) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+func (f *NodeHang) checkTargets(t Topology) error { return f.Node.check(f.Name(), t.Nodes) }
 
 func (f *NodeHang) Validate() error {
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if !(f.HangRate > 0 && f.HangRate <= 1) {
@@ -163,7 +163,7 @@ func (f *NodeHang) Revert(ctx context.Context, env Env) error {
 }
 
 func (f *NodeHang) Detail() string {
-	s := nodeText(f.Node)
+	s := f.Node.String()
 	if f.HangRate < 1 {
 		s += " " + fmtNum(f.HangRate*100) + "%"
 	}
@@ -174,23 +174,23 @@ func (f *NodeHang) Detail() string {
 // with NodeHang: a node draws the hang first, then fails error_rate of the
 // requests that did not hang.
 type ModelErrors struct {
-	Node      int     `json:"node"`       // 0-based node, -1 for every node
+	Node      NodeSet `json:"node"`       // 0-based node, -1 for every node, or a list of nodes
 	ErrorRate float64 `json:"error_rate"` // (0, 1]
 	knobState
 }
 
 // NewModelErrors returns model_errors with defaults: every node fails 50 %.
-func NewModelErrors() *ModelErrors { return &ModelErrors{Node: -1, ErrorRate: 0.5} }
+func NewModelErrors() *ModelErrors { return &ModelErrors{Node: AllNodes(), ErrorRate: 0.5} }
 
 func (*ModelErrors) Name() string { return "model_errors" }
 func (*ModelErrors) Description() string {
 	return "model nodes fail a share of requests (error_rate)"
 }
 
-func (f *ModelErrors) checkTargets(t Topology) error { return checkNode(f.Name(), f.Node, t.Nodes) }
+func (f *ModelErrors) checkTargets(t Topology) error { return f.Node.check(f.Name(), t.Nodes) }
 
 func (f *ModelErrors) Validate() error {
-	if err := validNode(f.Name(), f.Node); err != nil {
+	if err := f.Node.validate(f.Name()); err != nil {
 		return err
 	}
 	if !(f.ErrorRate > 0 && f.ErrorRate <= 1) {
@@ -208,5 +208,5 @@ func (f *ModelErrors) Revert(ctx context.Context, env Env) error {
 }
 
 func (f *ModelErrors) Detail() string {
-	return fmtNum(f.ErrorRate*100) + "% " + nodeText(f.Node) + f.errSuffix()
+	return fmtNum(f.ErrorRate*100) + "% " + f.Node.String() + f.errSuffix()
 }

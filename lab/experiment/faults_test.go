@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +64,31 @@ func TestStepForAndOwnForBothSetIsAnError(t *testing.T) {
 	_, err := ParseExperiment([]byte("name: x\nduration: 60s\nfaults:\n  - {at: 20s, fault: node_kill, params: {node: 1, for: 5s}, for: 30s}\n"))
 	if err == nil || !strings.Contains(err.Error(), "faults.0.params.for") {
 		t.Fatalf("err = %v, want one naming faults.0.params.for", err)
+	}
+}
+
+// TestFaultStepNodeList: a step's node may list several nodes (two of
+// three killed at once), in flow or block YAML; the lab's timeline hands
+// the list to the fault as it was written.
+func TestFaultStepNodeList(t *testing.T) {
+	for _, y := range []string{
+		"name: x\nduration: 60s\nfaults:\n  - {at: 20s, fault: node_kill, params: {node: [0, 2]}, for: 30s}\n",
+		"name: x\nduration: 60s\nfaults:\n  - at: 20s\n    fault: node_kill\n    params:\n      node:\n        - 0\n        - 2\n    for: 30s\n",
+	} {
+		e := mustParse(t, y)
+		tl := e.Timeline()
+		f, err := chaos.Default.New(tl[0].Fault, tl[0].Params)
+		if err != nil {
+			t.Fatalf("%q: timeline params %s: %v", y, tl[0].Params, err)
+		}
+		if k := f.(*chaos.NodeKill); !slices.Equal(k.Node, chaos.Nodes(0, 2)) || k.For != 0 {
+			t.Errorf("%q: node %v, own for %v; want [0 2] and the step's for alone", y, k.Node, k.For)
+		}
+		if d := f.Detail(); d != "nodes #1, #3" {
+			t.Errorf("%q: Detail %q, want \"nodes #1, #3\"", y, d)
+		}
+		if e.Faults[0].For.D() != 30*time.Second {
+			t.Errorf("%q: step for %v, want 30s", y, e.Faults[0].For)
+		}
 	}
 }

@@ -29,6 +29,7 @@ func FuzzParseExperiment(f *testing.F) {
 	f.Add([]byte("name: x\nduration: forever\n"))
 	f.Add([]byte("name: x\nduration: 1s\nnodes: {count: 2.5}\n"))
 	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("name: x\nduration: 20s\nfaults:\n  - {at: 1s, fault: node_kill, params: {node: [0, 2]}}\n  - {at: 2s, fault: model_slots, params: {node: [1, 1]}}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := ParseExperiment(b)
 		if err != nil {
