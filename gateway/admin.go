@@ -207,6 +207,20 @@ func decodeAdminPart(w http.ResponseWriter, raw json.RawMessage, v any, path str
 	return true
 }
 
+// memberPath is the path of the member name of the object at parent (""
+// for the body), as jsonstrict's paths write it: an empty name is `""`
+// (classes."" for {"classes":{"":{}}}), so a path never ends in "." and a
+// member is never mistaken for the body.
+func memberPath(parent, name string) string {
+	if name == "" {
+		name = `""`
+	}
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}
+
 // checkNames answers 400 and returns false when data, the value at path,
 // names a field that matches only when case is ignored or gives a name
 // twice: encoding/json would take either silently (see jsonstrict).
@@ -260,16 +274,17 @@ func (g *Gateway) putDefenses(w http.ResponseWriter, r *http.Request) {
 	}
 	d := g.Defenses()
 	for _, name := range slices.Sorted(maps.Keys(patch)) {
+		field := memberPath("", name)
 		var v *bool
-		if !decodeAdminPart(w, patch[name], &v, name) {
+		if !decodeAdminPart(w, patch[name], &v, field) {
 			return
 		}
 		if v == nil {
-			writeError(w, http.StatusBadRequest, 0, false, name, "must be true or false")
+			writeError(w, http.StatusBadRequest, 0, false, field, "must be true or false")
 			return
 		}
 		if !d.Set(name, *v) {
-			writeError(w, http.StatusBadRequest, 0, false, name, "unknown defense; want one of "+strings.Join(defenseNames(), ", "))
+			writeError(w, http.StatusBadRequest, 0, false, field, "unknown defense; want one of "+strings.Join(defenseNames(), ", "))
 			return
 		}
 	}
@@ -346,22 +361,23 @@ func (g *Gateway) putLimits(w http.ResponseWriter, r *http.Request) {
 	classes := g.cfg.Classes
 	ptrs := map[string]*admit.BulkheadConfig{wire.ClassAI: &classes.AI, wire.ClassAgent: &classes.Agent, wire.ClassStream: &classes.Stream, wire.ClassStandard: &classes.Standard}
 	for _, name := range slices.Sorted(maps.Keys(patch.Classes)) {
+		field := memberPath("classes", name)
 		cc, ok := ptrs[name]
 		if !ok {
-			writeError(w, http.StatusBadRequest, 0, false, "classes."+name, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
+			writeError(w, http.StatusBadRequest, 0, false, field, fmt.Sprintf("unknown class; want %s, %s, %s or %s", wire.ClassAI, wire.ClassAgent, wire.ClassStream, wire.ClassStandard))
 			return
 		}
 		var cp classPatch
-		if !decodeAdminPart(w, patch.Classes[name], &cp, "classes."+name) {
+		if !decodeAdminPart(w, patch.Classes[name], &cp, field) {
 			return
 		}
 		next, err := cp.apply(*cc)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, 0, false, "classes."+name+".queue_timeout_ms", err.Error())
+			writeError(w, http.StatusBadRequest, 0, false, field+".queue_timeout_ms", err.Error())
 			return
 		}
 		*cc = next
-		if err := validateClass("classes."+name, *cc); err != nil {
+		if err := validateClass(field, *cc); err != nil {
 			bad(err)
 			return
 		}

@@ -320,12 +320,7 @@ func (g *Gateway) runStep(x *exchange, prompt []byte, maxTokens, step, steps, n 
 					results[i] = subResult{}
 				}
 			}()
-			if !g.subcalls.acquire(x.ctx, bounded) {
-				results[i] = subResult{timeout: true}
-				return
-			}
-			defer g.subcalls.done()
-			results[i] = g.subcall(x, body)
+			results[i] = g.subcall(x, body, bounded)
 		})
 	}
 	wg.Wait()
@@ -400,11 +395,35 @@ type subResult struct {
 	hasUsage bool
 }
 
-// subcall makes one agent sub-call and extracts the answer's text.
-func (g *Gateway) subcall(x *exchange, body []byte) subResult {
-	resp, _, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
+// subcall makes one agent sub-call, holding a run slot of the sub-call
+// pool (bounded: the amplification cap), and extracts the answer's text.
+// A sub-call that every node refused (429) waits for a slot again and
+// goes again (subcallPool.requeue), as an ordinary call waits for a place
+// again (see requeue), while the retry defense retries refusals: within
+// the task's deadline, a wait for another sub-call to end costing no
+// retry token and a sub-call with none running to wait for paying one. A
+// refusal that stands is judged by the deadline then, as requeue judges
+// an ordinary call's: a timeout once it has passed, else an error.
+func (g *Gateway) subcall(x *exchange, body []byte, bounded bool) subResult {
+	if !g.subcalls.acquire(x.ctx, bounded) {
+		return subResult{timeout: true}
+	}
+	held := true
+	defer func() {
+		if held {
+			g.subcalls.done()
+		}
+	}()
+	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
+	for err != nil && res.refused && g.pool.Requeues() && !deadlinePassed(x.ctx, time.Now()) {
+		prio := int(x.id.Priority)
+		if held = g.subcalls.requeue(x.ctx, bounded, func() bool { return g.pool.TryRequeue(prio) }); !held {
+			break
+		}
+		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
+	}
 	if err != nil {
-		return subResult{timeout: o == wire.OutcomeTimeout}
+		return subResult{timeout: o == wire.OutcomeTimeout || (res.refused && deadlinePassed(x.ctx, time.Now()))}
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()

@@ -2,8 +2,12 @@ package gateway
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,5 +215,103 @@ func TestAgentBudgetDegrades(t *testing.T) {
 	if a := call(t, "POST", "http://"+s.Addr()+"/v1/agent", "k2", big); a.status != 400 || a.errorField() != "prompt" ||
 		!strings.Contains(string(a.body), "budget.max_request_tokens") {
 		t.Fatalf("one sub-call over the cap: %v", a)
+	}
+}
+
+// TestAgentSubcallRefusedWaitsAndGoesAgain: an agent sub-call that every
+// node refused (429) waits and goes again, as an ordinary call does (see
+// TestRequeueRefusedEverywhere), on a real node over loopback that
+// refuses and then accepts: with another sub-call running it waits for
+// that one to end, costing no retry token (the node holds the first
+// sub-call until the gateway shows the refused one waiting); alone it
+// pays a retry token and goes again at once; with the retry defense off
+// the refusal stands and the step fails, as before. Before the fix the
+// refused sub-call failed at once: beside another nothing waited (the
+// node, holding the first, kept it until the task's deadline: 504), and
+// alone the task failed (502).
+func TestAgentSubcallRefusedWaitsAndGoesAgain(t *testing.T) {
+	tests := []struct {
+		name      string
+		fanOut    int
+		retry     bool
+		minPerSec float64 // the retry budget's reserve
+		hold      bool    // the node holds the first sub-call until one waits
+		wantOK    int     // sub-calls answered
+		wantCalls int64   // arrivals at the node
+		wantSent  float64 // retries paid with a token
+	}{
+		{name: "another runs: it waits for it, no token", fanOut: 2, retry: true, minPerSec: 0, hold: true, wantOK: 2, wantCalls: 3, wantSent: 0},
+		{name: "alone: it pays a token and goes again", fanOut: 1, retry: true, minPerSec: 20, wantOK: 1, wantCalls: 2, wantSent: 1},
+		{name: "retry defense off: the refusal stands", fanOut: 1, retry: false, minPerSec: 20, wantOK: 0, wantCalls: 1, wantSent: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var g *Gateway
+			var arrivals atomic.Int64
+			node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == wire.PathHealthz {
+					return
+				}
+				_, _ = io.Copy(io.Discard, r.Body)
+				n := arrivals.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				switch {
+				case n == 1 && tt.hold:
+					// Answer once the refused sub-call waits for a slot
+					// again (or the request ends: before the fix none waits).
+					for {
+						if _, queued := g.subcalls.stats(); queued > 0 {
+							break
+						}
+						select {
+						case <-r.Context().Done():
+							return
+						case <-time.After(time.Millisecond):
+						}
+					}
+				case n == 1 || (n == 2 && tt.hold):
+					w.WriteHeader(http.StatusTooManyRequests)
+					_, _ = io.WriteString(w, `{"error":{"message":"full"}}`)
+					return
+				}
+				_, _ = io.WriteString(w, `{"object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"answer"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+			}))
+			t.Cleanup(node.Close)
+			cfg := testConfig(strings.TrimPrefix(node.URL, "http://"))
+			cfg.Agent.FanOut, cfg.Agent.YellowFanOut, cfg.Agent.RedFanOut = tt.fanOut, tt.fanOut, 1
+			cfg.Upstream.RetryBudget.MinPerSecond = tt.minPerSec
+			cfg.Upstream.Hedge.Disabled = true
+			cfg.Defenses.Retry = tt.retry
+			cfg.Defenses.Guard, cfg.Defenses.RateLimit, cfg.Defenses.Fallback = false, false, false
+			s := startServer(t, cfg)
+			g = s.G
+			a := call(t, "POST", "http://"+s.Addr()+wire.PathAgent, "k0", `{"prompt":"refund order 42","max_tokens":8,"steps":1}`, wire.HeaderDeadlineMs, "5000")
+			var v struct {
+				SubcallsOK int  `json:"subcalls_ok"`
+				Degraded   bool `json:"degraded"`
+			}
+			_ = json.Unmarshal(a.body, &v)
+			switch {
+			case tt.wantOK == 0:
+				if a.status != http.StatusBadGateway || a.outcome != wire.OutcomeError.String() {
+					t.Errorf("task: %v; want 502 error (the refusal stands)", a)
+				}
+			case a.status != http.StatusOK || v.SubcallsOK != tt.wantOK || v.Degraded:
+				t.Errorf("task: %v; want 200 with %d sub-calls answered, not degraded", a, tt.wantOK)
+			}
+			if got := arrivals.Load(); got != tt.wantCalls {
+				t.Errorf("%d calls at the node, want %d", got, tt.wantCalls)
+			}
+			fams := scrape(t, s)
+			if got := counterSum(fams, wire.MetricRetries, map[string]string{"result": wire.RetrySent}); got != tt.wantSent {
+				t.Errorf("%s{result=sent} = %v, want %v", wire.MetricRetries, got, tt.wantSent)
+			}
+			if got := counterSum(fams, wire.MetricSubcallsQueued, nil); got != 0 {
+				t.Errorf("%s = %v after the task, want 0", wire.MetricSubcallsQueued, got)
+			}
+			if got := counterSum(fams, wire.MetricSubcallsInflight, nil); got != 0 {
+				t.Errorf("%s = %v after the task, want 0", wire.MetricSubcallsInflight, got)
+			}
+		})
 	}
 }

@@ -136,7 +136,9 @@ type EmbeddingsRouteConfig struct {
 	// (502) naming this setting: split the batch, or raise the limit.
 	// Vectors are large: 2,048 inputs of 1,536 dimensions are about 17 MB
 	// in base64 (the OpenAI clients' default encoding) and about 60 MB as
-	// JSON floats. The gateway holds up to this much per request.
+	// JSON floats. The gateway holds up to this much per request (an
+	// answer of unknown length, chunked, briefly twice: read in pooled
+	// pieces, then copied once into a buffer of its length).
 	// 1..1073741824 (1 GiB); default 33554432 (32 MiB).
 	AnswerLimitBytes int64 `yaml:"answer_limit_bytes" json:"answer_limit_bytes"`
 }

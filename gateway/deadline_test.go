@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/gateway/admit"
 	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/wire"
 )
@@ -154,5 +155,52 @@ func TestAgentTimeoutAtAdmissionCountedAsTimeout(t *testing.T) {
 		if got := counterSum(fams, wire.MetricAgentTasks, map[string]string{"result": result}); got != want {
 			t.Errorf("levee_agent_tasks_total{result=%s} = %v, want %v", result, got, want)
 		}
+	}
+}
+
+// TestRefusalStandingAfterDeadlineIsTimeout: a call that every node
+// refused (429) before the client's deadline, whose deadline then passed
+// before its requeue was decided — the microseconds between callModel's
+// judgement and requeue's — and whose refusal stands (no retry token
+// with nothing in flight to wait for, or the retry defense off) is a
+// timeout, 504 deadline_exceeded, as one refused as the deadline passed
+// (TestFailureAsDeadlinePassesIsTimeout), not an upstream error (502).
+// No node can move the deadline into that gap (callModel, looking after
+// the answer, would see it moved), so the test hands requeue what
+// callModel returned and a request whose deadline has just passed (its
+// context not yet ended: movableDeadline). Before the fix requeue let the
+// refusal stand and the request was answered 502.
+func TestRefusalStandingAfterDeadlineIsTimeout(t *testing.T) {
+	for _, retry := range []bool{true, false} {
+		t.Run(fmt.Sprintf("retry=%v", retry), func(t *testing.T) {
+			fm := newFakeModel(t, 1, 0)
+			cfg := testConfig(fm.addr())
+			cfg.Defenses.Retry = retry
+			cfg.Upstream.RetryBudget.MinPerSecond = 0 // no token: nothing in flight, the requeue is refused
+			s := startServer(t, cfg)
+			g := s.G
+			dl := &movableDeadline{Context: context.Background(), at: time.Now().Add(time.Hour)}
+			permit, err := g.bulkheads[classAI].Acquire(dl, admit.P1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := httptest.NewRecorder()
+			x := &exchange{g: g, w: rec, route: routeChat, id: Identity{Priority: admit.P1}, ctx: dl}
+			refused := callResult{rtt: time.Millisecond, end: time.Now(), dropped: true, refused: true} // callModel's, before the deadline
+			dl.passNow()
+			again, sh := g.requeue(x, &permit, refused)
+			if again || sh == nil || sh.outcome != wire.OutcomeTimeout || sh.status != http.StatusGatewayTimeout {
+				t.Fatalf("requeue after the deadline passed: again %v, shed %+v; want the refusal judged a timeout (504)", again, sh)
+			}
+			if st := g.bulkheads[classAI].Stats(); st.Inflight != 0 {
+				t.Errorf("%d in flight in the ai bulkhead after the refusal stood, want 0 (the place given back)", st.Inflight)
+			}
+			x.shed(sh)
+			var e wire.ErrorBody
+			_ = json.Unmarshal(rec.Body.Bytes(), &e)
+			if rec.Code != http.StatusGatewayTimeout || e.Error.Code != wire.CodeDeadlineExceeded {
+				t.Errorf("answer %d %s, want 504 %s", rec.Code, rec.Body.Bytes(), wire.CodeDeadlineExceeded)
+			}
+		})
 	}
 }

@@ -216,7 +216,7 @@ var (
 	descShed       = prometheus.NewDesc(wire.MetricShedLevel, "The overload guard's shed level: 0 admits all, 0..1 sheds that share of P2, 1..2 all P2 and (level-1) of P1.", nil, nil)
 	descShedShare  = prometheus.NewDesc(wire.MetricShedShare, "Share of requests the overload guard refuses now, by priority.", []string{wire.LabelPriority}, nil)
 	descChanges    = prometheus.NewDesc(wire.MetricLevelChanges, "Overload level changes (GET /admin/state lists the latest with their causes).", nil, nil)
-	descSubQueued  = prometheus.NewDesc(wire.MetricSubcallsQueued, "Agent sub-calls waiting for a place under the amplification cap.", nil, nil)
+	descSubQueued  = prometheus.NewDesc(wire.MetricSubcallsQueued, "Agent sub-calls waiting for a place under the amplification cap (sub-calls every node refused, waiting to go again, included).", nil, nil)
 	descAgentLevel = prometheus.NewDesc(wire.MetricAgentLevel, "The level agent tasks are planned at: 0 green, 1 yellow, 2 red, 3 black.", nil, nil)
 	descBackpress  = prometheus.NewDesc(wire.MetricUpstreamBackpressure, "1 while the node's backpressure signal counts.", []string{wire.LabelNode}, nil)
 )

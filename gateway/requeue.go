@@ -15,7 +15,8 @@ var errAnswered = errors.New("gateway: answered while waiting for a place again"
 
 // callModelRequeued is callModel for x, which holds permit: a call that no
 // node took waits for a place and goes again (see requeue) as long as it
-// may, *start moving to each new call's start. When the wait fails x is
+// may, *start moving to each new call's start. When the wait fails, or
+// the refusal stands once the deadline has passed (a timeout), x is
 // answered with that shed and the error is errAnswered.
 func (g *Gateway) callModelRequeued(x *exchange, permit *admit.Permit, class, path string, body []byte, start *time.Time) (*http.Response, callResult, wire.Outcome, error) {
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, class, path, body)
@@ -51,18 +52,27 @@ func (g *Gateway) callModelRequeued(x *exchange, permit *admit.Permit, class, pa
 // when x holds a place again (permit) and the call is to be sent again;
 // false with a nil shed when the refusal stands (retries off, or nothing
 // in flight and no retry token: permit is given back then), false with
-// the shed when the wait failed (queue full or timeout, deadline): x is
-// to be answered with it.
+// the shed when the wait failed (queue full or timeout, deadline) or the
+// refusal stands once the deadline has passed: x is to be answered with
+// it (permit given back).
+//
+// A refusal that stands is judged here, once, by the deadline as it
+// stands (refusalStands): one that callModel judged before the deadline
+// can stand after it — the deadline passing in the moment between — and
+// is then a timeout, as a failure that came as the deadline passed is.
 func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bool, *shed) {
-	if !res.refused || x.ctx.Err() != nil || !g.pool.Requeues() {
+	if !res.refused {
 		return false, nil
+	}
+	if !g.pool.Requeues() || deadlinePassed(x.ctx, time.Now()) {
+		return false, g.refusalStands(x, permit, res) // nothing to wait for
 	}
 	class := routeClass[x.route]
 	start := time.Now()
 	prio := int(x.id.Priority)
 	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample(), func() bool { return g.pool.TryRequeue(prio) })
 	if errors.Is(err, admit.ErrNotRequeued) {
-		return false, nil
+		return false, g.refusalStands(x, permit, res)
 	}
 	wait := time.Since(start)
 	g.m.queueWait[class].Observe(wait.Seconds())
@@ -72,6 +82,18 @@ func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bo
 	}
 	*permit = p
 	return true, nil
+}
+
+// refusalStands judges a refusal that goes no further (see requeue) by
+// x's deadline now: nil (an upstream error, the caller's to answer) while
+// the deadline is ahead; once it has passed, or x's context ended, the
+// shed of a timeout (504 deadline_exceeded), permit given back with res.
+func (g *Gateway) refusalStands(x *exchange, permit *admit.Permit, res callResult) *shed {
+	if !deadlinePassed(x.ctx, time.Now()) {
+		return nil
+	}
+	permit.Release(res.sample()) // a no-op when Requeue gave it back
+	return &shed{outcome: wire.OutcomeTimeout, status: http.StatusGatewayTimeout, msg: "deadline passed as every node refused the call (429)"}
 }
 
 // noteQueueWait feeds the class's queue-wait mean (the Retry-After of its

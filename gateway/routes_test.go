@@ -552,6 +552,8 @@ func TestAdminAPI(t *testing.T) {
 		{"bad limit", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":0}}}`, testToken, 400, "classes.ai.limit"},
 		{"bad algorithm", "PUT", "/admin/limits", `{"classes":{"ai":{"algorithm":"magic"}}}`, testToken, 400, "classes.ai.algorithm"},
 		{"unknown class", "PUT", "/admin/limits", `{"classes":{"gpu":{"limit":3}}}`, testToken, 400, "classes.gpu"},
+		{"empty class name", "PUT", "/admin/limits", `{"classes":{"":{}}}`, testToken, 400, `classes.""`},
+		{"empty defense name", "PUT", "/admin/defenses", `{"":true}`, testToken, 400, `""`},
 		{"unknown limits field", "PUT", "/admin/limits", `{"clases":{}}`, testToken, 400, "clases"},
 		{"bad rule", "PUT", "/admin/limits", `{"ratelimit":{"rules":[{"tenant":"*","route":"chat","algorithm":"token_bucket","replenish_rate":1}]}}`, testToken, 400, "ratelimit.rules[0].burst"},
 		{"bad budget", "PUT", "/admin/limits", `{"token_budget":0}`, testToken, 400, "token_budget"},
@@ -579,6 +581,7 @@ func TestAdminAPI(t *testing.T) {
 	}{
 		{"limit a string", "PUT", "/admin/limits", `{"classes":{"ai":{"limit":"8"}}}`, 400, "classes.ai.limit", "classes.ai.limit: must be an integer, got a JSON string", ""},
 		{"defense a number", "PUT", "/admin/defenses", `{"guard":1}`, 400, "guard", "guard: must be a boolean, got a JSON number", ""},
+		{"a defense named \"\" a number", "PUT", "/admin/defenses", `{"":1}`, 400, `""`, `"": must be a boolean, got a JSON number`, ""},
 		{"unknown field", "PUT", "/admin/limits", `{"clases":{}}`, 400, "clases", "clases: unknown field", ""},
 		{"a field in another case", "PUT", "/admin/limits", `{"Token_Budget":5}`, 400, "Token_Budget", "Token_Budget: unknown field (names are exact: token_budget)", ""},
 		{"a class field in another case", "PUT", "/admin/limits", `{"classes":{"ai":{"LIMIT":5}}}`, 400, "classes.ai.LIMIT", "names are exact: limit", ""},

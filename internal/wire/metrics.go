@@ -275,7 +275,7 @@ func GatewayMetrics() []Metric {
 		{MetricSubcallsInflight, TypeGauge, nil, "agent sub-calls in flight (amplification)"},
 		{MetricSubcalls, TypeCounter, []string{LabelResult}, "agent sub-calls: `ok`, `error`, `timeout`, `capped` (not sent: amplification cap), `skipped` (not sent: degraded depth)"},
 		{MetricFallbacks, TypeCounter, []string{LabelRoute, LabelReason}, "fallback answers; `reason` is `black`, `upstream` or `rules`"},
-		{MetricSubcallsQueued, TypeGauge, nil, "agent sub-calls waiting for a place under the amplification cap"},
+		{MetricSubcallsQueued, TypeGauge, nil, "agent sub-calls waiting for a place under the amplification cap (sub-calls every node refused, waiting to go again, included)"},
 		{MetricAgentTasks, TypeCounter, []string{LabelResult, LabelLevel}, "agent tasks by result (`ok`, `degraded`, `fallback`, `dropped`, `shed`, `timeout`, `error`; the first three answered in time) and the agent level they were planned at"},
 		{MetricAgentLevel, TypeGauge, nil, "the level agent tasks are planned at: the overload level, black when `agent.black_nodes_down` of the nodes are down"},
 		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
