@@ -38,22 +38,7 @@ faults:
 	if err != nil {
 		t.Fatal(err)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- l.Wait() }()
-	for deadline, ended := time.Now().Add(60*time.Second), false; !ended; {
-		fc.Advance(50 * time.Millisecond)
-		select {
-		case err := <-waited:
-			if err != nil {
-				t.Fatal(err)
-			}
-			ended = true
-		case <-time.After(5 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatal("the run did not end in 60 s")
-			}
-		}
-	}
+	playOnFakeClock(t, l, fc)
 	sum := l.Summary()
 	if sum == nil {
 		t.Fatal("no summary")

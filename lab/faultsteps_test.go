@@ -147,22 +147,7 @@ faults:
 		}
 	}()
 	// Play the rest of the run (the revert at 800 ms, the end at 2 s).
-	waited := make(chan error, 1)
-	go func() { waited <- l.Wait() }()
-	for deadline, ended := time.Now().Add(60*time.Second), false; !ended; {
-		fc.Advance(50 * time.Millisecond)
-		select {
-		case err := <-waited:
-			if err != nil {
-				t.Fatal(err)
-			}
-			ended = true
-		case <-time.After(5 * time.Millisecond):
-			if time.Now().After(deadline) {
-				t.Fatal("the run did not end in 60 s")
-			}
-		}
-	}
+	playOnFakeClock(t, l, fc)
 	sum := l.Summary()
 	if sum == nil {
 		t.Fatal("no summary")
@@ -226,5 +211,27 @@ faults:
 	}
 	if errs := l.FaultStepErrors(); len(errs) != 0 {
 		t.Errorf("fault steps failed: %q", errs)
+	}
+}
+
+// playOnFakeClock advances fc in 50 ms steps until l's run ends (a fatal
+// error after 60 s of real time) and fails the test if Wait does.
+func playOnFakeClock(t *testing.T, l *Lab, fc *clockwork.FakeClock) {
+	t.Helper()
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait() }()
+	for deadline, ended := time.Now().Add(60*time.Second), false; !ended; {
+		fc.Advance(50 * time.Millisecond)
+		select {
+		case err := <-waited:
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended = true
+		case <-time.After(5 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the run did not end in 60 s")
+			}
+		}
 	}
 }

@@ -2,7 +2,6 @@ package runfiles
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -69,20 +68,7 @@ func TestFaultWindowsReappliedOrRevertedAlone(t *testing.T) {
 			if sum.Recovery == nil || sum.Recovery.FaultsEndS != tt.end || !sum.Recovery.Recovered {
 				t.Fatalf("summary's recovery %+v, want one after the fault's end at %v s", sum.Recovery, tt.end)
 			}
-			dir := t.TempDir()
-			var sl, el []any
-			for _, x := range samples {
-				sl = append(sl, x)
-			}
-			for _, e := range events {
-				el = append(el, e)
-			}
-			writeJSONL(t, filepath.Join(dir, SamplesFile), sl)
-			writeJSONL(t, filepath.Join(dir, EventsFile), el)
-			r, err := ReadRun(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := killedRun(t, samples, events)
 			got, want := r.Summary.Recovery, sum.Recovery
 			if got == nil || got.Recovered != want.Recovered || got.FaultsEndS != want.FaultsEndS || got.RecoveryS != want.RecoveryS ||
 				math.Abs(got.BaselineRatio-want.BaselineRatio) > 2e-6 || math.Abs(got.GoodputRatio-want.GoodputRatio) > 2e-6 {

@@ -296,3 +296,24 @@ func TestKilledMidRunRecording(t *testing.T) {
 		t.Errorf("started %v, OOM kills %d, unaccounted %d; want the first sample's time, 0, 0", s.Started, s.Gateway.OOMKills, s.Unaccounted)
 	}
 }
+
+// killedRun writes samples and events as a run killed before its summary
+// (no summary.json) and reads it back: the summary rebuilt from them.
+func killedRun(t *testing.T, samples []Sample, events []Event) *Run {
+	t.Helper()
+	dir := t.TempDir()
+	var sl, el []any
+	for _, x := range samples {
+		sl = append(sl, x)
+	}
+	for _, e := range events {
+		el = append(el, e)
+	}
+	writeJSONL(t, filepath.Join(dir, SamplesFile), sl)
+	writeJSONL(t, filepath.Join(dir, EventsFile), el)
+	r, err := ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

@@ -2,7 +2,6 @@ package runfiles
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -160,20 +159,7 @@ func TestRecoveryInTheLoadsSeconds(t *testing.T) {
 		if want == nil || !want.Recovered || want.RecoveryS != 3 || want.FaultsEndS != 10 {
 			t.Fatalf("jitter %v: recovery %+v, want recovered 3 s after the fault's end at 10 s", jitter, want)
 		}
-		dir := t.TempDir()
-		var sl, el []any
-		for _, x := range samples {
-			sl = append(sl, x)
-		}
-		for _, e := range events {
-			el = append(el, e)
-		}
-		writeJSONL(t, filepath.Join(dir, SamplesFile), sl)
-		writeJSONL(t, filepath.Join(dir, EventsFile), el)
-		r, err := ReadRun(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := killedRun(t, samples, events)
 		got := r.Summary.Recovery
 		if got == nil {
 			t.Fatalf("jitter %v: no recovery rebuilt, %+v by the Aggregator", jitter, want)
