@@ -139,3 +139,42 @@ func TestGlobalLimitAgainstTheReference(t *testing.T) {
 		})
 	}
 }
+
+// Spans are the ticks that cover the limit's span to within half a tick:
+// four ticks of 249.8 ms make a span of a 1 s limit (a fifth, making
+// 1.25 s, could hold two of a sliding window's bursts). With a reference,
+// a tenant offering 1.2× its limit is judged (the reference has the same
+// offer); without one only spans offered 1.5× the limit are.
+func TestGlobalLimitSpans(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	const tick = 0.2498
+	for _, tc := range []struct {
+		name        string
+		offerPerSec float64
+		reference   bool
+		wantSeconds float64
+	}{
+		{"four short ticks make a span", 200, true, 9 * 4 * tick},
+		{"the same without a reference", 200, false, 9 * 4 * tick},
+		{"1.2× the limit, against the reference", 120, true, 9 * 4 * tick},
+		{"1.2× the limit, against the limit: not judged", 120, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAggregator(start, 100)
+			var offered, passed, ref uint64
+			for i := 1; i <= 40; i++ {
+				offered += uint64(tc.offerPerSec / 4)
+				passed += 25
+				if tc.reference {
+					ref += 25
+				}
+				a.Add(Sample{Time: start.Add(time.Duration(float64(i) * tick * float64(time.Second))),
+					ByPriority: map[string]PrioritySample{"P1": {OfferedTotal: offered, PassedRateLimitTotal: passed, ReferencePassedTotal: ref}}}, tick, 0, false, 0)
+			}
+			c := a.globalLimits(map[string]experiment.GlobalLimit{"P1": {RPS: 100, Span: experiment.Duration(time.Second)}}).ByPriority["P1"]
+			if math.Abs(c.Steady.Seconds-tc.wantSeconds) > 1e-3 {
+				t.Errorf("judged %v s, want %v s", c.Steady.Seconds, tc.wantSeconds)
+			}
+		})
+	}
+}
