@@ -231,8 +231,14 @@ func collect(t *testing.T, codes <-chan int, k int) map[int]int {
 	return got
 }
 
+// TestOverflowReject: beyond the slots a reject node answers 429 with
+// Retry-After at once and leaves the requests in service alone. The two
+// busy requests hold both slots until the node closes at the test's end (a
+// minute's service): they held them 300 ms, and on a loaded machine a slot
+// could come free before the last request beyond them was sent, which then
+// got 200.
 func TestOverflowReject(t *testing.T) {
-	n, url := startNode(t, fixedKnobs(300, 2, OverflowReject))
+	n, url := startNode(t, fixedKnobs(60_000, 2, OverflowReject))
 	busy := fill(t, n, url, 2, 2, 0)
 	for range 3 {
 		req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(chatBody))
@@ -246,11 +252,15 @@ func TestOverflowReject(t *testing.T) {
 			t.Fatalf("beyond the slots: %d Retry-After %q, want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 		}
 	}
-	if got := collect(t, busy, 2); got[200] != 2 {
-		t.Fatalf("in-service requests: %v", got)
+	// The rejections left the requests in service alone: both still hold
+	// their slots, neither ended.
+	st := n.Stats()
+	if st.InService != 2 || st.Outcomes[OutcomeRejected] != 3 || st.Outcomes[OutcomeOK] != 0 || st.Outcomes[OutcomeAborted] != 0 {
+		t.Fatalf("after the rejections: in service %d, outcomes %v; want 2 in service, 3 rejected, nothing else", st.InService, st.Outcomes)
 	}
-	if st := n.Stats(); st.Outcomes[OutcomeRejected] != 3 || st.Outcomes[OutcomeOK] != 2 {
-		t.Fatalf("outcomes %v", st.Outcomes)
+	n.Close() // ends the busy requests (unanswered)
+	if got := collect(t, busy, 2); got[429] != 0 {
+		t.Fatalf("in-service requests answered %v, want no 429", got)
 	}
 }
 

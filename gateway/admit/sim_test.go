@@ -1,7 +1,6 @@
 package admit
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -204,24 +203,6 @@ type simEvent struct {
 	seq  uint64 // FIFO among equal times: determinism
 }
 
-type simEvents []simEvent
-
-func (e simEvents) Len() int { return len(e) }
-func (e simEvents) Less(i, j int) bool {
-	if e[i].at != e[j].at {
-		return e[i].at < e[j].at
-	}
-	return e[i].seq < e[j].seq
-}
-func (e simEvents) Swap(i, j int) { e[i], e[j] = e[j], e[i] }
-func (e *simEvents) Push(x any)   { *e = append(*e, x.(simEvent)) }
-func (e *simEvents) Pop() any {
-	old := *e
-	x := old[len(old)-1]
-	*e = old[:len(old)-1]
-	return x
-}
-
 // Request states.
 const (
 	rsFree = iota
@@ -267,28 +248,50 @@ type simGateway struct {
 }
 
 type sim struct {
-	cell     simCell
-	mean     float64 // mean service time at multiplier 1, seconds
-	now      float64
-	seq      uint64
-	events   simEvents
-	reqs     []simReq
-	free     []int32
-	nodes    []simNode
-	gws      []simGateway
-	arrRNG   *rand.Rand // arrivals, priorities, gateway choice
-	workRNG  *rand.Rand // service times
-	decided  []*waiter  // waiters decided inside a bulkhead call
-	res      simResult
-	okAt     []float64    // completion times of ok requests (at the gateway)
-	okServed [][2]float64 // their slot time at the node, [started, finished)
-	admitted []float64    // arrival → answer of ok requests, seconds
-	works    []float64    // service times drawn (unloaded distribution)
-	lat      []float64    // limit trace
-	latT     []float64    // its times
-	phaseEnd []float64
-	frozen   float64 // the gateways are frozen until then
+	cell      simCell
+	mean      float64 // mean service time at multiplier 1, seconds
+	mu        float64 // the service times' lognormal mu (draw)
+	logTokens float64 // log(1024/16): streams' max_tokens are log-uniform (draw)
+	now       float64
+	seq       uint64
+	events    simQueue
+	reqs      []simReq
+	free      []int32
+	nodes     []simNode
+	gws       []simGateway
+	arrRNG    *rand.Rand // arrivals, priorities, gateway choice
+	workRNG   *rand.Rand // service times
+	decided   []*waiter  // waiters decided inside a bulkhead call
+	res       simResult
+	okAt      []float64    // completion times of ok requests (at the gateway)
+	okServed  [][2]float64 // their slot time at the node, [started, finished)
+	admitted  []float64    // arrival → answer of ok requests, seconds
+	works     []float64    // service times drawn (unloaded distribution)
+	lat       []float64    // limit trace
+	latT      []float64    // its times
+	phaseEnd  []float64
+	frozen    float64 // the gateways are frozen until then
+	spare     *waiter // a waiter no bulkhead holds, for the next acquisition
+	// Requests by outcome, and P0's failures by outcome: res.Outcomes
+	// once the run ends ("P0:" before the latter's names).
+	outcomes, p0Failed [numOutcomes]int
 }
+
+// simOutcome is how a request ended; outcomeNames are the keys of
+// simResult.Outcomes.
+type simOutcome uint8
+
+const (
+	outOK simOutcome = iota
+	outShedOverload
+	outShedQueueFull
+	outShedQueueTimeout
+	outTimeout
+	outError
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "shed_overload", "shed_queue_full", "shed_queue_timeout", "timeout", "error"}
 
 var debugSimCreated func(s *sim)
 
@@ -309,6 +312,7 @@ func runSim(c simCell) (*simResult, error) {
 		debugSimCreated(s)
 	}
 	s.mean = c.Mean
+	s.mu, s.logTokens = math.Log(c.Mean)-c.Sigma*c.Sigma/2, math.Log(1024.0/16)
 	if c.Stream {
 		s.mean = c.Mean + meanLogUniform(16, 1024)*c.Mean/simTokenShare
 		if c.Mixed {
@@ -381,6 +385,14 @@ func runSim(c simCell) (*simResult, error) {
 	}
 	end := t
 	rate := c.Offered * float64(truth) / s.mean
+	// Room for the run's arrivals and ticks (a few more than expected),
+	// so the per-request records are not copied as they grow.
+	want := int(1.05*rate*end) + 64
+	ok := min(want, int(1.05*float64(truth)/s.mean*end)+64) // no more than the slots serve
+	s.works, s.admitted, s.okAt = make([]float64, 0, want), make([]float64, 0, ok), make([]float64, 0, ok)
+	s.okServed = make([][2]float64, 0, ok)
+	ticks := int(end/(simTick*s.mean)) + 2
+	s.lat, s.latT = make([]float64, 0, ticks), make([]float64, 0, ticks)
 	s.push(simEvent{at: s.arrRNG.ExpFloat64() / rate, kind: evArrive})
 	s.push(simEvent{at: 0, kind: evTick})
 	if c.Change == "stall" {
@@ -400,8 +412,8 @@ func runSim(c simCell) (*simResult, error) {
 		s.res.P0Demand *= 3
 	}
 
-	for len(s.events) > 0 {
-		ev := heap.Pop(&s.events).(simEvent)
+	for s.events.len() > 0 {
+		ev := s.events.pop()
 		if ev.at > end {
 			break
 		}
@@ -453,9 +465,9 @@ func runSim(c simCell) (*simResult, error) {
 			case evRefused:
 				s.refused(ev.id)
 			case evQueueTimeout:
-				s.giveUp(ev.id, "shed_queue_timeout")
+				s.giveUp(ev.id, outShedQueueTimeout)
 			case evDeadline:
-				s.giveUp(ev.id, "timeout")
+				s.giveUp(ev.id, outTimeout)
 			}
 		}
 		s.flush()
@@ -467,7 +479,7 @@ func runSim(c simCell) (*simResult, error) {
 func (s *sim) push(e simEvent) {
 	s.seq++
 	e.seq = s.seq
-	heap.Push(&s.events, e)
+	s.events.push(e)
 }
 
 func (s *sim) multNow() float64 { return s.nodes[0].mult }
@@ -477,12 +489,11 @@ func meanLogUniform(lo, hi float64) float64 { return (hi - lo) / math.Log(hi/lo)
 // draw returns a request's service time and its time to first token.
 func (s *sim) draw() (work, ttft float64) {
 	c := &s.cell
-	mu := math.Log(c.Mean) - c.Sigma*c.Sigma/2
-	ttft = math.Exp(mu + c.Sigma*s.workRNG.NormFloat64())
+	ttft = math.Exp(s.mu + c.Sigma*s.workRNG.NormFloat64())
 	if !c.Stream {
 		return ttft, 0
 	}
-	tokens := 16 * math.Exp(s.workRNG.Float64()*math.Log(1024.0/16))
+	tokens := 16 * math.Exp(s.workRNG.Float64()*s.logTokens)
 	return ttft + tokens*c.Mean/simTokenShare, ttft
 }
 
@@ -496,17 +507,17 @@ func (s *sim) newReq() int32 {
 	return int32(len(s.reqs) - 1)
 }
 
-func (s *sim) retire(id int32, outcome string) {
+func (s *sim) retire(id int32, outcome simOutcome) {
 	r := &s.reqs[id]
-	s.res.Outcomes[outcome]++
+	s.outcomes[outcome]++
 	s.res.Offered[r.prio]++
-	if r.prio == P0 && outcome != "ok" {
-		s.res.Outcomes["P0:"+outcome]++
+	if r.prio == P0 && outcome != outOK {
+		s.p0Failed[outcome]++
 		if debugSimP0 != nil {
-			debugSimP0(s, id, outcome)
+			debugSimP0(s, id, outcomeNames[outcome])
 		}
 	}
-	if outcome == "ok" {
+	if outcome == outOK {
 		s.res.OK[r.prio]++
 		s.res.Goodput++
 		s.okAt = append(s.okAt, s.now)
@@ -556,10 +567,10 @@ func (s *sim) admit(id int32) {
 	p := r.prio
 	g := &s.gws[r.gw]
 	if g.guard != nil && !g.guard.Admit(p) {
-		s.retire(id, "shed_overload")
+		s.retire(id, outShedOverload)
 		return
 	}
-	w := &waiter{prio: p, notify: s.onDecide, id: int(id)}
+	w := s.newWaiter(p, id)
 	pm, err, queued := g.bh.acquireAsync(w)
 	s.placed(id, w, pm, err, queued)
 }
@@ -570,9 +581,10 @@ func (s *sim) admit(id int32) {
 func (s *sim) requeue(id int32, smp Sample, pay func() bool) bool {
 	r := &s.reqs[id]
 	g := &s.gws[r.gw]
-	w := &waiter{prio: r.prio, notify: s.onDecide, id: int(id)}
+	w := s.newWaiter(r.prio, id)
 	pm, err, queued := g.bh.requeueAsync(w, &r.permit, smp, pay)
 	if errors.Is(err, ErrNotRequeued) {
+		s.spare = w
 		return false
 	}
 	s.placed(id, w, pm, err, queued)
@@ -582,9 +594,14 @@ func (s *sim) requeue(id int32, smp Sample, pay func() bool) bool {
 // placed acts on a request's acquisition: granted, queued or failed.
 func (s *sim) placed(id int32, w *waiter, pm Permit, err error, queued bool) {
 	r := &s.reqs[id]
+	if !queued {
+		// Not queued, so the bulkhead holds no reference to w: the next
+		// acquisition takes it.
+		s.spare = w
+	}
 	switch {
 	case err != nil:
-		s.retire(id, "shed_queue_full")
+		s.retire(id, outShedQueueFull)
 	case queued:
 		r.w = w
 		s.push(simEvent{at: s.now + simQueueTimeout*s.mean*s.multNow(), kind: evQueueTimeout, id: id, gen: r.gen})
@@ -594,6 +611,18 @@ func (s *sim) placed(id int32, w *waiter, pm Permit, err error, queued bool) {
 		s.push(simEvent{at: max(r.deadline, s.now), kind: evDeadline, id: id, gen: r.gen})
 		s.send(id, false)
 	}
+}
+
+// newWaiter returns a waiter for request id of priority p, the spare one
+// if a bulkhead did not keep it (most are granted at once).
+func (s *sim) newWaiter(p Priority, id int32) *waiter {
+	w := s.spare
+	if w == nil {
+		return &waiter{prio: p, notify: s.onDecide, id: int(id)}
+	}
+	s.spare = nil
+	*w = waiter{prio: p, notify: s.onDecide, id: int(id)}
+	return w
 }
 
 // onDecide is called by a bulkhead (under its lock) when a waiter is
@@ -612,7 +641,7 @@ func (s *sim) flush() {
 		r.w = nil
 		g := &s.gws[r.gw]
 		if w.err != nil {
-			s.retire(id, "shed_queue_full")
+			s.retire(id, outShedQueueFull)
 			continue
 		}
 		r.permit = g.bh.permitOf(w)
@@ -641,7 +670,7 @@ func (s *sim) send(id int32, retry bool) {
 	if n == 0 {
 		// No node: an error, no sample for the limiter.
 		r.permit.Release(Sample{})
-		s.retire(id, "error")
+		s.retire(id, outError)
 		return
 	}
 	ni := cand[g.lor.Pick(loads[:n])]
@@ -726,7 +755,7 @@ func (s *sim) gwDone(id int32) {
 		smp.Latency = dur(r.started - r.sent + r.ttft)
 	}
 	r.permit.Release(smp)
-	s.retire(id, "ok")
+	s.retire(id, outOK)
 }
 
 // nextAt starts queued requests on node ni while it has free slots.
@@ -765,12 +794,12 @@ func (s *sim) refused(id int32) {
 		r.gen++
 		r.state = rsWaiting
 		if !s.requeue(id, smp, pay) {
-			s.retire(id, "error")
+			s.retire(id, outError)
 		}
 		return
 	}
 	r.permit.Release(smp)
-	s.retire(id, "error")
+	s.retire(id, outError)
 }
 
 // debugSimP0 is told of every P0 request that failed (tests' traces).
@@ -801,7 +830,7 @@ func (s *sim) untried(r *simReq) bool {
 }
 
 // giveUp: the queue timeout or the client's deadline.
-func (s *sim) giveUp(id int32, outcome string) {
+func (s *sim) giveUp(id int32, outcome simOutcome) {
 	r := &s.reqs[id]
 	g := &s.gws[r.gw]
 	switch r.state {
@@ -810,26 +839,26 @@ func (s *sim) giveUp(id int32, outcome string) {
 			return // decided in the same instant: flush handles it
 		}
 		r.w = nil
-		if outcome == "timeout" {
-			s.retire(id, "timeout")
+		if outcome == outTimeout {
+			s.retire(id, outTimeout)
 		} else {
 			s.retire(id, outcome)
 		}
 	case rsAtNode, rsRefused:
-		if outcome != "timeout" {
+		if outcome != outTimeout {
 			return // the queue timeout no longer applies
 		}
 		g.loads[r.node]--
 		r.permit.Release(Sample{RTT: dur(s.now - r.sent), Dropped: true})
 		if r.state == rsRefused {
-			s.retire(id, "timeout")
+			s.retire(id, outTimeout)
 			return
 		}
 		// The node keeps the work (abort_on_disconnect off): a zombie.
-		s.res.Outcomes["timeout"]++
+		s.outcomes[outTimeout]++
 		s.res.Offered[r.prio]++
 		if r.prio == P0 {
-			s.res.Outcomes["P0:timeout"]++
+			s.p0Failed[outTimeout]++
 		}
 		r.state = rsZombie
 	}
@@ -913,7 +942,7 @@ func (s *sim) kill(ni int) {
 		r.gen++ // its pending done or refusal is void
 		if !g.budget.TryWithdraw(int(r.prio)) {
 			r.permit.Release(Sample{})
-			s.retire(id, "error")
+			s.retire(id, outError)
 			continue
 		}
 		s.push(simEvent{at: r.deadline, kind: evDeadline, id: id, gen: r.gen})
@@ -930,6 +959,14 @@ func dur(sec float64) time.Duration { return time.Duration(sec * 1e9) }
 func (s *sim) finish(mults []float64) {
 	c := &s.cell
 	res := &s.res
+	for o, name := range outcomeNames {
+		if n := s.outcomes[o]; n > 0 {
+			res.Outcomes[name] = n
+		}
+		if n := s.p0Failed[o]; n > 0 {
+			res.Outcomes["P0:"+name] = n
+		}
+	}
 	res.Trace = s.lat
 	start := 0.0
 	all := c.slotsWith(true, false)
@@ -942,6 +979,7 @@ func (s *sim) finish(mults []float64) {
 		truths = append(truths, all, all)
 	}
 	times := s.latT
+	var win []float64
 	for k, end := range s.phaseEnd {
 		truth := float64(truths[k])
 		mean := s.mean * mults[k]
@@ -953,12 +991,22 @@ func (s *sim) finish(mults []float64) {
 			}
 		}
 		settled := -1.0
-		for j, i := range idx {
-			var win []float64
-			for jj := j; jj >= 0 && times[i]-times[idx[jj]] < simTrail*mean; jj-- {
-				win = append(win, s.lat[idx[jj]])
+		// The trailing window of limits, [idx[lo], i] (the points less
+		// than simTrail mean service times before i), kept sorted: its
+		// median is the one a sort of the window gives.
+		trail := simTrail * mean
+		win = win[:0]
+		lo := 0
+		for _, i := range idx {
+			v := s.lat[i]
+			p, _ := slices.BinarySearch(win, v)
+			win = slices.Insert(win, p, v)
+			for !(times[i]-times[idx[lo]] < trail) {
+				q, _ := slices.BinarySearch(win, s.lat[idx[lo]])
+				win = slices.Delete(win, q, q+1)
+				lo++
 			}
-			in := math.Abs(median(win)-truth) <= band
+			in := math.Abs(win[len(win)/2]-truth) <= band
 			if !in {
 				settled = -1
 			} else if settled < 0 {
@@ -1007,10 +1055,9 @@ func (s *sim) finish(mults []float64) {
 		start = end
 	}
 	if len(s.admitted) > 0 && len(s.works) > 0 {
-		slices.Sort(s.admitted)
-		slices.Sort(s.works)
-		res.Unloaded = s.works[int(0.99*float64(len(s.works)))]
-		res.P99Ratio = s.admitted[int(0.99*float64(len(s.admitted)))] / res.Unloaded
+		// The element a sort would put there: the p99 needs no full sort.
+		res.Unloaded = nthSmallest(s.works, int(0.99*float64(len(s.works))))
+		res.P99Ratio = nthSmallest(s.admitted, int(0.99*float64(len(s.admitted)))) / res.Unloaded
 	}
 }
 

@@ -10,19 +10,6 @@ import (
 	"time"
 )
 
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	if len(s) == 0 {
-		return 0
-	}
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s[len(s)/2]
-}
-
 var debugTick func(s *sim)
 
 func envF(name string, def float64) float64 {

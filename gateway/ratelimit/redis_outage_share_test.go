@@ -105,24 +105,33 @@ func waitGlobal(fos []*Failover, keys []string, rule Rule) time.Duration {
 // decisions spanned span), and what N local shares admit in total over an
 // outage of whole seconds (every local share starting empty: sliding
 // windows from nothing, buckets full).
-var limitRules = []struct {
+var limitRules = limitRulesAt(100)
+
+// limitRule is one of limitRules.
+type limitRule struct {
 	name   string
 	rule   Rule
 	want   func(d, span time.Duration) float64
 	shares func(n int, d time.Duration) float64
-}{
-	{"sliding_window", Rule{Algorithm: SlidingWindow, Limit: 100, Window: time.Second},
-		func(d, _ time.Duration) float64 { return 100 * math.Ceil(d.Seconds()) }, // a limit per window begun
-		func(n int, d time.Duration) float64 {
-			return float64(n) * math.Ceil(100/float64(n)) * d.Seconds() // a share per window
-		}},
-	// A burst of a second's tokens: a stall of the test machine shorter than
-	// that loses no refill (a full bucket stops filling).
-	{"token_bucket", Rule{Algorithm: TokenBucket, ReplenishRate: 100, Burst: 100},
-		func(_, span time.Duration) float64 { return 100 + 100*span.Seconds() }, // a full bucket, then the rate while decisions came
-		func(n int, d time.Duration) float64 {
-			return float64(n)*math.Ceil(100/float64(n)) + 100*d.Seconds() // full buckets, then the rate
-		}},
+}
+
+// limitRulesAt is limitRules with a global limit of limit per second.
+func limitRulesAt(limit int64) []limitRule {
+	l := float64(limit)
+	return []limitRule{
+		{"sliding_window", Rule{Algorithm: SlidingWindow, Limit: limit, Window: time.Second},
+			func(d, _ time.Duration) float64 { return l * math.Ceil(d.Seconds()) }, // a limit per window begun
+			func(n int, d time.Duration) float64 {
+				return float64(n) * math.Ceil(l/float64(n)) * d.Seconds() // a share per window
+			}},
+		// A burst of a second's tokens: a stall of the test machine shorter than
+		// that loses no refill (a full bucket stops filling).
+		{"token_bucket", Rule{Algorithm: TokenBucket, ReplenishRate: l, Burst: limit},
+			func(_, span time.Duration) float64 { return l + l*span.Seconds() }, // a full bucket, then the rate while decisions came
+			func(n int, d time.Duration) float64 {
+				return float64(n)*math.Ceil(l/float64(n)) + l*d.Seconds() // full buckets, then the rate
+			}},
+	}
 }
 
 // Redis is SIGKILLed under the load of 3 and 5 gateways for two windows:
