@@ -702,6 +702,28 @@ faults:
 	if info.Summary == nil || info.Summary.Redis.Kind != kind {
 		t.Errorf("summary.json redis: %+v", info.Summary)
 	}
+	// Killed before its summary, the run's global limit is rebuilt from
+	// its samples and events as the finished summary measured it (to the
+	// millisecond the samples' elapsed times are rounded to).
+	if err := os.Remove(filepath.Join(dir, runfiles.SummaryFile)); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := runfiles.ReadRun(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if killed.Summary == nil || killed.Summary.RateLimit == nil {
+		t.Fatalf("rebuilt summary %+v: no global limit", killed.Summary)
+	}
+	for p, want := range s.RateLimit.ByPriority {
+		got := killed.Summary.RateLimit.ByPriority[p]
+		for _, pair := range [][2]runfiles.LimitSpan{{got.Steady, want.Steady}, {got.Faults, want.Faults}} {
+			g, w := pair[0], pair[1]
+			if math.Abs(g.Seconds-w.Seconds) > 0.01 || math.Abs(g.Error-w.Error) > 1e-3 || math.Abs(g.ReferenceRPS-w.ReferenceRPS) > 0.005*w.ReferenceRPS {
+				t.Errorf("%s: rebuilt %+v, the summary measured %+v", p, g, w)
+			}
+		}
+	}
 	if st, err := os.Stat(filepath.Join(dir, "logs", "redis.log")); err != nil || st.Size() == 0 {
 		t.Errorf("redis log: %v", err)
 	}

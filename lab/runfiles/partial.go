@@ -35,7 +35,9 @@ import (
 //     the faults' windows from the fault_apply and fault_revert events;
 //   - the Redis is the one the run's child_start event names, else
 //     run.json's, with the fallbacks summed from the samples and the
-//     failovers from the redis_failover events.
+//     failovers from the redis_failover events;
+//   - the global rate limit is the Aggregator's (globalLimits) over the
+//     same ticks and faults, for the limits run.json's experiment sets.
 func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	last := samples[len(samples)-1]
 	// Sample.Elapsed counts from the load's start.
@@ -75,7 +77,12 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 		}
 		mid := tickMid(prev, i > 0, x.Elapsed, dt)
 		prev, prevTarget = x.Elapsed, x.TargetRPS
-		ds = append(ds, digest{dt: dt, second: math.Floor(mid), mid: mid, offered: x.OfferedRPS * dt, ok: x.GoodputRPS * dt, capacity: x.CapacityRPS})
+		d := digest{elapsed: x.Elapsed, dt: dt, second: math.Floor(mid), mid: mid, offered: x.OfferedRPS * dt, ok: x.GoodputRPS * dt, capacity: x.CapacityRPS,
+			prio: make(map[string]prioTotals, len(x.ByPriority))}
+		for name, p := range x.ByPriority {
+			d.prio[name] = prioTotals{offered: p.OfferedTotal, passed: p.PassedRateLimitTotal, reference: p.ReferencePassedTotal}
+		}
+		ds = append(ds, d)
 		fallbacks += x.RedisFallbackRPS * dt
 	}
 	ok := float64(s.Outcomes[wire.OutcomeOK.String()])
@@ -88,7 +95,11 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	if target > 0 {
 		s.AchievedRateError = round(math.Abs(float64(s.Offered)-target)/target, 6)
 	}
-	s.Recovery = recoveryOf(ds, partialFaults(events, loadStart, from), last.Elapsed, from)
+	faults := partialFaults(events, loadStart, from)
+	s.Recovery = recoveryOf(ds, faults, last.Elapsed, from)
+	if info != nil && info.Experiment != nil {
+		s.RateLimit = (&Aggregator{digests: ds, faults: faults}).globalLimits(info.Experiment.GlobalLimits())
+	}
 	s.Redis = partialRedis(events, info, s.Started)
 	if s.Redis.Kind != experiment.RedisOff {
 		s.Redis.Fallbacks = math.Round(fallbacks)
