@@ -7,8 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -50,8 +52,8 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee loadtest: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	if *duration <= 0 {
-		fmt.Fprintln(stderr, "levee loadtest: --duration must be > 0")
+	if err := checkLoadtestFlags(*rate, *duration, *timeout, *maxOut, *arrival, *route, *url, *key); err != nil {
+		fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
 		return 2
 	}
 
@@ -123,6 +125,45 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "server received %d\n", served())
 	}
 	return loadtestVerdict(stderr, t, *maxOut)
+}
+
+// checkLoadtestFlags returns an error naming the first flag whose value
+// cannot be offered: a --rate that is not above 0 (a load test that sends
+// nothing; k6's arrival-rate executors refuse it too), a --duration,
+// --timeout or --max-outstanding not above 0, an --arrival or --route the
+// generator does not know, a --key no Authorization header can carry, a
+// --url that is not an http(s) base URL. The
+// generator checks its config again (and --rate's upper bound); this only
+// makes the message name the flag the user typed.
+func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut int, arrival, route, target, key string) error {
+	switch {
+	case !(rate > 0): // NaN too
+		return fmt.Errorf("--rate %v: want > 0 requests per second", rate)
+	case duration <= 0:
+		return fmt.Errorf("--duration %v: want > 0", duration)
+	case timeout <= 0:
+		return fmt.Errorf("--timeout %v: want > 0", timeout)
+	case maxOut <= 0:
+		return fmt.Errorf("--max-outstanding %d: want > 0", maxOut)
+	case arrival != load.ArrivalConstant && arrival != load.ArrivalPoisson:
+		return fmt.Errorf("--arrival %q: want %s or %s", arrival, load.ArrivalConstant, load.ArrivalPoisson)
+	case !slices.Contains(loadRoutes(), route):
+		return fmt.Errorf("--route %q: want one of %s", route, strings.Join(loadRoutes(), ", "))
+	}
+	if msg := wire.KeyProblem(key); key != "" && msg != "" {
+		return fmt.Errorf("--key: the API key cannot be sent in an Authorization header: %s", msg)
+	}
+	if target == "" {
+		return nil
+	}
+	u, err := neturl.Parse(target)
+	if err != nil {
+		return fmt.Errorf("--url %q: %w", target, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("--url %q: want an http(s) base URL, e.g. http://127.0.0.1:8080", target)
+	}
+	return nil
 }
 
 // loadtestVerdict is the exit code of a finished load test: 1, with a

@@ -168,19 +168,25 @@ func TestLoadtestSentRate(t *testing.T) {
 
 // TestLoadtestBadFlagsStartNothing: a bad flag value is a usage error (exit
 // 2) reported before the loopback server starts, so nothing is printed on
-// stdout.
+// stdout, and the one-line error names the flag as typed (it said
+// "load: client_timeout" for --timeout, and --rate 0 offered nothing for the
+// whole --duration, then exited 1).
 func TestLoadtestBadFlagsStartNothing(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--rate", "-1"}, "--rate: "},
-		{[]string{"--rate", "NaN"}, "--rate: "},
-		{[]string{"--arrival", "bursty"}, "arrival"},
-		{[]string{"--timeout", "0s"}, "client_timeout"},
-		{[]string{"--max-outstanding", "0"}, "max_outstanding"},
-		{[]string{"--route", "nosuch"}, "nosuch"},
-		{[]string{"--key", "k\n"}, "mix.keys.P0: the API key cannot be sent"},
+		{[]string{"--rate", "-1"}, "--rate -1: want > 0"},
+		{[]string{"--rate", "0"}, "--rate 0: want > 0"},
+		{[]string{"--rate", "NaN"}, "--rate NaN: want > 0"},
+		{[]string{"--rate", "2e6"}, "--rate: "},
+		{[]string{"--arrival", "bursty"}, `--arrival "bursty": want constant or poisson`},
+		{[]string{"--timeout", "0s"}, "--timeout 0s: want > 0"},
+		{[]string{"--max-outstanding", "0"}, "--max-outstanding 0: want > 0"},
+		{[]string{"--route", "nosuch"}, `--route "nosuch": want one of `},
+		{[]string{"--url", "localhost:8080"}, `--url "localhost:8080": want an http(s) base URL`},
+		{[]string{"--url", "http://"}, `--url "http://": want an http(s) base URL`},
+		{[]string{"--key", "k\n"}, "--key: the API key cannot be sent"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
