@@ -35,8 +35,11 @@ func init() {
 // lab (the default experiment, a file, or a lesson built into the binary)
 // and shows the dashboard over it until the user quits; its lesson picker
 // (l) switches to any lesson, stopping the running lab first. Quitting
-// stops every child. stdin and stdout must be a terminal; without one it
-// explains, points at `levee run`, and returns 2 before starting anything.
+// stops every child. A bad argument (an experiment that is neither a file
+// nor a lesson, a --stop-timeout not above 0, a --runs that is a file) is
+// reported first and returns 2. stdin and stdout must be a terminal;
+// without one it explains, points at `levee run`, and returns 2 before
+// starting anything.
 func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml | LESSON]", stderr)
 	record := fs.Bool("record", false, "record from the start into a run folder, as levee run does (r toggles recording at any time)")
@@ -51,8 +54,15 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if !isTerminal(stdin) || !isTerminal(stdout) {
-		noTerminal(stderr, fs.Arg(0))
+	// The arguments are checked before the terminal, so that a typo is
+	// reported as itself, not hidden behind the terminal hint (which would
+	// point at a levee run that fails the same way).
+	if *stopTimeout <= 0 {
+		fmt.Fprintf(stderr, "levee lab: --stop-timeout %v: want > 0\n", *stopTimeout)
+		return 2
+	}
+	if st, err := os.Stat(*runsDir); err == nil && !st.IsDir() {
+		fmt.Fprintf(stderr, "levee lab: --runs %s: not a folder (recordings go in a folder of run folders)\n", *runsDir)
 		return 2
 	}
 	exp := experiment.DefaultExperiment()
@@ -62,6 +72,10 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "levee lab: %v\n", err)
 			return 2
 		}
+	}
+	if !isTerminal(stdin) || !isTerminal(stdout) {
+		noTerminal(stderr, fs.Arg(0))
+		return 2
 	}
 	lessons, err := lesson.Embedded()
 	if err != nil { // a lesson built into the binary does not parse: a build defect

@@ -14,16 +14,26 @@ import (
 )
 
 // TestLabWithoutTerminal: with non-TTY stdin/stdout, `levee lab` says why,
-// hints at `levee run`, starts nothing and exits 2.
+// hints at `levee run`, starts nothing and exits 2; a bad argument is
+// reported as itself first (it read "needs a terminal" and pointed at a
+// levee run that fails the same way; a negative --stop-timeout was taken).
 func TestLabWithoutTerminal(t *testing.T) {
 	tests := []struct {
 		name     string
 		args     []string
 		wantCode int
 		wantErr  []string
+		notErr   string // stderr must not contain it
 	}{
 		{name: "no args", args: nil, wantCode: 2, wantErr: []string{"needs a terminal", "levee run EXPERIMENT.yaml"}},
-		{name: "experiment", args: []string{"experiments/03.yaml"}, wantCode: 2, wantErr: []string{"needs a terminal", "levee run experiments/03.yaml"}},
+		{name: "experiment", args: []string{"../../experiments/03-priority-shedding.yaml"}, wantCode: 2,
+			wantErr: []string{"needs a terminal", "levee run ../../experiments/03-priority-shedding.yaml"}},
+		{name: "lesson", args: []string{"03"}, wantCode: 2, wantErr: []string{"needs a terminal", "levee run 03"}},
+		// A bad argument is reported as itself, not behind the terminal hint.
+		{name: "no such experiment", args: []string{"nosuch.yaml"}, wantCode: 2, wantErr: []string{"nosuch.yaml: no such file"}, notErr: "terminal"},
+		{name: "folder", args: []string{"."}, wantCode: 2, wantErr: []string{". is a folder"}, notErr: "terminal"},
+		{name: "negative --stop-timeout", args: []string{"--stop-timeout", "-1s"}, wantCode: 2, wantErr: []string{"--stop-timeout -1s: want > 0"}, notErr: "terminal"},
+		{name: "--runs is a file", args: []string{"--runs", "lab_test.go"}, wantCode: 2, wantErr: []string{"--runs lab_test.go: not a folder"}, notErr: "terminal"},
 		{name: "two files", args: []string{"a.yaml", "b.yaml"}, wantCode: 2, wantErr: []string{"at most one experiment"}},
 		{name: "bad flag", args: []string{"--nope"}, wantCode: 2, wantErr: []string{"flag provided but not defined"}},
 		{name: "help", args: []string{"--help"}, wantCode: 0, wantErr: []string{"Usage: levee lab"}},
@@ -40,6 +50,9 @@ func TestLabWithoutTerminal(t *testing.T) {
 				if !strings.Contains(stderr.String(), w) {
 					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
 				}
+			}
+			if tt.notErr != "" && strings.Contains(stderr.String(), tt.notErr) {
+				t.Errorf("stderr says %q:\n%s", tt.notErr, stderr.String())
 			}
 			if stdout.Len() != 0 {
 				t.Errorf("stdout should stay empty, got %q", stdout.String())
