@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,12 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "levee report: want at least one run folder")
 		fs.Usage()
 		return 2
+	}
+	for _, dir := range fs.Args() {
+		if err := checkRunDir(dir); err != nil {
+			fmt.Fprintf(stderr, "levee report: %v\n", err)
+			return 2
+		}
 	}
 	if *htmlOut != "" {
 		if err := checkHTMLPath(*htmlOut); err != nil {
@@ -98,6 +105,22 @@ func checkHTMLPath(path string) error {
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("--html %s: %s is not a folder", path, dir)
+	}
+	return nil
+}
+
+// checkRunDir rejects a RUN_DIR argument that is not a folder (missing, a
+// file, or one that cannot be examined) before any run is read, naming it;
+// a folder that does not hold a readable run is ReadRun's to report.
+func checkRunDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("run folder %s: no such folder (want the folder a run left: runs/<time>-<name>)", dir)
+	case err != nil:
+		return fmt.Errorf("run folder %s: %w", dir, err)
+	case !st.IsDir():
+		return fmt.Errorf("run folder %s: not a folder (want the folder a run left: runs/<time>-<name>)", dir)
 	}
 	return nil
 }

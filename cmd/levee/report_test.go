@@ -155,3 +155,38 @@ func TestReportBadRun(t *testing.T) {
 		}
 	}
 }
+
+// TestReportNotAFolder: a RUN_DIR that does not exist or is a file is a
+// usage error (exit 2) naming it, reported before any run is read and
+// before --html writes anything (a file read as "the events do not read
+// back: open FILE/events.jsonl: not a directory", exit 1).
+func TestReportNotAFolder(t *testing.T) {
+	dir := t.TempDir()
+	good := writeTinyRun(t, dir)
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "nosuch")
+	html := filepath.Join(dir, "r.html")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{good, file}, "run folder " + file + ": not a folder"},
+		{[]string{missing, good}, "run folder " + missing + ": no such folder"},
+		{[]string{"--html", html, good, file}, "run folder " + file + ": not a folder"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := runReport(c.args, &stdout, &stderr)
+		if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("report %q: exit %d, stdout %q, stderr %q; want exit 2, no table, %q", c.args, code, stdout.String(), stderr.String(), c.want)
+		}
+		if n := strings.Count(strings.TrimSpace(stderr.String()), "\n"); n != 0 {
+			t.Errorf("report %q: %d lines on stderr, want one", c.args, n+1)
+		}
+	}
+	if _, err := os.Stat(html); err == nil {
+		t.Error("a refused report wrote its --html file")
+	}
+}
