@@ -284,10 +284,46 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 		b, _ := json.Marshal(top)
 		var err error
 		if k, err = k.Patch(b); err != nil {
-			return k, fmt.Errorf("knob flags: %w", err)
+			return k, knobFlagError(fs, err)
 		}
 	}
 	return k, nil
+}
+
+// knobFlagError names the flag, as typed, of the knob a knob-flag patch
+// refused ("--queue-size -1: must be in [0, 1e+06], got -1"); a refusal of
+// a knob no flag given sets (a bound another flag moved) keeps the knob's
+// name after "knob flags".
+func knobFlagError(fs *flag.FlagSet, err error) error {
+	var ke *fakemodel.KnobError
+	if errors.As(err, &ke) {
+		for _, kf := range fakemodelKnobFlags {
+			if kf.knob != ke.Field {
+				continue
+			}
+			if f := fs.Lookup(kf.flag); f != nil && isFlagSet(fs, kf.flag) {
+				return &knobFlagErr{flag: kf.flag, value: f.Value.String(), err: ke}
+			}
+		}
+	}
+	return fmt.Errorf("knob flags: %w", err)
+}
+
+// knobFlagErr is a knob's refusal told by the flag that set it; it
+// unwraps to the *fakemodel.KnobError.
+type knobFlagErr struct {
+	flag, value string
+	err         *fakemodel.KnobError
+}
+
+func (e *knobFlagErr) Error() string { return "--" + e.flag + " " + e.value + ": " + e.err.Msg }
+func (e *knobFlagErr) Unwrap() error { return e.err }
+
+// isFlagSet reports whether the flag was given on the command line.
+func isFlagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // lat is the dotted wire name of a latency knob ("latency.p50_ms").

@@ -31,7 +31,8 @@ func TestFakemodelHelpTypes(t *testing.T) {
 }
 
 // TestFakemodelKnobFlags: a knob flag given sets its knob, 0 included; one
-// not given leaves --knobs' value; a bad number is a usage error.
+// not given leaves --knobs' value; a bad number is a usage error, and a
+// value out of its knob's range is one naming the flag.
 func TestFakemodelKnobFlags(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -52,7 +53,14 @@ func TestFakemodelKnobFlags(t *testing.T) {
 		{name: "not a whole number", args: []string{"--slots", "1.5"}, wantCode: 2, wantErr: `invalid value "1.5" for flag -slots: want a whole number`},
 		{name: "not a number", args: []string{"--error-rate", "lots"}, wantCode: 2, wantErr: `invalid value "lots" for flag -error-rate: want a finite number`},
 		{name: "not finite", args: []string{"--p50-ms", "Inf"}, wantCode: 2, wantErr: "want a finite number"},
-		{name: "out of the knob's range", args: []string{"--slots", "0"}, wantCode: 2, wantErr: "slots"},
+		// A knob flag's refused value is told by the flag as typed, not by
+		// the knob's wire name ("knob flags: knob queue_size: …").
+		{name: "out of the knob's range", args: []string{"--slots", "0"}, wantCode: 2, wantErr: "levee fakemodel: --slots 0: must be in [1, 100000], got 0\n"},
+		{name: "negative queue size", args: []string{"--queue-size", "-1"}, wantCode: 2, wantErr: "levee fakemodel: --queue-size -1: must be in"},
+		{name: "unknown distribution", args: []string{"--latency", "bogus"}, wantCode: 2, wantErr: `levee fakemodel: --latency bogus: must be one of lognormal, fixed, uniform`},
+		{name: "p99 below p50", args: []string{"--p50-ms", "100", "--p99-ms", "50"}, wantCode: 2, wantErr: "levee fakemodel: --p99-ms 50: must be in [100, "},
+		// A bound another flag moved: no flag set the knob refused.
+		{name: "p50 above the default p99", args: []string{"--p50-ms", "100000"}, wantCode: 2, wantErr: "knob flags: knob latency.p99_ms: "},
 		{name: "--knobs names a knob twice", args: []string{"--knobs", `{"slots":9,"slots":10}`}, wantCode: 2, wantErr: "knob slots: given twice"},
 		{name: "--knobs cut short", args: []string{"--knobs", `{"slots":`}, wantCode: 2, wantErr: "--knobs: malformed JSON: unexpected EOF"},
 		{name: "--knobs in upper case", args: []string{"--knobs", `{"SLOTS":3}`}, wantCode: 2, wantErr: "knob SLOTS: unknown knob (names are lower case: slots)"},
