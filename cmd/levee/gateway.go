@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/levee-lab/levee/gateway"
@@ -39,6 +41,12 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "levee gateway: --config FILE is required")
 		fs.Usage()
 		return 2
+	}
+	for _, a := range []struct{ flag, value string }{{"--listen", *listen}, {"--admin", *admin}} {
+		if err := checkListenAddr(a.value); a.value != "" && err != nil {
+			fmt.Fprintf(stderr, "levee gateway: %s %q: %v\n", a.flag, a.value, err)
+			return 2
+		}
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -93,4 +101,19 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 	}
 	log.Info("gateway stopped")
 	return code
+}
+
+// checkListenAddr reports what is wrong with a host:port to listen on: no
+// port, or one that is not a number from 0 to 65535 (0 picks a free port).
+// Whether the host may be used (the admin API's loopback rule) is the
+// config's to judge.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, e.g. 127.0.0.1:0 for a free port: %w", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port from 0 to 65535, got %q", port)
+	}
+	return nil
 }
