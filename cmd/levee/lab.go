@@ -41,7 +41,11 @@ func init() {
 // without one it explains, points at `levee run`, and returns 2 before
 // starting anything.
 func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml | LESSON]", stderr)
+	fs := newFlagSet("lab", "lab [flags] [EXPERIMENT.yaml | LESSON]\n\n"+
+		"Starts the lab (no argument: the default one) and its live dashboard.\n"+
+		"Exit status: 0 quit (q); 1 the lab failed to start or stop; 2 bad usage,\n"+
+		"or stdin or stdout is not a terminal (use levee run); 130 a second\n"+
+		"interrupt killed every child.", stderr)
 	record := fs.Bool("record", false, "record from the start into a run folder, as levee run does (r toggles recording at any time)")
 	runsDir := fs.String("runs", "runs", "`folder` for run folders")
 	quick := fs.Bool("quick", false, "time-scale the experiment to about 20 s")

@@ -43,3 +43,24 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpExitStatus: the commands whose exit codes scripts rely on say
+// them in their --help, as the README's command table does.
+func TestHelpExitStatus(t *testing.T) {
+	for cmd, want := range map[string][]string{
+		"run":      {"Exit status: 0 every threshold held; 1 a threshold or a fault step failed", "2 bad usage"},
+		"lab":      {"Exit status: 0 quit", "2 bad usage", "130 a second"},
+		"loadtest": {"Exit status: 0 some requests succeeded", "2 bad usage"},
+		"doctor":   {"Exit status: 0 ready", "2 bad usage"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := dispatch([]string{"help", cmd}, &stdout, &stderr); code != 0 {
+			t.Fatalf("help %s: exit %d", cmd, code)
+		}
+		for _, w := range want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("levee %s --help lacks %q:\n%s", cmd, w, stderr.String())
+			}
+		}
+	}
+}

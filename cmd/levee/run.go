@@ -25,7 +25,13 @@ func init() {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR [--force]] [--quick] [--html FILE]", stderr)
+	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR [--force]] [--quick] [--html FILE]\n\n"+
+		"Plays an experiment file, or a lesson built into the binary, headless and\n"+
+		"records it; Ctrl-C (or SIGTERM) ends it early and still writes its files.\n"+
+		"Exit status: 0 every threshold held; 1 a threshold or a fault step failed,\n"+
+		"or the run could not start (--out holds files, --runs is a file) or finish;\n"+
+		"2 bad usage (an experiment that is neither a file nor a lesson, or does\n"+
+		"not validate).", stderr)
 	out := fs.String("out", "", "run folder (default runs/<time>-<name>); refused when it holds files, unless --force")
 	force := fs.Bool("force", false, "with --out: replace the run already in the folder (its run files are removed first)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
