@@ -53,7 +53,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			usage(stderr)
 			return 2
 		}
-		if len(args) == 2 {
+		if len(args) == 2 && !isHelpWord(args[1]) {
 			c, ok := commands[args[1]]
 			if !ok {
 				fmt.Fprintf(stderr, "levee %s: unknown command %q\n\n", args[0], args[1])
@@ -91,3 +91,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'levee <command> --help' for the flags of one command.")
 }
+
+// isHelpWord reports whether a is one of the words that ask for help
+// ("levee help -h" and "levee help help" show the command list).
+func isHelpWord(a string) bool { return a == "-h" || a == "--help" || a == "help" }

@@ -20,6 +20,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"--help"}, 0, "Commands:", "", true},
 		{[]string{"help", "run"}, 0, "", "Usage: levee run", false},
 		{[]string{"-h", "plan"}, 0, "", "Usage: levee plan", false},
+		// Help about help is the command list ("unknown command \"-h\"", exit 2, before).
+		{[]string{"help", "-h"}, 0, "Commands:", "", true},
+		{[]string{"help", "help"}, 0, "Commands:", "", true},
+		{[]string{"--help", "--help"}, 0, "Commands:", "", true},
 		{[]string{"help", "bogus"}, 2, "", `levee help: unknown command "bogus"`, true},
 		{[]string{"--help", "bogus"}, 2, "", `levee --help: unknown command "bogus"`, true},
 		{[]string{"help", "run", "plan"}, 2, "", `levee help: want at most one command, got ["run" "plan"]`, true},
