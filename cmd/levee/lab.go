@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/charmbracelet/x/term"
 
@@ -58,24 +59,12 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	// The arguments are checked before the terminal, so that a typo is
-	// reported as itself, not hidden behind the terminal hint (which would
-	// point at a levee run that fails the same way).
-	if *stopTimeout <= 0 {
-		fmt.Fprintf(stderr, "levee lab: --stop-timeout %v: want > 0\n", *stopTimeout)
+	// Arguments before the terminal: a typo is reported as itself, not
+	// hidden behind the hint (a levee run that fails the same way).
+	exp, err := labArgs(fs.Arg(0), *stopTimeout, *runsDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "levee lab: %v\n", err)
 		return 2
-	}
-	if st, err := os.Stat(*runsDir); err == nil && !st.IsDir() {
-		fmt.Fprintf(stderr, "levee lab: --runs %s: not a folder (recordings go in a folder of run folders)\n", *runsDir)
-		return 2
-	}
-	exp := experiment.DefaultExperiment()
-	if arg := fs.Arg(0); arg != "" {
-		var err error
-		if exp, err = resolveExperiment(arg); err != nil {
-			fmt.Fprintf(stderr, "levee lab: %v\n", err)
-			return 2
-		}
 	}
 	if !isTerminal(stdin) || !isTerminal(stdout) {
 		noTerminal(stderr, fs.Arg(0))
@@ -151,6 +140,21 @@ func runLab(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "levee lab: stopped; every child process has exited")
 	return 0
+}
+
+// labArgs checks levee lab's arguments and returns the experiment to
+// open: the default lab without one, else the file or lesson arg names.
+func labArgs(arg string, stopTimeout time.Duration, runsDir string) (*experiment.Experiment, error) {
+	if stopTimeout <= 0 {
+		return nil, fmt.Errorf("--stop-timeout %v: want > 0", stopTimeout)
+	}
+	if st, err := os.Stat(runsDir); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("--runs %s: not a folder (recordings go in a folder of run folders)", runsDir)
+	}
+	if arg == "" {
+		return experiment.DefaultExperiment(), nil
+	}
+	return resolveExperiment(arg)
 }
 
 // killedMsg is what levee lab says when a second interrupt killed the lab.
