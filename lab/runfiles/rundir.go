@@ -17,7 +17,7 @@ func runFolderName(t time.Time, name string) string {
 
 // ErrRunDirNotEmpty is returned (wrapped) by ResolveRunDir for an --out
 // folder that already holds files, unless forced.
-var ErrRunDirNotEmpty = errors.New("run folder is not empty")
+var ErrRunDirNotEmpty = errors.New("not empty")
 
 // ErrNoPreviousRun is returned (wrapped) by ResolveRunDir for a forced
 // --out folder that holds files but no previous run: no run.json, or one

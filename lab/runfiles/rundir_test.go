@@ -132,6 +132,8 @@ func TestResolveRunDirOut(t *testing.T) {
 				}
 			} else if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("error %v; want %v containing %q", err, tt.wantErr, tt.wantMsg)
+			} else if n := strings.Count(err.Error(), "run folder"); n != 1 {
+				t.Errorf("error %q says \"run folder\" %d times", err, n) // it read "run folder r1: run folder is not empty"
 			}
 			want := tt.after
 			if want == nil {
