@@ -12,9 +12,10 @@ test:
 bench:
     bash scripts/bench.sh
 
-# Record one lesson headless, e.g. `just run 03-priority-shedding --quick`.
+# Record one lesson headless, e.g. `just run 03 --quick` (a lesson's
+# number or name, or an experiment file, as levee run takes them).
 run NAME *ARGS:
-    go run ./cmd/levee run experiments/{{NAME}}.yaml {{ARGS}}
+    go run ./cmd/levee run {{NAME}} {{ARGS}}
 
 # Side-by-side report of recorded runs.
 report *DIRS:
