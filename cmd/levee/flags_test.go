@@ -97,6 +97,7 @@ func TestRunFolderFlags(t *testing.T) {
 	}{
 		{"--force without --out", []string{"03", "--quick", "--force"}, 2, "--force needs --out"},
 		{"--force with --runs only", []string{"03", "--runs", dir, "--force"}, 2, "--force needs --out"},
+		{"--runs with --out", []string{"03", "--quick", "--runs", dir, "--out", site}, 2, "--runs and --out"},
 		{"--runs is a file", []string{"03", "--quick", "--runs", file}, 1, "runs folder " + file + ": not a folder"},
 		{"--out is a file", []string{"03", "--quick", "--out", file, "--force"}, 1, "not a folder"},
 		{"--force on a folder without a run", []string{"03", "--quick", "--out", site, "--force"}, 1, "no run.json"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -48,6 +49,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *force && *out == "" {
 		fmt.Fprintln(stderr, "levee run: --force needs --out DIR (it replaces the run in that folder; a runs/<time>-<name> folder is always new)")
+		return 2
+	}
+	runsGiven := false
+	fs.Visit(func(f *flag.Flag) { runsGiven = runsGiven || f.Name == "runs" })
+	if runsGiven && *out != "" {
+		fmt.Fprintln(stderr, "levee run: --runs and --out: --out is the run folder itself, --runs the parent of a new runs/<time>-<name> folder; give one")
 		return 2
 	}
 	exp, err := resolveExperiment(fs.Arg(0))
