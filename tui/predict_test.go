@@ -113,3 +113,27 @@ func TestPredictPromptKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpOverPromptFits: ? while the prediction prompt is open shows the
+// full help in its box and keeps the frame: the help bar stays one line
+// (the prompt's keys), so the header is not pushed off the screen.
+func TestHelpOverPromptFits(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		m := New(askingFake())
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, keyRunes("?"))
+		view := m.View()
+		checkFrame(t, view, size[0], size[1])
+		lines := strings.Split(ansi.Strip(view), "\n")
+		if !strings.Contains(lines[0], "LEVEE") {
+			t.Errorf("%dx%d: the first line is not the header: %q", size[0], size[1], lines[0])
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "type the number") || !strings.Contains(last, "esc skip guess") {
+			t.Errorf("%dx%d: the help bar is not the prompt's: %q", size[0], size[1], last)
+		}
+		if !strings.Contains(ansi.Strip(view), "? closes this help") {
+			t.Errorf("%dx%d: no full help:\n%s", size[0], size[1], ansi.Strip(view))
+		}
+	}
+}

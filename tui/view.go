@@ -169,13 +169,16 @@ func (m *Model) View() string {
 	lines = append(lines, m.nodeRows()...)
 	lines = append(lines, m.lessonRows()...)
 	lines = append(lines, fit(m.statusLine(), w))
+	// The bar is always one line: the full help (?) is the box above, and
+	// help.Model.View would render a state's FullHelp, several lines, while
+	// it shows (? over the prediction prompt pushed the header off screen).
 	switch {
 	case m.pick.open:
-		lines = append(lines, fit(m.help.View(pickerHelp(m.keys)), w))
+		lines = append(lines, fit(m.help.ShortHelpView(pickerHelp(m.keys).ShortHelp()), w))
 	case m.panelOpen:
-		lines = append(lines, fit(m.help.View(panelHelp(m.keys)), w))
+		lines = append(lines, fit(m.help.ShortHelpView(panelHelp(m.keys).ShortHelp()), w))
 	case m.prompt.ask != nil:
-		lines = append(lines, fit(m.help.View(promptHelp(m.keys)), w))
+		lines = append(lines, fit(m.help.ShortHelpView(promptHelp(m.keys).ShortHelp()), w))
 	default:
 		lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), w))
 	}
