@@ -110,3 +110,44 @@ func TestFullHelpFits(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpBarNarrow: below 80 columns the help bar leaves bindings out
+// whole, not cut at the end, so "? help" and "q quit" always show (the
+// way to the full help); the prompt's bar keeps "q quit". At 80 every
+// binding of the bar shows.
+func TestHelpBarNarrow(t *testing.T) {
+	for _, w := range []int{40, 50, 60, 70, 79, 80} {
+		for _, asking := range []bool{false, true} {
+			f := newFake()
+			if asking {
+				f = askingFake()
+			}
+			m := New(f)
+			m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
+			m.Update(sampleMsg(fixedSamples()[0]))
+			view := m.View()
+			checkFrame(t, view, w, 24)
+			lines := strings.Split(ansi.Strip(view), "\n")
+			bar := lines[len(lines)-1]
+			want := []string{"? help", "q quit"}
+			if asking {
+				want = []string{"q quit"}
+			}
+			for _, s := range want {
+				if !strings.Contains(bar, s) {
+					t.Errorf("%d wide (prompt %t): the help bar lacks %q: %q", w, asking, s, bar)
+				}
+			}
+			if strings.Contains(bar, "…") {
+				t.Errorf("%d wide (prompt %t): a binding is cut: %q", w, asking, bar)
+			}
+			if w == 80 && !asking {
+				for _, b := range m.keys.ShortHelp() {
+					if h := b.Help(); !strings.Contains(bar, h.Key+" "+h.Desc) {
+						t.Errorf("80 wide: the help bar lacks %q: %q", h.Key+" "+h.Desc, bar)
+					}
+				}
+			}
+		}
+	}
+}

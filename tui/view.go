@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
@@ -174,15 +175,33 @@ func (m *Model) View() string {
 	// it shows (? over the prediction prompt pushed the header off screen).
 	switch {
 	case m.pick.open:
-		lines = append(lines, fit(m.help.ShortHelpView(pickerHelp(m.keys).ShortHelp()), w))
+		lines = append(lines, m.helpBar(pickerHelp(m.keys).ShortHelp(), 1))
 	case m.panelOpen:
-		lines = append(lines, fit(m.help.ShortHelpView(panelHelp(m.keys).ShortHelp()), w))
+		lines = append(lines, m.helpBar(panelHelp(m.keys).ShortHelp(), 1))
 	case m.prompt.ask != nil:
-		lines = append(lines, fit(m.help.ShortHelpView(promptHelp(m.keys).ShortHelp()), w))
+		lines = append(lines, m.helpBar(promptHelp(m.keys).ShortHelp(), 1))
 	default:
-		lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), w))
+		lines = append(lines, m.helpBar(m.keys.ShortHelp(), 2))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// helpBar is the one-line help bar of bindings, exactly the terminal's
+// width. When it does not fit, the bindings just before the last keep are
+// left out, one at a time, so the last ones (? help, q quit; a panel's
+// close) always show: cut at the end, a narrow terminal lost the way to
+// the full help.
+func (m *Model) helpBar(bs []key.Binding, keep int) string {
+	hm := m.help
+	hm.Width = 0 // no "…" cut: bindings are left out whole
+	bs = append([]key.Binding(nil), bs...)
+	bar := hm.ShortHelpView(bs)
+	for ansi.StringWidth(bar) > m.width && len(bs) > keep {
+		i := max(len(bs)-keep-1, 0)
+		bs = append(bs[:i], bs[i+1:]...)
+		bar = hm.ShortHelpView(bs)
+	}
+	return fit(bar, m.width)
 }
 
 func (m *Model) grid() []string {
