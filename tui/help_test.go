@@ -104,7 +104,7 @@ func TestFullHelpFits(t *testing.T) {
 					}
 				}
 			}
-			if !strings.Contains(plain, "? closes this help") {
+			if !strings.Contains(plain, "esc closes this help") {
 				t.Errorf("%dx%d: no closing hint:\n%s", size[0], size[1], plain)
 			}
 		}
@@ -148,6 +148,38 @@ func TestHelpBarNarrow(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestEscClosesHelp: esc closes the full help like the other boxes; over
+// the prediction prompt it closes the help only, and the next esc skips.
+func TestEscClosesHelp(t *testing.T) {
+	for _, asking := range []bool{false, true} {
+		f := newFake()
+		if asking {
+			f = askingFake()
+		}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, keyRunes("?"))
+		if !strings.Contains(ansi.Strip(m.View()), "closes this help") {
+			t.Fatalf("prompt %t: ? showed no full help", asking)
+		}
+		press(m, tea.KeyMsg{Type: tea.KeyEsc})
+		if v := ansi.Strip(m.View()); strings.Contains(v, "closes this help") {
+			t.Errorf("prompt %t: esc left the full help open:\n%s", asking, v)
+		}
+		if !asking {
+			continue
+		}
+		if calls := f.Calls(); len(calls) != 0 {
+			t.Errorf("esc over the help answered the prompt: %v", calls)
+		}
+		press(m, tea.KeyMsg{Type: tea.KeyEsc})
+		if calls := f.Calls(); len(calls) != 1 || !strings.HasPrefix(calls[0], "Predict(") {
+			t.Errorf("the second esc did not skip the prediction: %v", calls)
 		}
 	}
 }

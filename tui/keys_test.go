@@ -132,7 +132,7 @@ func TestKeyBindings(t *testing.T) {
 			wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: stopping", notView: "step 3/5"},
 		{name: "n at the last step says so", setup: func(f *fakeControls) { f.lesson.Step = f.lesson.Steps },
 			keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: no next step: step 5/5 is the last"},
-		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "? closes this help"},
+		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "esc closes this help"},
 		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
 			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
 		{name: "ctrl+c stops the lab and quits", keys: []tea.KeyMsg{{Type: tea.KeyCtrlC}},

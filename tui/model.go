@@ -337,6 +337,12 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.pick.open {
 		return m.pickerKey(msg)
 	}
+	// esc closes the full help, as it closes the panels, before the
+	// prompt under it would take it as "skip".
+	if m.showHelp && msg.Type == tea.KeyEsc {
+		m.showHelp, m.help.ShowAll = false, false
+		return m, nil
+	}
 	if m.prompt.ask != nil && !m.panelOpen && m.promptKey(msg) {
 		return m, nil
 	}

@@ -132,7 +132,7 @@ func TestHelpOverPromptFits(t *testing.T) {
 		if last := lines[len(lines)-1]; !strings.Contains(last, "type the number") || !strings.Contains(last, "esc skip guess") {
 			t.Errorf("%dx%d: the help bar is not the prompt's: %q", size[0], size[1], last)
 		}
-		if !strings.Contains(ansi.Strip(view), "? closes this help") {
+		if !strings.Contains(ansi.Strip(view), "esc closes this help") {
 			t.Errorf("%dx%d: no full help:\n%s", size[0], size[1], ansi.Strip(view))
 		}
 	}
