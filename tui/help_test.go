@@ -122,7 +122,7 @@ func TestHelpBarNarrow(t *testing.T) {
 			if asking {
 				f = askingFake()
 			}
-			m := New(f)
+			m := New(f, WithLessons(fakeLessons(3), (&starter{}).start))
 			m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
 			m.Update(sampleMsg(fixedSamples()[0]))
 			view := m.View()
@@ -141,6 +141,14 @@ func TestHelpBarNarrow(t *testing.T) {
 			if strings.Contains(bar, "…") {
 				t.Errorf("%d wide (prompt %t): a binding is cut: %q", w, asking, bar)
 			}
+			press(m, keyRunes("l"))
+			if bar := lastLine(m.View()); !strings.Contains(bar, "enter start lesson") || !strings.Contains(bar, "esc close") {
+				t.Errorf("%d wide: the picker's help bar lacks enter or esc: %q", w, bar)
+			}
+			press(m, tea.KeyMsg{Type: tea.KeyEsc}, keyRunes("d"))
+			if bar := lastLine(m.View()); !strings.Contains(bar, "toggle") || !strings.Contains(bar, "esc close") {
+				t.Errorf("%d wide: the defenses panel's help bar lacks toggle or esc: %q", w, bar)
+			}
 			if w == 80 && !asking {
 				for _, b := range m.keys.ShortHelp() {
 					if h := b.Help(); !strings.Contains(bar, h.Key+" "+h.Desc) {
@@ -150,6 +158,11 @@ func TestHelpBarNarrow(t *testing.T) {
 			}
 		}
 	}
+}
+
+func lastLine(view string) string {
+	lines := strings.Split(ansi.Strip(view), "\n")
+	return lines[len(lines)-1]
 }
 
 // TestEscClosesHelp: esc closes the full help like the other boxes; over

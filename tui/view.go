@@ -175,9 +175,9 @@ func (m *Model) View() string {
 	// it shows (? over the prediction prompt pushed the header off screen).
 	switch {
 	case m.pick.open:
-		lines = append(lines, m.helpBar(pickerHelp(m.keys).ShortHelp(), 1))
+		lines = append(lines, m.helpBar(pickerHelp(m.keys).ShortHelp(), 2))
 	case m.panelOpen:
-		lines = append(lines, m.helpBar(panelHelp(m.keys).ShortHelp(), 1))
+		lines = append(lines, m.helpBar(panelHelp(m.keys).ShortHelp(), 2))
 	case m.prompt.ask != nil:
 		lines = append(lines, m.helpBar(promptHelp(m.keys).ShortHelp(), 1))
 	default:
