@@ -403,6 +403,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Lessons):
 		m.openPicker()
+	case (key.Matches(msg, k.Page) || key.Matches(msg, k.PrevPage)) && m.lay.pages <= 1:
+		// Nothing to page through: say so rather than ignore the key.
+		m.setStatus("tab: every panel already shows on this one page", false)
 	case key.Matches(msg, k.Page):
 		m.page = (m.page + 1) % m.lay.pages
 		m.renderPanels()

@@ -133,3 +133,23 @@ func TestHeaderDefensesOff(t *testing.T) {
 		}
 	}
 }
+
+// TestTabOnOnePage: where every panel shows on one page (160×48), tab and
+// shift+tab say so in the status line instead of doing nothing silently.
+func TestTabOnOnePage(t *testing.T) {
+	for _, k := range []tea.KeyMsg{{Type: tea.KeyTab}, {Type: tea.KeyShiftTab}} {
+		m := New(newFake())
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		if m.lay.pages != 1 {
+			t.Fatalf("160×48 has %d pages, want 1", m.lay.pages)
+		}
+		press(m, k)
+		if v := ansi.Strip(m.View()); !strings.Contains(v, "every panel already shows") {
+			t.Errorf("%s at 160×48 said nothing:\n%s", k, v)
+		}
+		if m.page != 0 {
+			t.Errorf("%s at 160×48: page %d", k, m.page)
+		}
+	}
+}
