@@ -137,3 +137,29 @@ func TestHelpOverPromptFits(t *testing.T) {
 		}
 	}
 }
+
+// TestLessonRowOneLine: where the lesson row is one line (80×24, 100×30),
+// a numbered lesson's long title shows as its number, so the step's text
+// shows; at 160×48 (three lines) the whole title stays.
+func TestLessonRowOneLine(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}} {
+		f := goldenFake()
+		f.lesson = lab.LessonState{Title: "03 · Priority load shedding: P0 survives a 10× overload", Step: 1, Steps: 4,
+			Kind: "predict", Text: "Predict: when the level turns red, what happens to P0?"}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		view := ansi.Strip(m.View())
+		checkFrame(t, m.View(), size[0], size[1])
+		if !strings.Contains(view, "PREDICT — Predict: when the level") && !strings.Contains(view, "Predict: when the level turns red") {
+			t.Errorf("%dx%d: the step's text does not show:\n%s", size[0], size[1], view)
+		}
+		wantTitle := "03 · step 1/4"
+		if size[0] >= 160 {
+			wantTitle = "03 · Priority load shedding: P0 survives a 10× overload · step 1/4"
+		}
+		if !strings.Contains(view, wantTitle) {
+			t.Errorf("%dx%d: the lesson row lacks %q:\n%s", size[0], size[1], wantTitle, view)
+		}
+	}
+}

@@ -441,6 +441,14 @@ func (m *Model) lessonRows() []string {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
 	head := clean(ls.Title)
+	if n == 1 {
+		// One line (below 120×36): a numbered lesson's title
+		// ("03 · Priority load shedding: …") shows as its number, so the
+		// step's text — what to watch — fits; the picker (l) has the title.
+		if num, _, ok := strings.Cut(head, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
+			head = num
+		}
+	}
 	if ls.Steps > 0 {
 		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
