@@ -222,3 +222,25 @@ func TestKeyMapHelp(t *testing.T) {
 		t.Errorf("short help is %d cells wide, want ≤ 80", w)
 	}
 }
+
+// TestKeysInOneRead: keys that reach the program in one read come as one
+// KeyRunes message; each is handled as if pressed alone, in order, and
+// digits still go to an open prediction prompt.
+func TestKeysInOneRead(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("++"), keyRunes("1s"))
+	want := []string{"SetRate(125.00)", "SetRate(156.25)", "ToggleFault(node_kill)", "Spike(3, 10s)"}
+	if got := f.Calls(); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys in one read called %q, want %q", got, want)
+	}
+
+	f = askingFake()
+	m = New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("95"), tea.KeyMsg{Type: tea.KeyEnter})
+	if got := f.Calls(); len(got) != 1 || !strings.Contains(got[0], "95") {
+		t.Errorf("95 typed in one read then enter called %q, want a prediction of 95", got)
+	}
+}

@@ -260,9 +260,28 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.relayout()
 		return m, nil
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			return m, m.handleKeys(msg)
+		}
 		return m.handleKey(msg)
 	}
 	return m, nil
+}
+
+// handleKeys handles a message of several typed runes one key at a time.
+// Bubble Tea reports the printable keys that arrive in one read — fast
+// typing, a lagging SSH link, tmux send-keys — as one KeyRunes message
+// ("++", "1r"), which matches no binding: each key is what was pressed.
+// (A bracketed paste stays one message: only the prediction prompt takes it.)
+func (m *Model) handleKeys(msg tea.KeyMsg) tea.Cmd {
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		one := msg
+		one.Runes = []rune{r}
+		_, cmd := m.handleKey(one)
+		cmds = append(cmds, cmd)
+	}
+	return tea.Batch(cmds...)
 }
 
 // setRate asks the lab for rate r and says what came of it.
