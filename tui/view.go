@@ -261,6 +261,12 @@ func (m *Model) header() string {
 		badge = "level " + badge
 	}
 	parts = append(parts, badge)
+	// Recording goes first after the level: at 80 columns the rest of the
+	// header may be cut (lesson 09's agents and a paused ramp cut it), and
+	// whether the lab records must not be.
+	if m.recording {
+		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
+	}
 	if m.nSamples > 0 {
 		if wide {
 			parts = append(parts,
@@ -287,9 +293,6 @@ func (m *Model) header() string {
 	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))
-	}
-	if m.recording {
-		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
 	}
 	// Narrow, Redis goes before the defenses: it is what a Redis lesson
 	// watches, and the defenses panel (d) lists the defenses anyway.
