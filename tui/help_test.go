@@ -196,3 +196,32 @@ func TestEscClosesHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveFaultPastTheFold: at 80×24 the fault row shows four faults of
+// the real catalogue; a fault toggled on a later key (8) still shows as
+// active, ahead of the others. Wide, the row keeps catalogue order.
+func TestActiveFaultPastTheFold(t *testing.T) {
+	for _, w := range []int{80, 160} {
+		f := newFake()
+		fullCatalogue(f)
+		eighth := f.faults[7].Name
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: w, Height: 48})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, keyRunes("8"))
+		m.Update(sampleMsg(fixedSamples()[1]))
+		v := ansi.Strip(m.View())
+		var row string
+		for _, l := range strings.Split(v, "\n") {
+			if strings.HasPrefix(l, " faults") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, "[8] "+eighth+" ●") {
+			t.Errorf("%d wide: the fault row does not show %s active: %q", w, eighth, row)
+		}
+		if first := strings.Index(row, "[1] "); w == 160 && (first < 0 || first > strings.Index(row, "[8] ")) {
+			t.Errorf("160 wide: the fault row left catalogue order: %q", row)
+		}
+	}
+}

@@ -339,6 +339,12 @@ func clock(sec float64) string {
 // pack puts items on up to n lines of width w after a label, marking
 // what does not fit with "…".
 func pack(label string, items []string, w, n int) []string {
+	lines, _ := packAll(label, items, w, n)
+	return lines
+}
+
+// packAll is pack, and whether every item fit.
+func packAll(label string, items []string, w, n int) (_ []string, all bool) {
 	lines := make([]string, n)
 	indent := strings.Repeat(" ", ansi.StringWidth(label))
 	li := 0
@@ -360,12 +366,12 @@ func pack(label string, items []string, w, n int) []string {
 		li++
 		if li == n {
 			lines[n-1] = fit(lines[n-1]+"  …", w)
-			return fixAll(lines, w)
+			return fixAll(lines, w), false
 		}
 		cur = indent + it
 	}
 	lines[li] = cur
-	return fixAll(lines, w)
+	return fixAll(lines, w), ansi.StringWidth(cur) <= w
 }
 
 func fixAll(lines []string, w int) []string {
@@ -375,8 +381,11 @@ func fixAll(lines []string, w int) []string {
 	return lines
 }
 
+// faultRows lists the faults in catalogue order; when they do not all fit
+// (80×24 shows four), the active and failed ones come first, so a fault
+// toggled on a key past the fold still shows as active.
 func (m *Model) faultRows() []string {
-	var items []string
+	var items, first, rest []string
 	for _, f := range m.faults {
 		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
@@ -393,11 +402,21 @@ func (m *Model) faultRows() []string {
 			it += stErr.Render(" ⚠ failed")
 		}
 		items = append(items, it)
+		if f.Active || f.Error != "" {
+			first = append(first, it)
+		} else {
+			rest = append(rest, it)
+		}
 	}
 	if len(items) == 0 {
 		items = []string{stDim.Render("none")}
 	}
-	return pack(stBold.Render(" faults  "), items, m.width, m.lay.faultLines)
+	label := stBold.Render(" faults  ")
+	lines, all := packAll(label, items, m.width, m.lay.faultLines)
+	if all || len(first) == 0 {
+		return lines
+	}
+	return pack(label, append(first, rest...), m.width, m.lay.faultLines)
 }
 
 func (m *Model) nodeRows() []string {
