@@ -244,3 +244,27 @@ func TestKeysInOneRead(t *testing.T) {
 		t.Errorf("95 typed in one read then enter called %q, want a prediction of 95", got)
 	}
 }
+
+// TestBoxKeysOutsideBoxes: the keys the full help lists for the defenses
+// panel, the lesson picker and the prediction prompt say where they work
+// when pressed with none of those open, and call nothing.
+func TestBoxKeysOutsideBoxes(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		k    tea.KeyMsg
+	}{
+		{"k", keyRunes("k")}, {"j", keyRunes("j")}, {"space", tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}},
+		{"enter", tea.KeyMsg{Type: tea.KeyEnter}}, {"esc", tea.KeyMsg{Type: tea.KeyEsc}},
+	} {
+		f := newFake()
+		m := New(f)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, tt.k)
+		if v := ansi.Strip(m.View()); !strings.Contains(v, " "+tt.name+": nothing here to select") {
+			t.Errorf("%s with no box open said nothing:\n%s", tt.name, v)
+		}
+		if calls := f.Calls(); len(calls) != 0 {
+			t.Errorf("%s with no box open called %v", tt.name, calls)
+		}
+	}
+}

@@ -434,6 +434,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 		m.help.ShowAll = m.showHelp
+	case key.Matches(msg, k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip):
+		// The full help lists these with the boxes they work in; pressed
+		// with none open they would do nothing, silently.
+		name := msg.String()
+		if name == " " {
+			name = "space"
+		}
+		m.setStatus(name+": nothing here to select, confirm or close (d defenses, l lessons)", false)
 	}
 	return m, nil
 }
