@@ -2,6 +2,7 @@ package tui
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -131,7 +132,7 @@ func TestHelpBarNarrow(t *testing.T) {
 			bar := lines[len(lines)-1]
 			want := []string{"? help", "q quit"}
 			if asking {
-				want = []string{"q quit"}
+				want = []string{"quit"}
 			}
 			for _, s := range want {
 				if !strings.Contains(bar, s) {
@@ -142,12 +143,15 @@ func TestHelpBarNarrow(t *testing.T) {
 				t.Errorf("%d wide (prompt %t): a binding is cut: %q", w, asking, bar)
 			}
 			press(m, keyRunes("l"))
-			if bar := lastLine(m.View()); !strings.Contains(bar, "enter start lesson") || !strings.Contains(bar, "esc close") {
+			if bar := lastLine(m.View()); !strings.Contains(bar, "enter start lesson") || !strings.Contains(bar, "close") {
 				t.Errorf("%d wide: the picker's help bar lacks enter or esc: %q", w, bar)
 			}
 			press(m, tea.KeyMsg{Type: tea.KeyEsc}, keyRunes("d"))
-			if bar := lastLine(m.View()); !strings.Contains(bar, "toggle") || !strings.Contains(bar, "esc close") {
+			if bar := lastLine(m.View()); !strings.Contains(bar, "toggle") || !strings.Contains(bar, "close") {
 				t.Errorf("%d wide: the defenses panel's help bar lacks toggle or esc: %q", w, bar)
+			}
+			if w == 80 && asking && !strings.Contains(bar, "n next step") {
+				t.Errorf("80 wide: the prompt's help bar lacks n: %q", bar)
 			}
 			if w == 80 && !asking {
 				for _, b := range m.keys.ShortHelp() {
@@ -222,6 +226,30 @@ func TestActiveFaultPastTheFold(t *testing.T) {
 		}
 		if first := strings.Index(row, "[1] "); w == 160 && (first < 0 || first > strings.Index(row, "[8] ")) {
 			t.Errorf("160 wide: the fault row left catalogue order: %q", row)
+		}
+	}
+}
+
+// TestFullHelpNamesEveryKey: each key a binding of the full help listens
+// to is named in its help (the fault keys are a range, checked by
+// TestEleventhFaultKey).
+func TestFullHelpNamesEveryKey(t *testing.T) {
+	names := map[string]string{"up": "↑", "down": "↓", " ": "space"}
+	for _, col := range defaultKeyMap().FullHelp() {
+		for _, b := range col {
+			h := b.Help()
+			if h.Desc == faultHelpDesc {
+				continue
+			}
+			named := strings.Split(h.Key, "/")
+			for _, k := range b.Keys() {
+				if n, ok := names[k]; ok {
+					k = n
+				}
+				if !slices.Contains(named, k) {
+					t.Errorf("%q (%s) listens to %q, which its help %q does not name", h.Desc, h.Key, k, h.Key)
+				}
+			}
 		}
 	}
 }
