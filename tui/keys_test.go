@@ -268,3 +268,31 @@ func TestBoxKeysOutsideBoxes(t *testing.T) {
 		}
 	}
 }
+
+// TestBarWhileStopping: while the lab stops every key but quit is
+// ignored, so the help bar shows only what a second quit does; while a
+// lesson starts, only quit.
+func TestBarWhileStopping(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		var opts []Option
+		want := "again: stop waiting for the lab"
+		if kill {
+			opts = append(opts, WithKill(func() {}))
+			want = "again: kill every child process now"
+		}
+		m := New(newFake(), opts...)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		m.Update(keyRunes("q")) // Stop's command is not run: the lab is stopping
+		bar := lastLine(m.View())
+		if !strings.Contains(bar, want) || strings.Contains(bar, "rate") {
+			t.Errorf("kill %t: the help bar while stopping is %q, want only %q", kill, bar, want)
+		}
+	}
+	m := New(newFake(), WithLessons(fakeLessons(3), (&starter{}).start))
+	m.Update(sampleMsg(fixedSamples()[0]))
+	m.Update(keyRunes("l"))
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter}) // the switch's command is not run
+	if bar := lastLine(m.View()); !strings.Contains(bar, "quit") || strings.Contains(bar, "rate") {
+		t.Errorf("the help bar while a lesson starts is %q, want only quit", bar)
+	}
+}

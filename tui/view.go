@@ -174,6 +174,9 @@ func (m *Model) View() string {
 	// help.Model.View would render a state's FullHelp, several lines, while
 	// it shows (? over the prediction prompt pushed the header off screen).
 	switch {
+	case m.stopping || m.switching != "":
+		// Every other key does nothing now: the bar shows what quit does.
+		lines = append(lines, m.helpBar([]key.Binding{m.busyQuit()}, 1))
 	case m.pick.open:
 		lines = append(lines, m.helpBar(pickerHelp(m.keys).ShortHelp(), 2))
 	case m.panelOpen:
@@ -184,6 +187,21 @@ func (m *Model) View() string {
 		lines = append(lines, m.helpBar(m.keys.ShortHelp(), 2))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// busyQuit is the only binding that works while the lab stops or a
+// lesson starts, with what it does then.
+func (m *Model) busyQuit() key.Binding {
+	b := m.keys.Quit
+	switch {
+	case !m.stopping:
+		b.SetHelp("q/ctrl+c", "quit")
+	case m.hurry.kill != nil:
+		b.SetHelp("q/ctrl+c", "again: kill every child process now")
+	default:
+		b.SetHelp("q/ctrl+c", "again: stop waiting for the lab")
+	}
+	return b
 }
 
 // helpBar is the one-line help bar of bindings, exactly the terminal's
