@@ -153,3 +153,27 @@ func TestTabOnOnePage(t *testing.T) {
 		}
 	}
 }
+
+// TestTooSmallSaysWhatKeysDid: keys work on a terminal too small to draw
+// on; the message says q quits and shows the status line (what the last
+// key did), never more lines than the terminal has.
+func TestTooSmallSaysWhatKeysDid(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	m.Update(tea.WindowSizeMsg{Width: 30, Height: 10})
+	if v := ansi.Strip(m.View()); !strings.Contains(strings.Join(strings.Fields(v), " "), "q quits") {
+		t.Errorf("30×10: no way to quit named:\n%s", v)
+	}
+	press(m, keyRunes("1"))
+	v := ansi.Strip(m.View())
+	if !strings.Contains(strings.Join(strings.Fields(v), " "), "fault node_kill: applying") {
+		t.Errorf("30×10: the fault key's effect does not show:\n%s", v)
+	}
+	for _, h := range []int{1, 3, 10} {
+		m.Update(tea.WindowSizeMsg{Width: 20, Height: h})
+		if n := len(strings.Split(m.View(), "\n")); n > h {
+			t.Errorf("20×%d: %d lines", h, n)
+		}
+	}
+}

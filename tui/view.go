@@ -149,8 +149,15 @@ func center(s string, w int) string {
 func (m *Model) View() string {
 	w, h := m.width, m.height
 	if m.lay.tooSmall {
-		msg := fmt.Sprintf("terminal %d×%d is too small: Levee needs %d×%d (80×24 or more is best)", w, h, minWidth, minHeight)
-		return ansi.Wordwrap(msg, max(w, 10), "")
+		// Keys still work here: say how to quit, and show what the last
+		// one did (the status line), within the terminal's height.
+		msg := fmt.Sprintf("terminal %d×%d is too small: Levee needs %d×%d (80×24 or more is best); q quits", w, h, minWidth, minHeight)
+		out := ansi.Wordwrap(msg, max(w, 10), "")
+		if m.status != "" {
+			out += "\n\n" + ansi.Wordwrap(m.status, max(w, 10), "")
+		}
+		lines := strings.Split(out, "\n")
+		return strings.Join(lines[:min(len(lines), max(h, 1))], "\n")
 	}
 	lines := make([]string, 0, h)
 	lines = append(lines, fit(m.header(), w))
