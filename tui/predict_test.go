@@ -163,3 +163,20 @@ func TestLessonRowOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptDecimalComma: a decimal comma, as typed on a European
+// keyboard, is the decimal point: "95,5" saves 95.5, not 955.
+func TestPromptDecimalComma(t *testing.T) {
+	for _, keys := range [][]tea.KeyMsg{
+		{keyRunes("9"), keyRunes("5"), keyRunes(","), keyRunes("5")},
+		{keyRunes("95,5")}, // one read, or a paste
+	} {
+		f := askingFake()
+		m := New(f)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, append(keys, tea.KeyMsg{Type: tea.KeyEnter})...)
+		if got, want := f.Calls(), []string{"Predict(step 2, 95.5)"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("95,5 then enter called %q, want %q", got, want)
+		}
+	}
+}
