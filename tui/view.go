@@ -213,9 +213,9 @@ func (m *Model) busyQuit() key.Binding {
 
 // helpBar is the one-line help bar of bindings, exactly the terminal's
 // width. When it does not fit, the bindings just before the last keep are
-// left out, one at a time, so the last ones (? help, q quit; a panel's
-// close) always show: cut at the end, a narrow terminal lost the way to
-// the full help.
+// left out, one at a time, so the last ones always show (? help and
+// q quit; a box's enter or space and its close; the prompt's quit): cut
+// at the end, a narrow terminal lost the way to the full help.
 func (m *Model) helpBar(bs []key.Binding, keep int) string {
 	hm := m.help
 	hm.Width = 0 // no "…" cut: bindings are left out whole
