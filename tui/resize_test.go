@@ -177,3 +177,28 @@ func TestTooSmallSaysWhatKeysDid(t *testing.T) {
 		}
 	}
 }
+
+// TestDefensesPanelShort: where the charts are too short for every
+// defense (45×13), the panel shows the one ↓ selects, whole and framed.
+func TestDefensesPanelShort(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 45, Height: 13})
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("d"))
+	names := m.defenseNames()
+	for i := range names {
+		if i > 0 {
+			press(m, tea.KeyMsg{Type: tea.KeyDown})
+		}
+		view := m.View()
+		checkFrame(t, view, 45, 13)
+		v := ansi.Strip(view)
+		if !strings.Contains(v, "▸ [") || !strings.Contains(v, names[i]) || !strings.Contains(v, fmt.Sprintf(" of %d", len(names))) {
+			t.Errorf("defense %d (%s) selected but not shown:\n%s", i, names[i], v)
+		}
+		if !strings.Contains(v, "└") || !strings.Contains(v, "esc close") {
+			t.Errorf("defense %d: the panel lost its hint or bottom:\n%s", i, v)
+		}
+	}
+}
