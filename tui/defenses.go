@@ -59,10 +59,27 @@ func (m *Model) defenseNames() []string {
 }
 
 // defensesBox is the defenses panel drawn over the charts, at most w wide.
+// Where the charts are too short for every defense (below about 80×20),
+// it drops its blank lines and shows the defenses around the selected one
+// ("defenses 3–6 of 7"), so ↑/↓ never select a defense off screen.
 func (m *Model) defensesBox(w int) string {
 	names := m.defenseNames()
-	body := []string{""}
-	for i, n := range names {
+	gridH := 0
+	for _, h := range m.lay.rowH {
+		gridH += h
+	}
+	roomy := len(names)+6 <= gridH // borders, two blank lines, the hint
+	from, to := 0, len(names)
+	if shown := max(gridH-3, 1); !roomy && len(names) > shown {
+		from = min(max(m.panelSel-shown/2, 0), len(names)-shown)
+		to = from + shown
+	}
+	var body []string
+	if roomy {
+		body = append(body, "")
+	}
+	for i := from; i < to; i++ {
+		n := names[i]
 		mark := "[ ]"
 		if m.defenses[n] {
 			mark = "[x]"
@@ -77,6 +94,13 @@ func (m *Model) defensesBox(w int) string {
 	if len(names) == 0 {
 		body = append(body, "  the lab reports no defenses")
 	}
-	body = append(body, "", stDim.Render(" ↑/↓ select · space toggle · esc close"))
-	return box(" "+stTitle.Render("defenses")+" ", min(42, w), len(body)+2, body)
+	if roomy {
+		body = append(body, "")
+	}
+	body = append(body, stDim.Render(" ↑/↓ select · space toggle · esc close"))
+	title := "defenses"
+	if to-from < len(names) {
+		title = fmt.Sprintf("defenses %d–%d of %d", from+1, to, len(names))
+	}
+	return box(" "+stTitle.Render(title)+" ", min(42, w), len(body)+2, body)
 }

@@ -44,6 +44,6 @@ func (m *Model) fullHelpBox() string {
 	if roomy {
 		body = append(body, "")
 	}
-	body = append(body, stDim.Render("  ? closes this help"))
+	body = append(body, stDim.Render("  ? or esc closes this help"))
 	return box(" "+stTitle.Render("keys")+" ", w, len(body)+2, body)
 }

@@ -39,8 +39,8 @@ type keyMap struct {
 
 func defaultKeyMap() keyMap {
 	return keyMap{
-		RateUp:      key.NewBinding(key.WithKeys("up", "+", "="), key.WithHelp("↑/+", "rate ×1.25")),
-		RateDown:    key.NewBinding(key.WithKeys("down", "-", "_"), key.WithHelp("↓/-", "rate ÷1.25")),
+		RateUp:      key.NewBinding(key.WithKeys("up", "+", "="), key.WithHelp("↑/+/=", "rate ×1.25")),
+		RateDown:    key.NewBinding(key.WithKeys("down", "-", "_"), key.WithHelp("↓/-/_", "rate ÷1.25")),
 		Spike:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "spike ×3 10s")),
 		Pause:       key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume ramp")),
 		Fault:       key.NewBinding(key.WithKeys(faultKeys()...), key.WithHelp(faultKeysHelp(0), faultHelpDesc)),
@@ -51,11 +51,11 @@ func defaultKeyMap() keyMap {
 		Page:        key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next page")),
 		PrevPage:    key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("shift+tab", "prev page")),
 		Help:        key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
-		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Quit:        key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q/ctrl+c", "quit")),
 		PanelUp:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "select")),
 		PanelDown:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "select")),
 		PanelToggle: key.NewBinding(key.WithKeys(" ", "enter"), key.WithHelp("space/enter", "toggle")),
-		PanelClose:  key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc", "close")),
+		PanelClose:  key.NewBinding(key.WithKeys("esc", "d"), key.WithHelp("esc/d", "close")),
 		PickStart:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start lesson")),
 		PromptSave:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "save guess")),
 		PromptSkip:  key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "skip guess")),
@@ -166,7 +166,9 @@ type promptHelp keyMap
 
 func (k promptHelp) ShortHelp() []key.Binding {
 	typing := key.NewBinding(key.WithKeys("0"), key.WithHelp("0-9 .", "type the number"))
-	return []key.Binding{typing, k.PromptSave, k.PromptSkip, k.Next, k.Quit}
+	quit := k.Quit
+	quit.SetHelp("q", "quit") // terse, as in the main bar: n fits in 80 columns
+	return []key.Binding{typing, k.PromptSave, k.PromptSkip, k.Next, quit}
 }
 
 func (k promptHelp) FullHelp() [][]key.Binding { return [][]key.Binding{k.ShortHelp()} }

@@ -132,7 +132,7 @@ func TestKeyBindings(t *testing.T) {
 			wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: stopping", notView: "step 3/5"},
 		{name: "n at the last step says so", setup: func(f *fakeControls) { f.lesson.Step = f.lesson.Steps },
 			keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: no next step: step 5/5 is the last"},
-		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "? closes this help"},
+		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "esc closes this help"},
 		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
 			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},
 		{name: "ctrl+c stops the lab and quits", keys: []tea.KeyMsg{{Type: tea.KeyCtrlC}},
@@ -220,5 +220,79 @@ func TestKeyMapHelp(t *testing.T) {
 	h := newHelp()
 	if w := ansi.StringWidth(h.ShortHelpView(k.ShortHelp())); w > 80 {
 		t.Errorf("short help is %d cells wide, want ≤ 80", w)
+	}
+}
+
+// TestKeysInOneRead: keys that reach the program in one read come as one
+// KeyRunes message; each is handled as if pressed alone, in order, and
+// digits still go to an open prediction prompt.
+func TestKeysInOneRead(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("++"), keyRunes("1s"))
+	want := []string{"SetRate(125.00)", "SetRate(156.25)", "ToggleFault(node_kill)", "Spike(3, 10s)"}
+	if got := f.Calls(); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys in one read called %q, want %q", got, want)
+	}
+
+	f = askingFake()
+	m = New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("95"), tea.KeyMsg{Type: tea.KeyEnter})
+	if got := f.Calls(); len(got) != 1 || !strings.Contains(got[0], "95") {
+		t.Errorf("95 typed in one read then enter called %q, want a prediction of 95", got)
+	}
+}
+
+// TestBoxKeysOutsideBoxes: the keys the full help lists for the defenses
+// panel, the lesson picker and the prediction prompt say where they work
+// when pressed with none of those open, and call nothing.
+func TestBoxKeysOutsideBoxes(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		k    tea.KeyMsg
+	}{
+		{"k", keyRunes("k")}, {"j", keyRunes("j")}, {"space", tea.KeyMsg{Type: tea.KeySpace, Runes: []rune(" ")}},
+		{"enter", tea.KeyMsg{Type: tea.KeyEnter}}, {"esc", tea.KeyMsg{Type: tea.KeyEsc}},
+	} {
+		f := newFake()
+		m := New(f)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, tt.k)
+		if v := ansi.Strip(m.View()); !strings.Contains(v, " "+tt.name+": nothing here to select") {
+			t.Errorf("%s with no box open said nothing:\n%s", tt.name, v)
+		}
+		if calls := f.Calls(); len(calls) != 0 {
+			t.Errorf("%s with no box open called %v", tt.name, calls)
+		}
+	}
+}
+
+// TestBarWhileStopping: while the lab stops every key but quit is
+// ignored, so the help bar shows only what a second quit does; while a
+// lesson starts, only quit.
+func TestBarWhileStopping(t *testing.T) {
+	for _, kill := range []bool{false, true} {
+		var opts []Option
+		want := "again: stop waiting for the lab"
+		if kill {
+			opts = append(opts, WithKill(func() {}))
+			want = "again: kill every child process now"
+		}
+		m := New(newFake(), opts...)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		m.Update(keyRunes("q")) // Stop's command is not run: the lab is stopping
+		bar := lastLine(m.View())
+		if !strings.Contains(bar, want) || strings.Contains(bar, "rate") {
+			t.Errorf("kill %t: the help bar while stopping is %q, want only %q", kill, bar, want)
+		}
+	}
+	m := New(newFake(), WithLessons(fakeLessons(3), (&starter{}).start))
+	m.Update(sampleMsg(fixedSamples()[0]))
+	m.Update(keyRunes("l"))
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter}) // the switch's command is not run
+	if bar := lastLine(m.View()); !strings.Contains(bar, "quit") || strings.Contains(bar, "rate") {
+		t.Errorf("the help bar while a lesson starts is %q, want only quit", bar)
 	}
 }

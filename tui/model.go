@@ -260,9 +260,28 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.relayout()
 		return m, nil
 	case tea.KeyMsg:
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			return m, m.handleKeys(msg)
+		}
 		return m.handleKey(msg)
 	}
 	return m, nil
+}
+
+// handleKeys handles a message of several typed runes one key at a time.
+// Bubble Tea reports the printable keys that arrive in one read — fast
+// typing, a lagging SSH link, tmux send-keys — as one KeyRunes message
+// ("++", "1r"), which matches no binding: each key is what was pressed.
+// (A bracketed paste stays one message: only the prediction prompt takes it.)
+func (m *Model) handleKeys(msg tea.KeyMsg) tea.Cmd {
+	var cmds []tea.Cmd
+	for _, r := range msg.Runes {
+		one := msg
+		one.Runes = []rune{r}
+		_, cmd := m.handleKey(one)
+		cmds = append(cmds, cmd)
+	}
+	return tea.Batch(cmds...)
 }
 
 // setRate asks the lab for rate r and says what came of it.
@@ -337,6 +356,12 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if m.pick.open {
 		return m.pickerKey(msg)
 	}
+	// esc closes the full help, as it closes the panels, before the
+	// prompt under it would take it as "skip".
+	if m.showHelp && msg.Type == tea.KeyEsc {
+		m.showHelp, m.help.ShowAll = false, false
+		return m, nil
+	}
 	if m.prompt.ask != nil && !m.panelOpen && m.promptKey(msg) {
 		return m, nil
 	}
@@ -397,6 +422,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Lessons):
 		m.openPicker()
+	case (key.Matches(msg, k.Page) || key.Matches(msg, k.PrevPage)) && m.lay.pages <= 1:
+		// Nothing to page through: say so rather than ignore the key.
+		m.setStatus("tab: every panel already shows on this one page", false)
 	case key.Matches(msg, k.Page):
 		m.page = (m.page + 1) % m.lay.pages
 		m.renderPanels()
@@ -406,6 +434,14 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Help):
 		m.showHelp = !m.showHelp
 		m.help.ShowAll = m.showHelp
+	case key.Matches(msg, k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip):
+		// The full help lists these with the boxes they work in; pressed
+		// with none open they would do nothing, silently.
+		name := msg.String()
+		if name == " " {
+			name = "space"
+		}
+		m.setStatus(name+": nothing here to select, confirm or close (d defenses, l lessons)", false)
 	}
 	return m, nil
 }

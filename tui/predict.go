@@ -16,8 +16,9 @@ import (
 const maxPromptRunes = 9
 
 // prompt is the prediction prompt: a predict step that names a number asks
-// for it until the room answers or skips (esc). Digits, '.', '-' and
-// backspace go to it; every other key works as usual.
+// for it until the room answers or skips (esc). Digits, '.' (or a decimal
+// ',', read as '.'), '-' and backspace go to it; every other key works as
+// usual.
 type prompt struct {
 	ask   *lab.PredictionAsk // nil: no prompt
 	input string
@@ -57,8 +58,9 @@ func (m *Model) promptKey(msg tea.KeyMsg) (handled bool) {
 		}
 		return true
 	case msg.Type == tea.KeyRunes && numeric(msg.Runes):
-		// Fast typing and pastes come as several runes in one message.
-		in := []rune(m.prompt.input + string(msg.Runes))
+		// Fast typing and pastes come as several runes in one message. A
+		// decimal comma is a point: "95,5" is 95.5, not 955.
+		in := []rune(m.prompt.input + strings.ReplaceAll(string(msg.Runes), ",", "."))
 		m.prompt.input = string(in[:min(len(in), maxPromptRunes)])
 		return true
 	}
@@ -68,7 +70,7 @@ func (m *Model) promptKey(msg tea.KeyMsg) (handled bool) {
 // numeric reports whether rs are all characters of a number.
 func numeric(rs []rune) bool {
 	for _, r := range rs {
-		if !strings.ContainsRune("0123456789.-", r) {
+		if !strings.ContainsRune("0123456789.,-", r) {
 			return false
 		}
 	}

@@ -113,3 +113,70 @@ func TestPredictPromptKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpOverPromptFits: ? while the prediction prompt is open shows the
+// full help in its box and keeps the frame: the help bar stays one line
+// (the prompt's keys), so the header is not pushed off the screen.
+func TestHelpOverPromptFits(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {160, 48}} {
+		m := New(askingFake())
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, keyRunes("?"))
+		view := m.View()
+		checkFrame(t, view, size[0], size[1])
+		lines := strings.Split(ansi.Strip(view), "\n")
+		if !strings.Contains(lines[0], "LEVEE") {
+			t.Errorf("%dx%d: the first line is not the header: %q", size[0], size[1], lines[0])
+		}
+		if last := lines[len(lines)-1]; !strings.Contains(last, "type the number") || !strings.Contains(last, "esc skip guess") {
+			t.Errorf("%dx%d: the help bar is not the prompt's: %q", size[0], size[1], last)
+		}
+		if !strings.Contains(ansi.Strip(view), "esc closes this help") {
+			t.Errorf("%dx%d: no full help:\n%s", size[0], size[1], ansi.Strip(view))
+		}
+	}
+}
+
+// TestLessonRowOneLine: where the lesson row is one line (80×24, 100×30),
+// a numbered lesson's long title shows as its number, so the step's text
+// shows; at 160×48 (three lines) the whole title stays.
+func TestLessonRowOneLine(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}} {
+		f := goldenFake()
+		f.lesson = lab.LessonState{Title: "03 · Priority load shedding: P0 survives a 10× overload", Step: 1, Steps: 4,
+			Kind: "predict", Text: "Predict: when the level turns red, what happens to P0?"}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		view := ansi.Strip(m.View())
+		checkFrame(t, m.View(), size[0], size[1])
+		if !strings.Contains(view, "PREDICT — Predict: when the level") && !strings.Contains(view, "Predict: when the level turns red") {
+			t.Errorf("%dx%d: the step's text does not show:\n%s", size[0], size[1], view)
+		}
+		wantTitle := "03 · step 1/4"
+		if size[0] >= 160 {
+			wantTitle = "03 · Priority load shedding: P0 survives a 10× overload · step 1/4"
+		}
+		if !strings.Contains(view, wantTitle) {
+			t.Errorf("%dx%d: the lesson row lacks %q:\n%s", size[0], size[1], wantTitle, view)
+		}
+	}
+}
+
+// TestPromptDecimalComma: a decimal comma, as typed on a European
+// keyboard, is the decimal point: "95,5" saves 95.5, not 955.
+func TestPromptDecimalComma(t *testing.T) {
+	for _, keys := range [][]tea.KeyMsg{
+		{keyRunes("9"), keyRunes("5"), keyRunes(","), keyRunes("5")},
+		{keyRunes("95,5")}, // one read, or a paste
+	} {
+		f := askingFake()
+		m := New(f)
+		m.Update(sampleMsg(fixedSamples()[0]))
+		press(m, append(keys, tea.KeyMsg{Type: tea.KeyEnter})...)
+		if got, want := f.Calls(), []string{"Predict(step 2, 95.5)"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("95,5 then enter called %q, want %q", got, want)
+		}
+	}
+}

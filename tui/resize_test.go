@@ -133,3 +133,72 @@ func TestHeaderDefensesOff(t *testing.T) {
 		}
 	}
 }
+
+// TestTabOnOnePage: where every panel shows on one page (160×48), tab and
+// shift+tab say so in the status line instead of doing nothing silently.
+func TestTabOnOnePage(t *testing.T) {
+	for _, k := range []tea.KeyMsg{{Type: tea.KeyTab}, {Type: tea.KeyShiftTab}} {
+		m := New(newFake())
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		if m.lay.pages != 1 {
+			t.Fatalf("160×48 has %d pages, want 1", m.lay.pages)
+		}
+		press(m, k)
+		if v := ansi.Strip(m.View()); !strings.Contains(v, "every panel already shows") {
+			t.Errorf("%s at 160×48 said nothing:\n%s", k, v)
+		}
+		if m.page != 0 {
+			t.Errorf("%s at 160×48: page %d", k, m.page)
+		}
+	}
+}
+
+// TestTooSmallSaysWhatKeysDid: keys work on a terminal too small to draw
+// on; the message says q quits and shows the status line (what the last
+// key did), never more lines than the terminal has.
+func TestTooSmallSaysWhatKeysDid(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(sampleMsg(fixedSamples()[0]))
+	m.Update(tea.WindowSizeMsg{Width: 30, Height: 10})
+	if v := ansi.Strip(m.View()); !strings.Contains(strings.Join(strings.Fields(v), " "), "q quits") {
+		t.Errorf("30×10: no way to quit named:\n%s", v)
+	}
+	press(m, keyRunes("1"))
+	v := ansi.Strip(m.View())
+	if !strings.Contains(strings.Join(strings.Fields(v), " "), "fault node_kill: applying") {
+		t.Errorf("30×10: the fault key's effect does not show:\n%s", v)
+	}
+	for _, h := range []int{1, 3, 10} {
+		m.Update(tea.WindowSizeMsg{Width: 20, Height: h})
+		if n := len(strings.Split(m.View(), "\n")); n > h {
+			t.Errorf("20×%d: %d lines", h, n)
+		}
+	}
+}
+
+// TestDefensesPanelShort: where the charts are too short for every
+// defense (45×13), the panel shows the one ↓ selects, whole and framed.
+func TestDefensesPanelShort(t *testing.T) {
+	f := newFake()
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 45, Height: 13})
+	m.Update(sampleMsg(fixedSamples()[0]))
+	press(m, keyRunes("d"))
+	names := m.defenseNames()
+	for i := range names {
+		if i > 0 {
+			press(m, tea.KeyMsg{Type: tea.KeyDown})
+		}
+		view := m.View()
+		checkFrame(t, view, 45, 13)
+		v := ansi.Strip(view)
+		if !strings.Contains(v, "▸ [") || !strings.Contains(v, names[i]) || !strings.Contains(v, fmt.Sprintf(" of %d", len(names))) {
+			t.Errorf("defense %d (%s) selected but not shown:\n%s", i, names[i], v)
+		}
+		if !strings.Contains(v, "└") || !strings.Contains(v, "esc close") {
+			t.Errorf("defense %d: the panel lost its hint or bottom:\n%s", i, v)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
@@ -148,8 +149,15 @@ func center(s string, w int) string {
 func (m *Model) View() string {
 	w, h := m.width, m.height
 	if m.lay.tooSmall {
-		msg := fmt.Sprintf("terminal %d×%d is too small: Levee needs %d×%d (80×24 or more is best)", w, h, minWidth, minHeight)
-		return ansi.Wordwrap(msg, max(w, 10), "")
+		// Keys still work here: say how to quit, and show what the last
+		// one did (the status line), within the terminal's height.
+		msg := fmt.Sprintf("terminal %d×%d is too small: Levee needs %d×%d (80×24 or more is best); q quits", w, h, minWidth, minHeight)
+		out := ansi.Wordwrap(msg, max(w, 10), "")
+		if m.status != "" {
+			out += "\n\n" + ansi.Wordwrap(m.status, max(w, 10), "")
+		}
+		lines := strings.Split(out, "\n")
+		return strings.Join(lines[:min(len(lines), max(h, 1))], "\n")
 	}
 	lines := make([]string, 0, h)
 	lines = append(lines, fit(m.header(), w))
@@ -169,17 +177,56 @@ func (m *Model) View() string {
 	lines = append(lines, m.nodeRows()...)
 	lines = append(lines, m.lessonRows()...)
 	lines = append(lines, fit(m.statusLine(), w))
+	// The bar is always one line: the full help (?) is the box above, and
+	// help.Model.View would render a state's FullHelp, several lines, while
+	// it shows (? over the prediction prompt pushed the header off screen).
 	switch {
+	case m.stopping || m.switching != "":
+		// Every other key does nothing now: the bar shows what quit does.
+		lines = append(lines, m.helpBar([]key.Binding{m.busyQuit()}, 1))
 	case m.pick.open:
-		lines = append(lines, fit(m.help.View(pickerHelp(m.keys)), w))
+		lines = append(lines, m.helpBar(pickerHelp(m.keys).ShortHelp(), 2))
 	case m.panelOpen:
-		lines = append(lines, fit(m.help.View(panelHelp(m.keys)), w))
+		lines = append(lines, m.helpBar(panelHelp(m.keys).ShortHelp(), 2))
 	case m.prompt.ask != nil:
-		lines = append(lines, fit(m.help.View(promptHelp(m.keys)), w))
+		lines = append(lines, m.helpBar(promptHelp(m.keys).ShortHelp(), 1))
 	default:
-		lines = append(lines, fit(m.help.ShortHelpView(m.keys.ShortHelp()), w))
+		lines = append(lines, m.helpBar(m.keys.ShortHelp(), 2))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// busyQuit is the only binding that works while the lab stops or a
+// lesson starts, with what it does then.
+func (m *Model) busyQuit() key.Binding {
+	b := m.keys.Quit
+	switch {
+	case !m.stopping:
+		b.SetHelp("q/ctrl+c", "quit")
+	case m.hurry.kill != nil:
+		b.SetHelp("q/ctrl+c", "again: kill every child process now")
+	default:
+		b.SetHelp("q/ctrl+c", "again: stop waiting for the lab")
+	}
+	return b
+}
+
+// helpBar is the one-line help bar of bindings, exactly the terminal's
+// width. When it does not fit, the bindings just before the last keep are
+// left out, one at a time, so the last ones always show (? help and
+// q quit; a box's enter or space and its close; the prompt's quit): cut
+// at the end, a narrow terminal lost the way to the full help.
+func (m *Model) helpBar(bs []key.Binding, keep int) string {
+	hm := m.help
+	hm.Width = 0 // no "…" cut: bindings are left out whole
+	bs = append([]key.Binding(nil), bs...)
+	bar := hm.ShortHelpView(bs)
+	for ansi.StringWidth(bar) > m.width && len(bs) > keep {
+		i := max(len(bs)-keep-1, 0)
+		bs = append(bs[:i], bs[i+1:]...)
+		bar = hm.ShortHelpView(bs)
+	}
+	return fit(bar, m.width)
 }
 
 func (m *Model) grid() []string {
@@ -239,6 +286,12 @@ func (m *Model) header() string {
 		badge = "level " + badge
 	}
 	parts = append(parts, badge)
+	// Recording goes first after the level: at 80 columns the rest of the
+	// header may be cut (lesson 09's agents and a paused ramp cut it), and
+	// whether the lab records must not be.
+	if m.recording {
+		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
+	}
 	if m.nSamples > 0 {
 		if wide {
 			parts = append(parts,
@@ -265,9 +318,6 @@ func (m *Model) header() string {
 	}
 	if m.paused {
 		parts = append(parts, stStale.Render("ramp paused"))
-	}
-	if m.recording {
-		parts = append(parts, stRec.Render("● REC "+clock(m.last.Elapsed-m.recStart)))
 	}
 	// Narrow, Redis goes before the defenses: it is what a Redis lesson
 	// watches, and the defenses panel (d) lists the defenses anyway.
@@ -314,6 +364,12 @@ func clock(sec float64) string {
 // pack puts items on up to n lines of width w after a label, marking
 // what does not fit with "…".
 func pack(label string, items []string, w, n int) []string {
+	lines, _ := packAll(label, items, w, n)
+	return lines
+}
+
+// packAll is pack, and whether every item fit.
+func packAll(label string, items []string, w, n int) (_ []string, all bool) {
 	lines := make([]string, n)
 	indent := strings.Repeat(" ", ansi.StringWidth(label))
 	li := 0
@@ -335,12 +391,12 @@ func pack(label string, items []string, w, n int) []string {
 		li++
 		if li == n {
 			lines[n-1] = fit(lines[n-1]+"  …", w)
-			return fixAll(lines, w)
+			return fixAll(lines, w), false
 		}
 		cur = indent + it
 	}
 	lines[li] = cur
-	return fixAll(lines, w)
+	return fixAll(lines, w), ansi.StringWidth(cur) <= w
 }
 
 func fixAll(lines []string, w int) []string {
@@ -350,8 +406,11 @@ func fixAll(lines []string, w int) []string {
 	return lines
 }
 
+// faultRows lists the faults in catalogue order; when they do not all fit
+// (80×24 shows four), the active and failed ones come first, so a fault
+// toggled on a key past the fold still shows as active.
 func (m *Model) faultRows() []string {
-	var items []string
+	var items, first, rest []string
 	for _, f := range m.faults {
 		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
@@ -368,11 +427,21 @@ func (m *Model) faultRows() []string {
 			it += stErr.Render(" ⚠ failed")
 		}
 		items = append(items, it)
+		if f.Active || f.Error != "" {
+			first = append(first, it)
+		} else {
+			rest = append(rest, it)
+		}
 	}
 	if len(items) == 0 {
 		items = []string{stDim.Render("none")}
 	}
-	return pack(stBold.Render(" faults  "), items, m.width, m.lay.faultLines)
+	label := stBold.Render(" faults  ")
+	lines, all := packAll(label, items, m.width, m.lay.faultLines)
+	if all || len(first) == 0 {
+		return lines
+	}
+	return pack(label, append(first, rest...), m.width, m.lay.faultLines)
 }
 
 func (m *Model) nodeRows() []string {
@@ -419,6 +488,14 @@ func (m *Model) lessonRows() []string {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
 	head := clean(ls.Title)
+	if n == 1 {
+		// One line (below 120×36): a numbered lesson's title
+		// ("03 · Priority load shedding: …") shows as its number, so the
+		// step's text — what to watch — fits; the picker (l) has the title.
+		if num, _, ok := strings.Cut(head, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
+			head = num
+		}
+	}
 	if ls.Steps > 0 {
 		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
