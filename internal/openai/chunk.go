@@ -13,28 +13,18 @@ package openai
 // '{'. It does not allocate.
 func chunkGenerated(data []byte) (gen, ok bool) {
 	s := scanner{b: data}
-	seenChoices := false
-	ok = s.object(func(key []byte, plain bool) bool {
-		switch k := s.known(key, plain, topKeys[:]); k {
-		case keyUnknown:
-			s.value()
-			return true
-		case 0: // choices
-			if seenChoices || s.peek() != '[' {
-				return false
-			}
-			seenChoices = true
-			return s.array(func() bool {
-				if s.peek() != '{' {
-					return false
-				}
-				g, ok := s.choice()
-				gen = gen || g
-				return ok
-			})
-		default: // usage, or a known key in another case
+	ok = s.fields(topKeys[:], func(k int) bool {
+		if k != 0 || s.peek() != '[' { // usage, or choices not an array
 			return false
 		}
+		return s.array(func() bool {
+			if s.peek() != '{' {
+				return false
+			}
+			g, ok := s.choice()
+			gen = gen || g
+			return ok
+		})
 	})
 	return gen, ok
 }
@@ -54,17 +44,7 @@ const (
 // choice reads one element of "choices": whether its delta's fields or
 // its text carry generated tokens.
 func (s *scanner) choice() (gen, ok bool) {
-	var seen [len(choiceKeys)]bool
-	ok = s.object(func(key []byte, plain bool) bool {
-		k := s.known(key, plain, choiceKeys[:])
-		switch {
-		case k == keyUnknown:
-			s.value()
-			return true
-		case k < 0 || seen[k]:
-			return false
-		}
-		seen[k] = true
+	ok = s.fields(choiceKeys[:], func(k int) bool {
 		if k == 1 { // text
 			gen = gen || generated(s.value())
 			return true
@@ -72,17 +52,7 @@ func (s *scanner) choice() (gen, ok bool) {
 		if s.peek() != '{' { // delta
 			return false
 		}
-		var seenField [len(deltaKeys)]bool
-		return s.object(func(key []byte, plain bool) bool {
-			f := s.known(key, plain, deltaKeys[:])
-			switch {
-			case f == keyUnknown:
-				s.value()
-				return true
-			case f < 0 || seenField[f]:
-				return false
-			}
-			seenField[f] = true
+		return s.fields(deltaKeys[:], func(int) bool {
 			gen = gen || generated(s.value())
 			return true
 		})

@@ -110,6 +110,27 @@ func (s *scanner) object(field func(key []byte, plain bool) bool) bool {
 	}
 }
 
+// fields reads an object at the next byte whose keys the decoding
+// matches to names (at most 64), calling field with a key's index and the
+// scanner at its value, which field must read. A key matching none of
+// them is skipped; one that might match in a way the scanner does not
+// read (keyOther), or a known key twice, stops it, false, as field does.
+func (s *scanner) fields(names []string, field func(k int) bool) bool {
+	var seen uint64
+	return s.object(func(key []byte, plain bool) bool {
+		k := s.known(key, plain, names)
+		switch {
+		case k == keyUnknown:
+			s.value()
+			return true
+		case k < 0 || seen&(1<<k) != 0:
+			return false
+		}
+		seen |= 1 << k
+		return field(k)
+	})
+}
+
 // array reads an array at the next byte, calling elem with the scanner at
 // each element, which elem must read; it stops, false, when elem does.
 func (s *scanner) array(elem func() bool) bool {
@@ -240,17 +261,7 @@ func plainUsage(v []byte) (u Usage, ok bool) {
 	if s.peek() != '{' {
 		return Usage{}, false
 	}
-	var seen [len(usageKeys)]bool
-	ok = s.object(func(key []byte, plain bool) bool {
-		k := s.known(key, plain, usageKeys[:])
-		switch {
-		case k == keyUnknown:
-			s.value()
-			return true
-		case k < 0 || seen[k]:
-			return false
-		}
-		seen[k] = true
+	ok = s.fields(usageKeys[:], func(k int) bool {
 		n, err := strconv.ParseInt(string(s.value()), 10, 64)
 		if err != nil || n != int64(int(n)) {
 			return false
