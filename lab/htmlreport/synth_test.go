@@ -247,7 +247,10 @@ func (sy synth) write(t testing.TB, dir string) string {
 	}
 
 	// run.json, events.jsonl, summary.json
+	// A whole experiment, as a run's run.json holds one: ReadRun refuses
+	// one that does not pass an experiment file's checks.
 	exp := &experiment.Experiment{Name: sy.name, Title: "Synthetic " + sy.name, Tick: experiment.Duration(sy.tick),
+		Duration:   experiment.Duration(time.Duration(T * float64(time.Second))),
 		Gateway:    experiment.GatewaySpec{Count: 1, MemoryLimitMB: 256},
 		Thresholds: map[string]string{"p0_success_rate": ">= 0.999", "lag_p99_ms": "<= 50", "oom_kills": "== 0", "max_heap_bytes": "<= 104857600"}}
 	info := runfiles.RunInfo{Name: sy.name, Started: sy.start, Experiment: exp, Resolved: runfiles.Resolved{

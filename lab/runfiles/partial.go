@@ -98,12 +98,9 @@ func partialSummary(samples []Sample, events []Event, info *RunInfo) *Summary {
 	faults := partialFaults(events, loadStart, from)
 	s.Recovery = recoveryOf(ds, faults, last.Elapsed, from)
 	if info != nil && info.Experiment != nil {
-		// GlobalLimits wants a normalized experiment: run.json holds one
-		// (normalizing it again changes nothing), unless edited; then
-		// there is no global limit to rebuild.
-		if exp := *info.Experiment; exp.Normalize() == nil {
-			s.RateLimit = (&Aggregator{digests: ds, faults: faults}).globalLimits(exp.GlobalLimits())
-		}
+		// GlobalLimits wants a normalized experiment: ReadRunInfo
+		// normalized it, and refused one that does not normalize.
+		s.RateLimit = (&Aggregator{digests: ds, faults: faults}).globalLimits(info.Experiment.GlobalLimits())
 	}
 	s.Redis = partialRedis(events, info, s.Started)
 	if s.Redis.Kind != experiment.RedisOff {

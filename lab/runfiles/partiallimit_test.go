@@ -5,13 +5,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // A killed run's rebuilt summary measures the global rate limit as the
 // finished one did (the reference run of lesson 06b, its summary.json
-// removed); with run.json's experiment edited into an invalid one there
-// is no limit to rebuild, and reading the run still works.
+// removed); with run.json's experiment edited into an invalid one the
+// run is refused, naming the file and the field.
 func TestKilledRunGlobalLimit(t *testing.T) {
 	src := filepath.Join("..", "..", "experiments", "reference", "06-redis-cluster")
 	finished, err := ReadRun(src)
@@ -57,11 +58,9 @@ func TestKilledRunGlobalLimit(t *testing.T) {
 		}
 		return out
 	})
-	broken, err := ReadRun(bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if broken.Summary.RateLimit != nil {
-		t.Errorf("an invalid experiment in run.json: global limit %+v, want none", broken.Summary.RateLimit)
+	// An edited run.json is refused, naming the file and the field: its
+	// limits would be judged on an experiment no run played.
+	if broken, err := ReadRun(bad); err == nil || !strings.Contains(err.Error(), "run.json: the experiment it holds: mix.priorities.P2: -0.6: want a weight ≥ 0") {
+		t.Errorf("an invalid experiment in run.json: ReadRun = %+v, %v; want an error naming run.json and the weight", broken, err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // Run is one run folder read back.
 type Run struct {
 	Dir     string
-	Info    *RunInfo // nil when run.json is missing or unreadable
+	Info    *RunInfo // nil when run.json is missing; its experiment normalized
 	Summary *Summary
 	// Partial is true when summary.json is missing (the run was killed):
 	// Summary is then rebuilt from the samples, events and run.json (see
@@ -27,6 +27,8 @@ type Run struct {
 // is summarized from its samples, events and run.json.
 //
 // Bad input is an error naming the file, never a silent default: a
+// run.json that does not decode or whose experiment does not pass the
+// checks an experiment file passes (see RunInfo and ReadRunInfo), a
 // summary.json that does not decode or lacks a field every summary has
 // (see Summary.missingFields) and, without summary.json, a samples.jsonl
 // with a bad line (the error names the line), and an events.jsonl with a
@@ -35,11 +37,15 @@ type Run struct {
 // ReadJSONL skips it, and the samples before it are the run.
 func ReadRun(dir string) (*Run, error) {
 	r := &Run{Dir: dir}
-	if b, err := os.ReadFile(filepath.Join(dir, RunFile)); err == nil {
-		var info RunInfo
-		if json.Unmarshal(b, &info) == nil {
-			r.Info = &info
-		}
+	// run.json is optional (a folder of samples alone still reads), but
+	// one that is there must read whole: its experiment gives the
+	// thresholds, the global limits and the report's lines, and an edited
+	// one would draw them wrong without a word.
+	switch info, err := ReadRunInfo(dir); {
+	case err == nil:
+		r.Info = info
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
 	}
 	// A missing events file means no predictions; a torn last line is
 	// skipped by ReadJSONL. Any other bad line would drop the predictions

@@ -40,6 +40,9 @@ func TestReadRunBadInput(t *testing.T) {
 		{name: "a bad sample in the middle", files: map[string]string{SamplesFile: sample1 + "\ng" + sample2 + "\n" + sample3 + "\n"}, want: "samples.jsonl: line 2: invalid character 'g'"},
 		{name: "a torn last event is skipped", files: map[string]string{SummaryFile: aSummary, EventsFile: `{"kind": "fault"}` + "\n" + `{"ki`}, wantOffered: 9},
 		{name: "a bad event in the middle", files: map[string]string{SummaryFile: aSummary, EventsFile: `{"kind": "fault"}` + "\nnope\n" + `{"kind": "fault"}` + "\n"}, want: "events.jsonl: line 2"},
+		{name: "run.json not JSON", files: map[string]string{RunFile: "{not json", SummaryFile: aSummary}, want: "run.json: invalid character"},
+		{name: "run.json with a negative weight", files: map[string]string{RunFile: `{"name": "x", "experiment": {"name": "x", "duration": "10s", "mix": {"priorities": {"P0": 1, "P2": -0.7}}}}`, SummaryFile: aSummary}, want: "run.json: the experiment it holds: mix.priorities.P2: -0.7: want a weight ≥ 0"},
+		{name: "run.json without an experiment", files: map[string]string{RunFile: `{"name": "x"}`, SummaryFile: aSummary}, wantOffered: 9},
 		{name: "a bad complete last sample", files: map[string]string{SamplesFile: sample1 + "\n" + sample2 + "\n" + sample3[:20] + "\n"}, want: "samples.jsonl: line 3"},
 	}
 	for _, tt := range tests {
