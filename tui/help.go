@@ -9,7 +9,9 @@ import (
 // fullHelpBox draws the full help (?) in a box over the charts, in the
 // first of keyMap.fullHelpLayouts that fits the charts' width and height
 // (80×24 takes three columns), with blank lines around the keys when
-// there is room. A terminal too small for the last is cut, as before.
+// there is room. When none fits both ways, the first that fits the width
+// is taken and its last rows are cut: a cut row loses a key, but a cut
+// column would lose the descriptions of half of them.
 func (m *Model) fullHelpBox() string {
 	hm := m.help
 	hm.ShowAll = true
@@ -18,8 +20,8 @@ func (m *Model) fullHelpBox() string {
 	for _, h := range m.lay.rowH {
 		gridH += h
 	}
-	var lines []string
-	w := 0
+	var lines, narrow []string
+	w, narrowW := 0, 0
 	for _, layout := range m.keys.fullHelpLayouts() {
 		lines = strings.Split(hm.FullHelpView(layout), "\n")
 		w = 0
@@ -28,9 +30,19 @@ func (m *Model) fullHelpBox() string {
 		}
 		// Border and two spaces each side; border and the closing hint
 		// above and below (and two blank lines when there is room).
-		if w+4 <= m.width && len(lines)+3 <= gridH {
+		if w+4 > m.width {
+			continue
+		}
+		if len(lines)+3 <= gridH {
+			narrow = nil
 			break
 		}
+		if narrow == nil {
+			narrow, narrowW = lines, w
+		}
+	}
+	if narrow != nil {
+		lines, w = narrow, narrowW
 	}
 	w = min(w+4, m.width)
 	roomy := len(lines)+5 <= gridH

@@ -83,9 +83,11 @@ func TestEleventhFaultKey(t *testing.T) {
 }
 
 // TestFullHelpFits: at 80×24 (and 100×30, 160×48) the full help shows
-// every binding whole, for a small catalogue and the real one.
+// every binding whole, for a small catalogue and the real one; so does a
+// terminal narrower than two columns of keys but tall enough for one
+// (below about 58 columns the descriptions of the right column were cut).
 func TestFullHelpFits(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}} {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}, {40, 40}, {50, 30}, {57, 36}} {
 		for _, real := range []bool{false, true} {
 			f := newFake()
 			if real {

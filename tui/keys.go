@@ -120,8 +120,9 @@ func (k keyMap) FullHelp() [][]key.Binding { return k.fullHelpLayouts()[0] }
 
 // fullHelpLayouts are the full help's layouts, widest first, each listing
 // every binding: five short columns for wide terminals, three for 80
-// columns, two (about 55 wide, 10 rows) for narrower ones. fullHelpBox
-// takes the first that fits.
+// columns, two (about 55 wide, 10 rows) for narrower ones, and one
+// (about 35 wide, 20 rows) for the narrowest. fullHelpBox takes the
+// first that fits.
 func (k keyMap) fullHelpLayouts() [][][]key.Binding {
 	return [][][]key.Binding{
 		{
@@ -139,6 +140,10 @@ func (k keyMap) fullHelpLayouts() [][][]key.Binding {
 		{
 			{k.RateUp, k.RateDown, k.Spike, k.Pause, k.Fault, k.Defenses, k.Record, k.Next, k.Lessons, k.Page},
 			{k.PrevPage, k.Help, k.Quit, k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip},
+		},
+		{
+			{k.RateUp, k.RateDown, k.Spike, k.Pause, k.Fault, k.Defenses, k.Record, k.Next, k.Lessons, k.Page,
+				k.PrevPage, k.Help, k.Quit, k.PanelUp, k.PanelDown, k.PanelToggle, k.PanelClose, k.PickStart, k.PromptSave, k.PromptSkip},
 		},
 	}
 }
