@@ -2,6 +2,7 @@ package tui
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/NimbleMarkets/ntcharts/canvas"
@@ -26,7 +27,10 @@ const secPerDot = 0.25
 // colour of the first series drawn there, so list the most important first.
 // The braille grid and line rasterisation are ntcharts'; compositing is done
 // here so that each run of one colour is styled once, not each cell.
-func renderBraille(w, h int, now float64, series []*ring, styles []lipgloss.Style, tops []float64) []string {
+//
+// dashes[i], when given, draws series i dashed (see dash): on a terminal
+// without colours the series of one chart differ by their dashes.
+func renderBraille(w, h int, now float64, series []*ring, styles []lipgloss.Style, tops []float64, dashes ...dash) []string {
 	lines := make([]string, h)
 	if w <= 0 || h <= 0 {
 		return lines
@@ -44,6 +48,17 @@ func renderBraille(w, h int, now float64, series []*ring, styles []lipgloss.Styl
 		}
 		grid := graph.NewBrailleGrid(w, h, 0, float64(gw-1), 0, top)
 		first := visibleFrom(r, now, gw)
+		var pat dash
+		if si < len(dashes) {
+			pat = dashes[si]
+		}
+		k := 0 // dots along the line so far: pat decides each one
+		set := func(p canvas.Point) {
+			if pat.on(k) {
+				grid.Set(p)
+			}
+			k++
+		}
 		var prev canvas.Point
 		prevOK := false
 		drawn := false
@@ -57,11 +72,17 @@ func renderBraille(w, h int, now float64, series []*ring, styles []lipgloss.Styl
 			v := math.Min(math.Max(p.v, 0), top)
 			gp := grid.GridPoint(canvas.Float64Point{X: x, Y: v})
 			if prevOK {
-				for _, lp := range graph.GetLinePoints(prev, gp) {
-					grid.Set(lp)
+				lps := graph.GetLinePoints(prev, gp)
+				if len(lps) > 0 && lps[0] != prev {
+					slices.Reverse(lps) // along the line, so a dash runs on
+				}
+				for i, lp := range lps {
+					if i > 0 || lp != prev { // prev is drawn (or skipped) once
+						set(lp)
+					}
 				}
 			} else {
-				grid.Set(gp)
+				set(gp)
 			}
 			prev, prevOK, drawn = gp, true, true
 		}
@@ -136,4 +157,55 @@ func niceCeil(v, floor float64) float64 {
 		}
 	}
 	return 10 * exp
+}
+
+// dash is a line's pattern in braille dots along it: runs drawn and
+// skipped in turn, starting with a drawn one ({2, 2}: two dots, a gap of
+// two). The zero dash is a solid line.
+type dash []int
+
+// monoDashes are the series' patterns on a terminal without colours, in
+// the order a chart lists its series: solid first (the series that
+// matters most), then patterns that differ within the four dots of the
+// legend's sample (dash.sample).
+var monoDashes = []dash{nil, {1, 1}, {2, 2}, {3, 1}, {1, 3}, {2, 1}}
+
+// on reports whether the k-th dot along the line is drawn.
+func (d dash) on(k int) bool {
+	period := 0
+	for _, n := range d {
+		period += n
+	}
+	if period == 0 {
+		return true
+	}
+	k %= period
+	for i, n := range d {
+		if k < n {
+			return i%2 == 0
+		}
+		k -= n
+	}
+	return true
+}
+
+// sample is the legend's picture of d: four dots along the middle of two
+// braille cells.
+func (d dash) sample() string {
+	// ⠂ is a cell's left middle dot, ⠐ its right one.
+	var b strings.Builder
+	for c := 0; c < 2; c++ {
+		r := rune(runes.BrailleBlockOffset)
+		if d.on(2 * c) {
+			r |= 0x02
+		}
+		if d.on(2*c + 1) {
+			r |= 0x10
+		}
+		if r == runes.BrailleBlockOffset {
+			r = ' '
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 )
 
 func ringOf(pts ...point) *ring {
@@ -137,7 +138,7 @@ func TestChartNonFinite(t *testing.T) {
 			t.Errorf("%v: the view prints it:\n%s", bad, v)
 		}
 		lag := ansi.Strip(m.renderPanel(0, 54, 14))
-		for _, want := range []string{"probe       6.0 ms", "sched            —│", "top 10 ms"} {
+		for _, want := range []string{"probe      6.0 ms", "sched           —│", "top 10 ms"} {
 			if !strings.Contains(lag, want) {
 				t.Errorf("%v: the lag panel lacks %q:\n%s", bad, want, lag)
 			}
@@ -167,7 +168,7 @@ func TestLatencyWithoutAnswers(t *testing.T) {
 		}
 	}
 	lines := strings.Split(ansi.Strip(m.renderPanel(lat, 54, 14)), "\n")
-	for _, want := range []string{"p99              —│", "p50              —│", "top 500 ms"} {
+	for _, want := range []string{"p99             —│", "p50             —│", "top 500 ms"} {
 		if !strings.Contains(strings.Join(lines, "\n"), want) {
 			t.Errorf("the latency panel lacks %q:\n%s", want, strings.Join(lines, "\n"))
 		}
@@ -176,5 +177,78 @@ func TestLatencyWithoutAnswers(t *testing.T) {
 	bottom := []rune(lines[len(lines)-2])[1 : 1+54-2-21]
 	if strings.TrimSpace(string(bottom)) != "" {
 		t.Errorf("the chart draws 0 ms: %q\n%s", string(bottom), strings.Join(lines, "\n"))
+	}
+}
+
+// TestDash: a dash draws its runs in turn along the line, the zero dash
+// every dot; its legend sample shows the first four dots.
+func TestDash(t *testing.T) {
+	tests := []struct {
+		d      dash
+		dots   string // the first eight dots: # drawn
+		sample string
+	}{
+		{nil, "########", "⠒⠒"},
+		{dash{1, 1}, "#.#.#.#.", "⠂⠂"},
+		{dash{2, 2}, "##..##..", "⠒ "},
+		{dash{3, 1}, "###.###.", "⠒⠂"},
+		{dash{1, 3}, "#...#...", "⠂ "},
+		{dash{2, 1}, "##.##.##", "⠒⠐"},
+	}
+	samples := map[string]bool{}
+	for _, tt := range tests {
+		var got strings.Builder
+		for k := range 8 {
+			if tt.d.on(k) {
+				got.WriteByte('#')
+			} else {
+				got.WriteByte('.')
+			}
+		}
+		if got.String() != tt.dots {
+			t.Errorf("%v: dots %s, want %s", tt.d, got.String(), tt.dots)
+		}
+		if s := tt.d.sample(); s != tt.sample {
+			t.Errorf("%v: sample %q, want %q", tt.d, s, tt.sample)
+		}
+		samples[tt.d.sample()] = true
+	}
+	if len(samples) != len(monoDashes) {
+		t.Errorf("%d distinct legend samples for %d patterns", len(samples), len(monoDashes))
+	}
+	// A flat line three cells long: solid fills both dots of each cell,
+	// {1, 1} one of each.
+	flat := ringOf(point{t: 8.75, v: 0.5, ok: true}, point{t: 10, v: 0.5, ok: true})
+	solid := renderBraille(3, 1, 10, []*ring{flat}, []lipgloss.Style{lipgloss.NewStyle()}, []float64{1})
+	dotted := renderBraille(3, 1, 10, []*ring{flat}, []lipgloss.Style{lipgloss.NewStyle()}, []float64{1}, dash{1, 1})
+	if solid[0] == dotted[0] || strings.Count(dotted[0], " ") > 0 {
+		t.Errorf("flat line: solid %q, dotted %q; want every cell drawn, the dotted one with fewer dots", solid[0], dotted[0])
+	}
+}
+
+// TestChartsWithoutColours: on a terminal without colours (NO_COLOR, or
+// a dumb terminal) the series of a chart differ by their dashes, and the
+// legend shows each one's; every line looked the same before. With
+// colours the lines are solid and the legend's mark is ━.
+func TestChartsWithoutColours(t *testing.T) {
+	prev := lipgloss.ColorProfile()
+	defer lipgloss.SetColorProfile(prev)
+	for _, profile := range []termenv.Profile{termenv.Ascii, termenv.ANSI256} {
+		lipgloss.SetColorProfile(profile)
+		m := New(newFake())
+		m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		for _, s := range fixedSamples()[:40] {
+			m.Update(sampleMsg(s))
+		}
+		lag := ansi.Strip(m.renderPanel(0, 54, 14))
+		for j, name := range []string{"probe", "sched", "GC pause"} {
+			mark := "━"
+			if profile == termenv.Ascii {
+				mark = monoDashes[j].sample()
+			}
+			if !strings.Contains(lag, mark+" "+name) {
+				t.Errorf("profile %v: the lag panel lacks %q:\n%s", profile, mark+" "+name, lag)
+			}
+		}
 	}
 }

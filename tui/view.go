@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab/load"
@@ -62,7 +63,16 @@ func (m *Model) renderPanel(i, w, h int) string {
 			tops[j] = niceCeil(shared, p.minTop)
 		}
 	}
-	chart := renderBraille(cw, ih, m.last.Elapsed, m.series[i], styles, tops)
+	// Without colours the series differ by their dashes, shown in the
+	// legend too (every line looked the same under NO_COLOR).
+	var dashes []dash
+	if lipgloss.ColorProfile() == termenv.Ascii {
+		dashes = make([]dash, len(p.series))
+		for j := range dashes {
+			dashes[j] = monoDashes[j%len(monoDashes)]
+		}
+	}
+	chart := renderBraille(cw, ih, m.last.Elapsed, m.series[i], styles, tops, dashes...)
 	legend := make([]string, 0, ih)
 	for j, sd := range p.series {
 		pt := m.series[i][j].last()
@@ -74,7 +84,11 @@ func (m *Model) renderPanel(i, w, h int) string {
 			}
 			val = f(pt.v) + unitSuffix(p.unit)
 		}
-		left := styles[j].Render("━") + " " + sd.name
+		mark := "━"
+		if dashes != nil {
+			mark = dashes[j].sample()
+		}
+		left := styles[j].Render(mark) + " " + sd.name
 		pad := lw - ansi.StringWidth(left) - ansi.StringWidth(val)
 		legend = append(legend, left+strings.Repeat(" ", max(pad, 1))+val)
 	}

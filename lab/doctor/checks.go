@@ -43,7 +43,7 @@ func checkColours(env *Env) Result {
 			Fix:   "use a terminal emulator (Terminal, iTerm2, GNOME Terminal, Windows Terminal …) with TERM=xterm-256color"}
 	case env.Getenv("NO_COLOR") != "":
 		return Result{Status: Warn,
-			Found: "NO_COLOR is set: the dashboard shows levels as words, without colour",
+			Found: "NO_COLOR is set: the dashboard shows levels as words and a chart's lines dashed, without colour",
 			Fix:   "unset NO_COLOR to see green/yellow/red levels"}
 	case colorterm == "truecolor" || colorterm == "24bit":
 		return Result{Found: "24-bit colour (COLORTERM=" + colorterm + ")"}
