@@ -324,3 +324,31 @@ func TestEveryNodeParamIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestParamTypeErrorsNameTheParameter: a parameter of the wrong type is a
+// *ParamError naming it, in JSON's words; before, only `node` was named
+// and the rest read "parameters: json: cannot unmarshal string into Go
+// struct field ModelLatency.multiplier of type float64".
+func TestParamTypeErrorsNameTheParameter(t *testing.T) {
+	tests := []struct {
+		fault, params, field, msg string
+	}{
+		{"model_latency", `{"multiplier":"x"}`, "multiplier", "must be a number, got a JSON string"},
+		{"model_slots", `{"slots":2.5}`, "slots", "must be an integer, got the number 2.5"},
+		{"node_kill", `{"for":"soon"}`, "for", `duration "soon": time: invalid duration "soon"`},
+		{"node_kill", `{"node":0,"for":3}`, "for", `duration must be a string like "10s", got 3`},
+		{"gc_pressure", `{"target":true}`, "target", "must be a string, got a JSON bool"},
+		{"cpu_hog", `{"goroutines":[1]}`, "goroutines", "must be an integer, got a JSON array"},
+	}
+	for _, tt := range tests {
+		_, err := Default.New(tt.fault, json.RawMessage(tt.params))
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Field != tt.field || pe.Msg != tt.msg {
+			t.Errorf("%s %s: %v; want a ParamError on %s: %s", tt.fault, tt.params, err, tt.field, tt.msg)
+		}
+	}
+	// Not an object at all: no parameter to name.
+	if _, err := Default.New("model_latency", json.RawMessage(`[1]`)); err == nil || !strings.Contains(err.Error(), "parameters") {
+		t.Errorf("an array: %v, want an error about the parameters", err)
+	}
+}

@@ -177,3 +177,45 @@ var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
 func implementsUnmarshaler(t reflect.Type) bool {
 	return t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)
 }
+
+// TypeMessage phrases encoding/json's type error in JSON's words, not Go's
+// type names: "must be an integer, got a JSON string". A number that does
+// not fit (1e30 or 1.5 for an integer) says so. te.Field names the field.
+func TypeMessage(te *json.UnmarshalTypeError) string {
+	want := JSONType(te.Type)
+	if num, ok := strings.CutPrefix(te.Value, "number "); ok {
+		return fmt.Sprintf("must be %s, got the number %s", want, num)
+	}
+	return fmt.Sprintf("must be %s, got a JSON %s", want, te.Value)
+}
+
+// JSONType names the JSON value a Go type decodes from, with its article
+// ("an integer", "a string", "an array", …).
+func JSONType(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		if t == reflect.TypeFor[json.RawMessage]() {
+			return "a JSON value"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a JSON value"
+}

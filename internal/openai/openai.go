@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"reflect"
 	"strings"
+
+	"github.com/levee-lab/levee/internal/jsonstrict"
 )
 
 // RequestError is a bad request body (400). Field names the JSON field to
@@ -73,45 +73,7 @@ func DecodeObject(body []byte, v any) error {
 }
 
 // TypeError turns encoding/json's type error into a *RequestError that
-// names the field and speaks JSON: "must be an integer, got a JSON
-// string". A number that does not fit (1e30 or 1.5 for an integer) says
-// so.
+// names the field and speaks JSON (see jsonstrict.TypeMessage).
 func TypeError(te *json.UnmarshalTypeError) *RequestError {
-	want := JSONType(te.Type)
-	got := te.Value
-	if num, ok := strings.CutPrefix(got, "number "); ok {
-		return &RequestError{Field: te.Field, Msg: fmt.Sprintf("must be %s, got the number %s", want, num)}
-	}
-	return &RequestError{Field: te.Field, Msg: fmt.Sprintf("must be %s, got a JSON %s", want, got)}
-}
-
-// JSONType names the JSON value a Go type decodes from, with its article
-// ("an integer", "a string", "an array", …).
-func JSONType(t reflect.Type) string {
-	if t == nil {
-		return "a JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return "an integer"
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "a non-negative integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
-		if t == reflect.TypeFor[json.RawMessage]() {
-			return "a JSON value"
-		}
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "a JSON value"
+	return &RequestError{Field: te.Field, Msg: jsonstrict.TypeMessage(te)}
 }

@@ -100,6 +100,8 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"knob fault on a missing node", "name: x\nduration: 20s\nnodes: {count: 2}\nfaults:\n  - {at: 1s, fault: model_latency, params: {node: 2}}\n", "line 5: faults.0.params.node: node 2 does not exist (the lab has 2 nodes"},
 		{"gc_pressure on a missing node", "name: x\nduration: 20s\nfaults:\n  - at: 1s\n    fault: gc_pressure\n    params: {target: node, node: 3}\n", "line 6: faults.0.params.node"},
 		{"node list with a missing node", "name: x\nduration: 20s\nfaults: [{at: 5s, fault: node_kill, params: {node: [0, 3]}, for: 3s}]\n", "line 3: faults.0.params.node: node 3 does not exist (the lab has 3 nodes: 0..2, or -1 for all)"},
+		{"a parameter of the wrong type", "name: x\nduration: 20s\nfaults:\n  - at: 5s\n    fault: model_latency\n    params:\n      multiplier: fast\n", "line 7: faults.0.params.multiplier: must be a number, got a JSON string"},
+		{"a duration parameter that is not one", "name: x\nduration: 20s\nfaults:\n  - at: 5s\n    fault: node_kill\n    params:\n      for: soon\n", `line 7: faults.0.params.for: duration "soon"`},
 		{"node list with a node twice", "name: x\nduration: 20s\nfaults:\n  - at: 5s\n    fault: node_kill\n    params:\n      node: [0, 0]\n", "line 7: faults.0.params.node: node 0 is listed twice"},
 		{"empty node list", "name: x\nduration: 20s\nfaults:\n  - {at: 1s, fault: model_slots, params: {node: []}}\n", "line 4: faults.0.params.node: the list is empty: name at least one node, or -1 for every node"},
 		{"-1 in a node list", "name: x\nduration: 20s\nfaults:\n  - {at: 1s, fault: model_latency, params: {node: [0, -1]}}\n", "line 4: faults.0.params.node: -1 (every node) stands alone, not in a list"},
