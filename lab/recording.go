@@ -223,8 +223,14 @@ func (l *Lab) StartRecording() (string, error) {
 		os.RemoveAll(dir)
 		return "", err
 	}
+	// A fault already active opens its window now, in the summary and in
+	// events.jsonl alike: a killed run's rebuild and the HTML report's
+	// bands read the windows from the events, and without an apply there
+	// a fault active from the start to the end had no window at all.
 	for _, fs := range l.ctl.Active() {
 		c.agg.FaultApplied(fs.Name, now)
+		_ = rec.WriteEvent(l.newEventAt(now, runfiles.EventFaultApply, fs.Name+" "+fs.Detail+" (active when the recording began)",
+			map[string]any{"fault": fs.Name, "detail": fs.Detail, "before_recording": true}))
 	}
 	l.event(runfiles.EventRecordStart, dir, nil)
 	// Predictions made before the recording began belong to it too.

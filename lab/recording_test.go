@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -213,6 +214,26 @@ faults:
 	}
 	if got := *sum.Faults[0].P0SuccessRate; got != 0 {
 		t.Errorf("P0 success during the fault %v, want 0: no P0 call of the recording succeeded", got)
+	}
+	// events.jsonl opens the same window (the rebuild of a killed run and
+	// the HTML report's bands read it there): an apply at the summary's
+	// start, though the fault was applied before the recording.
+	evs, err := runfiles.ReadEvents(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applies := 0
+	for _, e := range evs {
+		if e.Kind != runfiles.EventFaultApply {
+			continue
+		}
+		applies++
+		if at := e.Time.Sub(sum.Started).Seconds(); e.Fields["fault"] != "model_errors" || math.Abs(at-sum.Faults[0].AtS) > 1e-3 {
+			t.Errorf("apply event %+v at %.3f s, want model_errors at the summary's %.3f s", e, at, sum.Faults[0].AtS)
+		}
+	}
+	if applies != 1 {
+		t.Errorf("%d fault_apply events, want the one active when the recording began", applies)
 	}
 }
 
