@@ -64,8 +64,9 @@ type Controls interface {
 
 	// Lesson reports the narration state; NextStep shows the next step
 	// and moves the lesson's schedule (stages, faults) to its time. NextStep
-	// returns ErrStopping once the lab is finishing, and an error when
-	// there is no next step (no narration, or the last step shows).
+	// returns ErrStopping once the lab is finishing, and an error wrapping
+	// ErrNoNextStep when there is no next step (no narration, or the last
+	// step shows).
 	Lesson() LessonState
 	NextStep() error
 	// Predict records the room's answer to the predict step that asks for
@@ -82,6 +83,10 @@ type Controls interface {
 // lab is finishing (the experiment ended, or Stop was called): nothing it
 // would change is running any more.
 var ErrStopping = errors.New("lab: stopping")
+
+// ErrNoNextStep is what NextStep's error wraps when there is no step to
+// go to; the error's text after it says why ("step 4/4 is the last").
+var ErrNoNextStep = errors.New("lab: no next step")
 
 // FaultStatus is one entry of the fault catalogue.
 type FaultStatus struct {

@@ -293,11 +293,11 @@ func (l *Lab) NextStep() error {
 	steps := len(l.exp.Narration)
 	if steps == 0 {
 		s.mu.Unlock()
-		return errors.New("lab: no next step: this run plays no lesson narration")
+		return fmt.Errorf("%w: this run plays no lesson narration", ErrNoNextStep)
 	}
 	if s.step >= steps {
 		s.mu.Unlock()
-		return fmt.Errorf("lab: no next step: step %d/%d is the last", s.step, steps)
+		return fmt.Errorf("%w: step %d/%d is the last", ErrNoNextStep, s.step, steps)
 	}
 	n := s.step + 1
 	jump := max(0, l.exp.Narration[n-1].At.D()-s.elapsedLocked(now))

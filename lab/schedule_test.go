@@ -153,8 +153,8 @@ narration:
 	if want := "[revert model_slots@32s apply node_kill@40s]"; fmt.Sprint(names(due)) != want || p.at != 42*time.Second {
 		t.Errorf("at %v due %v, want 42s %s", p.at, names(due), want)
 	}
-	if err := l.NextStep(); err == nil || !strings.Contains(err.Error(), "step 4/4 is the last") { // past the last step: nothing moves
-		t.Errorf("n after the last step: err %v, want one saying step 4/4 is the last", err)
+	if err := l.NextStep(); !errors.Is(err, ErrNoNextStep) || !strings.Contains(err.Error(), "step 4/4 is the last") { // past the last step: nothing moves
+		t.Errorf("n after the last step: err %v, want ErrNoNextStep saying step 4/4 is the last", err)
 	}
 	if p2, _ := l.due(fc.Now(), player); p2.at != p.at {
 		t.Errorf("n after the last step moved the clock to %v", p2.at)

@@ -4,12 +4,12 @@
 # depend on it; then update the figures the READMEs quote.
 # Usage: scripts/record-references.sh [LESSON…]   (default: every lesson)
 # Lessons listed in FULL (space-separated names) run at full length — 01 and
-# 03 (the README's A/B picture: only a full-length 01 lives long enough for
-# the gateway to reach its pod limit and be OOM-killed), 07 (--quick puts its
+# 03 (the README's A/B picture: in a full-length 01 the gateway reaches its
+# pod limit and is OOM-killed again and again, 9 times in the reference), 07 (--quick puts its
 # node kill inside the start-up transient), 04 (--quick puts its kill
 # before the probes have corrected the start-up's baseline: 7 of 12 quick
 # runs settled in time on issue 9's eighth pass; the issue judges it at
-# full length) and 08; the others run with --quick. Set MEASURE_LOCK to run each under flock.
+# full length), 08 and 08b; the others run with --quick. Set MEASURE_LOCK to run each under flock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

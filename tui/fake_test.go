@@ -197,7 +197,7 @@ func (f *fakeControls) NextStep() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.lesson.Step >= f.lesson.Steps {
-		return fmt.Errorf("lab: no next step: step %d/%d is the last", f.lesson.Step, f.lesson.Steps)
+		return fmt.Errorf("%w: step %d/%d is the last", lab.ErrNoNextStep, f.lesson.Step, f.lesson.Steps)
 	}
 	f.lesson.Step++
 	f.lesson.Kind = "watch"

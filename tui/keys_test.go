@@ -131,7 +131,7 @@ func TestKeyBindings(t *testing.T) {
 		{name: "n after the lab stopped says so", setup: stoppedLab, keys: []tea.KeyMsg{keyRunes("n")},
 			wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: stopping", notView: "step 3/5"},
 		{name: "n at the last step says so", setup: func(f *fakeControls) { f.lesson.Step = f.lesson.Steps },
-			keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: lab: no next step: step 5/5 is the last"},
+			keys: []tea.KeyMsg{keyRunes("n")}, wantCalls: []string{"NextStep()"}, wantView: "✕ no next step: step 5/5 is the last", notView: "no next step: lab:"},
 		{name: "? shows full help", keys: []tea.KeyMsg{keyRunes("?")}, wantView: "esc closes this help"},
 		{name: "q stops the lab with a deadline and quits", keys: []tea.KeyMsg{keyRunes("q")},
 			wantCalls: []string{"Stop(deadline=true)"}, wantQuit: true},

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -103,9 +105,13 @@ func (m *Model) mainKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		switch {
 		case m.lesson.Steps == 0:
 			m.setStatus("no lesson: this run plays no experiment narration", false)
+		case errors.Is(err, lab.ErrNoNextStep):
+			// Its last step shows: the error says so already ("lab: no
+			// next step: step 4/4 is the last"), without the "lab: ".
+			m.setStatus(strings.TrimPrefix(err.Error(), "lab: "), true)
 		case err != nil:
-			// The lesson ended (the lab is finishing) or its last step
-			// shows: the status line says why n moved nothing.
+			// The lesson ended (the lab is finishing): the status line
+			// says why n moved nothing.
 			m.setStatus("no next step: "+err.Error(), true)
 		}
 	case key.Matches(msg, k.Lessons):
