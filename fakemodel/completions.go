@@ -103,7 +103,7 @@ func appendTextChunk(buf []byte, id string, created int64, model string, index i
 
 func (n *Node) textCompletion(j job) TextCompletion {
 	text, u := j.answerText(), usage(j)
-	tc := TextCompletion{ID: n.newID(), Object: "text_completion", Created: time.Now().Unix(), Model: j.model,
+	tc := TextCompletion{ID: n.newID(idText), Object: "text_completion", Created: time.Now().Unix(), Model: j.model,
 		Choices: make([]textChoice, j.numChoices()), Usage: &u}
 	for c := range tc.Choices {
 		tc.Choices[c] = textChoice{Index: c, Text: text, FinishReason: &j.finish}

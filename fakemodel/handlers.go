@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -251,7 +252,11 @@ func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
 func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job, busy int, start time.Time) {
 	flusher, _ := w.(http.Flusher)
 	ttft, every := k.TTFT(busy, j.promptTokens), k.TokenInterval(busy)
-	id, created := n.newID(), time.Now().Unix()
+	prefix := idChat
+	if j.legacy {
+		prefix = idText
+	}
+	id, created := n.newID(prefix), time.Now().Unix()
 	gone := false
 	var buf []byte
 	for i := range j.complTokens {
@@ -408,7 +413,7 @@ type Usage struct {
 // counting every one.
 func (n *Node) completion(j job) Completion {
 	text := j.answerText()
-	c := Completion{ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
+	c := Completion{ID: n.newID(idChat), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
 		Choices: make([]CompletionChoice, j.numChoices()), Usage: usage(j)}
 	for i := range c.Choices {
 		c.Choices[i] = CompletionChoice{Index: i, Message: Message{Role: "assistant", Content: text}, FinishReason: j.finish}
@@ -416,7 +421,19 @@ func (n *Node) completion(j job) Completion {
 	return c
 }
 
-func (n *Node) newID() string { return fmt.Sprintf("chatcmpl-levee-%d", n.seq.Add(1)) }
+// Answer id prefixes, OpenAI's and vLLM's: a chat completion's id starts
+// with chatcmpl-, a text completion's with cmpl-.
+const (
+	idChat = "chatcmpl-"
+	idText = "cmpl-"
+)
+
+// newID is a fresh answer id: prefix, then levee-, the node's random tag
+// and a sequence number, unique across the nodes of a lab and across
+// restarts, as a client or a log that keys on ids expects.
+func (n *Node) newID(prefix string) string {
+	return prefix + "levee-" + n.idTag + "-" + strconv.FormatUint(n.seq.Add(1), 10)
+}
 
 var words = strings.Fields("the levee holds while the river rises slowly and the queue drains one slot at a time")
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +75,10 @@ type Node struct {
 
 	serving    atomic.Int64 // requests between slot grant and release, counted by the handler
 	maxServing atomic.Int64 // high-water mark of serving
-	seq        atomic.Uint64
+	// idTag is random per node: with seq it makes answer ids unique
+	// across the nodes of a lab and across restarts (newID).
+	idTag string
+	seq   atomic.Uint64
 }
 
 // outcomesIdx indexes counts.
@@ -105,6 +110,7 @@ func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
 		pressure:  pressure.New(),
 		stopHangs: make(chan struct{}),
 		closed:    make(chan struct{}),
+		idTag:     strconv.FormatUint(rand.Uint64(), 36),
 	}
 	k := o.knobs
 	n.knobs.Store(&k)
