@@ -32,7 +32,7 @@ func (n *Node) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	compl, finish := ChatRequest{MaxTokens: c.MaxTokens}.Completion(n.Knobs().AnswerTokens)
 	n.serve(w, r, job{stream: c.Stream, legacy: true, model: model, promptTokens: max(1, int(c.Prompt.EstimatedTokens())),
-		complTokens: compl, seqs: c.Sequences(), choices: c.Prompt.Count * c.N, finish: finish, includeUsage: c.IncludeUsage})
+		complTokens: compl, seqs: c.Sequences(), choices: c.Prompt.Count * c.N, finish: finish, includeUsage: c.IncludeUsage}.withStop(c.Stop))
 }
 
 // MaxEmbeddingDims bounds the dimensions of a fake embedding.
