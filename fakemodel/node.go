@@ -212,9 +212,11 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc(wire.PathCompletions, n.handleCompletions)
 	mux.HandleFunc(wire.PathEmbeddings, n.handleEmbeddings)
 	mux.HandleFunc(wire.PathModels, n.handleModels)
-	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	}
+	mux.HandleFunc(wire.PathHealthz, live)
+	mux.HandleFunc(wire.PathHealth, live) // vLLM's name for it
 	mux.HandleFunc(wire.PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		if n.draining.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
