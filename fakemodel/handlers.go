@@ -138,7 +138,8 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleModels is GET /v1/models: OpenAI's model list, the one model a
-// fake node answers as when a request names none.
+// fake node answers as when a request names none, created when the node
+// started (as vLLM's, a time: 0 read as 1970 in a client).
 func (n *Node) handleModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -146,7 +147,7 @@ func (n *Node) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-		map[string]any{"id": DefaultModel, "object": "model", "created": 0, "owned_by": "levee"},
+		map[string]any{"id": DefaultModel, "object": "model", "created": n.started.Unix(), "owned_by": "levee"},
 	}})
 }
 

@@ -79,6 +79,9 @@ type Node struct {
 	// across the nodes of a lab and across restarts (newID).
 	idTag string
 	seq   atomic.Uint64
+	// started is when the node was made: its model's created time in
+	// GET /v1/models.
+	started time.Time
 }
 
 // outcomesIdx indexes counts.
@@ -111,6 +114,7 @@ func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
 		stopHangs: make(chan struct{}),
 		closed:    make(chan struct{}),
 		idTag:     strconv.FormatUint(rand.Uint64(), 36),
+		started:   time.Now(),
 	}
 	k := o.knobs
 	n.knobs.Store(&k)
