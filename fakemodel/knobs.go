@@ -100,7 +100,8 @@ type Knobs struct {
 	// max_tokens (DefaultCompletionTokens when unset) is smaller gets
 	// max_tokens tokens and finish_reason "length", else AnswerTokens and
 	// "stop". 0 means the model would never stop on its own: every answer
-	// runs to max_tokens. 0..openai.MaxTokens.
+	// runs to max_tokens. 0..openai.MaxTokensCeiling (a node whose --max-tokens
+	// is raised can give answers that long).
 	AnswerTokens int
 
 	// Backpressure holds the watermarks past which the node sends

@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -118,4 +119,53 @@ func answer(t *testing.T, url, body string, n int) (text, finish []string, usage
 		}
 	}
 	return text, finish, usage
+}
+
+// TestWithStopMatchesNaive: withStop, which searches only the answer's
+// first period plus the longest sequence, ends every answer where a
+// search of the whole text would: sequences cut from anywhere in long
+// answers (across the period, across tokens), and ones that never occur.
+func TestWithStopMatchesNaive(t *testing.T) {
+	naive := func(tokens int, stop []string) (int, int, bool) {
+		var text strings.Builder
+		var ends []int
+		for i := range tokens {
+			text.WriteString(word(i))
+			ends = append(ends, text.Len())
+		}
+		for i, end := range ends { // the first token after which some sequence is in the text
+			best := -1
+			for _, s := range stop {
+				if k := strings.Index(text.String()[:end], s); k >= 0 && (best < 0 || k < best) {
+					best = k
+				}
+			}
+			if best >= 0 {
+				return i + 1, best, true
+			}
+		}
+		return tokens, -1, false
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var full strings.Builder
+	for i := range 200 {
+		full.WriteString(word(i))
+	}
+	for range 3000 {
+		tokens := r.IntN(120)
+		var stop []string
+		for range 1 + r.IntN(3) {
+			if r.IntN(5) == 0 {
+				stop = append(stop, "no such words")
+				continue
+			}
+			at := r.IntN(full.Len() - 1)
+			stop = append(stop, full.String()[at:at+1+r.IntN(min(150, full.Len()-at-1))])
+		}
+		j := job{complTokens: tokens, finish: FinishLength}.withStop(stop)
+		n, cut, stopped := naive(tokens, stop)
+		if j.complTokens != n || j.stopped != stopped || (stopped && (j.cut != cut || j.finish != FinishStop)) || (!stopped && j.finish != FinishLength) {
+			t.Fatalf("%d tokens, stop %q: got %d tokens, cut %d (%v, %s); want %d, %d (%v)", tokens, stop, j.complTokens, j.cut, j.stopped, j.finish, n, cut, stopped)
+		}
+	}
 }
