@@ -3,6 +3,7 @@ package fakemodel
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,7 +23,12 @@ func (n *Node) adminHandler() http.Handler {
 			writeJSON(w, http.StatusOK, n.Knobs())
 		case http.MethodPut, http.MethodPatch:
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-			if err != nil {
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(err, &mbe): // as the model routes answer it
+				writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes), "")
+				return
+			case err != nil:
 				writeError(w, http.StatusBadRequest, "reading body: "+err.Error(), "")
 				return
 			}

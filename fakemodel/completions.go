@@ -31,9 +31,15 @@ func (n *Node) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		model = DefaultModel
 	}
 	compl, finish := ChatRequest{MaxTokens: c.MaxTokens}.Completion(n.Knobs().AnswerTokens)
-	n.serve(w, r, job{stream: c.Stream, legacy: true, model: model, promptTokens: max(1, int(c.Prompt.EstimatedTokens())),
-		complTokens: compl, seqs: c.Sequences(), choices: c.Prompt.Count * c.N, finish: finish, includeUsage: c.IncludeUsage})
+	n.serve(w, r, job{stream: c.Stream, legacy: true, model: model, promptTokens: promptTokens(c.Prompt),
+		complTokens: compl, seqs: c.Sequences(), choices: c.Prompt.Count * c.N, finish: finish, includeUsage: c.IncludeUsage}.withStop(c.Stop))
 }
+
+// promptTokens is what usage counts of a text completion's prompts or an
+// embedding's inputs: their estimate (openai.Prompt.EstimatedTokens),
+// and at least one token for each, as a tokenizer gives every non-empty
+// text one at least (["a","b","c","d"] was 1 token for 4 inputs).
+func promptTokens(p openai.Prompt) int { return max(1, p.Count, int(p.EstimatedTokens())) }
 
 // MaxEmbeddingDims bounds the dimensions of a fake embedding.
 const MaxEmbeddingDims = 4096
@@ -69,7 +75,7 @@ func (n *Node) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if dims == 0 {
 		dims = defaultEmbeddingDims
 	}
-	n.serve(w, r, job{embed: true, model: model, promptTokens: max(1, int(e.Input.EstimatedTokens())),
+	n.serve(w, r, job{embed: true, model: model, promptTokens: promptTokens(e.Input),
 		inputs: e.Input.Count, dims: dims, base64: e.EncodingFormat == "base64"})
 }
 
@@ -103,7 +109,7 @@ func appendTextChunk(buf []byte, id string, created int64, model string, index i
 
 func (n *Node) textCompletion(j job) TextCompletion {
 	text, u := j.answerText(), usage(j)
-	tc := TextCompletion{ID: n.newID(), Object: "text_completion", Created: time.Now().Unix(), Model: j.model,
+	tc := TextCompletion{ID: n.newID(idText), Object: "text_completion", Created: time.Now().Unix(), Model: j.model,
 		Choices: make([]textChoice, j.numChoices()), Usage: &u}
 	for c := range tc.Choices {
 		tc.Choices[c] = textChoice{Index: c, Text: text, FinishReason: &j.finish}

@@ -34,6 +34,14 @@ func TestTextCompletionShapes(t *testing.T) {
 		t.Fatalf("answer %s", b)
 	}
 
+	// Every prompt is a token at least: four one-letter prompts are 4
+	// tokens (they were 1).
+	tc = TextCompletion{}
+	status, b, err = post(ctx, base+wire.PathCompletions, `{"prompt":["a","b","c","d"],"max_tokens":1}`)
+	if err != nil || status != 200 || json.Unmarshal(b, &tc) != nil || tc.Usage.PromptTokens != 4 || tc.Usage.TotalTokens != 8 {
+		t.Fatalf("four short prompts: %d %s %v", status, b, err)
+	}
+
 	status, b, err = post(ctx, base+wire.PathCompletions, `{"prompt":"abcd","max_tokens":3,"n":2,"stream":true,"stream_options":{"include_usage":true}}`)
 	if err != nil || status != 200 {
 		t.Fatalf("stream: %d %s %v", status, b, err)
@@ -122,6 +130,14 @@ func TestEmbeddings(t *testing.T) {
 	}
 	if math.Abs(norm-1) > 1e-5 || a.Usage.PromptTokens != 3 {
 		t.Fatalf("base64 vector norm² %v, usage %+v", norm, a.Usage)
+	}
+
+	// Every input is a token at least: four one-letter inputs are 4
+	// tokens (they were 1), as a text completion's four prompts are
+	// (TestTextCompletionShapes).
+	status, b, err = post(ctx, base+wire.PathEmbeddings, `{"input":["a","b","c","d"]}`)
+	if err != nil || status != 200 || json.Unmarshal(b, &a) != nil || len(a.Data) != 4 || a.Usage.PromptTokens != 4 || a.Usage.TotalTokens != 4 {
+		t.Fatalf("four short inputs: %d %s %v", status, b, err)
 	}
 
 	status, b, _ = post(ctx, base+wire.PathEmbeddings, `{"input":"a","dimensions":4097}`)

@@ -20,6 +20,6 @@
 //	POST /v1/embeddings         a fixed unit vector per input
 //	POST /v1/predict            {"decision":"APPROVE|REVIEW|DECLINE","score":0.87}
 //	GET  /v1/models             the one model, DefaultModel
-//	GET  /healthz, /readyz, /metrics
+//	GET  /healthz (and /health, vLLM's name), /readyz, /metrics
 //	GET|PUT|PATCH /admin/knobs  bearer token; loopback peers only unless AdminAny
 package fakemodel

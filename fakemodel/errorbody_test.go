@@ -38,6 +38,7 @@ func TestErrorBodiesCarryTypeAndCode(t *testing.T) {
 		{"get chat", "GET", url + "/v1/chat/completions", ``, "", 405, "invalid_request_error", wire.CodeMethodNotAllowed},
 		{"too large", "POST", url + "/v1/completions", `{"prompt":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, "", 413, "invalid_request_error", wire.CodeRequestTooLarge},
 		{"no route", "GET", url + "/nope", ``, "", 404, "not_found_error", wire.CodeUnknownURL},
+		{"admin too large", "PATCH", url + "/admin/knobs", `{"slots":1` + strings.Repeat(" ", MaxBodyBytes) + `}`, "Bearer " + testToken, 413, "invalid_request_error", wire.CodeRequestTooLarge},
 		{"admin token", "GET", url + "/admin/knobs", ``, "Bearer wrong-token-0123456789", 401, "authentication_error", wire.CodeInvalidAPIKey},
 		{"slots full", "POST", url + "/v1/chat/completions", chatBody, "", 429, "rate_limit_error", wire.CodeOverloaded},
 		{"injected", "POST", errURL + "/v1/chat/completions", chatBody, "", 500, "server_error", wire.CodeInternalError},

@@ -1,6 +1,7 @@
 package fakemodel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -33,7 +36,12 @@ type job struct {
 	// prompts × n). 0 counts as 1.
 	seqs, choices int
 	finish        string // finish_reason of a chat or text answer
-	includeUsage  bool   // a stream ends with a usage chunk
+	// cut is the bytes of every choice's text when a stop sequence ended
+	// it (stopped): the text of the complTokens tokens up to where the
+	// sequence begins.
+	stopped      bool
+	cut          int
+	includeUsage bool // a stream ends with a usage chunk
 	// inputs, dims and base64 shape an embeddings answer.
 	inputs, dims int
 	base64       bool
@@ -46,13 +54,68 @@ func (j job) generated() int { return j.complTokens * max(j.seqs, 1) }
 // numChoices is the choices the answer carries, at least 1.
 func (j job) numChoices() int { return max(j.choices, 1) }
 
-// answerText is every choice's text: the first complTokens fake words.
+// answerText is every choice's text: the first complTokens fake words,
+// up to the stop sequence that ended them.
 func (j job) answerText() string {
 	var sb strings.Builder
 	for i := range j.complTokens {
 		sb.WriteString(word(i))
 	}
+	if j.stopped {
+		return sb.String()[:j.cut]
+	}
 	return sb.String()
+}
+
+// tokenText is the text of token i, which begins at byte at of the
+// answer: word(i), or what of it comes before the stop sequence.
+func (j job) tokenText(i, at int) string {
+	w := word(i)
+	if j.stopped {
+		return w[:min(len(w), max(0, j.cut-at))]
+	}
+	return w
+}
+
+// withStop applies stop sequences to j's answer (its complTokens and
+// finish set): like vLLM, generation ends with the token that completes
+// the first stop sequence to appear, the text ends where that sequence
+// begins (it is not part of the answer), and finish_reason is "stop".
+// The tokens generated, that last one included, are what usage counts
+// and what service time is paid for.
+func (j job) withStop(stop []string) job {
+	if len(stop) == 0 || j.complTokens == 0 {
+		return j
+	}
+	longest := 0
+	for _, s := range stop {
+		longest = max(longest, len(s))
+	}
+	// The answer repeats every len(words) tokens, so a sequence that is
+	// not within its first period and the sequence's length is nowhere
+	// in it: the text searched stays that short however long the answer.
+	var text []byte
+	var ends []int // ends[i] is the text's length after token i
+	for i := 0; i < j.complTokens && len(text) < wordsPeriod+longest; i++ {
+		text = append(text, word(i)...)
+		ends = append(ends, len(text))
+	}
+	last, at := -1, 0
+	for _, s := range stop {
+		k := bytes.Index(text, []byte(s))
+		if k < 0 {
+			continue
+		}
+		tok, _ := slices.BinarySearch(ends, k+len(s)) // the token completing it
+		if last < 0 || tok < last || tok == last && k < at {
+			last, at = tok, k
+		}
+	}
+	if last < 0 {
+		return j
+	}
+	j.complTokens, j.finish, j.stopped, j.cut = last+1, FinishStop, true, at
+	return j
 }
 
 func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
@@ -71,11 +134,12 @@ func (n *Node) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	compl, finish := req.Completion(n.Knobs().AnswerTokens)
 	n.serve(w, r, job{stream: req.Stream, model: model, promptTokens: req.PromptTokens(), complTokens: compl,
-		seqs: req.N, choices: req.N, finish: finish, includeUsage: req.IncludeUsage})
+		seqs: req.N, choices: req.N, finish: finish, includeUsage: req.IncludeUsage}.withStop(req.Stop))
 }
 
 // handleModels is GET /v1/models: OpenAI's model list, the one model a
-// fake node answers as when a request names none.
+// fake node answers as when a request names none, created when the node
+// started (as vLLM's, a time: 0 read as 1970 in a client).
 func (n *Node) handleModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -83,7 +147,7 @@ func (n *Node) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{
-		map[string]any{"id": DefaultModel, "object": "model", "created": 0, "owned_by": "levee"},
+		map[string]any{"id": DefaultModel, "object": "model", "created": n.started.Unix(), "owned_by": "levee"},
 	}})
 }
 
@@ -251,10 +315,17 @@ func (n *Node) hang(w http.ResponseWriter, ctx context.Context) {
 func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job, busy int, start time.Time) {
 	flusher, _ := w.(http.Flusher)
 	ttft, every := k.TTFT(busy, j.promptTokens), k.TokenInterval(busy)
-	id, created := n.newID(), time.Now().Unix()
+	prefix := idChat
+	if j.legacy {
+		prefix = idText
+	}
+	id, created := n.newID(prefix), time.Now().Unix()
 	gone := false
 	var buf []byte
+	at := 0 // bytes of the answer before token i
 	for i := range j.complTokens {
+		tok := j.tokenText(i, at)
+		at += len(word(i))
 		if !n.work(ctx, start.Add(tokenDue(ttft, every, i)), k.AbortOnDisconnect) {
 			return
 		}
@@ -264,7 +335,7 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 				break
 			}
 		}
-		if gone {
+		if gone || (tok == "" && i > 0) { // a token the stop sequence took: no chunk, as vLLM sends none
 			continue
 		}
 		if i == 0 {
@@ -278,10 +349,10 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 		buf = buf[:0]
 		for c := range j.numChoices() { // one batch step: every choice's token, a chunk each
 			if j.legacy {
-				buf = appendTextChunk(buf, id, created, j.model, c, word(i), nil)
+				buf = appendTextChunk(buf, id, created, j.model, c, tok, nil)
 				continue
 			}
-			delta := map[string]string{"content": word(i)}
+			delta := map[string]string{"content": tok}
 			if i == 0 {
 				delta["role"] = "assistant"
 			}
@@ -408,7 +479,7 @@ type Usage struct {
 // counting every one.
 func (n *Node) completion(j job) Completion {
 	text := j.answerText()
-	c := Completion{ID: n.newID(), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
+	c := Completion{ID: n.newID(idChat), Object: "chat.completion", Created: time.Now().Unix(), Model: j.model,
 		Choices: make([]CompletionChoice, j.numChoices()), Usage: usage(j)}
 	for i := range c.Choices {
 		c.Choices[i] = CompletionChoice{Index: i, Message: Message{Role: "assistant", Content: text}, FinishReason: j.finish}
@@ -416,9 +487,25 @@ func (n *Node) completion(j job) Completion {
 	return c
 }
 
-func (n *Node) newID() string { return fmt.Sprintf("chatcmpl-levee-%d", n.seq.Add(1)) }
+// Answer id prefixes, OpenAI's and vLLM's: a chat completion's id starts
+// with chatcmpl-, a text completion's with cmpl-.
+const (
+	idChat = "chatcmpl-"
+	idText = "cmpl-"
+)
+
+// newID is a fresh answer id: prefix, then levee-, the node's random tag
+// and a sequence number, unique across the nodes of a lab and across
+// restarts, as a client or a log that keys on ids expects.
+func (n *Node) newID(prefix string) string {
+	return prefix + "levee-" + n.idTag + "-" + strconv.FormatUint(n.seq.Add(1), 10)
+}
 
 var words = strings.Fields("the levee holds while the river rises slowly and the queue drains one slot at a time")
+
+// wordsPeriod is the bytes of len(words) tokens: the answer text repeats
+// with this period.
+var wordsPeriod = len(strings.Join(words, " ")) + 1
 
 // word is the i-th token of every fake answer.
 func word(i int) string { return words[i%len(words)] + " " }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/levee-lab/levee/internal/openai"
@@ -99,7 +100,8 @@ type Knobs struct {
 	// max_tokens (DefaultCompletionTokens when unset) is smaller gets
 	// max_tokens tokens and finish_reason "length", else AnswerTokens and
 	// "stop". 0 means the model would never stop on its own: every answer
-	// runs to max_tokens. 0..openai.MaxTokens.
+	// runs to max_tokens. 0..openai.MaxTokensCeiling (a node whose --max-tokens
+	// is raised can give answers that long).
 	AnswerTokens int
 
 	// Backpressure holds the watermarks past which the node sends
@@ -177,9 +179,18 @@ func (e *KnobError) Error() string {
 
 func rangeErr(field string, v, lo, hi float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
-		return &KnobError{Field: field, Msg: fmt.Sprintf("must be in [%g, %g], got %g", lo, hi, v)}
+		return &KnobError{Field: field, Msg: fmt.Sprintf("must be in [%s, %s], got %s", bound(lo), bound(hi), bound(v))}
 	}
 	return nil
+}
+
+// bound writes a number of a knob's range as a person writes it: a whole
+// number up to 2⁵³ in digits (1000000, not %g's 1e+06), any other as %g.
+func bound(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) <= 1<<53 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return fmt.Sprintf("%g", v)
 }
 
 // Validate checks every knob. The error, when not nil, is a *KnobError naming

@@ -339,6 +339,12 @@ func TestKnobErrorWording(t *testing.T) {
 		{`{"latency":{"p50_ms":true}}`, "knob latency.p50_ms: must be a number, got a JSON bool"},
 		{`{"latency":{"nope":1}}`, "knob latency.nope: unknown knob"},
 		{`{"slots":0}`, "knob slots: must be in [1, 100000], got 0"},
+		// Ranges of whole numbers in digits: it read [0, 1e+06] and
+		// [0, 1.6777216e+07].
+		{`{"queue_size":-1}`, "knob queue_size: must be in [0, 1000000], got -1"},
+		{`{"answer_tokens":-1}`, "knob answer_tokens: must be in [0, 16777216], got -1"},
+		{`{"error_rate":1.5}`, "knob error_rate: must be in [0, 1], got 1.5"},
+		{`{"latency_add_ms":1e300}`, "knob latency_add_ms: must be in [0, 600000], got 1e+300"},
 	} {
 		_, err := DefaultKnobs().Patch([]byte(tc.patch))
 		var ke *KnobError

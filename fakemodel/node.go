@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +75,13 @@ type Node struct {
 
 	serving    atomic.Int64 // requests between slot grant and release, counted by the handler
 	maxServing atomic.Int64 // high-water mark of serving
-	seq        atomic.Uint64
+	// idTag is random per node: with seq it makes answer ids unique
+	// across the nodes of a lab and across restarts (newID).
+	idTag string
+	seq   atomic.Uint64
+	// started is when the node was made: its model's created time in
+	// GET /v1/models.
+	started time.Time
 }
 
 // outcomesIdx indexes counts.
@@ -105,6 +113,8 @@ func NewNode(ln net.Listener, opts ...Option) (*Node, error) {
 		pressure:  pressure.New(),
 		stopHangs: make(chan struct{}),
 		closed:    make(chan struct{}),
+		idTag:     strconv.FormatUint(rand.Uint64(), 36),
+		started:   time.Now(),
 	}
 	k := o.knobs
 	n.knobs.Store(&k)
@@ -206,9 +216,11 @@ func (n *Node) Handler() http.Handler {
 	mux.HandleFunc(wire.PathCompletions, n.handleCompletions)
 	mux.HandleFunc(wire.PathEmbeddings, n.handleEmbeddings)
 	mux.HandleFunc(wire.PathModels, n.handleModels)
-	mux.HandleFunc(wire.PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	}
+	mux.HandleFunc(wire.PathHealthz, live)
+	mux.HandleFunc(wire.PathHealth, live) // vLLM's name for it
 	mux.HandleFunc(wire.PathReadyz, func(w http.ResponseWriter, _ *http.Request) {
 		if n.draining.Load() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})

@@ -46,6 +46,8 @@ type ChatRequest struct {
 	N int `json:"n"`
 	// IncludeUsage is stream_options.include_usage.
 	IncludeUsage bool `json:"-"`
+	// Stop is stop: sequences that end the answer where they appear.
+	Stop []string `json:"-"`
 }
 
 // ChatMessage is one message. Content is a string or an array of parts
@@ -64,7 +66,7 @@ func ParseChatRequest(body []byte, maxTokens int) (ChatRequest, error) {
 		return ChatRequest{}, err
 	}
 	req := ChatRequest{Model: c.Model, Stream: c.Stream, MaxTokens: c.Completion(), N: c.N, IncludeUsage: c.IncludeUsage,
-		Messages: make([]ChatMessage, len(c.Messages))}
+		Stop: c.Stop, Messages: make([]ChatMessage, len(c.Messages))}
 	for i, m := range c.Messages {
 		req.Messages[i] = ChatMessage(m)
 	}

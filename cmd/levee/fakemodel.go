@@ -291,7 +291,7 @@ func fakemodelKnobs(fs *flag.FlagSet, config, patch string) (fakemodel.Knobs, er
 }
 
 // knobFlagError names the flag, as typed, of the knob a knob-flag patch
-// refused ("--queue-size -1: must be in [0, 1e+06], got -1"); a refusal of
+// refused ("--queue-size -1: must be in [0, 1000000], got -1"); a refusal of
 // a knob no flag given sets (a bound another flag moved) keeps the knob's
 // name after "knob flags".
 func knobFlagError(fs *flag.FlagSet, err error) error {

@@ -47,6 +47,9 @@ type Chat struct {
 	// HasStreamOptions reports whether the body named stream_options at
 	// all, null included: a relay must not add a second one.
 	HasStreamOptions bool
+	// Stop is stop: the sequences that end the answer where they first
+	// appear (not included in it); nil when absent, null or [].
+	Stop []string
 }
 
 // Message is one chat message. Content is its text: the string, or the
@@ -61,7 +64,8 @@ type Message struct {
 // "messages" array of objects, each with a non-empty string "role" and a
 // "content" that is a string, an array of text parts or null; an optional
 // boolean "stream", an optional object (or null) "stream_options" with a
-// boolean "include_usage", and optional 0 ≤ "max_tokens" ≤ maxTokens
+// boolean "include_usage", an optional "stop" (ParseStop), and optional
+// 0 ≤ "max_tokens" ≤ maxTokens
 // ("max_completion_tokens" wins when both are set). Errors are
 // *RequestError.
 func ParseChat(body []byte, maxTokens int) (Chat, error) {
@@ -95,6 +99,7 @@ type chatFields[M any] struct {
 	MaxTokens     *int            `json:"max_tokens"`
 	MaxCompl      *int            `json:"max_completion_tokens"`
 	N             *int            `json:"n"`
+	Stop          json.RawMessage `json:"stop"`
 }
 
 // messageFields are the fields of a chat message.
@@ -119,6 +124,9 @@ func (raw chatFields[M]) chat(maxTokens, n int, message func(i int) (messageFiel
 		if c.IncludeUsage, err = parseStreamOptions(raw.StreamOptions); err != nil {
 			return Chat{}, err
 		}
+	}
+	if c.Stop, err = ParseStop(raw.Stop); err != nil {
+		return Chat{}, err
 	}
 	field := "max_tokens"
 	if raw.MaxTokens != nil {
@@ -244,4 +252,39 @@ func parseStreamOptions(v json.RawMessage) (includeUsage bool, err error) {
 		return false, re
 	}
 	return so.IncludeUsage != nil && *so.IncludeUsage, nil
+}
+
+// ParseStop reads the value of "stop" (chat and text completions): absent
+// or null, a string, or an array of strings, each non-empty — vLLM
+// refuses an empty one ("stop cannot contain an empty string"), and
+// takes any number of them, so Levee does not enforce OpenAI's four. It
+// returns nil for absent, null and []. Errors are *RequestError naming
+// "stop" or the item ("stop[1]").
+func ParseStop(v json.RawMessage) ([]string, error) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 || string(v) == "null" {
+		return nil, nil
+	}
+	const want = "must be a non-empty string, an array of non-empty strings or null"
+	if v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) != nil || s == "" {
+			return nil, &RequestError{"stop", want}
+		}
+		return []string{s}, nil
+	}
+	var items []json.RawMessage
+	if v[0] != '[' || json.Unmarshal(v, &items) != nil {
+		return nil, &RequestError{"stop", want}
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	stop := make([]string, len(items))
+	for i, it := range items {
+		if it = bytes.TrimSpace(it); len(it) == 0 || it[0] != '"' || json.Unmarshal(it, &stop[i]) != nil || stop[i] == "" {
+			return nil, &RequestError{fmt.Sprintf("stop[%d]", i), "must be a non-empty string"}
+		}
+	}
+	return stop, nil
 }

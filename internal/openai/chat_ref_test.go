@@ -22,6 +22,7 @@ func parseChatReference(body []byte, maxTokens int) (Chat, error) {
 		MaxTokens     *int              `json:"max_tokens"`
 		MaxCompl      *int              `json:"max_completion_tokens"`
 		N             *int              `json:"n"`
+		Stop          json.RawMessage   `json:"stop"`
 	}
 	err := decodeObjectReference(body, &raw)
 	if err != nil {
@@ -39,6 +40,9 @@ func parseChatReference(body []byte, maxTokens int) (Chat, error) {
 		if c.IncludeUsage, err = parseStreamOptions(raw.StreamOptions); err != nil {
 			return Chat{}, err
 		}
+	}
+	if c.Stop, err = ParseStop(raw.Stop); err != nil {
+		return Chat{}, err
 	}
 	field := "max_tokens"
 	if raw.MaxTokens != nil {
@@ -125,6 +129,9 @@ var chatCases = []string{
 	`{"messages":[{"role":"u"}],"stream_options":{"include_usage":"yes"}}`, `{"messages":[{"role":"u"}],"n":0}`,
 	`{"messages":[{"role":"u"}],"max_tokens":-1}`, `{"messages":[{"role":"u"}],"stream":"true"}`, `[]`, ``, `{"a":1} x`, `{`,
 	`{"messages":[{"role":"u","content":"x"},{"role":"u","content":"y"}],"messages":[{"role":"v"}]}`,
+	`{"messages":[{"role":"u"}],"stop":"x"}`, `{"messages":[{"role":"u"}],"stop":["a","b"]}`, `{"messages":[{"role":"u"}],"stop":[]}`,
+	`{"messages":[{"role":"u"}],"stop":null}`, `{"messages":[{"role":"u"}],"stop":""}`, `{"messages":[{"role":"u"}],"stop":["a",""]}`,
+	`{"messages":[{"role":"u"}],"stop":[1]}`, `{"messages":[{"role":"u"}],"stop":[null]}`, `{"messages":[{"role":"u"}],"stop":5}`,
 }
 
 // TestParseChatMatchesReference: ParseChat answers every case as the

@@ -107,6 +107,8 @@ type Completion struct {
 	N, BestOf int
 	// IncludeUsage and HasStreamOptions are as in Chat.
 	IncludeUsage, HasStreamOptions bool
+	// Stop is stop, as in Chat.
+	Stop []string
 }
 
 // Sequences is how many sequences the request makes the model generate:
@@ -117,7 +119,7 @@ func (c Completion) Sequences() int { return c.Prompt.Count * max(c.N, c.BestOf)
 // non-empty "prompt" (see Prompt), optional 0 ≤ "max_tokens" ≤ maxTokens,
 // 1 ≤ "n" ≤ MaxChoices, n ≤ "best_of" ≤ MaxChoices, a boolean "stream"
 // (not with best_of > n, as OpenAI says: the best cannot be known before
-// the end) and "stream_options" as in ParseChat. Errors are
+// the end), "stream_options" and "stop" as in ParseChat. Errors are
 // *RequestError.
 func ParseCompletion(body []byte, maxTokens int) (Completion, error) {
 	var raw struct {
@@ -128,6 +130,7 @@ func ParseCompletion(body []byte, maxTokens int) (Completion, error) {
 		MaxTokens     *int            `json:"max_tokens"`
 		N             *int            `json:"n"`
 		BestOf        *int            `json:"best_of"`
+		Stop          json.RawMessage `json:"stop"`
 	}
 	if err := DecodeObject(body, &raw); err != nil {
 		return Completion{}, err
@@ -145,6 +148,10 @@ func ParseCompletion(body []byte, maxTokens int) (Completion, error) {
 		if c.IncludeUsage, err = parseStreamOptions(raw.StreamOptions); err != nil {
 			return Completion{}, err
 		}
+	}
+	var err error
+	if c.Stop, err = ParseStop(raw.Stop); err != nil {
+		return Completion{}, err
 	}
 	if raw.MaxTokens != nil {
 		c.MaxTokens = *raw.MaxTokens
@@ -168,7 +175,6 @@ func ParseCompletion(body []byte, maxTokens int) (Completion, error) {
 			return Completion{}, &RequestError{"best_of", "cannot be more than n with stream: true"}
 		}
 	}
-	var err error
 	if c.Prompt, err = parsePrompt("prompt", raw.Prompt); err != nil {
 		return Completion{}, err
 	}

@@ -1,6 +1,10 @@
 package openai
 
-import "testing"
+import (
+	"errors"
+	"slices"
+	"testing"
+)
 
 // TestStreamMeterCountsTextChunks: a legacy completion stream carries its
 // tokens in choices[].text, not a delta; the meter counts those chunks
@@ -46,6 +50,42 @@ func TestParsePromptRefusesNulls(t *testing.T) {
 	for _, body := range []string{`{"prompt":[null]}`, `{"prompt":[1,null]}`, `{"prompt":[[1],[null]]}`, `{"prompt":["a",null]}`} {
 		if _, err := ParseCompletion([]byte(body), MaxTokens); err == nil {
 			t.Errorf("%s: accepted", body)
+		}
+	}
+}
+
+// TestParseStop: "stop" is read alike in chat and text completions: a
+// string or an array of non-empty strings (any number, as vLLM takes),
+// nil for absent, null and []; anything else a 400 naming stop or the
+// item.
+func TestParseStop(t *testing.T) {
+	for _, tt := range []struct {
+		stop string
+		want []string
+		err  string
+	}{
+		{``, nil, ""}, {`null`, nil, ""}, {`[]`, nil, ""}, {`"x"`, []string{"x"}, ""},
+		{`["a","b\n","c","d","e"]`, []string{"a", "b\n", "c", "d", "e"}, ""},
+		{`""`, nil, "stop"}, {`7`, nil, "stop"}, {`{}`, nil, "stop"}, {`true`, nil, "stop"},
+		{`["a",""]`, nil, "stop[1]"}, {`[null]`, nil, "stop[0]"}, {`["a",["b"]]`, nil, "stop[1]"},
+	} {
+		field := ""
+		if tt.stop != "" {
+			field = `,"stop":` + tt.stop
+		}
+		c, cerr := ParseChat([]byte(`{"messages":[{"role":"u"}]`+field+`}`), MaxTokens)
+		p, perr := ParseCompletion([]byte(`{"prompt":"p"`+field+`}`), MaxTokens)
+		for _, r := range []struct {
+			got []string
+			err error
+		}{{c.Stop, cerr}, {p.Stop, perr}} {
+			var re *RequestError
+			switch {
+			case tt.err == "" && (r.err != nil || !slices.Equal(r.got, tt.want) || (r.got == nil) != (tt.want == nil)):
+				t.Errorf("stop %s: %q %v, want %q", tt.stop, r.got, r.err, tt.want)
+			case tt.err != "" && (!errors.As(r.err, &re) || re.Field != tt.err):
+				t.Errorf("stop %s: %q %v, want an error naming %s", tt.stop, r.got, r.err, tt.err)
+			}
 		}
 	}
 }

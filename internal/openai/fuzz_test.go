@@ -3,6 +3,7 @@ package openai
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -14,6 +15,7 @@ func FuzzParseChat(f *testing.F) {
 		`{"model":"m","stream":true,"stream_options":{"include_usage":true},"max_tokens":8,"messages":[{"role":"user","content":[{"type":"text","text":"b"}]}]}`,
 		`{"max_completion_tokens":3,"messages":[{"role":"u","content":null}]}`,
 		`{"messages":"x"}`, `{"max_tokens":1e30}`, `{"stream_options":3}`, `[]`, ``, `{"a":1} x`,
+		`{"messages":[{"role":"u"}],"stop":["a","b"]}`, `{"messages":[{"role":"u"}],"stop":"\u0000"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -34,6 +36,9 @@ func FuzzParseChat(f *testing.F) {
 		}
 		if c.IncludeUsage && !c.HasStreamOptions {
 			t.Fatal("include_usage without stream_options")
+		}
+		if slices.Contains(c.Stop, "") || (c.Stop != nil && len(c.Stop) == 0) {
+			t.Fatalf("accepted stop %q: an empty sequence, or an empty list not nil", c.Stop)
 		}
 	})
 }
@@ -76,6 +81,7 @@ func FuzzParseCompletionAndEmbeddings(f *testing.F) {
 		`{"prompt":"hi"}`, `{"prompt":["a","b"],"n":2,"best_of":3,"max_tokens":4}`, `{"prompt":[1,2]}`, `{"prompt":[[1],[2,3]]}`,
 		`{"prompt":"a","stream":true,"stream_options":{"include_usage":true}}`, `{"prompt":[null]}`, `{"prompt":""}`,
 		`{"input":"x","encoding_format":"base64","dimensions":3}`, `{"input":[[]]}`, `{"input":{}}`, `[]`, ``,
+		`{"prompt":"a","stop":"x"}`, `{"prompt":"a","stop":["x",""]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -97,7 +103,7 @@ func FuzzParseCompletionAndEmbeddings(f *testing.F) {
 		if check(t, err) {
 			p := c.Prompt
 			if p.Count < 1 || p.Chars+p.Tokens < 1 || c.N < 1 || c.BestOf < c.N || c.BestOf > MaxChoices ||
-				c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Sequences() < 1 || p.EstimatedTokens() < 1 {
+				c.MaxTokens < 0 || c.MaxTokens > MaxTokens || c.Sequences() < 1 || p.EstimatedTokens() < 1 || slices.Contains(c.Stop, "") {
 				t.Fatalf("accepted an out-of-range completion: %+v", c)
 			}
 		}

@@ -63,7 +63,11 @@ const (
 	PathV1         = "/v1/"           // G: any other /v1/ path (route "other")
 	PathMetrics    = "/metrics"       // G, F: Prometheus text format
 	PathHealthz    = "/healthz"       // G, F: 200 while the process lives
-	PathReadyz     = "/readyz"        // G, F: 200 when it can serve, 503 while draining
+	// PathHealth is vLLM's liveness route: a fake model node answers it
+	// as PathHealthz, so probes and a gateway's health_path written for
+	// vLLM work against the fake model unchanged.
+	PathHealth = "/health" // F
+	PathReadyz = "/readyz" // G, F: 200 when it can serve, 503 while draining
 )
 
 // QueryExportRows is the query parameter of PathExport naming the rows.
