@@ -57,6 +57,9 @@ type verdict struct {
 		Lines int `json:"lines"`
 		Marks int `json:"marks"`
 		OOM   int `json:"oom"`
+		// Overlaps are the band labels drawn over a line label ("band
+		// label / line label").
+		Overlaps []string `json:"overlaps"`
 	} `json:"charts"`
 	Hover struct {
 		Shown      bool   `json:"shown"`
@@ -165,6 +168,9 @@ func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
 		}
 		if drew == 0 {
 			t.Errorf("%s: the browser drew no data", c.ID)
+		}
+		if len(got.Overlaps) > 0 {
+			t.Errorf("%s: labels drawn over each other: %q", c.ID, got.Overlaps)
 		}
 		if got.Bands != bands {
 			t.Errorf("%s: %d fault bands drawn, want %d", c.ID, got.Bands, bands)

@@ -14,7 +14,7 @@ window.addEventListener("load", function () {
       v.svgs = svgs.length;
       svgs.forEach(function (svg) {
         var c = data.charts[+svg.getAttribute("data-chart")];
-        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0 };
+        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0, overlaps: [] };
         svg.querySelectorAll("path.series, path.area").forEach(function (p) {
           var b = p.getBBox();
           var s = c.series[+p.getAttribute("data-series")];
@@ -32,6 +32,24 @@ window.addEventListener("load", function () {
         });
         svg.querySelectorAll("line.hline").forEach(function (l) {
           if (l.getBBox().width > 0) r.lines++;
+        });
+        // Band labels and line labels drawn over each other.
+        var boxes = function (sel) {
+          return Array.prototype.map.call(svg.querySelectorAll(sel), function (t) {
+            return { box: t.getBBox(), text: t.textContent };
+          });
+        };
+        var lineLabels = boxes("text.line-label");
+        boxes("text.band-label").forEach(function (b) {
+          lineLabels.forEach(function (l) {
+            // Boxes are a font's full height: two rows of labels
+            // labelPitch apart touch without their letters meeting.
+            var across = Math.min(b.box.x + b.box.width, l.box.x + l.box.width) - Math.max(b.box.x, l.box.x);
+            var down = Math.min(b.box.y + b.box.height, l.box.y + l.box.height) - Math.max(b.box.y, l.box.y);
+            if (across > 0 && down > 3) {
+              r.overlaps.push(b.text + " / " + l.text);
+            }
+          });
         });
         r.marks = svg.querySelectorAll("g.narration circle").length;
         r.oom = svg.querySelectorAll("g.oom").length;
