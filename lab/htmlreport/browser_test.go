@@ -67,6 +67,9 @@ type verdict struct {
 		Crosshairs int    `json:"crosshairs"`
 	} `json:"hover"`
 	Overflow float64 `json:"overflow"`
+	// Clipped are the headline tile values that run past their tile
+	// ("GOODPUT: 134.4 /s").
+	Clipped []string `json:"clipped"`
 }
 
 var verdictRE = regexp.MustCompile(`(?s)<pre id="levee-verdict">(.*?)</pre>`)
@@ -192,6 +195,9 @@ func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
 			t.Errorf("%s: %d narration marks, want %d", c.ID, got.Marks, marks)
 		}
 	}
+	if len(v.Clipped) > 0 {
+		t.Errorf("tile values cut off at the tile's edge: %q", v.Clipped)
+	}
 	if !v.Hover.Shown || !strings.Contains(v.Hover.Text, "t =") {
 		t.Errorf("hovering the first chart showed no values: %+v", v.Hover)
 	}
@@ -232,6 +238,26 @@ func TestBrowserAB(t *testing.T) {
 			t.Errorf("memory: %d OOM kill marks, want 1", c.OOM)
 		}
 	}
+}
+
+// TestBrowserThreeRuns opens three runs side by side on a laptop screen:
+// each headline tile shows all three values.
+func TestBrowserThreeRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := loadAll(t,
+		synth{name: "collapse", samples: 160, seed: 4}.write(t, dir),
+		synth{name: "protected", samples: 160, seed: 5, protected: true}.write(t, dir),
+		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir))
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
+	checkDrawn(t, pg, v, log)
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may

@@ -68,6 +68,17 @@ window.addEventListener("load", function () {
         crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
       };
       v.overflow = document.documentElement.scrollWidth - window.innerWidth;
+      // Headline tiles whose values run past the tile's edge (hidden
+      // under the next tile).
+      v.clipped = [];
+      document.querySelectorAll(".tile").forEach(function (t) {
+        var edge = t.getBoundingClientRect().right;
+        t.querySelectorAll(".v").forEach(function (e) {
+          if (e.getBoundingClientRect().right > edge + 0.5) {
+            v.clipped.push(t.querySelector(".tile-label").textContent + ": " + e.textContent);
+          }
+        });
+      });
     } catch (e) {
       v.errors.push("check: " + e);
     }
