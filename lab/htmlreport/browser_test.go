@@ -303,6 +303,31 @@ func TestBrowserReference(t *testing.T) {
 	checkDrawn(t, pg, v, log)
 }
 
+// TestBrowserReferenceNarrow draws a recorded reference run on a phone:
+// lesson 06's Redis outage band ends under the memory chart's off-scale
+// pod limit label, where labels of 12 units need measuring by character
+// (a fixed width per character put the two over each other).
+func TestBrowserReferenceNarrow(t *testing.T) {
+	d := filepath.Join("..", "..", "experiments", "reference", "06-redis-outage")
+	if _, err := os.Stat(filepath.Join(d, "samples.jsonl")); err != nil {
+		t.Skipf("%s has no samples.jsonl", d)
+	}
+	runs := loadAll(t, d)
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 390, 900)
+	checkDrawn(t, pg, v, log)
+	if v.Overflow > 0 {
+		t.Errorf("at 390 px the page is %.0f px wider than the screen", v.Overflow)
+	}
+}
+
 func loadAll(t *testing.T, dirs ...string) []*Run {
 	t.Helper()
 	var runs []*Run

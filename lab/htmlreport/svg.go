@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Chart geometry in SVG user units; the SVG scales to its box.
@@ -21,12 +20,6 @@ const (
 	padB       = 24
 	laneH      = 13 // one run's row of narration marks above the plot
 	labelPitch = 11 // least vertical distance between two labels
-	// bandLabelWidth and lineLabelWidth are the width of one character of
-	// a band label (bold) and of a line label, to keep labels from
-	// overlapping: measured in Chromium with DejaVu Sans at the 12 units
-	// phones get (report.css; 9.5 units elsewhere, where they leave room).
-	bandLabelWidth = 7.0
-	lineLabelWidth = 6.2
 )
 
 // labelBox is the room a label takes: from..to across, baseline y.
@@ -105,7 +98,7 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 		// The label starts at the band's left edge, or ends at its right
 		// edge when the band is near the end of the axis.
 		lx, anchor := x1+3, ""
-		w := bandLabelWidth * float64(utf8.RuneCountInString(label))
+		w := textWidth(label, labelSize, true)
 		box := labelBox{from: lx, to: lx + w}
 		if x1 > p.X(0)+0.75*p.pw() {
 			lx, anchor = math.Max(x2, x1+1)-3, ` text-anchor="end"`
@@ -369,7 +362,7 @@ func lineLabels(p plot, pg *page, c chart) []lineLabel {
 		if i > 0 && labs[i].box.y-labs[i-1].box.y < labelPitch {
 			labs[i].box.y = labs[i-1].box.y + labelPitch
 		}
-		labs[i].box.from = right - lineLabelWidth*float64(utf8.RuneCountInString(labs[i].text))
+		labs[i].box.from = right - textWidth(labs[i].text, labelSize, false)
 		labs[i].box.to = right
 	}
 	return labs
