@@ -70,6 +70,9 @@ type verdict struct {
 	// Clipped are the headline tile values that run past their tile
 	// ("GOODPUT: 134.4 /s").
 	Clipped []string `json:"clipped"`
+	// Scrolled are the panels (by title) whose table is wider than the
+	// panel: read only by scrolling it sideways.
+	Scrolled []string `json:"scrolled"`
 }
 
 var verdictRE = regexp.MustCompile(`(?s)<pre id="levee-verdict">(.*?)</pre>`)
@@ -221,6 +224,10 @@ func TestBrowserAB(t *testing.T) {
 	}
 	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
 	checkDrawn(t, pg, v, log)
+	// Two runs on a laptop screen: every table whole, differences included.
+	if len(v.Scrolled) > 0 {
+		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
+	}
 
 	// What the synthetic runs hold, counted independently of the page
 	// model: the same two faults in each run (drawn once) plus run A's OOM
@@ -299,8 +306,13 @@ func TestBrowserReference(t *testing.T) {
 	if err := Write(&buf, runs...); err != nil {
 		t.Fatal(err)
 	}
-	v, log := openInChromium(t, buf.Bytes(), 1400, 1000)
+	v, log := openInChromium(t, buf.Bytes(), 1280, 1000)
 	checkDrawn(t, pg, v, log)
+	// The A/B comparison on a laptop screen: the key figures with their
+	// differences, and the thresholds, read without scrolling sideways.
+	if len(v.Scrolled) > 0 {
+		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
+	}
 }
 
 // TestBrowserReferenceNarrow draws a recorded reference run on a phone:

@@ -68,6 +68,12 @@ window.addEventListener("load", function () {
         crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
       };
       v.overflow = document.documentElement.scrollWidth - window.innerWidth;
+      // Tables that need sideways scrolling to be read whole.
+      v.scrolled = [];
+      document.querySelectorAll(".panel").forEach(function (p) {
+        var sc = p.querySelector(".scroll"), h = p.querySelector("h2");
+        if (sc && h && sc.scrollWidth > sc.clientWidth + 1) v.scrolled.push(h.textContent);
+      });
       // Headline tiles whose values run past the tile's edge (hidden
       // under the next tile).
       v.clipped = [];
