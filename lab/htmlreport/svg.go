@@ -90,6 +90,7 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 	for _, l := range labs {
 		taken = append(taken, l.box)
 	}
+	said := map[string]bool{} // band labels drawn
 	for _, db := range drawnBands(pg) {
 		x1, x2 := p.X(db.From), p.X(db.To)
 		label := db.label
@@ -105,8 +106,12 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 			box = labelBox{from: lx - w, to: lx}
 		}
 		// The first row from the top where the label overlaps no other
-		// label, a band's or a line's.
-		for row := 0; ; row++ {
+		// label, a band's or a line's. A label already drawn for an
+		// earlier band (a gateway OOM-killed nine times) is repeated only
+		// where the top row has room: stacked down the plot it would hide
+		// the data, and the band's tooltip and the faults table name it.
+		row := 0
+		for ; ; row++ {
 			box.y = p.top + 10 + float64(row)*labelPitch
 			free := true
 			for _, o := range taken {
@@ -119,6 +124,10 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 				break
 			}
 		}
+		if row > 0 && said[label] {
+			continue
+		}
+		said[label] = true
 		taken = append(taken, box)
 		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(box.y), anchor, html.EscapeString(label))
 	}
