@@ -73,6 +73,10 @@ type verdict struct {
 	// Scrolled are the panels (by title) whose table is wider than the
 	// panel: read only by scrolling it sideways.
 	Scrolled []string `json:"scrolled"`
+	// AxisPx is the smallest axis label's font size on screen (CSS px).
+	AxisPx float64 `json:"axis_px"`
+	// Width is the page's viewport width (CSS px).
+	Width float64 `json:"width"`
 }
 
 var verdictRE = regexp.MustCompile(`(?s)<pre id="levee-verdict">(.*?)</pre>`)
@@ -87,6 +91,9 @@ func openInChromium(t *testing.T, page []byte, width, height int) (verdict, stri
 	s := string(page)
 	s = strings.Replace(s, "<head>", "<head><script>"+catchJS+"</script>", 1)
 	s = strings.Replace(s, "</body>", "<script>"+checkJS+"</script></body>", 1)
+	if width < minWindow {
+		s = inFrame(s, width, height)
+	}
 	file := filepath.Join(dir, "report.html")
 	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -111,7 +118,31 @@ func openInChromium(t *testing.T, page []byte, width, height int) (verdict, stri
 	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &v); err != nil {
 		t.Fatalf("verdict: %v\n%s", err, m[1])
 	}
+	if v.Width != float64(width) {
+		t.Fatalf("the page was laid out %.0f px wide, not %d", v.Width, width)
+	}
 	return v, errb.String()
+}
+
+// minWindow is the narrowest window headless Chromium opens: asked for
+// less, it lays the page out 500 px wide (and a screenshot crops that).
+const minWindow = 500
+
+// inFrame puts page in an iframe width px wide (srcdoc, so of the same
+// origin) and copies the checker's verdict out of it into the outer page,
+// which is what --dump-dom prints.
+func inFrame(page string, width, height int) string {
+	return `<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">` +
+		`<iframe id="report" style="border:0;width:` + itoa(width) + `px;height:` + itoa(height) + `px" srcdoc="` + html.EscapeString(page) + `"></iframe>` +
+		`<script>var poll = setInterval(function () {
+  var d = document.getElementById("report").contentDocument, p = d && d.getElementById("levee-verdict");
+  if (!p) return;
+  clearInterval(poll);
+  var q = document.createElement("pre");
+  q.id = "levee-verdict";
+  q.textContent = p.textContent;
+  document.body.appendChild(q);
+}, 20);</script></body></html>`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -268,7 +299,8 @@ func TestBrowserThreeRuns(t *testing.T) {
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may
-// stick out sideways (tables scroll inside their panels).
+// stick out sideways (tables scroll inside their panels), and the axis
+// labels stay at least 9 px.
 func TestBrowserNarrow(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t, synth{name: "protected", samples: 120, seed: 3, protected: true}.write(t, dir))
@@ -284,6 +316,11 @@ func TestBrowserNarrow(t *testing.T) {
 	checkDrawn(t, pg, v, log)
 	if v.Overflow > 0 {
 		t.Errorf("at 375 px the page is %.0f px wider than the screen", v.Overflow)
+	}
+	// The charts shrink to the screen, their text with them: the axes
+	// must stay legible.
+	if v.AxisPx < 9 {
+		t.Errorf("at 375 px the axis labels are %.1f px", v.AxisPx)
 	}
 }
 

@@ -68,6 +68,15 @@ window.addEventListener("load", function () {
         crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
       };
       v.overflow = document.documentElement.scrollWidth - window.innerWidth;
+      v.width = window.innerWidth;
+      // The smallest axis label as drawn on screen, in CSS px.
+      v.axis_px = 0;
+      svgs.forEach(function (svg) {
+        var lab = svg.querySelector("text.xlab"), m = svg.getScreenCTM();
+        if (!lab || !m) return;
+        var px = parseFloat(getComputedStyle(lab).fontSize) * m.a;
+        if (!v.axis_px || px < v.axis_px) v.axis_px = px;
+      });
       // Tables that need sideways scrolling to be read whole.
       v.scrolled = [];
       document.querySelectorAll(".panel").forEach(function (p) {
