@@ -60,6 +60,8 @@ type verdict struct {
 		// Overlaps are the band labels drawn over a line label ("band
 		// label / line label").
 		Overlaps []string `json:"overlaps"`
+		// Cut are the band labels that run past the plot's edge.
+		Cut []string `json:"cut"`
 	} `json:"charts"`
 	Hover struct {
 		Shown      bool   `json:"shown"`
@@ -205,6 +207,9 @@ func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
 		}
 		if drew == 0 {
 			t.Errorf("%s: the browser drew no data", c.ID)
+		}
+		if len(got.Cut) > 0 {
+			t.Errorf("%s: band labels cut at the plot's edge: %q", c.ID, got.Cut)
 		}
 		if len(got.Overlaps) > 0 {
 			t.Errorf("%s: labels drawn over each other: %q", c.ID, got.Overlaps)

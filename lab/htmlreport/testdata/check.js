@@ -14,7 +14,7 @@ window.addEventListener("load", function () {
       v.svgs = svgs.length;
       svgs.forEach(function (svg) {
         var c = data.charts[+svg.getAttribute("data-chart")];
-        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0, overlaps: [] };
+        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0, overlaps: [], cut: [] };
         svg.querySelectorAll("path.series, path.area").forEach(function (p) {
           var b = p.getBBox();
           var s = c.series[+p.getAttribute("data-series")];
@@ -50,6 +50,12 @@ window.addEventListener("load", function () {
               r.overlaps.push(b.text + " / " + l.text);
             }
           });
+        });
+        // Band labels cut at the plot's edge (the bands are clipped to it).
+        var clip = svg.querySelector("clipPath rect").getBBox();
+        svg.querySelectorAll("text.band-label").forEach(function (t) {
+          var b = t.getBBox();
+          if (b.x < clip.x - 0.5 || b.x + b.width > clip.x + clip.width + 0.5) r.cut.push(t.textContent);
         });
         r.marks = svg.querySelectorAll("g.narration circle").length;
         r.oom = svg.querySelectorAll("g.oom").length;
