@@ -75,6 +75,8 @@ type verdict struct {
 	// Scrolled are the panels (by title) whose table is wider than the
 	// panel: read only by scrolling it sideways.
 	Scrolled []string `json:"scrolled"`
+	// TileRows is how many rows the headline tiles take.
+	TileRows int `json:"tile_rows"`
 	// AxisPx is the smallest axis label's font size on screen (CSS px).
 	AxisPx float64 `json:"axis_px"`
 	// Width is the page's viewport width (CSS px).
@@ -304,8 +306,8 @@ func TestBrowserThreeRuns(t *testing.T) {
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may
-// stick out sideways (tables scroll inside their panels), and the axis
-// labels stay at least 9 px.
+// stick out sideways (tables scroll inside their panels), the axis
+// labels stay at least 9 px, and the headline tiles sit two a row.
 func TestBrowserNarrow(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t, synth{name: "protected", samples: 120, seed: 3, protected: true}.write(t, dir))
@@ -326,6 +328,10 @@ func TestBrowserNarrow(t *testing.T) {
 	// must stay legible.
 	if v.AxisPx < 9 {
 		t.Errorf("at 375 px the axis labels are %.1f px", v.AxisPx)
+	}
+	// The six headline figures, two a row, fill the first screen.
+	if v.TileRows > 3 {
+		t.Errorf("at 375 px the headline tiles take %d rows, want 3", v.TileRows)
 	}
 }
 

@@ -89,6 +89,10 @@ window.addEventListener("load", function () {
         var sc = p.querySelector(".scroll"), h = p.querySelector("h2");
         if (sc && h && sc.scrollWidth > sc.clientWidth + 1) v.scrolled.push(h.textContent);
       });
+      // Rows of headline tiles.
+      var tops = {};
+      document.querySelectorAll(".tile").forEach(function (t) { tops[Math.round(t.getBoundingClientRect().top)] = true; });
+      v.tile_rows = Object.keys(tops).length;
       // Headline tiles whose values run past the tile's edge (hidden
       // under the next tile).
       v.clipped = [];
