@@ -363,6 +363,38 @@ func TestBrowserReference(t *testing.T) {
 	}
 }
 
+// TestBrowserPrint lays the A/B page out as it prints: the print styles
+// in force (turned on for the screen: headless Chromium cannot be asked
+// for print media) at the width of A4 inside its margins (188 mm, 710 px).
+// Two charts a row draw each at about half its size; their axis labels
+// must stay legible on paper, and nothing may stick out.
+func TestBrowserPrint(t *testing.T) {
+	dir := t.TempDir()
+	runs := loadAll(t,
+		synth{name: "collapse", samples: 240, seed: 1}.write(t, dir),
+		synth{name: "protected", samples: 240, seed: 2, protected: true}.write(t, dir))
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Replace(buf.String(), "@media print {", "@media all {", 1)
+	if page == buf.String() {
+		t.Fatal("the page has no print styles")
+	}
+	v, log := openInChromium(t, []byte(page), 710, 1000)
+	checkDrawn(t, pg, v, log)
+	if v.Overflow > 0 {
+		t.Errorf("printed, the page is %.0f px wider than A4", v.Overflow)
+	}
+	if v.AxisPx < 8 {
+		t.Errorf("printed, the axis labels are %.1f px (%.1f pt)", v.AxisPx, v.AxisPx*0.75)
+	}
+}
+
 // TestBrowserReferenceNarrow draws a recorded reference run on a phone:
 // lesson 06's Redis outage band ends under the memory chart's off-scale
 // pod limit label, where labels of 12 units need measuring by character
