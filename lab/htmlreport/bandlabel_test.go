@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -45,5 +46,45 @@ func TestRepeatedBandLabels(t *testing.T) {
 	}
 	if kill != 1 {
 		t.Errorf("the node_kill band's label drawn %d times, want once", kill)
+	}
+}
+
+// TestBandLabelPlacement: a label starts at its band; near the end of the
+// axis it ends at its band's right edge instead (beside its band, not at
+// the plot's edge far from it); a label that would run past the plot's
+// right edge ends at that edge.
+func TestBandLabelPlacement(t *testing.T) {
+	bands := []band{
+		{Kind: "fault", Name: "node_kill", Detail: "#2", From: 5, To: 10},
+		{Kind: "down", Name: "gateway-0", Detail: "OOM-killed, restarting", From: 48, To: 49},
+		{Kind: "fault", Name: "model_latency", Detail: "×3 all nodes, a long while", From: 40, To: 44},
+	}
+	pg := &page{XMax: 60, Runs: []runView{{Label: "A", Bands: bands}}, Charts: []chart{{ID: "memory", YMax: 100}}}
+	p := newPlot(pg, pg.Charts[0], false)
+	var b strings.Builder
+	renderSVG(&b, pg, 0, false)
+	re := regexp.MustCompile(`<text class="band-label" x="([^"]*)" y="[^"]*"( text-anchor="end")?>([^<]*)</text>`)
+	want := map[string]struct {
+		x   float64
+		end bool
+	}{
+		"node_kill #2":                             {p.X(5) + 3, false},
+		"gateway-0 OOM-killed, restarting":         {p.X(49) - 3, true},
+		"model_latency ×3 all nodes, a long while": {p.w - padR - 3, true},
+	}
+	got := 0
+	for _, m := range re.FindAllStringSubmatch(b.String(), -1) {
+		w, ok := want[m[3]]
+		if !ok {
+			continue
+		}
+		got++
+		x, _ := strconv.ParseFloat(m[1], 64)
+		if math.Abs(x-w.x) > 0.1 || (m[2] != "") != w.end {
+			t.Errorf("%q at x %.1f (end-anchored %v), want %.1f (%v)", m[3], x, m[2] != "", w.x, w.end)
+		}
+	}
+	if got != len(want) {
+		t.Errorf("%d of %d labels drawn", got, len(want))
 	}
 }

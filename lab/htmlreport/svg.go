@@ -103,11 +103,12 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 		box := labelBox{from: lx, to: lx + w}
 		// A label that would run past the plot's right edge (where the
 		// bands are clipped) ends at that edge instead.
-		if right := p.w - padR - 3; x1 > p.X(0)+0.75*p.pw() || lx+w > right {
+		switch right := p.w - padR - 3; {
+		case x1 > p.X(0)+0.75*p.pw():
 			lx, anchor = math.Min(math.Max(x2, x1+1)-3, right), ` text-anchor="end"`
-			if lx-w < x1 { // wider than what is left of its band: keep it whole
-				lx = math.Min(x1+3+w, right)
-			}
+			box = labelBox{from: lx - w, to: lx}
+		case lx+w > right:
+			lx, anchor = right, ` text-anchor="end"`
 			box = labelBox{from: lx - w, to: lx}
 		}
 		// The first row from the top where the label overlaps no other
