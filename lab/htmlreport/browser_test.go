@@ -57,6 +57,11 @@ type verdict struct {
 		Lines int `json:"lines"`
 		Marks int `json:"marks"`
 		OOM   int `json:"oom"`
+		// Overlaps are the band labels drawn over a line label ("band
+		// label / line label").
+		Overlaps []string `json:"overlaps"`
+		// Cut are the band labels that run past the plot's edge.
+		Cut []string `json:"cut"`
 	} `json:"charts"`
 	Hover struct {
 		Shown      bool   `json:"shown"`
@@ -64,6 +69,18 @@ type verdict struct {
 		Crosshairs int    `json:"crosshairs"`
 	} `json:"hover"`
 	Overflow float64 `json:"overflow"`
+	// Clipped are the headline tile values that run past their tile
+	// ("GOODPUT: 134.4 /s").
+	Clipped []string `json:"clipped"`
+	// Scrolled are the panels (by title) whose table is wider than the
+	// panel: read only by scrolling it sideways.
+	Scrolled []string `json:"scrolled"`
+	// TileRows is how many rows the headline tiles take.
+	TileRows int `json:"tile_rows"`
+	// AxisPx is the smallest axis label's font size on screen (CSS px).
+	AxisPx float64 `json:"axis_px"`
+	// Width is the page's viewport width (CSS px).
+	Width float64 `json:"width"`
 }
 
 var verdictRE = regexp.MustCompile(`(?s)<pre id="levee-verdict">(.*?)</pre>`)
@@ -78,6 +95,9 @@ func openInChromium(t *testing.T, page []byte, width, height int) (verdict, stri
 	s := string(page)
 	s = strings.Replace(s, "<head>", "<head><script>"+catchJS+"</script>", 1)
 	s = strings.Replace(s, "</body>", "<script>"+checkJS+"</script></body>", 1)
+	if width < minWindow {
+		s = inFrame(s, width, height)
+	}
 	file := filepath.Join(dir, "report.html")
 	if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
@@ -102,7 +122,31 @@ func openInChromium(t *testing.T, page []byte, width, height int) (verdict, stri
 	if err := json.Unmarshal([]byte(html.UnescapeString(string(m[1]))), &v); err != nil {
 		t.Fatalf("verdict: %v\n%s", err, m[1])
 	}
+	if v.Width != float64(width) {
+		t.Fatalf("the page was laid out %.0f px wide, not %d", v.Width, width)
+	}
 	return v, errb.String()
+}
+
+// minWindow is the narrowest window headless Chromium opens: asked for
+// less, it lays the page out 500 px wide (and a screenshot crops that).
+const minWindow = 500
+
+// inFrame puts page in an iframe width px wide (srcdoc, so of the same
+// origin) and copies the checker's verdict out of it into the outer page,
+// which is what --dump-dom prints.
+func inFrame(page string, width, height int) string {
+	return `<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0">` +
+		`<iframe id="report" style="border:0;width:` + itoa(width) + `px;height:` + itoa(height) + `px" srcdoc="` + html.EscapeString(page) + `"></iframe>` +
+		`<script>var poll = setInterval(function () {
+  var d = document.getElementById("report").contentDocument, p = d && d.getElementById("levee-verdict");
+  if (!p) return;
+  clearInterval(poll);
+  var q = document.createElement("pre");
+  q.id = "levee-verdict";
+  q.textContent = p.textContent;
+  document.body.appendChild(q);
+}, 20);</script></body></html>`
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -166,6 +210,12 @@ func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
 		if drew == 0 {
 			t.Errorf("%s: the browser drew no data", c.ID)
 		}
+		if len(got.Cut) > 0 {
+			t.Errorf("%s: band labels cut at the plot's edge: %q", c.ID, got.Cut)
+		}
+		if len(got.Overlaps) > 0 {
+			t.Errorf("%s: labels drawn over each other: %q", c.ID, got.Overlaps)
+		}
 		if got.Bands != bands {
 			t.Errorf("%s: %d fault bands drawn, want %d", c.ID, got.Bands, bands)
 		}
@@ -185,6 +235,9 @@ func checkDrawn(t *testing.T, pg *page, v verdict, log string) {
 		if got.Marks != marks {
 			t.Errorf("%s: %d narration marks, want %d", c.ID, got.Marks, marks)
 		}
+	}
+	if len(v.Clipped) > 0 {
+		t.Errorf("tile values cut off at the tile's edge: %q", v.Clipped)
 	}
 	if !v.Hover.Shown || !strings.Contains(v.Hover.Text, "t =") {
 		t.Errorf("hovering the first chart showed no values: %+v", v.Hover)
@@ -209,6 +262,10 @@ func TestBrowserAB(t *testing.T) {
 	}
 	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
 	checkDrawn(t, pg, v, log)
+	// Two runs on a laptop screen: every table whole, differences included.
+	if len(v.Scrolled) > 0 {
+		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
+	}
 
 	// What the synthetic runs hold, counted independently of the page
 	// model: the same two faults in each run (drawn once) plus run A's OOM
@@ -228,8 +285,29 @@ func TestBrowserAB(t *testing.T) {
 	}
 }
 
+// TestBrowserThreeRuns opens three runs side by side on a laptop screen:
+// each headline tile shows all three values.
+func TestBrowserThreeRuns(t *testing.T) {
+	dir := t.TempDir()
+	runs := loadAll(t,
+		synth{name: "collapse", samples: 160, seed: 4}.write(t, dir),
+		synth{name: "protected", samples: 160, seed: 5, protected: true}.write(t, dir),
+		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir))
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
+	checkDrawn(t, pg, v, log)
+}
+
 // TestBrowserNarrow opens a single run at a phone's width: nothing may
-// stick out sideways (tables scroll inside their panels).
+// stick out sideways (tables scroll inside their panels), the axis
+// labels stay at least 9 px, and the headline tiles sit two a row.
 func TestBrowserNarrow(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t, synth{name: "protected", samples: 120, seed: 3, protected: true}.write(t, dir))
@@ -245,6 +323,15 @@ func TestBrowserNarrow(t *testing.T) {
 	checkDrawn(t, pg, v, log)
 	if v.Overflow > 0 {
 		t.Errorf("at 375 px the page is %.0f px wider than the screen", v.Overflow)
+	}
+	// The charts shrink to the screen, their text with them: the axes
+	// must stay legible.
+	if v.AxisPx < 9 {
+		t.Errorf("at 375 px the axis labels are %.1f px", v.AxisPx)
+	}
+	// The six headline figures, two a row, fill the first screen.
+	if v.TileRows > 3 {
+		t.Errorf("at 375 px the headline tiles take %d rows, want 3", v.TileRows)
 	}
 }
 
@@ -267,8 +354,70 @@ func TestBrowserReference(t *testing.T) {
 	if err := Write(&buf, runs...); err != nil {
 		t.Fatal(err)
 	}
-	v, log := openInChromium(t, buf.Bytes(), 1400, 1000)
+	v, log := openInChromium(t, buf.Bytes(), 1280, 1000)
 	checkDrawn(t, pg, v, log)
+	// The A/B comparison on a laptop screen: the key figures with their
+	// differences, and the thresholds, read without scrolling sideways.
+	if len(v.Scrolled) > 0 {
+		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
+	}
+}
+
+// TestBrowserPrint lays the A/B page out as it prints: the print styles
+// in force (turned on for the screen: headless Chromium cannot be asked
+// for print media) at the width of A4 inside its margins (188 mm, 710 px).
+// Two charts a row draw each at about half its size; their axis labels
+// must stay legible on paper, and nothing may stick out.
+func TestBrowserPrint(t *testing.T) {
+	dir := t.TempDir()
+	runs := loadAll(t,
+		synth{name: "collapse", samples: 240, seed: 1}.write(t, dir),
+		synth{name: "protected", samples: 240, seed: 2, protected: true}.write(t, dir))
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	page := strings.Replace(buf.String(), "@media print {", "@media all {", 1)
+	if page == buf.String() {
+		t.Fatal("the page has no print styles")
+	}
+	v, log := openInChromium(t, []byte(page), 710, 1000)
+	checkDrawn(t, pg, v, log)
+	if v.Overflow > 0 {
+		t.Errorf("printed, the page is %.0f px wider than A4", v.Overflow)
+	}
+	if v.AxisPx < 8 {
+		t.Errorf("printed, the axis labels are %.1f px (%.1f pt)", v.AxisPx, v.AxisPx*0.75)
+	}
+}
+
+// TestBrowserReferenceNarrow draws a recorded reference run on a phone:
+// lesson 06's Redis outage band ends under the memory chart's off-scale
+// pod limit label, where labels of 12 units need measuring by character
+// (a fixed width per character put the two over each other).
+func TestBrowserReferenceNarrow(t *testing.T) {
+	d := filepath.Join("..", "..", "experiments", "reference", "06-redis-outage")
+	if _, err := os.Stat(filepath.Join(d, "samples.jsonl")); err != nil {
+		t.Skipf("%s has no samples.jsonl", d)
+	}
+	runs := loadAll(t, d)
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, runs...); err != nil {
+		t.Fatal(err)
+	}
+	v, log := openInChromium(t, buf.Bytes(), 390, 900)
+	checkDrawn(t, pg, v, log)
+	if v.Overflow > 0 {
+		t.Errorf("at 390 px the page is %.0f px wider than the screen", v.Overflow)
+	}
 }
 
 func loadAll(t *testing.T, dirs ...string) []*Run {

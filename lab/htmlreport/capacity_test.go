@@ -65,3 +65,27 @@ func TestCapacityDrawnOnlyWhereMeasured(t *testing.T) {
 		t.Errorf("all measured: capacity max %v, note %q; want 40 and no gap note", v.max(), note)
 	}
 }
+
+// TestCaveatSaidOnce: a caveat that holds for several runs is said once,
+// naming them all, not once per run (three runs with configured capacity
+// ticks made the throughput note three copies of the same sentence).
+func TestCaveatSaidOnce(t *testing.T) {
+	var ss []runfiles.Sample
+	for i := 1; i <= 8; i++ {
+		ss = append(ss, runfiles.Sample{Elapsed: float64(i) * 0.5, CapacityRPS: 40, CapacityConfiguredRPS: 40, OfferedRPS: 30})
+	}
+	pg, err := build([]*Run{mkRun(ss...), mkRun(ss...), mkRun(ss...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pg.Charts {
+		if c.ID != "throughput" {
+			continue
+		}
+		if n := strings.Count(c.Note, "too few requests finished"); n != 1 || !strings.Contains(c.Note, "runs A, B, C: the capacity is a gap") {
+			t.Errorf("the capacity caveat is said %d times, want once for runs A, B, C: %q", n, c.Note)
+		}
+		return
+	}
+	t.Fatal("no throughput chart")
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Colours: a series keeps its colour in every run; runs differ by dash.
@@ -167,23 +168,29 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 				c.Series = append(c.Series, series{Key: ss.key, Name: ss.name, Color: ss.color, Run: ri, Width: ss.width, Area: ss.area, Values: v})
 			}
 		}
+		// Caveats about the runs' data, each said once with the runs it
+		// applies to ("runs A, B: …").
+		var cav caveats
 		for ri, f := range frames {
 			switch {
 			case sp.id == "latency" && !f.hasHist:
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s has no latency histograms (recorded before they were kept)", runLabel(ri)))
+				cav.add(ri, "no latency histograms (recorded before they were kept)")
 			case sp.id == "throughput" && !f.hasAdmittedTotal:
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the gateways' admission count: its admitted line is the admitted requests that ended", runLabel(ri)))
+				cav.add(ri, "recorded before the gateways' admission count: the admitted line is the admitted requests that ended")
 			case sp.id == "success" && !f.hasFinished:
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates per-interval counts: its line is the sampler's trailing 3 s rate", runLabel(ri)))
+				cav.add(ri, "recorded before per-interval counts: the success line is the sampler's trailing 3 s rate")
 			case sp.id == "memory" && !f.rssPerGateway:
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's RSS: only the gateways' sum is known, and no per-gateway memory limit is drawn against it", runLabel(ri)))
+				cav.add(ri, "recorded before the largest gateway's RSS was kept: only the gateways' sum is known, and no per-gateway memory limit is drawn against it")
 			}
 			if sp.id == "memory" && !f.heapPerGateway {
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s predates the largest gateway's heap: its heap line is the gateways' sum", runLabel(ri)))
+				cav.add(ri, "recorded before the largest gateway's heap was kept: the heap line is the gateways' sum")
 			}
 			if sp.id == "throughput" && f.capacityConfigured {
-				c.Note = joinNote(c.Note, fmt.Sprintf("run %s: its capacity is a gap where a live node had too few requests finished (< 50 in ~5 s) to measure its service time; only its configured one was known", runLabel(ri)))
+				cav.add(ri, "the capacity is a gap where a live node had too few requests finished (< 50 in ~5 s) to measure its service time; only its configured one was known")
 			}
+		}
+		for _, cv := range cav {
+			c.Note = joinNote(c.Note, cv.String())
 		}
 		c.Lines = chartLines(sp.id, runs)
 		dataMax, peak := robustMax(c.Series)
@@ -234,6 +241,38 @@ func anyData(frames []frame, key string) bool {
 		}
 	}
 	return false
+}
+
+// caveat is a remark about the data of some runs.
+type caveat struct {
+	text string
+	runs []int
+}
+
+// String is "run A: text" or "runs A, C: text".
+func (c caveat) String() string {
+	labels := make([]string, len(c.runs))
+	for i, r := range c.runs {
+		labels[i] = runLabel(r)
+	}
+	if len(labels) == 1 {
+		return "run " + labels[0] + ": " + c.text
+	}
+	return "runs " + strings.Join(labels, ", ") + ": " + c.text
+}
+
+// caveats keeps each remark once, in the order first made, with every run
+// it was made for.
+type caveats []caveat
+
+func (cs *caveats) add(run int, text string) {
+	for i := range *cs {
+		if (*cs)[i].text == text {
+			(*cs)[i].runs = append((*cs)[i].runs, run)
+			return
+		}
+	}
+	*cs = append(*cs, caveat{text: text, runs: []int{run}})
 }
 
 func joinNote(a, b string) string {

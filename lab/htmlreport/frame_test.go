@@ -510,3 +510,40 @@ func TestBandsReappliedOrRevertedAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestPlottedWhereMeasured: the lab samples a few ms after each 250 ms
+// step (6.756 s, 7.006 s…), so each sample falls in the interval after the
+// step it follows. Its values are plotted at its own time, not at that
+// interval's end nearly a tick later: a node killed at 6.745 s first shows
+// in the sample at 6.756 s and must be drawn there, beside the fault band
+// that starts at 6.745 s, not at 7.0 s.
+func TestPlottedWhereMeasured(t *testing.T) {
+	var ss []runfiles.Sample
+	for i := 1; i <= 40; i++ {
+		up := 3
+		if i >= 27 { // 6.756 s on
+			up = 2
+		}
+		var nodes []runfiles.NodeSample
+		for range up {
+			nodes = append(nodes, runfiles.NodeSample{Up: true, Slots: 16})
+		}
+		ss = append(ss, runfiles.Sample{Elapsed: float64(i)*0.25 + 0.006, OfferedTotal: uint64(i * 10), Nodes: nodes})
+	}
+	r := mkRun(ss...)
+	tl := newTimeline(r)
+	f := computeFrame(r, tl, 0.25)
+	up := f.series["nodes_up"]
+	for i, x := range f.x {
+		if math.IsNaN(up[i]) {
+			continue
+		}
+		if up[i] == 2 {
+			if math.Abs(x-6.756) > 1e-6 {
+				t.Errorf("the first interval with 2 nodes up is drawn at %.3f s, want 6.756 s (its sample's time)", x)
+			}
+			return
+		}
+	}
+	t.Fatal("no interval with 2 nodes up")
+}

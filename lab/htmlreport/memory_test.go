@@ -110,7 +110,7 @@ func TestMemoryChartHeapPerGateway(t *testing.T) {
 	if v, ok := top["heap_mb"]; (ok && !math.IsNaN(v)) || top["heap_sum_mb"] != 120 {
 		t.Errorf("three gateways, old samples: heap %v, sum %v; want no per-gateway line and the 120 MB sum", top["heap_mb"], top["heap_sum_mb"])
 	}
-	if !strings.Contains(note, "its heap line is the gateways' sum") {
+	if !strings.Contains(note, "heap line is the gateways' sum") {
 		t.Errorf("three gateways, old samples: note %q does not say the heap is a sum", note)
 	}
 	if top, _, _ := memoryChart(t, multiGateway(1, false)); top["heap_mb"] != 40 {

@@ -13,9 +13,9 @@ type prediction struct {
 	Run       int    `json:"run"` // index into page.Runs
 	Step      int    `json:"step"`
 	Question  string `json:"question"`
-	Predicted string `json:"predicted"` // "60 %", "skipped" or "no prediction"
-	Measured  string `json:"measured"`  // "99.9 %" or "not measured"
-	Window    string `json:"window,omitempty"`
+	Predicted string `json:"predicted"`        // "60 %", "skipped" or "no prediction"
+	Measured  string `json:"measured"`         // "99.9 %" or "not measured"
+	Window    string `json:"window,omitempty"` // "6.5–17.4 s", to the tenth like the narration's times
 	// Off is measured − predicted in the metric's unit ("+39.9 pp"); empty
 	// when either is missing.
 	Off string `json:"off,omitempty"`
@@ -57,7 +57,7 @@ func newPrediction(run int, p runPrediction) prediction {
 	}
 	if p.Measured != nil {
 		pv.Measured = fmtPredictionValue(*p.Measured, p.Unit)
-		pv.Window = fmt.Sprintf("%.0f–%.0f s", p.FromS, p.ToS)
+		pv.Window = fmtWindow(p.FromS, p.ToS)
 	}
 	if p.Predicted != nil && p.Measured != nil {
 		d := *p.Measured - *p.Predicted
@@ -71,4 +71,19 @@ func newPrediction(run int, p runPrediction) prediction {
 		}
 	}
 	return pv
+}
+
+// fmtWindow prints a measurement window of the run as the narration list
+// prints times: "0–16.5 s", or "2:05–4:10" on a run of two minutes or
+// more. (Whole seconds said "7–17 s" for 6.5–17.4 s, beside narration
+// marks at 6.7 s.)
+func fmtWindow(from, to float64) string {
+	if to < 120 {
+		return trimZero(fmt.Sprintf("%.1f", from)) + "–" + trimZero(fmt.Sprintf("%.1f", to)) + " s"
+	}
+	mss := func(s float64) string {
+		t := int(math.Round(s))
+		return fmt.Sprintf("%d:%02d", t/60, t%60)
+	}
+	return mss(from) + "–" + mss(to)
 }

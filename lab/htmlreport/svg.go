@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // Chart geometry in SVG user units; the SVG scales to its box.
@@ -20,11 +19,17 @@ const (
 	padR       = 12
 	padB       = 24
 	laneH      = 13 // one run's row of narration marks above the plot
-	labelPitch = 11 // least vertical distance between two line labels
-	// bandLabelWidth is the width of one character of a band label (9.5
-	// units of a sans-serif font), to keep labels from overlapping.
-	bandLabelWidth = 5.6
+	labelPitch = 11 // least vertical distance between two labels
 )
+
+// labelBox is the room a label takes: from..to across, baseline y.
+type labelBox struct{ from, to, y float64 }
+
+// overlaps is true when the two labels would be drawn over each other
+// (closer than 4 units across and labelPitch down).
+func (a labelBox) overlaps(b labelBox) bool {
+	return a.from < b.to+4 && b.from < a.to+4 && math.Abs(a.y-b.y) < labelPitch
+}
 
 // plot maps data to SVG coordinates for one chart.
 type plot struct {
@@ -77,11 +82,15 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 	fmt.Fprintf(b, `<svg class="%s" data-chart="%d" viewBox="0 0 %s %s" role="img" aria-label="%s">`, class, ci, f1(p.w), f1(p.h), html.EscapeString(c.Title))
 	fmt.Fprintf(b, `<defs><clipPath id="%s"><rect x="%d" y="%s" width="%s" height="%s"/></clipPath></defs>`, clip, padL, f1(p.top), f1(p.pw()), f1(p.ph()))
 	renderAxes(b, p, c)
+	labs := lineLabels(p, pg, c)
 
 	// Fault bands and outages of every run (equal ones once).
 	b.WriteString(`<g class="bands" clip-path="url(#` + clip + `)">`)
-	type extent struct{ from, to float64 }
-	var rows [][]extent // label extents taken, per row
+	var taken []labelBox // the labels placed: the lines', then the bands'
+	for _, l := range labs {
+		taken = append(taken, l.box)
+	}
+	said := map[string]bool{} // band labels drawn
 	for _, db := range drawnBands(pg) {
 		x1, x2 := p.X(db.From), p.X(db.To)
 		label := db.label
@@ -90,18 +99,29 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 		// The label starts at the band's left edge, or ends at its right
 		// edge when the band is near the end of the axis.
 		lx, anchor := x1+3, ""
-		w := bandLabelWidth * float64(utf8.RuneCountInString(label))
-		ext := extent{lx, lx + w}
-		if x1 > p.X(0)+0.75*p.pw() {
-			lx, anchor = math.Max(x2, x1+1)-3, ` text-anchor="end"`
-			ext = extent{lx - w, lx}
+		w := textWidth(label, labelSize, true)
+		box := labelBox{from: lx, to: lx + w}
+		// A label that would run past the plot's right edge (where the
+		// bands are clipped) ends at that edge instead.
+		switch right := p.w - padR - 3; {
+		case x1 > p.X(0)+0.75*p.pw():
+			lx, anchor = math.Min(math.Max(x2, x1+1)-3, right), ` text-anchor="end"`
+			box = labelBox{from: lx - w, to: lx}
+		case lx+w > right:
+			lx, anchor = right, ` text-anchor="end"`
+			box = labelBox{from: lx - w, to: lx}
 		}
-		// The first row where the label overlaps no other label.
+		// The first row from the top where the label overlaps no other
+		// label, a band's or a line's. A label already drawn for an
+		// earlier band (a gateway OOM-killed nine times) is repeated only
+		// where the top row has room: stacked down the plot it would hide
+		// the data, and the band's tooltip and the faults table name it.
 		row := 0
-		for ; row < len(rows); row++ {
+		for ; ; row++ {
+			box.y = p.top + 10 + float64(row)*labelPitch
 			free := true
-			for _, e := range rows[row] {
-				if ext.from < e.to+4 && e.from < ext.to+4 {
+			for _, o := range taken {
+				if box.overlaps(o) {
 					free = false
 					break
 				}
@@ -110,11 +130,12 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 				break
 			}
 		}
-		if row == len(rows) {
-			rows = append(rows, nil)
+		if row > 0 && said[label] {
+			continue
 		}
-		rows[row] = append(rows[row], ext)
-		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(p.top+10+float64(row)*11), anchor, html.EscapeString(label))
+		said[label] = true
+		taken = append(taken, box)
+		fmt.Fprintf(b, `<text class="band-label" x="%s" y="%s"%s>%s</text>`, f1(lx), f1(box.y), anchor, html.EscapeString(label))
 	}
 	b.WriteString(`</g>`)
 
@@ -138,7 +159,7 @@ func renderSVG(b *strings.Builder, pg *page, ci int, narrow bool) {
 	}
 	b.WriteString(`</g>`)
 
-	renderLines(b, p, pg, c)
+	renderLines(b, p, c, labs)
 	renderMarks(b, p, pg, c)
 	fmt.Fprintf(b, `<line class="crosshair" x1="0" x2="0" y1="%s" y2="%s"/>`, f1(p.top), f1(p.top+p.ph()))
 	fmt.Fprintf(b, `<rect class="hover" x="%d" y="0" width="%s" height="%s"/>`, padL, f1(p.pw()), f1(p.h))
@@ -301,19 +322,19 @@ func fmtTime(x, span float64) string {
 	return fmt.Sprintf("%d:%02d", t/60, t%60)
 }
 
-// renderLines draws thresholds, limits and watermarks, their labels kept
-// apart; a line above the axis is named at the top edge.
-func renderLines(b *strings.Builder, p plot, pg *page, c chart) {
-	if len(c.Lines) == 0 {
-		return
-	}
-	type lab struct {
-		y    float64
-		text string
-		cls  string
-	}
-	var labs []lab
-	b.WriteString(`<g class="lines">`)
+// lineLabel is the label of a threshold, limit or watermark line, placed;
+// line is the line's y, or NaN for a line above the axis.
+type lineLabel struct {
+	text, cls string
+	line      float64
+	box       labelBox
+}
+
+// lineLabels names the chart's lines at the plot's right edge, kept apart
+// top to bottom inside the plot; a line above the axis is named at the top
+// edge.
+func lineLabels(p plot, pg *page, c chart) []lineLabel {
+	var labs []lineLabel
 	for _, l := range c.Lines {
 		cls := l.Kind
 		switch {
@@ -340,25 +361,44 @@ func renderLines(b *strings.Builder, p plot, pg *page, c chart) {
 				text += " ✗"
 			}
 		}
+		lab := lineLabel{text: text, cls: cls, line: math.NaN(), box: labelBox{y: p.top + 8}}
 		if l.OffScale {
-			labs = append(labs, lab{y: p.top + 8, text: "↑ " + text + " (off scale)", cls: cls})
+			lab.text = "↑ " + text + " (off scale)"
+		} else {
+			lab.line = p.Y(l.Y)
+			lab.box.y = lab.line - 3
+		}
+		labs = append(labs, lab)
+	}
+	sort.SliceStable(labs, func(i, j int) bool { return labs[i].box.y < labs[j].box.y })
+	right := p.w - padR - 3
+	for i := range labs {
+		labs[i].box.y = math.Max(labs[i].box.y, p.top+8)
+		if i > 0 && labs[i].box.y-labs[i-1].box.y < labelPitch {
+			labs[i].box.y = labs[i-1].box.y + labelPitch
+		}
+		labs[i].box.from = right - textWidth(labs[i].text, labelSize, false)
+		labs[i].box.to = right
+	}
+	return labs
+}
+
+// renderLines draws the chart's thresholds, limits and watermarks and
+// their labels (lineLabels).
+func renderLines(b *strings.Builder, p plot, c chart, labs []lineLabel) {
+	if len(c.Lines) == 0 {
+		return
+	}
+	b.WriteString(`<g class="lines">`)
+	for _, l := range labs {
+		if math.IsNaN(l.line) {
 			continue
 		}
-		y := p.Y(l.Y)
 		fmt.Fprintf(b, `<line class="hline %s" x1="%d" x2="%s" y1="%s" y2="%s"><title>%s</title></line>`,
-			cls, padL, f1(p.w-padR), f1(y), f1(y), html.EscapeString(text))
-		labs = append(labs, lab{y: y - 3, text: text, cls: cls})
-	}
-	// Keep labels apart, top to bottom, inside the plot.
-	sort.SliceStable(labs, func(i, j int) bool { return labs[i].y < labs[j].y })
-	for i := range labs {
-		labs[i].y = math.Max(labs[i].y, p.top+8)
-		if i > 0 && labs[i].y-labs[i-1].y < labelPitch {
-			labs[i].y = labs[i-1].y + labelPitch
-		}
+			l.cls, padL, f1(p.w-padR), f1(l.line), f1(l.line), html.EscapeString(l.text))
 	}
 	for _, l := range labs {
-		fmt.Fprintf(b, `<text class="line-label %s" x="%s" y="%s">%s</text>`, l.cls, f1(p.w-padR-3), f1(l.y), html.EscapeString(l.text))
+		fmt.Fprintf(b, `<text class="line-label %s" x="%s" y="%s">%s</text>`, l.cls, f1(l.box.to), f1(l.box.y), html.EscapeString(l.text))
 	}
 	b.WriteString(`</g>`)
 }

@@ -122,6 +122,10 @@ func figuresTable(runs []*Run) table {
 		}
 		rw.Cells = append(rw.Cells, fmt.Sprintf("%d of %d", n, len(names)))
 	}
+	// No difference, but a cell in each difference column all the same.
+	for i := 1; i < len(runs); i++ {
+		rw.Diffs = append(rw.Diffs, diff{})
+	}
 	t.Rows = append(t.Rows, rw)
 	return t
 }

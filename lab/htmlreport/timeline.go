@@ -88,9 +88,14 @@ func medianTick(ss []sample) float64 {
 	return 0.25
 }
 
-// bucket is one plotted interval of one run: (x−interval, x].
+// bucket is one plotted interval of one run: (end−interval, end].
 type bucket struct {
-	x    float64  // plotted time: the interval's end, or the run's last sample
+	// x is the plotted time: the time of the interval's last sample, where
+	// the counts and gauges its values come from end (samples come a few
+	// ms after each 250 ms step, so the interval's end would draw them
+	// nearly one tick late); an interval without samples (a gap) is
+	// plotted at its end.
+	x    float64
 	dt   float64  // seconds the counter differences cover
 	prev *sample  // the sample before the interval; nil: counters from zero
 	s    []sample // samples in the interval, oldest first; none: a gap
@@ -124,7 +129,9 @@ func (tl timeline) buckets(ss []sample, iv float64) []bucket {
 	}
 	for k := range bs {
 		if m := len(bs[k].s); m > 0 {
-			bs[k].dt += tl.x(bs[k].s[m-1].Time)
+			last := tl.x(bs[k].s[m-1].Time)
+			bs[k].dt += last
+			bs[k].x = last
 		}
 	}
 	return bs

@@ -14,7 +14,7 @@ window.addEventListener("load", function () {
       v.svgs = svgs.length;
       svgs.forEach(function (svg) {
         var c = data.charts[+svg.getAttribute("data-chart")];
-        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0 };
+        var r = { id: c.id, drawn: [], bands: 0, lines: 0, marks: 0, oom: 0, overlaps: [], cut: [] };
         svg.querySelectorAll("path.series, path.area").forEach(function (p) {
           var b = p.getBBox();
           var s = c.series[+p.getAttribute("data-series")];
@@ -33,6 +33,30 @@ window.addEventListener("load", function () {
         svg.querySelectorAll("line.hline").forEach(function (l) {
           if (l.getBBox().width > 0) r.lines++;
         });
+        // Band labels and line labels drawn over each other.
+        var boxes = function (sel) {
+          return Array.prototype.map.call(svg.querySelectorAll(sel), function (t) {
+            return { box: t.getBBox(), text: t.textContent };
+          });
+        };
+        var lineLabels = boxes("text.line-label");
+        boxes("text.band-label").forEach(function (b) {
+          lineLabels.forEach(function (l) {
+            // Boxes are a font's full height: two rows of labels
+            // labelPitch apart touch without their letters meeting.
+            var across = Math.min(b.box.x + b.box.width, l.box.x + l.box.width) - Math.max(b.box.x, l.box.x);
+            var down = Math.min(b.box.y + b.box.height, l.box.y + l.box.height) - Math.max(b.box.y, l.box.y);
+            if (across > 0 && down > 3) {
+              r.overlaps.push(b.text + " / " + l.text);
+            }
+          });
+        });
+        // Band labels cut at the plot's edge (the bands are clipped to it).
+        var clip = svg.querySelector("clipPath rect").getBBox();
+        svg.querySelectorAll("text.band-label").forEach(function (t) {
+          var b = t.getBBox();
+          if (b.x < clip.x - 0.5 || b.x + b.width > clip.x + clip.width + 0.5) r.cut.push(t.textContent);
+        });
         r.marks = svg.querySelectorAll("g.narration circle").length;
         r.oom = svg.querySelectorAll("g.oom").length;
         v.charts.push(r);
@@ -50,6 +74,36 @@ window.addEventListener("load", function () {
         crosshairs: svgs.filter(function (s) { return s.classList.contains("hovering"); }).length
       };
       v.overflow = document.documentElement.scrollWidth - window.innerWidth;
+      v.width = window.innerWidth;
+      // The smallest axis label as drawn on screen, in CSS px.
+      v.axis_px = 0;
+      svgs.forEach(function (svg) {
+        var lab = svg.querySelector("text.xlab"), m = svg.getScreenCTM();
+        if (!lab || !m) return;
+        var px = parseFloat(getComputedStyle(lab).fontSize) * m.a;
+        if (!v.axis_px || px < v.axis_px) v.axis_px = px;
+      });
+      // Tables that need sideways scrolling to be read whole.
+      v.scrolled = [];
+      document.querySelectorAll(".panel").forEach(function (p) {
+        var sc = p.querySelector(".scroll"), h = p.querySelector("h2");
+        if (sc && h && sc.scrollWidth > sc.clientWidth + 1) v.scrolled.push(h.textContent);
+      });
+      // Rows of headline tiles.
+      var tops = {};
+      document.querySelectorAll(".tile").forEach(function (t) { tops[Math.round(t.getBoundingClientRect().top)] = true; });
+      v.tile_rows = Object.keys(tops).length;
+      // Headline tiles whose values run past the tile's edge (hidden
+      // under the next tile).
+      v.clipped = [];
+      document.querySelectorAll(".tile").forEach(function (t) {
+        var edge = t.getBoundingClientRect().right;
+        t.querySelectorAll(".v").forEach(function (e) {
+          if (e.getBoundingClientRect().right > edge + 0.5) {
+            v.clipped.push(t.querySelector(".tile-label").textContent + ": " + e.textContent);
+          }
+        });
+      });
     } catch (e) {
       v.errors.push("check: " + e);
     }
