@@ -15,16 +15,23 @@ type ThresholdResult struct {
 	Note string `json:"note,omitempty"`
 }
 
-// MarshalJSON writes a value that is not finite (a limit that never
-// settled, a metric that does not apply) as null.
+// thresholdJSON is ThresholdResult as summary.json holds it.
+type thresholdJSON struct {
+	Expr  string   `json:"expr"`
+	Value *float64 `json:"value"`
+	// Never marks a null value that was +Inf: a time that never came (a
+	// limit that never settled, goodput that never recovered), which a
+	// report prints as "never", not "n/a".
+	Never bool   `json:"never,omitempty"`
+	Pass  bool   `json:"pass"`
+	Note  string `json:"note,omitempty"`
+}
+
+// MarshalJSON writes a value that is not finite as null: +Inf (a limit
+// that never settled) with "never": true, NaN (a metric that does not
+// apply) without.
 func (r ThresholdResult) MarshalJSON() ([]byte, error) {
-	type plain struct {
-		Expr  string   `json:"expr"`
-		Value *float64 `json:"value"`
-		Pass  bool     `json:"pass"`
-		Note  string   `json:"note,omitempty"`
-	}
-	p := plain{Expr: r.Expr, Pass: r.Pass, Note: r.Note}
+	p := thresholdJSON{Expr: r.Expr, Pass: r.Pass, Note: r.Note, Never: math.IsInf(r.Value, 1)}
 	if !math.IsNaN(r.Value) && !math.IsInf(r.Value, 0) {
 		v := r.Value
 		p.Value = &v
@@ -32,20 +39,18 @@ func (r ThresholdResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
-// UnmarshalJSON reads null as NaN.
+// UnmarshalJSON reads null as NaN, or +Inf with "never": true.
 func (r *ThresholdResult) UnmarshalJSON(b []byte) error {
-	var p struct {
-		Expr  string   `json:"expr"`
-		Value *float64 `json:"value"`
-		Pass  bool     `json:"pass"`
-		Note  string   `json:"note"`
-	}
+	var p thresholdJSON
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
 	*r = ThresholdResult{Expr: p.Expr, Pass: p.Pass, Note: p.Note, Value: math.NaN()}
-	if p.Value != nil {
+	switch {
+	case p.Value != nil:
 		r.Value = *p.Value
+	case p.Never:
+		r.Value = math.Inf(1)
 	}
 	return nil
 }

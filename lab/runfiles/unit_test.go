@@ -16,6 +16,10 @@ import (
 	"github.com/levee-lab/levee/lab/load"
 )
 
+// TestThresholdResultJSON: a value that is not finite is null in
+// summary.json; +Inf (a time that never came) reads back as +Inf, so a
+// report of the file prints "never" as the finished run did (it read
+// "n/a"), and NaN as NaN.
 func TestThresholdResultJSON(t *testing.T) {
 	for _, v := range []float64{math.Inf(1), math.NaN()} {
 		b, err := json.Marshal(ThresholdResult{Expr: "<= 5", Value: v, Note: "never"})
@@ -26,9 +30,14 @@ func TestThresholdResultJSON(t *testing.T) {
 			t.Errorf("%v marshals as %s", v, b)
 		}
 		var r ThresholdResult
-		if err := json.Unmarshal(b, &r); err != nil || !math.IsNaN(r.Value) || r.Note != "never" {
-			t.Errorf("round trip: %+v %v", r, err)
+		if err := json.Unmarshal(b, &r); err != nil || r.Note != "never" || !(r.Value == v || math.IsNaN(v) && math.IsNaN(r.Value)) {
+			t.Errorf("%v: round trip %s: %+v %v", v, b, r, err)
 		}
+	}
+	// A summary written before "never" was kept reads its null as NaN.
+	var old ThresholdResult
+	if err := json.Unmarshal([]byte(`{"expr":"> 5","value":null,"pass":true}`), &old); err != nil || !math.IsNaN(old.Value) {
+		t.Errorf("an older null: %+v %v", old, err)
 	}
 	b, _ := json.Marshal(ThresholdResult{Expr: "== 0", Value: 0, Pass: true})
 	if string(b) != `{"expr":"== 0","value":0,"pass":true}` {
