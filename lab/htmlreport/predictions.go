@@ -1,8 +1,9 @@
 package htmlreport
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/levee-lab/levee/lab/runfiles"
 )
 
 // prediction is one predict step of one run as the page shows it: the
@@ -73,17 +74,5 @@ func newPrediction(run int, p runPrediction) prediction {
 	return pv
 }
 
-// fmtWindow prints a measurement window of the run as the narration list
-// prints times: "0–16.5 s", or "2:05–4:10" on a run of two minutes or
-// more. (Whole seconds said "7–17 s" for 6.5–17.4 s, beside narration
-// marks at 6.7 s.)
-func fmtWindow(from, to float64) string {
-	if to < 120 {
-		return trimZero(fmt.Sprintf("%.1f", from)) + "–" + trimZero(fmt.Sprintf("%.1f", to)) + " s"
-	}
-	mss := func(s float64) string {
-		t := int(math.Round(s))
-		return fmt.Sprintf("%d:%02d", t/60, t%60)
-	}
-	return mss(from) + "–" + mss(to)
-}
+// fmtWindow prints a measurement window as the text report does.
+func fmtWindow(from, to float64) string { return runfiles.FormatWindow(from, to) }

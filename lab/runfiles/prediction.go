@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -228,7 +229,23 @@ func (p Prediction) PredictionLine() string {
 	}
 	meas := "not measured (the run ended first)"
 	if p.Measured != nil {
-		meas = fmt.Sprintf("measured %s (%s, %.0f–%.0f s)", FormatPredictionValue(*p.Measured, p.Unit), p.Label(), p.FromS, p.ToS)
+		meas = fmt.Sprintf("measured %s (%s, %s)", FormatPredictionValue(*p.Measured, p.Unit), p.Label(), FormatWindow(p.FromS, p.ToS))
 	}
 	return fmt.Sprintf("step %d · %s  %s · %s", p.Step, q, pred, meas)
+}
+
+// FormatWindow prints a measurement window of a run, in seconds from its
+// start, as the reports print times: "0–16.5 s" (tenths, trailing zeros
+// dropped), or "2:05–4:10" when it ends two minutes or more in. Whole
+// seconds said "7–17 s" for 6.5–17.4 s, beside narration at 6.7 s.
+func FormatWindow(from, to float64) string {
+	if to < 120 {
+		tenths := func(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) }
+		return tenths(from) + "–" + tenths(to) + " s"
+	}
+	mss := func(s float64) string {
+		t := int(math.Round(s))
+		return fmt.Sprintf("%d:%02d", t/60, t%60)
+	}
+	return mss(from) + "–" + mss(to)
 }

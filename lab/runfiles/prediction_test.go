@@ -101,9 +101,9 @@ func TestReadPredictions(t *testing.T) {
 		p    Prediction
 		want string
 	}{
-		{ps[0], "step 1 · P0 success %?  predicted 60 % · measured 100 % (P0 success, 0–17 s)"},
-		{ps[1], "step 2 · P2 success %?  skipped · measured 6.42 % (P2 success, 0–17 s)"},
-		{ps[2], "step 3 · goodput  no prediction · measured 201 req/s (goodput, 3–17 s)"},
+		{ps[0], "step 1 · P0 success %?  predicted 60 % · measured 100 % (P0 success, 0–16.7 s)"},
+		{ps[1], "step 2 · P2 success %?  skipped · measured 6.42 % (P2 success, 0–16.7 s)"},
+		{ps[2], "step 3 · goodput  no prediction · measured 201 req/s (goodput, 3.3–16.7 s)"},
 		{ps[3], "step 5 · late?  predicted 20 % · not measured (the run ended first)"},
 	} {
 		if got := tt.p.PredictionLine(); got != tt.want {
