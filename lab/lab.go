@@ -40,7 +40,9 @@ type Options struct {
 	// RunsDir is where run folders go. Default "runs".
 	RunsDir string
 	// WorkDir holds the children's logs and configs when not recording from
-	// the start. Default: a new temporary folder, removed by Stop.
+	// the start. Default: a new temporary folder (levee-lab-* in
+	// os.TempDir()), removed by Stop and Kill; one a lab that died left
+	// (SIGKILL, a crash) is removed by the next lab that opens one.
 	WorkDir string
 	// Quick time-scales the experiment to about 20 s (Experiment.Quick).
 	Quick bool
@@ -220,7 +222,7 @@ func (l *Lab) makeFolders() (runDir string, err error) {
 	case l.opts.WorkDir != "":
 		l.workDir = l.opts.WorkDir
 	default:
-		d, err := os.MkdirTemp("", "levee-lab-")
+		d, err := makeTempWork(l.progress)
 		if err != nil {
 			return "", fmt.Errorf("lab: work folder: %w", err)
 		}

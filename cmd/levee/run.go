@@ -28,11 +28,14 @@ func init() {
 func runRun(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "run EXPERIMENT.yaml|LESSON [--out DIR [--force]] [--quick] [--html FILE]\n\n"+
 		"Plays an experiment file, or a lesson built into the binary, headless and\n"+
-		"records it; Ctrl-C (or SIGTERM) ends it early and still writes its files.\n"+
+		"records it; Ctrl-C (or SIGTERM) ends it early and still writes its files;\n"+
+		"a second one, while it stops, kills every child at once. One while the\n"+
+		"lab starts cancels the start.\n"+
 		"Exit status: 0 every threshold held; 1 a threshold or a fault step failed,\n"+
 		"or the run could not start (--out holds files, --runs is a file) or finish;\n"+
 		"2 bad usage (an experiment that is neither a file nor a lesson, or does\n"+
-		"not validate).", stderr)
+		"not validate); 130 interrupted while the lab started, or killed by a\n"+
+		"second interrupt.", stderr)
 	out := fs.String("out", "", "run folder (default runs/<time>-<name>); refused when it holds files, unless --force")
 	force := fs.Bool("force", false, "with --out: replace the run already in the folder (its run files are removed first)")
 	runsDir := fs.String("runs", "runs", "parent folder of run folders when --out is not given")
@@ -70,34 +73,53 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if *quiet {
 		progress = nil
 	}
+	// SIGINT/SIGTERM while the lab starts cancel the start (the children
+	// started so far are killed); once it runs they end the run early but
+	// still write summary.json, and a second one, while it stops, kills
+	// every child at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	opened := make(chan struct{})
+	startSig := make(chan bool, 1) // an interrupt came while the lab started
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+			startSig <- true
+		case <-opened:
+			startSig <- false
+		}
+	}()
 	l, err := lab.Open(ctx, exp, lab.Options{
 		Record: true, Out: *out, Force: *force, RunsDir: *runsDir, Quick: *quick,
 		Args: append([]string{"levee", "run"}, args...), Progress: progress,
 		Reports: []runfiles.ReportWriter{htmlreport.WriteRunReport},
 	})
+	close(opened)
 	cancel()
+	interrupted := <-startSig
+	if err != nil && interrupted {
+		fmt.Fprintf(stderr, "levee run: interrupted while the lab started; every child it started is stopped (%v)\n", err)
+		return 130
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", err)
 		return 1
 	}
 	dir := l.Dir()
 	fmt.Fprintf(stderr, "levee run: %s → %s\n", exp.Name, dir)
-
-	// SIGINT/SIGTERM end the run early but still write summary.json.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; ok {
-			fmt.Fprintln(stderr, "levee run: stopping…")
-			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = l.Stop(sctx)
-		}
-	}()
-
-	werr := l.Wait()
+	killed := interruptRun(l, sigs, interrupted, stderr)
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait() }()
+	var werr error
+	select {
+	case werr = <-waited:
+	case <-killed:
+		fmt.Fprintln(stderr, runKilledMsg)
+		return 130
+	}
 	sum := l.Summary()
 	if sum == nil {
 		fmt.Fprintf(stderr, "levee run: no summary: %v\n", werr)
@@ -122,6 +144,50 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return runVerdict(stderr, sum)
+}
+
+// runKilledMsg is what levee run says when a second interrupt killed the
+// lab.
+const runKilledMsg = "levee run: second interrupt: every child process killed (SIGKILL); the run folder keeps what it wrote but may lack its summary and report"
+
+// interruptRun handles the interrupts (SIGINT, SIGTERM) that sigs
+// receives while l runs: the first (or one that came already, as the lab
+// finished starting: first) stops the run (Lab.Stop: load ends, requests
+// in flight finish, the recording is finished, every child is stopped
+// within its grace); a second, while that stop is under way (a user who
+// will not wait for it), kills every child at once (Lab.Kill) and closes
+// the returned channel. It returns once set up; its goroutine ends when l
+// has ended or after the kill.
+func interruptRun(l *lab.Lab, sigs <-chan os.Signal, first bool, stderr io.Writer) <-chan struct{} {
+	killed := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		_ = l.Wait()
+		close(ended)
+	}()
+	go func() {
+		if !first {
+			select {
+			case <-sigs:
+			case <-ended:
+				return
+			}
+		}
+		fmt.Fprintln(stderr, "levee run: stopping… (interrupt again to kill every child at once)")
+		go func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = l.Stop(sctx)
+		}()
+		select {
+		case <-sigs:
+		case <-ended:
+			return
+		}
+		l.Kill()
+		close(killed)
+	}()
+	return killed
 }
 
 // runVerdict reports on stderr why a finished run failed — a threshold

@@ -99,6 +99,9 @@ type launched struct {
 	ready   <-chan wire.Ready
 	exited  <-chan struct{}
 	waitErr *error
+	// logOff is where this process's output begins in the log, after
+	// its start line: what came before is an earlier process's.
+	logOff int64
 }
 
 // launch starts the process with args, its stderr and stdout going to the
@@ -110,6 +113,7 @@ func (c *Child) launch(args []string) (launched, error) {
 		return launched{}, fmt.Errorf("%s: log: %w", c.name, err)
 	}
 	fmt.Fprintf(logf, "---- %s start: %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), c.exe, strings.Join(args, " "))
+	logOff, _ := logf.Seek(0, io.SeekCurrent) // O_APPEND: the end, past the start line
 	cmd := exec.Command(c.exe, args...)
 	cmd.Env = ChildEnv(c.env...)
 	cmd.Stderr = logf
@@ -148,7 +152,7 @@ func (c *Child) launch(args []string) (launched, error) {
 			c.onExit(c, waitErr)
 		}
 	}()
-	return launched{ready: ready, exited: exited, waitErr: &waitErr}, nil
+	return launched{ready: ready, exited: exited, waitErr: &waitErr, logOff: logOff}, nil
 }
 
 // copyStdout copies the child's stdout to its log line by line, sending the
@@ -189,7 +193,7 @@ func (c *Child) waitReady(ctx context.Context, p launched) error {
 		select {
 		case <-p.exited: // it ended right after its ready line
 			c.mu.Unlock()
-			return fmt.Errorf("%s: exited right after its ready line (%s); log %s:\n%s", c.name, exitText(*p.waitErr), c.logPath, tail(c.logPath, 12))
+			return c.startError(p, "exited right after its ready line ("+exitText(*p.waitErr)+")")
 		default:
 		}
 		if c.listen == "" {
@@ -203,10 +207,10 @@ func (c *Child) waitReady(ctx context.Context, p launched) error {
 		c.mu.Unlock()
 		return nil
 	case <-p.exited:
-		return fmt.Errorf("%s: exited before ready (%s); log %s:\n%s", c.name, exitText(*p.waitErr), c.logPath, tail(c.logPath, 12))
+		return c.startError(p, "exited before ready ("+exitText(*p.waitErr)+")")
 	case <-timer.C:
 		c.Kill()
-		return fmt.Errorf("%s: not ready after %s; log %s:\n%s", c.name, timeout, c.logPath, tail(c.logPath, 12))
+		return c.startError(p, fmt.Sprintf("not ready after %s (killed)", timeout))
 	case <-ctx.Done():
 		c.Kill()
 		return fmt.Errorf("%s: %w", c.name, ctx.Err())
@@ -220,17 +224,55 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// tail returns the last n lines of the file at path (best effort).
-func tail(path string, n int) string {
+// startTail is how many lines of a failed start's output its error shows.
+const startTail = 12
+
+// startError is the error of start p that failed as what says (the
+// process has ended): the child's name, what happened and the cause — the
+// line of its own output that says why (its first "panic:" or "fatal
+// error:" line, else its last line) — on the first line, then the log's
+// path and the last lines of this process's output. Lines an earlier
+// process of the child wrote to the same log are not shown.
+func (c *Child) startError(p launched, what string) error {
+	lines := startOutput(c.logPath, p.logOff)
+	if len(lines) == 0 {
+		return fmt.Errorf("%s: %s, without a line of output; log %s", c.name, what, c.logPath)
+	}
+	cause := lines[len(lines)-1]
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			cause = l
+			break
+		}
+	}
+	if len(lines) == 1 {
+		return fmt.Errorf("%s: %s: %s (log %s)", c.name, what, cause, c.logPath)
+	}
+	if len(lines) > startTail {
+		lines = lines[len(lines)-startTail:]
+	}
+	return fmt.Errorf("%s: %s: %s\nits output ends (log %s):\n  %s", c.name, what, cause, c.logPath, strings.Join(lines, "\n  "))
+}
+
+// startOutput returns the non-blank lines of the log at path from off on,
+// without the supervisor's own "---- " lines (best effort).
+func startOutput(path string, off int64) []string {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ""
+		return nil
 	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if off > 0 && off <= int64(len(b)) {
+		b = b[off:]
 	}
-	return "  " + strings.Join(lines, "\n  ")
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimRight(l, "\r \t")
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "---- ") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // Kill SIGKILLs the process group and waits until the process is reaped.

@@ -22,7 +22,7 @@ import (
 //	mode: serve  bind listen and admin, print the ready line, serve
 //	             /metrics and /crash (exit 3) until killed
 //	mode: exit   exit 1 before any ready line
-//	mode: hang   never print a ready line
+//	mode: hang   say so on stderr, and never print a ready line
 //
 // Re-executed as "lab DIR", it is a lab of its own: a Supervisor of two
 // stand-in gateways, which prints their pids and waits to be killed.
@@ -62,6 +62,7 @@ func helperGateway(args []string) int {
 		fmt.Fprintln(os.Stderr, "helper: exiting before ready, as told")
 		return 1
 	case "hang":
+		fmt.Fprintln(os.Stderr, "helper: hanging before ready, as told")
 		select {}
 	}
 	ln, err := net.Listen("tcp", cfg["listen"])

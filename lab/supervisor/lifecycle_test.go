@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,5 +151,38 @@ func TestConcurrentStartsStartOneProcess(t *testing.T) {
 	g.Close(time.Second)
 	if alive(pid) {
 		t.Errorf("the started process %d outlived Close", pid)
+	}
+}
+
+// A start that fails says why on its error's first line — the child's
+// name, what happened and the line of its own output that says why —
+// and shows only this process's output: the lines an earlier process of
+// the child left in the same log are not the cause. Before, the error
+// ended with the log's last 12 lines, most of them the dead process's
+// (its start line, ready line and exit), and the cause sat after the
+// first line, where the dashboard's status line (one line) never showed
+// it: "node-0: exited before ready (exit status 1); log…".
+func TestFailedStartSaysWhy(t *testing.T) {
+	modes := []string{"serve", "exit", "hang"}
+	h := startHelperLab(t, 1, Config{RestartDelay: time.Hour, ReadyTimeout: time.Second}, func(n int) string {
+		return modes[min(n, len(modes)-1)]
+	})
+	g := h.Gateways()[0]
+	g.Kill() // on purpose: no restart
+	for _, want := range []string{
+		"gateway-0: exited before ready (exit status 1): helper: exiting before ready, as told",
+		"gateway-0: not ready after 1s (killed): helper: hanging before ready, as told",
+	} {
+		err := g.Start(context.Background())
+		if err == nil {
+			t.Fatalf("start succeeded, want %q", want)
+		}
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		if !strings.HasPrefix(first, want) || !strings.Contains(first, g.LogPath()) {
+			t.Errorf("error's first line %q, want %q and the log's path", first, want)
+		}
+		if strings.Contains(err.Error(), "levee_ready") || strings.Contains(err.Error(), "----") {
+			t.Errorf("error shows an earlier process's lines or the supervisor's:\n%v", err)
+		}
 	}
 }
