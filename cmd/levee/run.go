@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/lab"
+	"github.com/levee-lab/levee/lab/experiment"
 	"github.com/levee-lab/levee/lab/htmlreport"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
@@ -80,26 +81,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	opened := make(chan struct{})
-	startSig := make(chan bool, 1) // an interrupt came while the lab started
-	go func() {
-		select {
-		case <-sigs:
-			cancel()
-			startSig <- true
-		case <-opened:
-			startSig <- false
-		}
-	}()
-	l, err := lab.Open(ctx, exp, lab.Options{
+	l, interrupted, err := openRunLab(exp, lab.Options{
 		Record: true, Out: *out, Force: *force, RunsDir: *runsDir, Quick: *quick,
 		Args: append([]string{"levee", "run"}, args...), Progress: progress,
 		Reports: []runfiles.ReportWriter{htmlreport.WriteRunReport},
-	})
-	close(opened)
-	cancel()
-	interrupted := <-startSig
+	}, sigs)
 	if err != nil && interrupted {
 		fmt.Fprintf(stderr, "levee run: interrupted while the lab started; every child it started is stopped (%v)\n", err)
 		return 130
@@ -120,7 +106,37 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, runKilledMsg)
 		return 130
 	}
-	sum := l.Summary()
+	return reportRun(stdout, stderr, dir, l.Summary(), werr, *htmlOut)
+}
+
+// openRunLab opens the lab of a run; an interrupt on sigs before it is
+// open cancels the start (lab.Open then kills the children it started
+// and fails), and interrupted says so. An interrupt that came as the lab
+// finished starting is reported the same way, with l open.
+func openRunLab(exp *experiment.Experiment, opts lab.Options, sigs <-chan os.Signal) (l *lab.Lab, interrupted bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	opened := make(chan struct{})
+	startSig := make(chan bool, 1) // an interrupt came while the lab started
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+			startSig <- true
+		case <-opened:
+			startSig <- false
+		}
+	}()
+	l, err = lab.Open(ctx, exp, opts)
+	close(opened)
+	cancel()
+	return l, <-startSig, err
+}
+
+// reportRun prints a finished run's report and thresholds, writes its
+// HTML page to htmlOut (when given) and returns levee run's exit status:
+// 1 when the run has no summary or did not finish (werr), else the
+// thresholds' verdict.
+func reportRun(stdout, stderr io.Writer, dir string, sum *runfiles.Summary, werr error, htmlOut string) int {
 	if sum == nil {
 		fmt.Fprintf(stderr, "levee run: no summary: %v\n", werr)
 		return 1
@@ -132,12 +148,12 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	printThresholds(stdout, sum)
 	fmt.Fprintf(stdout, "\nrun folder: %s\n", dir)
-	if *htmlOut != "" {
-		if err := htmlreport.WriteFile(*htmlOut, dir); err != nil {
+	if htmlOut != "" {
+		if err := htmlreport.WriteFile(htmlOut, dir); err != nil {
 			fmt.Fprintf(stderr, "levee run: html report: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "html report: %s\n", *htmlOut)
+		fmt.Fprintf(stdout, "html report: %s\n", htmlOut)
 	}
 	if werr != nil {
 		fmt.Fprintf(stderr, "levee run: %v\n", werr)
