@@ -464,6 +464,12 @@ thresholds: {oom_kills: "== 0", unaccounted: "== 0"}
 	if sum.Unaccounted != 0 {
 		t.Errorf("unaccounted %d", sum.Unaccounted)
 	}
+	// The gateway was killed at a reading at or above its limit: the
+	// largest RSS the run reports is that reading, not the last one a
+	// tick happened to see before the kill (always under the limit).
+	if limit := 16.0 * (1 << 20); sum.Gateway.MaxRSSBytes < limit {
+		t.Errorf("max RSS %.1f MB, under the 16 MB limit its gateway was OOM-killed at", sum.Gateway.MaxRSSBytes/(1<<20))
+	}
 	evs, err := runfiles.ReadEvents(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -83,9 +83,12 @@ type Sample struct {
 	// is per gateway: compare it with RSSMaxBytes (GatewayRSS), never
 	// with this sum.
 	RSSBytes float64 `json:"rss_bytes"`
-	// RSSMaxBytes is the largest gateway's VmRSS at the tick: what the
-	// per-gateway memory limit applies to. Runs recorded before it was
-	// kept have none (0); see GatewayRSS.
+	// RSSMaxBytes is the largest VmRSS any one gateway reached in the
+	// tick (the lab reads it every 100 ms; the reading that OOM-killed a
+	// gateway included): what the per-gateway memory limit applies to.
+	// Runs recorded before it was kept have none (0); see GatewayRSS.
+	// Before 2026-12-08 it was the last reading at the tick, which missed
+	// a killed gateway's peak.
 	RSSMaxBytes       float64            `json:"rss_max_bytes,omitempty"`
 	Goroutines        float64            `json:"goroutines"`
 	Inflight          float64            `json:"inflight"`          // gateway in-flight, all classes

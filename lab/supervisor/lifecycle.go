@@ -95,6 +95,7 @@ func (s *Supervisor) watchMemory(c *Child) {
 		}
 		s.mu.Lock()
 		s.gwRSS[c.index] = rss
+		s.gwPeak[c.index] = max(s.gwPeak[c.index], rss)
 		s.mu.Unlock()
 		if limit := s.cfg.MemoryLimit; limit > 0 && rss >= limit && s.watching() {
 			s.oomKill(c, rss, limit)

@@ -120,6 +120,9 @@ func TestOOMKillAtTheLimit(t *testing.T) {
 	if rss < limit || rss > limit+256<<20 || e.fields["pid"] != first {
 		t.Errorf("OOM kill at %d bytes of pid %v, want ≥ %d of pid %d", rss, e.fields["pid"], limit, first)
 	}
+	if peak := h.TakeRSSPeak(); peak < float64(rss) {
+		t.Errorf("RSS peak %.0f bytes, under the reading that killed the gateway (%d)", peak, rss)
+	}
 	waitFor(t, 20*time.Second, "the OOM-killed gateway is not back", func() bool { return g.Up() && g.PID() != first })
 	if c := h.Counters(); c.OOMKills != 1 || c.Restarts != 1 {
 		t.Errorf("counters %+v, want 1 OOM kill and 1 restart", c)

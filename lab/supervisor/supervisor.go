@@ -87,6 +87,7 @@ type Supervisor struct {
 	// guarded by mu:
 	knobs    []map[string]any // per node: start knobs + patches since
 	gwRSS    []uint64         // last VmRSS per gateway
+	gwPeak   []uint64         // largest VmRSS per gateway read since TakeRSSPeak last reset it (the reading that OOM-killed it included)
 	oomKills int
 	restarts int // gateway restarts
 	killedAt map[int]time.Time
@@ -104,6 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Supervisor, error) {
 		quiet:    make(chan struct{}),
 		killedAt: map[int]time.Time{},
 		gwRSS:    make([]uint64, cfg.Gateways),
+		gwPeak:   make([]uint64, cfg.Gateways),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.start(ctx); err != nil {
@@ -267,6 +269,22 @@ func (s *Supervisor) Counters() Counters {
 		c.RSSMaxBytes = max(c.RSSMaxBytes, float64(r))
 	}
 	return c
+}
+
+// TakeRSSPeak returns the largest VmRSS any one gateway reached since
+// the last call (or the start): the readings between two samples, the
+// one that OOM-killed a gateway included, which Counters' last reading
+// misses (a killed gateway reads 0 at once). It then starts the next
+// interval from each gateway's last reading.
+func (s *Supervisor) TakeRSSPeak() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	peak := uint64(0)
+	for i := range s.gwPeak {
+		peak = max(peak, s.gwPeak[i], s.gwRSS[i])
+		s.gwPeak[i] = s.gwRSS[i]
+	}
+	return float64(peak)
 }
 
 // ChildPIDs lists the current process id of every child.
