@@ -123,6 +123,23 @@ func (l *Log) setCapture(on bool) {
 	}
 }
 
+// writeShown writes the errors the dashboard showed, whole, to the
+// underlying writer (once the dashboard is gone), under a heading; none:
+// nothing.
+func (l *Log) writeShown(errs []string) {
+	if len(errs) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	b.WriteString("errors the dashboard showed, in full:\n")
+	for _, e := range errs {
+		b.WriteString("  ✕ " + e + "\n")
+	}
+	_, _ = io.WriteString(l.w, b.String())
+}
+
 type (
 	logMsg      logLine  // one line for the status line
 	logReadyMsg struct{} // the Log holds lines to take

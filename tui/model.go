@@ -101,6 +101,7 @@ type Model struct {
 
 	status    string
 	statusErr bool
+	shownErrs []string // the errors the status line showed, oldest first (at most maxShownErrs; a repeat of the last is not kept): Run prints them whole when the dashboard ends
 	stopping  bool
 	stopped   bool  // Controls.Stop returned
 	stopErr   error // what it returned
@@ -295,7 +296,16 @@ func (m *Model) setRate(r float64) {
 // line) in the status line.
 func (m *Model) setStatus(s string, isErr bool) {
 	m.status, m.statusErr = clean(s), isErr
+	if isErr && (len(m.shownErrs) == 0 || m.shownErrs[len(m.shownErrs)-1] != m.status) {
+		if len(m.shownErrs) == maxShownErrs {
+			m.shownErrs = append(m.shownErrs[:0], m.shownErrs[1:]...)
+		}
+		m.shownErrs = append(m.shownErrs, m.status)
+	}
 }
+
+// maxShownErrs bounds the errors kept for Run to print at the end.
+const maxShownErrs = 20
 
 // refreshControls reads the lab's control state that Samples do not carry.
 // These readers return at once (Controls): they only read the lab's memory.

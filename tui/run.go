@@ -78,6 +78,11 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 	if fm == nil {
 		fm = m
 	}
+	if fm.log != nil {
+		// The status line is one line: a long error (a failed revert's
+		// chain of causes) was cut there, and gone once replaced.
+		fm.log.writeShown(fm.shownErrs)
+	}
 	var stopErr error
 	switch {
 	case h.wasKilled():

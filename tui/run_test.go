@@ -1,9 +1,13 @@
 package tui
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"io"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -55,4 +59,69 @@ func TestRunQuitKey(t *testing.T) {
 		t.Fatal("Run did not return after q")
 	}
 	pw.Close()
+}
+
+// TestRunPrintsShownErrorsWhole: an error the status line showed (cut
+// there at its width, and gone once another message replaced it) is
+// printed whole on the log's writer when the dashboard ends; the
+// dashboard's own lines never went there before.
+func TestRunPrintsShownErrorsWhole(t *testing.T) {
+	f := newFake()
+	long := errors.New("fault node_kill: revert failed: chaos: node_kill: restart node 0: node-0: exited before ready (exit status 1): listen tcp 127.0.0.1:40001: bind: address already in use")
+	f.failNext = long
+	var stderr syncBuffer
+	log := NewLog(&stderr, nil)
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), f, pr, io.Discard, WithLog(log)) }()
+	f.ch <- fixedSamples()[0]
+	// ↑ asks for a higher rate: the fake refuses it with the long error.
+	for _, k := range []string{"\x1b[A", "q"} {
+		if _, err := pw.Write([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+		if k != "q" {
+			waitCalls(t, f, 1)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after q")
+	}
+	pw.Close()
+	if got := stderr.String(); !strings.Contains(got, "errors the dashboard showed, in full:\n") || !strings.Contains(got, long.Error()) {
+		t.Errorf("stderr after the dashboard:\n%s\nwant the whole error %q", got, long)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the Log's writes and the test's
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitCalls waits until the fake has recorded n mutating calls.
+func waitCalls(t *testing.T, f *fakeControls, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(f.Calls()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("calls %q, want %d", f.Calls(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
