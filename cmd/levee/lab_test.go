@@ -214,13 +214,18 @@ func parseNum(n, k string) float64 {
 	return v
 }
 
-// privateTmux skips the test when tmux is not installed and returns a
-// runner for a tmux server of the test's own, its socket in dir (no
-// config file read), so tests never touch the user's sessions.
+// privateTmux skips the test when tmux is not installed — except in CI
+// (CI set), where that fails it: scripts/test.sh installs tmux, so a
+// skip there would hide the end-to-end tests — and returns a runner for
+// a tmux server of the test's own, its socket in dir (no config file
+// read), so tests never touch the user's sessions.
 func privateTmux(t *testing.T, dir string) func(args ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed and CI is set: scripts/test.sh installs it (apt-get install -y tmux)")
+		}
+		t.Skip("tmux is not installed (scripts/test.sh installs it)")
 	}
 	sock := filepath.Join(dir, "tmux.sock")
 	return func(args ...string) (string, error) {
