@@ -287,9 +287,8 @@ func TestOverflowBounded(t *testing.T) {
 	}
 }
 
-// TestOverflowQueueFIFO: the unbounded queue takes everyone and serves in
-// arrival order.
-// TestOverflowQueueFIFO: waiters get the slot in arrival order. Every
+// TestOverflowQueueFIFO: the unbounded queue takes everyone, and waiters
+// get the slot in arrival order. Every
 // request hangs (holds its slot until its client leaves), so nothing here
 // depends on how fast the machine is: the test lets one client go at a time
 // and waits for the state that proves who held the slot.
