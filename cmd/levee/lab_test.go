@@ -184,9 +184,13 @@ func waitScreen(t *testing.T, tmux func(...string) (string, error), d time.Durat
 
 var numRE = `([0-9]+(?:\.[0-9]+)?)(k?)`
 
-// legendValue reads a chart legend value such as "━ offered   1.2k/s".
+// legendValue reads a chart legend value such as "━ offered   1.2k/s" —
+// or, without colours, "⠒⠂ offered   1.2k/s", the series' dash sample
+// (two cells of braille or a blank) in place of the line: the lab draws
+// that when the terminal has no colours, as under CI set (termenv then
+// takes the output for no terminal) or NO_COLOR.
 func legendValue(screen, name string) float64 {
-	m := regexp.MustCompile(`━ ` + name + `\s+` + numRE).FindStringSubmatch(screen)
+	m := regexp.MustCompile(`(?:━|[\x{2800}-\x{28FF}][\x{2800}-\x{28FF} ]) ` + name + `\s+` + numRE).FindStringSubmatch(screen)
 	if m == nil {
 		return -1
 	}
