@@ -287,9 +287,8 @@ func TestOverflowBounded(t *testing.T) {
 	}
 }
 
-// TestOverflowQueueFIFO: the unbounded queue takes everyone and serves in
-// arrival order.
-// TestOverflowQueueFIFO: waiters get the slot in arrival order. Every
+// TestOverflowQueueFIFO: the unbounded queue takes everyone, and waiters
+// get the slot in arrival order. Every
 // request hangs (holds its slot until its client leaves), so nothing here
 // depends on how fast the machine is: the test lets one client go at a time
 // and waits for the state that proves who held the slot.
@@ -367,24 +366,22 @@ func TestCongestionCollapse(t *testing.T) {
 }
 
 // TestAbortInService: with abort on, a request in service stops when its
-// client leaves and frees the slot early.
+// client leaves and frees the slot early. The service lasts 10 minutes:
+// a slot freed within waitFor's 20 s was freed by the abort.
 func TestAbortInService(t *testing.T) {
-	k := fixedKnobs(2000, 1, OverflowQueue)
+	const serviceS = 600
+	k := fixedKnobs(serviceS*1000, 1, OverflowQueue)
 	k.AbortOnDisconnect = true
 	n, url := startNode(t, k)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	if _, _, err := post(ctx, url+"/v1/chat/completions", chatBody); err == nil {
-		t.Fatal("got an answer before the 2 s service time")
+		t.Fatal("got an answer before the 10 min service time")
 	}
 	waitFor(t, "the slot to free", func() bool { s, _, _ := n.slots.state(); return s == 0 })
-	if el := time.Since(start); el > 1500*time.Millisecond {
-		t.Fatalf("slot freed after %v, want soon after the client left", el)
-	}
 	wasted := scrape(t, url)["levee_fakemodel_wasted_seconds_total"]
-	if wasted <= 0 || wasted > 1.5 {
-		t.Fatalf("wasted %.3f s, want the part served before the client left", wasted)
+	if wasted <= 0 || wasted >= serviceS {
+		t.Fatalf("wasted %.3f s, want the part served before the client left (of %d s)", wasted, serviceS)
 	}
 }
 

@@ -104,16 +104,20 @@ func waitInService(t *testing.T, url string, want float64) {
 // TestSIGKILLMidRequest is the acceptance test: killing a one-node process
 // while it serves a request gives the client a connection error, and later
 // connections are refused.
+//
+// The service lasts 10 minutes and the client waits at most 30 s: an error
+// that does not come at the kill is the client's timeout, which fails.
 func TestSIGKILLMidRequest(t *testing.T) {
-	cmd, url, _ := startChild(t, `{"latency":{"dist":"fixed","fixed_ms":5000},"slots":2}`)
+	cmd, url, _ := startChild(t, `{"latency":{"dist":"fixed","fixed_ms":600000},"slots":2}`)
 	type result struct {
 		code int
 		err  error
 	}
 	res := make(chan result, 1)
-	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	go func() {
-		code, _, err := post(context.Background(), url+"/v1/chat/completions", chatBody)
+		code, _, err := post(ctx, url+"/v1/chat/completions", chatBody)
 		res <- result{code, err}
 	}()
 	waitInService(t, url, 1)
@@ -127,11 +131,8 @@ func TestSIGKILLMidRequest(t *testing.T) {
 	if testing.Verbose() {
 		t.Logf("client error after SIGKILL: %v", r.err)
 	}
-	if el := time.Since(start); el > 4*time.Second {
-		t.Fatalf("client saw the error after %v: it should come at the kill, not after the 5 s service", el)
-	}
 	if errors.Is(r.err, context.DeadlineExceeded) {
-		t.Fatalf("client error %v is a timeout, want a connection error", r.err)
+		t.Fatalf("client error %v is a timeout, want a connection error at the kill", r.err)
 	}
 	_ = cmd.Wait()
 	// A new connection, not one kept alive in testClient's pool (that one

@@ -43,8 +43,11 @@ type fakeModel struct {
 	// streamGate, when set, is received from before each SSE event after
 	// the first: the test paces the stream.
 	streamGate chan struct{}
-	mu         sync.Mutex
-	bodies     []string // chat bodies received (guarded by mu)
+	// hold, when set, keeps every call in its slot until the test closes
+	// it (after the latency; a client that left does not end it early).
+	hold   chan struct{}
+	mu     sync.Mutex
+	bodies []string // chat bodies received (guarded by mu)
 }
 
 func newFakeModel(t testing.TB, slots int, latency time.Duration) *fakeModel {
@@ -99,6 +102,9 @@ func (f *fakeModel) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	defer func() { <-f.slots }()
 	time.Sleep(time.Duration(f.latency.Load())) // the model works on, even for a client that left
+	if f.hold != nil {
+		<-f.hold
+	}
 	switch r.URL.Path {
 	case "/v1/predict":
 		w.Header().Set("Content-Type", "application/json")

@@ -186,9 +186,22 @@ faults:
 	if err := l.ToggleFault("model_errors"); err != nil {
 		t.Fatal(err)
 	}
-	for s := next(); len(s.Faults) == 0; s = next() {
+	s := next()
+	for ; len(s.Faults) == 0; s = next() {
 	}
-	time.Sleep(300 * time.Millisecond) // the calls answered before the fault have ended
+	// Every call offered before the fault began (at most the offered count
+	// of the first sample that shows it) has ended before the recording
+	// starts: waiting for that, not for a fixed time that a stalled
+	// machine may overrun.
+	for offered := s.OfferedTotal; ; s = next() {
+		var ended uint64
+		for _, n := range s.OutcomeTotal {
+			ended += n
+		}
+		if ended >= offered {
+			break
+		}
+	}
 	dir, err := l.StartRecording()
 	if err != nil {
 		t.Fatal(err)

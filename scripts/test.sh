@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Tests that need redis-server or tmux fail rather than skip when CI is
+# set and the tool is missing (internal/redistest, cmd/levee's tmux tests).
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)

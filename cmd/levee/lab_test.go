@@ -184,9 +184,13 @@ func waitScreen(t *testing.T, tmux func(...string) (string, error), d time.Durat
 
 var numRE = `([0-9]+(?:\.[0-9]+)?)(k?)`
 
-// legendValue reads a chart legend value such as "━ offered   1.2k/s".
+// legendValue reads a chart legend value such as "━ offered   1.2k/s" —
+// or, without colours, "⠒⠂ offered   1.2k/s", the series' dash sample
+// (two cells of braille or a blank) in place of the line: the lab draws
+// that when the terminal has no colours, as under CI set (termenv then
+// takes the output for no terminal) or NO_COLOR.
 func legendValue(screen, name string) float64 {
-	m := regexp.MustCompile(`━ ` + name + `\s+` + numRE).FindStringSubmatch(screen)
+	m := regexp.MustCompile(`(?:━|[\x{2800}-\x{28FF}][\x{2800}-\x{28FF} ]) ` + name + `\s+` + numRE).FindStringSubmatch(screen)
 	if m == nil {
 		return -1
 	}
@@ -214,13 +218,18 @@ func parseNum(n, k string) float64 {
 	return v
 }
 
-// privateTmux skips the test when tmux is not installed and returns a
-// runner for a tmux server of the test's own, its socket in dir (no
-// config file read), so tests never touch the user's sessions.
+// privateTmux skips the test when tmux is not installed — except in CI
+// (CI set), where that fails it: scripts/test.sh installs tmux, so a
+// skip there would hide the end-to-end tests — and returns a runner for
+// a tmux server of the test's own, its socket in dir (no config file
+// read), so tests never touch the user's sessions.
 func privateTmux(t *testing.T, dir string) func(args ...string) (string, error) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed and CI is set: scripts/test.sh installs it (apt-get install -y tmux)")
+		}
+		t.Skip("tmux is not installed (scripts/test.sh installs it)")
 	}
 	sock := filepath.Join(dir, "tmux.sock")
 	return func(args ...string) (string, error) {

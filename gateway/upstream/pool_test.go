@@ -29,6 +29,7 @@ type testNode struct {
 	release  chan struct{} // /hold waits on it after sending its first byte
 	arrived  chan struct{} // /hold signals here once its first byte is sent
 	bodyRead atomic.Int64  // bytes of request body seen on /work
+	checks   atomic.Int64  // health checks received
 }
 
 func newTestNode(t *testing.T) *testNode {
@@ -37,6 +38,7 @@ func newTestNode(t *testing.T) *testNode {
 	n.healthy.Store(true)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		n.checks.Add(1)
 		if !n.healthy.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -571,7 +573,8 @@ func TestPoolRunStopsOnClose(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { p.Run(context.Background()); close(done) }()
-	time.Sleep(30 * time.Millisecond)
+	// Run is in its loop once its checks come one after another.
+	eventually(t, "Run's health checks", func() bool { return a.checks.Load() >= 2 })
 	p.Close()
 	p.Close() // idempotent
 	select {

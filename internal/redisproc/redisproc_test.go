@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -299,31 +300,39 @@ func TestAddrDuringRestart(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = r.Kill() })
 			want := r.URL()
-			done := make(chan struct{})
-			read := make(chan int)
+			// reads counts the reader's reads; the counts taken as Restart
+			// begins and ends show that some overlapped it (Restart waits
+			// for the new child's ready line, parked: the reader runs).
+			var reads atomic.Int64
+			done, first := make(chan struct{}), make(chan struct{})
+			stopped := make(chan struct{})
 			go func() {
-				n := 0
+				defer close(stopped)
 				for {
-					select {
-					case <-done:
-						read <- n
-						return
-					default:
-					}
 					if r.URL() != want || r.Addr() == "" || r.Port() == 0 {
 						t.Errorf("URL %q during Restart, want %q", r.URL(), want)
 					}
-					n++
-					time.Sleep(100 * time.Microsecond)
+					if reads.Add(1) == 1 {
+						close(first)
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(100 * time.Microsecond):
+					}
 				}
 			}()
+			<-first
+			before := reads.Load()
 			err = r.Restart(ctx)
+			during := reads.Load() - before
 			close(done)
-			if n := <-read; n == 0 {
-				t.Log("no read overlapped the restart")
-			}
+			<-stopped
 			if err != nil {
 				t.Fatal(err)
+			}
+			if during == 0 {
+				t.Fatal("no read overlapped the restart: the test checked nothing")
 			}
 		})
 	}

@@ -314,11 +314,9 @@ func TestRetriesStopWithRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	// runFor fails when Run has not returned 30 s after its 200 ms: it
+	// waited for an hour's backoff after it stopped.
 	runFor(t, g, nil, 100, 200*time.Millisecond)
-	if time.Since(start) > 10*time.Second {
-		t.Errorf("Run waited for backoffs after it stopped")
-	}
 	tot := g.Totals()
 	if tot.Unaccounted() != 0 || tot.Outstanding != 0 {
 		t.Fatalf("offered %d outcomes %v outstanding %d", tot.Offered, tot.Outcomes, tot.Outstanding)
