@@ -10,8 +10,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/levee-lab/levee/lab/experiment"
 )
@@ -132,9 +133,9 @@ func CurrentVersions() Versions {
 // CurrentMachine describes this machine.
 func CurrentMachine() Machine {
 	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0)}
-	var u syscall.Utsname
-	if syscall.Uname(&u) == nil {
-		m.Kernel = utsString(u.Sysname[:]) + " " + utsString(u.Release[:])
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
 	}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
@@ -161,15 +162,4 @@ func CurrentMachine() Machine {
 		f.Close()
 	}
 	return m
-}
-
-func utsString(b []int8) string {
-	var sb strings.Builder
-	for _, c := range b {
-		if c == 0 {
-			break
-		}
-		sb.WriteByte(byte(c))
-	}
-	return sb.String()
 }
