@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,11 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/levee-lab/levee/internal/httpbody/httpbodytest"
+	"github.com/levee-lab/levee/internal/syncbuf"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -119,24 +118,6 @@ func TestConfigUpperBounds(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestAdminExposure: a non-loopback admin address needs the explicit
 // opt-in (and the gateway then warns); the admin token has a minimum
 // length, in the config and at Start.
@@ -158,7 +139,7 @@ func TestAdminExposure(t *testing.T) {
 		t.Fatal("Start accepted an 11-character admin token")
 	}
 	cfg.Admin, cfg.AdminAllowRemote = "0.0.0.0:0", true
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := startServer(t, cfg, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if !strings.Contains(logs.String(), "beyond loopback") {
 		t.Fatalf("no warning for an admin API beyond loopback; logs:\n%s", logs.String())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/upstream"
+	"github.com/levee-lab/levee/internal/syncbuf"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -47,7 +48,7 @@ func TestAttemptPanicIsContained(t *testing.T) {
 	cfg := testConfig(fm.addr())
 	pt := &panicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathPredict,
 		wrap: func(b io.ReadCloser) io.ReadCloser { return panicBody{b} }}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := startServer(t, cfg, WithUpstreamOptions(upstream.WithTransport(pt)),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	admin(t, s, "PUT", "/admin/defenses", `{"fallback":false}`)
@@ -124,7 +125,7 @@ func TestAgentSubcallPanicLoggedWithStack(t *testing.T) {
 	cfg := testConfig(fm.addr())
 	pt := &panicTransport{rt: http.DefaultTransport.(*http.Transport).Clone(), path: wire.PathChat,
 		wrap: func(b io.ReadCloser) io.ReadCloser { return &laterPanicBody{ReadCloser: b} }}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := startServer(t, cfg, WithUpstreamOptions(upstream.WithTransport(pt)),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	pt.armed.Store(true)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
+	"github.com/levee-lab/levee/internal/syncbuf"
 )
 
 // The model classes' adaptive limits follow the nodes in rotation: a node
@@ -49,7 +50,7 @@ func TestStaticLimitsAreNotResized(t *testing.T) {
 	cfg.Upstream.HealthInterval = 20 * time.Millisecond
 	cfg.Classes.AI.Limiter = admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: 30, Min: 1, Max: 30}
 	cfg.Classes.Agent.Limiter = admit.LimiterConfig{Algorithm: admit.AlgoStatic, Limit: 12, Min: 1, Max: 12}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := startServer(t, cfg, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	a.srv.Close()
 	eventually(t, 5*time.Second, func() bool { return s.G.pool.InRotation() == 1 }, "one node in rotation")

@@ -1,15 +1,15 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/syncbuf"
 )
 
 // TestRunStopsLabWhenCancelled: when the program ends without the q key
@@ -69,7 +69,7 @@ func TestRunPrintsShownErrorsWhole(t *testing.T) {
 	f := newFake()
 	long := errors.New("fault node_kill: revert failed: chaos: node_kill: restart node 0: node-0: exited before ready (exit status 1): listen tcp 127.0.0.1:40001: bind: address already in use")
 	f.failNext = long
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	log := NewLog(&stderr, nil)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
@@ -93,25 +93,6 @@ func TestRunPrintsShownErrorsWhole(t *testing.T) {
 	if got := stderr.String(); !strings.Contains(got, "errors the dashboard showed, in full:\n") || !strings.Contains(got, long.Error()) {
 		t.Errorf("stderr after the dashboard:\n%s\nwant the whole error %q", got, long)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the Log's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // waitCalls waits until the fake has recorded n mutating calls.

@@ -4,30 +4,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/levee-lab/levee/internal/syncbuf"
 	"github.com/levee-lab/levee/internal/wire"
 )
-
-// lockedBuffer is a log sink safe for the timers' goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // A panic in an attempt-timeout or hedge timer callback (injected through
 // the pool's timer hook, in the timer's own goroutine as time.AfterFunc
@@ -52,7 +34,7 @@ func TestTimerPanicIsContained(t *testing.T) {
 		t.Run(tc.timer, func(t *testing.T) {
 			checkGoroutines(t)
 			held, other := newScriptNode(t, answerHold), newScriptNode(t, answerOK)
-			var logs lockedBuffer
+			var logs syncbuf.Buffer
 			timers := new(manualTimers)
 			cfg := tc.cfg
 			cfg.Nodes = []string{held.srv.URL, other.srv.URL}
