@@ -252,16 +252,7 @@ func TestBrowserAB(t *testing.T) {
 	a := synth{name: "collapse", samples: 240, seed: 1}.write(t, dir)
 	b := synth{name: "protected", samples: 240, seed: 2, protected: true}.write(t, dir)
 	runs := loadAll(t, a, b)
-	pg, err := build(runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Write(&buf, runs...); err != nil {
-		t.Fatal(err)
-	}
-	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
-	checkDrawn(t, pg, v, log)
+	v := drawRuns(t, runs, 1280, 900)
 	// Two runs on a laptop screen: every table whole, differences included.
 	if len(v.Scrolled) > 0 {
 		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
@@ -293,16 +284,7 @@ func TestBrowserThreeRuns(t *testing.T) {
 		synth{name: "collapse", samples: 160, seed: 4}.write(t, dir),
 		synth{name: "protected", samples: 160, seed: 5, protected: true}.write(t, dir),
 		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir))
-	pg, err := build(runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Write(&buf, runs...); err != nil {
-		t.Fatal(err)
-	}
-	v, log := openInChromium(t, buf.Bytes(), 1280, 900)
-	checkDrawn(t, pg, v, log)
+	drawRuns(t, runs, 1280, 900)
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may
@@ -311,16 +293,7 @@ func TestBrowserThreeRuns(t *testing.T) {
 func TestBrowserNarrow(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t, synth{name: "protected", samples: 120, seed: 3, protected: true}.write(t, dir))
-	pg, err := build(runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Write(&buf, runs...); err != nil {
-		t.Fatal(err)
-	}
-	v, log := openInChromium(t, buf.Bytes(), 375, 800)
-	checkDrawn(t, pg, v, log)
+	v := drawRuns(t, runs, 375, 800)
 	if v.Overflow > 0 {
 		t.Errorf("at 375 px the page is %.0f px wider than the screen", v.Overflow)
 	}
@@ -346,16 +319,7 @@ func TestBrowserReference(t *testing.T) {
 		}
 	}
 	runs := loadAll(t, a, b)
-	pg, err := build(runs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := Write(&buf, runs...); err != nil {
-		t.Fatal(err)
-	}
-	v, log := openInChromium(t, buf.Bytes(), 1280, 1000)
-	checkDrawn(t, pg, v, log)
+	v := drawRuns(t, runs, 1280, 1000)
 	// The A/B comparison on a laptop screen: the key figures with their
 	// differences, and the thresholds, read without scrolling sideways.
 	if len(v.Scrolled) > 0 {
@@ -405,6 +369,17 @@ func TestBrowserReferenceNarrow(t *testing.T) {
 		t.Skipf("%s has no samples.jsonl", d)
 	}
 	runs := loadAll(t, d)
+	v := drawRuns(t, runs, 390, 900)
+	if v.Overflow > 0 {
+		t.Errorf("at 390 px the page is %.0f px wider than the screen", v.Overflow)
+	}
+}
+
+// drawRuns writes runs' page, opens it in Chromium at width × height and
+// checks it was drawn whole (checkDrawn); it returns what the page
+// measured.
+func drawRuns(t *testing.T, runs []*Run, width, height int) verdict {
+	t.Helper()
 	pg, err := build(runs)
 	if err != nil {
 		t.Fatal(err)
@@ -413,11 +388,9 @@ func TestBrowserReferenceNarrow(t *testing.T) {
 	if err := Write(&buf, runs...); err != nil {
 		t.Fatal(err)
 	}
-	v, log := openInChromium(t, buf.Bytes(), 390, 900)
+	v, log := openInChromium(t, buf.Bytes(), width, height)
 	checkDrawn(t, pg, v, log)
-	if v.Overflow > 0 {
-		t.Errorf("at 390 px the page is %.0f px wider than the screen", v.Overflow)
-	}
+	return v
 }
 
 func loadAll(t *testing.T, dirs ...string) []*Run {
