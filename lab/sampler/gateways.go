@@ -53,7 +53,7 @@ func (st *State) addGateways(smp *runfiles.Sample, in Input) {
 			}
 		}
 		var byLevel, byResult map[string]float64
-		if c.At.After(g.prevAt) { // a new scrape: new rates
+		if rateDue(c.At, g.prevAt, in.Tick) { // a new scrape, far enough on: new rates
 			prev, _ := sinceLast(g.prev, g.prevAt, f, c.At, c.Started)
 			byLevel, byResult = agentDeltas(f, prev)
 			shed, admitted, fallbacks := g.update(f, c.At, c.Started)
@@ -161,6 +161,17 @@ func (g *gatewayState) update(f scrape.Families, at, started time.Time) (shed, a
 	}
 	g.prev, g.prevAt = f, at
 	return f.SumDelta(prev, wire.MetricShed, nil), admitted, f.SumDelta(prev, wire.MetricRateLimitStoreFallback, nil)
+}
+
+// rateDue reports whether a scrape taken at at gives new rates against
+// the one taken at prevAt (zero: none yet): it is newer, by at least half
+// a tick. A scrape slower than a tick is followed at once by the next
+// (the ticker keeps one tick pending), and counters over those few
+// milliseconds read as a dip to 0 (seen as the admitted line's one-tick
+// drops); the rates then stay those of the last interval until one long
+// enough, whose deltas hold everything since.
+func rateDue(at, prevAt time.Time, tick time.Duration) bool {
+	return at.After(prevAt) && (prevAt.IsZero() || at.Sub(prevAt) >= tick/2)
 }
 
 // sinceLast is the scrape a new one f (taken at at) is compared with — the

@@ -45,7 +45,7 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 		}
 		switch {
 		case f != nil:
-			n.read(f, c.At, c.Started, &ns)
+			n.read(f, c.At, c.Started, in.Tick, &ns)
 			completions += n.rate
 			if ns.Slots <= 0 || ns.Busy < ns.Slots {
 				saturated = false
@@ -74,16 +74,17 @@ func (st *State) addNodes(smp *runfiles.Sample, in Input) (completions float64, 
 }
 
 // read takes the node's scrape f (taken at at, of a process started at
-// started) into ns and, when it is a new scrape, updates the completion
-// rate and service window.
-func (n *nodeState) read(f scrape.Families, at, started time.Time, ns *runfiles.NodeSample) {
+// started) into ns and, when it is a new scrape at least half a tick
+// after the last one used (rateDue), updates the completion rate and
+// service window.
+func (n *nodeState) read(f scrape.Families, at, started time.Time, tick time.Duration, ns *runfiles.NodeSample) {
 	ns.Busy = f.Sum(wire.MetricFakeInService, nil)
 	ns.Queued = f.Sum(wire.MetricFakeQueued, nil)
 	ns.Slots = f.Sum(wire.MetricFakeSlots, nil)
 	if mean, ok := f.Max(wire.MetricFakeMeanService, nil); ok && mean > 0 {
 		n.cfg = nodeConfig{slots: ns.Slots, mean: mean, known: true}
 	}
-	if !at.After(n.prevAt) {
+	if !rateDue(at, n.prevAt, tick) {
 		return
 	}
 	prev, since := sinceLast(n.prev, n.prevAt, f, at, started)

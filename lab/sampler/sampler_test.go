@@ -432,3 +432,40 @@ func TestNextCarriesTheLargestGatewayHeap(t *testing.T) {
 		t.Errorf("heap sum %v, largest %v; want 120 MB and 50 MB", s.HeapBytes, s.HeapMaxBytes)
 	}
 }
+
+// TestRatesNotOverAFewMilliseconds: a scrape slower than a tick is
+// followed at once by the next (the ticker keeps one tick pending); the
+// gateway admitted nothing in the 10 ms between them, and the admitted
+// rate read 0 for that tick (a one-tick dip to 0 on the HTML report's
+// admitted line) and double on the next. A scrape under half a tick
+// after the last one used leaves the rates as they were; the next one's
+// delta holds everything since, and no request is lost from the total.
+func TestRatesNotOverAFewMilliseconds(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	tick := 250 * time.Millisecond
+	const text = `# TYPE levee_admitted_total counter
+levee_admitted_total{class="ai",priority="P1"} %d
+`
+	in := func(now, at time.Time, admitted int) Input {
+		return Input{Now: now, Start: t0, Tick: tick,
+			Gateways: []Child{{Scrape: families(t, fmt.Sprintf(text, admitted)), At: at, Starts: 1, Up: true}}}
+	}
+	st := NewState(1, 0)
+	_, st = Next(st, in(t0, t0, 1000))
+	for i, tc := range []struct {
+		now, at  time.Duration
+		admitted int
+		rps      float64
+		total    float64
+	}{
+		{250 * time.Millisecond, 260 * time.Millisecond, 1260, 1000, 1260}, // a slow scrape
+		{500 * time.Millisecond, 270 * time.Millisecond, 1260, 1000, 1260}, // the next at once, 10 ms on
+		{750 * time.Millisecond, 750 * time.Millisecond, 1750, 1000, 1750}, // 490 over 0.49 s
+	} {
+		var out Output
+		out, st = Next(st, in(t0.Add(tc.now), t0.Add(tc.at), tc.admitted))
+		if math.Abs(out.Sample.AdmittedRPS-tc.rps) > 1e-6 || out.Sample.AdmittedTotal != tc.total {
+			t.Errorf("tick %d: admitted %v/s, total %v; want %v/s and %v", i+1, out.Sample.AdmittedRPS, out.Sample.AdmittedTotal, tc.rps, tc.total)
+		}
+	}
+}
