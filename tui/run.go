@@ -85,7 +85,7 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 	}
 	var stopErr error
 	switch {
-	case h.wasKilled():
+	case h.killedOrKilling():
 		return ErrKilled
 	case !fm.stopped:
 		// fm.ctrl: the lab shown last (a lesson switch replaces ctrl).
@@ -95,10 +95,13 @@ func Run(ctx context.Context, ctrl lab.Controls, in io.Reader, out io.Writer, op
 		select {
 		case stopErr = <-stopped:
 		case <-h.killed:
-			scancel()
-			return ErrKilled
 		}
 		scancel()
+		// The kill ends the stop too (its children are gone): a stop
+		// that returned while the kill ran was ended by it.
+		if h.killedOrKilling() {
+			return ErrKilled
+		}
 	default:
 		stopErr = fm.stopErr
 	}
@@ -142,12 +145,15 @@ func (h *hurry) interrupt() {
 	}
 }
 
-// wasKilled reports whether kill has run.
-func (h *hurry) wasKilled() bool {
-	select {
-	case <-h.killed:
-		return true
-	default:
+// killedOrKilling reports whether a second interrupt called kill; it
+// waits for a kill under way to return.
+func (h *hurry) killedOrKilling() bool {
+	h.mu.Lock()
+	second := h.count >= 2
+	h.mu.Unlock()
+	if !second || h.kill == nil {
 		return false
 	}
+	<-h.killed
+	return true
 }

@@ -108,6 +108,10 @@ func TestRunSecondSignalKills(t *testing.T) {
 	kill := func() {
 		kills.Add(1)
 		close(release) // the children are gone: the stop ends
+		// A kill takes a while (SIGKILL to each child, then reaping them):
+		// the stop it ended returns before it does, and Run returned that
+		// stop's nil as if the lab had stopped cleanly.
+		time.Sleep(100 * time.Millisecond)
 	}
 	pr, pw := io.Pipe()
 	defer pw.Close()
