@@ -96,13 +96,17 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	}
 	dir := l.Dir()
 	fmt.Fprintf(stderr, "levee run: %s → %s\n", exp.Name, dir)
-	killed := interruptRun(l, sigs, interrupted, stderr)
+	kill := interruptRun(l, sigs, interrupted, stderr)
 	waited := make(chan error, 1)
 	go func() { waited <- l.Wait() }()
 	var werr error
 	select {
 	case werr = <-waited:
-	case <-killed:
+	case <-kill.done:
+	}
+	// A run the kill ended (Wait returns as its children die, perhaps
+	// before Kill does) was killed, not finished.
+	if kill.wait() {
 		fmt.Fprintln(stderr, runKilledMsg)
 		return 130
 	}
@@ -171,11 +175,11 @@ const runKilledMsg = "levee run: second interrupt: every child process killed (S
 // finished starting: first) stops the run (Lab.Stop: load ends, requests
 // in flight finish, the recording is finished, every child is stopped
 // within its grace); a second, while that stop is under way (a user who
-// will not wait for it), kills every child at once (Lab.Kill) and closes
-// the returned channel. It returns once set up; its goroutine ends when l
-// has ended or after the kill.
-func interruptRun(l *lab.Lab, sigs <-chan os.Signal, first bool, stderr io.Writer) <-chan struct{} {
-	killed := make(chan struct{})
+// will not wait for it), kills every child at once (Lab.Kill) and
+// says so in the returned runKill. It returns once set up; its goroutine
+// ends when l has ended or after the kill.
+func interruptRun(l *lab.Lab, sigs <-chan os.Signal, first bool, stderr io.Writer) *runKill {
+	k := &runKill{started: make(chan struct{}), done: make(chan struct{})}
 	ended := make(chan struct{})
 	go func() {
 		_ = l.Wait()
@@ -200,10 +204,28 @@ func interruptRun(l *lab.Lab, sigs <-chan os.Signal, first bool, stderr io.Write
 		case <-ended:
 			return
 		}
+		close(k.started)
 		l.Kill()
-		close(killed)
+		close(k.done)
 	}()
-	return killed
+	return k
+}
+
+// runKill is the second interrupt's kill of a run: started closes before
+// Lab.Kill, done after it returns.
+type runKill struct {
+	started, done chan struct{}
+}
+
+// wait reports whether the kill started; if so it waits for it to end.
+func (k *runKill) wait() bool {
+	select {
+	case <-k.started:
+		<-k.done
+		return true
+	default:
+		return false
+	}
 }
 
 // runVerdict reports on stderr why a finished run failed — a threshold
