@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -31,8 +33,8 @@ func init() {
 func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]\n\n"+
 		"Offers open-loop load for --duration (Ctrl-C ends it early) and prints the\n"+
-		"target rate, the rate sent (offered minus generator_dropped), the outcomes\n"+
-		"and the latency.\n"+
+		"target rate, the rate sent (offered minus generator_dropped), the outcomes,\n"+
+		"the HTTP status codes, why requests got no answer, and the latency.\n"+
 		"Exit status: 0 some requests succeeded and none was dropped; 1 no request\n"+
 		"succeeded, the generator dropped requests (--max-outstanding reached) or a\n"+
 		"request has no outcome; 2 bad usage.", stderr)
@@ -212,6 +214,25 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 		}
 	}
 	fmt.Fprintf(w, "outcomes: %s  (unaccounted %d)\n", strings.Join(parts, ", "), t.Unaccounted())
+	// What the outcomes were made of, as vegeta's and oha's status code and
+	// error distributions: an error is a 5xx, a 404 or a refused connection.
+	if len(t.Status) > 0 {
+		parts = parts[:0]
+		for _, code := range slices.Sorted(maps.Keys(t.Status)) {
+			parts = append(parts, fmt.Sprintf("%d %d", code, t.Status[code]))
+		}
+		fmt.Fprintf(w, "HTTP status: %s\n", strings.Join(parts, ", "))
+	}
+	if len(t.NoAnswer) > 0 {
+		causes := slices.SortedFunc(maps.Keys(t.NoAnswer), func(a, b string) int {
+			return cmp.Or(-cmp.Compare(t.NoAnswer[a], t.NoAnswer[b]), cmp.Compare(a, b))
+		})
+		parts = parts[:0]
+		for _, c := range causes {
+			parts = append(parts, fmt.Sprintf("%s %d", c, t.NoAnswer[c]))
+		}
+		fmt.Fprintf(w, "no answer: %s\n", strings.Join(parts, ", "))
+	}
 	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
 		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
 			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,

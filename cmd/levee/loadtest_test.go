@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -101,24 +103,32 @@ func TestLoadtestExitCode(t *testing.T) {
 	}
 	closed := ln.Addr().String()
 	_ = ln.Close()
+	// notFound answers 404 to every request: an error whose status shows.
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
 
 	for _, tt := range []struct {
 		name string
 		args []string
 		code int
 		why  string // on stderr; "" means stderr is empty
+		out  string // on stdout: the status or cause behind the outcomes
 	}{
-		{"loopback answers", []string{"--rate", "200"}, 0, ""},
+		{"loopback answers", []string{"--rate", "200"}, 0, "", "HTTP status: 200 60\n"},
 		{"never answers, max-outstanding 1", []string{"--url", "http://" + silent.Addr().String(),
-			"--rate", "1000", "--max-outstanding", "1", "--timeout", "200ms"}, 1, "no request succeeded (ok 0 of "},
-		{"unreachable", []string{"--url", "http://" + closed, "--rate", "200"}, 1, "no request succeeded (ok 0 of "},
-		{"loopback, max-outstanding 1", []string{"--rate", "20000", "--max-outstanding", "1"}, 1, "the generator dropped "},
+			"--rate", "1000", "--max-outstanding", "1", "--timeout", "200ms"}, 1, "no request succeeded (ok 0 of ", "no answer: client timeout "},
+		{"unreachable", []string{"--url", "http://" + closed, "--rate", "200"}, 1, "no request succeeded (ok 0 of ", "no answer: connection refused 60\n"},
+		{"not found", []string{"--url", notFound.URL, "--rate", "200"}, 1, "no request succeeded (ok 0 of ", "HTTP status: 404 60\n"},
+		{"loopback, max-outstanding 1", []string{"--rate", "20000", "--max-outstanding", "1"}, 1, "the generator dropped ", "HTTP status: 200 "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := runLoadtest(append(tt.args, "--duration", "300ms"), &stdout, &stderr)
 			if code != tt.code {
 				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.out) {
+				t.Errorf("stdout lacks %q:\n%s", tt.out, stdout.String())
 			}
 			if tt.why == "" && stderr.Len() > 0 {
 				t.Errorf("stderr %q, want nothing", stderr.String())

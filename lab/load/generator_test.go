@@ -324,6 +324,32 @@ func TestExactAccounting(t *testing.T) {
 			t.Errorf("wire.Outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
 		}
 	}
+	// The same requests by HTTP status, and those with none by cause;
+	// with the dropped ones they add up to the offered.
+	wantStatus := map[int]uint64{
+		http.StatusOK:                  uint64(srv.did["ok"] + srv.did["fallback"] + srv.did["trailer_fallback"] + srv.did["truncated"]),
+		http.StatusTooManyRequests:     uint64(srv.did["ratelimit"]),
+		http.StatusServiceUnavailable:  uint64(srv.did["queue_full"]),
+		http.StatusInternalServerError: uint64(srv.did["500"]),
+	}
+	for code, n := range wantStatus {
+		if tot.Status[code] != n {
+			t.Errorf("status %d: client %d, server behaviour %d (all: %v)", code, tot.Status[code], n, tot.Status)
+		}
+	}
+	if got, want := tot.NoAnswer["client timeout"], uint64(srv.did["hang"]); got != want || len(tot.NoAnswer) != 1 {
+		t.Errorf("no answer: %v, want client timeout %d only", tot.NoAnswer, want)
+	}
+	sum := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]
+	for _, n := range tot.Status {
+		sum += n
+	}
+	for _, n := range tot.NoAnswer {
+		sum += n
+	}
+	if sum != tot.Offered {
+		t.Errorf("status %v + no answer %v + dropped = %d, offered %d", tot.Status, tot.NoAnswer, sum, tot.Offered)
+	}
 	received := uint64(srv.next.Load())
 	if dropped := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]; tot.Offered-dropped != received {
 		t.Errorf("offered %d − dropped %d ≠ %d received by the server", tot.Offered, dropped, received)
@@ -383,6 +409,44 @@ func TestConnectionRefused(t *testing.T) {
 	tot := g.Totals()
 	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered-tot.Outcomes[wire.OutcomeGeneratorDropped.String()] {
 		t.Errorf("refused: offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+	// The error says why: a user who mistyped the port reads "connection
+	// refused", not only "error".
+	sent := tot.Offered - tot.Outcomes[wire.OutcomeGeneratorDropped.String()]
+	if tot.NoAnswer["connection refused"] != sent || len(tot.NoAnswer) != 1 || len(tot.Status) != 0 {
+		t.Errorf("refused: no answer %v, status %v; want connection refused %d", tot.NoAnswer, tot.Status, sent)
+	}
+}
+
+// A server that closes the connection without answering: an error, by
+// cause "connection closed (EOF)".
+func TestConnectionClosedCause(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		c.Close()
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.MaxOutstanding = 1000
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, fc, 100, 200*time.Millisecond)
+	tot := g.Totals()
+	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered ||
+		tot.NoAnswer["connection closed (EOF)"] != tot.Offered || len(tot.NoAnswer) != 1 || len(tot.Status) != 0 {
+		t.Errorf("closed: offered %d, outcomes %v, no answer %v, status %v", tot.Offered, tot.Outcomes, tot.NoAnswer, tot.Status)
+	}
+	if uint64(got.Load()) != tot.Offered {
+		t.Errorf("server got %d requests, offered %d", got.Load(), tot.Offered)
 	}
 }
 

@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -31,6 +33,10 @@ type sent struct {
 	// (a timeout waiting for the answer). A dial failure or a refused
 	// connection never reached it.
 	reached bool
+	// cause says why no HTTP answer came (status 0): "client timeout",
+	// "connection refused", "connection reset", "connection closed
+	// (EOF)", or the transport's error; "" when an answer came.
+	cause string
 }
 
 // send performs attempt number attempt (1 for the first). The attempt is
@@ -49,12 +55,13 @@ func (g *Generator) send(s spec, attempt int) sent {
 	})
 	req, err := newRequest(tctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return sent{outcome: wire.OutcomeError}
+		return sent{outcome: wire.OutcomeError, cause: err.Error()}
 	}
 	req.Header.Set(wire.HeaderAttempt, strconv.Itoa(attempt))
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return sent{outcome: errorOutcome(ctx, err), reached: wrote.Load()}
+		o := errorOutcome(ctx, err)
+		return sent{outcome: o, reached: wrote.Load(), cause: errorCause(o, err)}
 	}
 	defer resp.Body.Close()
 	return sent{outcome: g.readAnswer(ctx, s, resp), status: resp.StatusCode, reached: true}
@@ -201,6 +208,26 @@ func errorOutcome(ctx context.Context, err error) wire.Outcome {
 		return wire.OutcomeTimeout
 	}
 	return wire.OutcomeError
+}
+
+// errorCause names why an attempt got no HTTP answer (outcome o, from
+// errorOutcome): a few common causes by name, else the innermost
+// transport error's text.
+func errorCause(o wire.Outcome, err error) string {
+	var ue *url.Error
+	switch {
+	case o == wire.OutcomeTimeout:
+		return "client timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed (EOF)"
+	case errors.As(err, &ue):
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 type bodyResult struct {

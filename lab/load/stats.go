@@ -108,6 +108,12 @@ type stats struct {
 	admitted *hdrhistogram.Histogram
 	prio     [3]*hdrhistogram.Histogram
 
+	// status counts the requests that got an HTTP answer by its status;
+	// noAnswer the sent ones that got none by cause (sent.cause), at
+	// most maxCauses causes, the rest under causeOther.
+	status   map[int]uint64
+	noAnswer map[string]uint64
+
 	// trackers are the Trackers on now; the slice is replaced, never
 	// changed in place, so a request may keep the one it was offered under.
 	trackers []*Tracker
@@ -120,7 +126,8 @@ type stats struct {
 }
 
 func newStats() *stats {
-	s := &stats{admitted: newHist(), winAdmitted: newHist()}
+	s := &stats{admitted: newHist(), winAdmitted: newHist(),
+		status: map[int]uint64{}, noAnswer: map[string]uint64{}}
 	for i := range s.prio {
 		s.prio[i] = newHist()
 		s.winPrio[i] = newHist()
@@ -188,15 +195,38 @@ func (s *stats) retryDenied(tags []tag) {
 	}
 }
 
+// maxCauses bounds the distinct causes Totals.NoAnswer holds; the rest are
+// counted under causeOther.
+const (
+	maxCauses  = 16
+	causeOther = "other"
+)
+
 // finish records the one outcome of an offered request (on route index r,
-// tagged by offer) and, unless it was never sent, its latency from the
+// tagged by offer; a.outcome, its HTTP status or the cause of having none)
+// and, unless it was never sent, its latency from the
 // intended arrival time: among the admitted latencies only when it reached
 // the server (an error before it did, such as a refused connection, was
 // admitted by no gateway). refPassed: the reference limiter
 // (Config.Reference) let it through.
-func (s *stats) finish(p priority, r int, o wire.Outcome, reached bool, latency time.Duration, refPassed bool, tags []tag) {
+func (s *stats) finish(p priority, r int, a sent, latency time.Duration, refPassed bool, tags []tag) {
+	o, reached := a.outcome, a.reached
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case o == wire.OutcomeGeneratorDropped:
+	case a.status != 0:
+		s.status[a.status]++
+	default:
+		c := a.cause
+		if c == "" {
+			c = causeOther
+		}
+		if _, ok := s.noAnswer[c]; !ok && len(s.noAnswer) >= maxCauses {
+			c = causeOther
+		}
+		s.noAnswer[c]++
+	}
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
 	if refPassed {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"maps"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -96,6 +97,16 @@ type Totals struct {
 	ByPriority map[string]PriorityTotals
 	// ByRoute is keyed by route name (AllRoutes).
 	ByRoute map[string]RouteTotals
+
+	// Status counts the requests that got an HTTP answer, by its status
+	// code (the last attempt's, under a retry policy); NoAnswer the sent
+	// requests that got none, by cause: "client timeout", "connection
+	// refused", "connection reset", "connection closed (EOF)" or the
+	// transport's error (at most 16 causes, the rest under "other"). With
+	// generator_dropped they add up to Offered once Run has returned. Both
+	// are nil in a Tracker's Totals.
+	Status   map[int]uint64
+	NoAnswer map[string]uint64
 
 	// Admitted holds the latency in microseconds, from the intended arrival
 	// time, of every request the gateway admitted (that reached it and was
@@ -225,6 +236,8 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 		}
 	}
 	t.Outcomes = outcomeMap(&s.total.outcomes)
+	t.Status = maps.Clone(s.status)
+	t.NoAnswer = maps.Clone(s.noAnswer)
 	t.Admitted = copyHist(s.admitted)
 	t.ByPriority, t.ByRoute = s.total.breakdown(s.prio)
 	return t
