@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -134,7 +133,8 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 // nothing; k6's arrival-rate executors refuse it too), a --duration,
 // --timeout or --max-outstanding not above 0, an --arrival or --route the
 // generator does not know, a --key no Authorization header can carry, a
-// --url that is not an http(s) base URL. The
+// --url that is not an http(s) base URL (load.CheckTarget: also a port
+// out of range, a query or a fragment). The
 // generator checks its config again (and --rate's upper bound); this only
 // makes the message name the flag the user typed.
 func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut int, arrival, route, target, key string) error {
@@ -158,12 +158,8 @@ func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut in
 	if target == "" {
 		return nil
 	}
-	u, err := neturl.Parse(target)
-	if err != nil {
+	if err := load.CheckTarget(target); err != nil {
 		return fmt.Errorf("--url %q: %w", target, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("--url %q: want an http(s) base URL, e.g. http://127.0.0.1:8080", target)
 	}
 	return nil
 }

@@ -194,8 +194,11 @@ func TestLoadtestBadFlagsStartNothing(t *testing.T) {
 		{[]string{"--timeout", "0s"}, "--timeout 0s: want > 0"},
 		{[]string{"--max-outstanding", "0"}, "--max-outstanding 0: want > 0"},
 		{[]string{"--route", "nosuch"}, `--route "nosuch": want one of `},
-		{[]string{"--url", "localhost:8080"}, `--url "localhost:8080": want an http(s) base URL`},
-		{[]string{"--url", "http://"}, `--url "http://": want an http(s) base URL`},
+		{[]string{"--url", "localhost:8080"}, `--url "localhost:8080": not an http(s) base URL such as http://127.0.0.1:8080`},
+		{[]string{"--url", "127.0.0.1:8080"}, `--url "127.0.0.1:8080": not an http(s) base URL such as http://127.0.0.1:8080`},
+		{[]string{"--url", "http://"}, `--url "http://": not an http(s) base URL`},
+		{[]string{"--url", "http://127.0.0.1:0"}, `--url "http://127.0.0.1:0": the port must be in [1, 65535]`},
+		{[]string{"--url", "http://127.0.0.1:8080/?tenant=a"}, `--url "http://127.0.0.1:8080/?tenant=a": it has a query or fragment`},
 		{[]string{"--key", "k\n"}, "--key: the API key cannot be sent"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
