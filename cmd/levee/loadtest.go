@@ -229,6 +229,10 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 		}
 		fmt.Fprintf(w, "no answer: %s\n", strings.Join(parts, ", "))
 	}
+	if t.Resent > 0 {
+		fmt.Fprintf(w, "resent %d: the HTTP client wrote a GET again on another connection after the server closed a kept-alive one without answering; the server got %d requests (a request's outcome is its last write's)\n",
+			t.Resent, t.Attempts)
+	}
 	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
 		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
 			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,

@@ -245,3 +245,25 @@ func TestLoadtestLowRateDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadtestResent: requests net/http resent on its own (a kept-alive
+// connection closed without an answer) are said, with what the server got;
+// the summary showed 300 ok while the server had received 599 requests.
+func TestLoadtestResent(t *testing.T) {
+	tot := load.Totals{
+		Elapsed: time.Second, Offered: 300, Attempts: 599, Retries: 299, Resent: 299,
+		Outcomes: map[string]uint64{wire.OutcomeOK.String(): 300},
+		Admitted: hdrhistogram.New(1, 60_000_000, 3),
+	}
+	var out bytes.Buffer
+	printLoadtest(&out, 300, tot)
+	if want := "resent 299: the HTTP client wrote a GET again on another connection after the server closed a kept-alive one without answering; the server got 599 requests"; !strings.Contains(out.String(), want) {
+		t.Errorf("got:\n%s\nwant %q", out.String(), want)
+	}
+	tot.Attempts, tot.Retries, tot.Resent = 300, 0, 0
+	out.Reset()
+	printLoadtest(&out, 300, tot)
+	if strings.Contains(out.String(), "resent") {
+		t.Errorf("nothing resent, yet:\n%s", out.String())
+	}
+}

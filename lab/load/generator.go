@@ -407,6 +407,9 @@ func (g *Generator) request(s spec, tags []tag) sent {
 		}
 		g.stats.attempt(s.priority, n > 1, tags)
 		a := g.send(s, n)
+		if a.resent > 0 {
+			g.stats.resent(a.resent, tags)
+		}
 		o := a.outcome
 		if n >= p.Attempts || !p.retries(o, a.status) {
 			return a

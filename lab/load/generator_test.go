@@ -677,3 +677,70 @@ func TestSetRateLive(t *testing.T) {
 		t.Errorf("target %v", w.TargetRPS)
 	}
 }
+
+// A server that closes a kept-alive connection on its second request
+// without answering: net/http resends such a GET on another connection on
+// its own. The server got those requests; the client counts them among its
+// attempts and retries (Resent), so the attempts equal what the server got
+// (they were hidden: 300 offered, 599 received, attempts 300).
+func TestResentCounted(t *testing.T) {
+	var (
+		got  atomic.Int64
+		mu   sync.Mutex
+		seen = map[string]bool{} // remote addresses that sent a request
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		mu.Lock()
+		reused := seen[r.RemoteAddr]
+		seen[r.RemoteAddr] = true
+		mu.Unlock()
+		if reused {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			c.Close()
+			return
+		}
+		writeOK(w, r, nil)
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := startRun(t, g, ctx)
+	// One request at a time: each finds the previous one's connection idle.
+	for i := range 20 {
+		if err := fc.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		waitOffered(t, g, uint64(i+1))
+		for g.Outstanding() > 0 {
+			time.Sleep(time.Millisecond)
+		}
+		fc.Advance(10 * time.Millisecond)
+	}
+	cancel()
+	stop()
+	tot := g.Totals()
+	if tot.Unaccounted() != 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
+		t.Errorf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+	if uint64(got.Load()) != tot.Attempts || tot.Attempts != tot.Offered+tot.Resent || tot.Retries != tot.Resent {
+		t.Errorf("server got %d requests; client: offered %d, attempts %d, retries %d, resent %d",
+			got.Load(), tot.Offered, tot.Attempts, tot.Retries, tot.Resent)
+	}
+	if tot.Resent == 0 {
+		t.Errorf("no request resent: the test cannot tell (server got %d, offered %d)", got.Load(), tot.Offered)
+	}
+}

@@ -62,6 +62,7 @@ type counters struct {
 	attempts    uint64 // attempts sent, first ones and retries
 	retries     uint64 // attempts after the first
 	denied      uint64 // retries the retry budget refused
+	resent      uint64 // retries net/http sent on its own (sent.resent), among retries
 	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
 	outcomes    [wire.NumOutcomes]uint64
 	prio        [3]struct {
@@ -168,6 +169,23 @@ func (s *stats) attempt(_ priority, retry bool, tags []tag) {
 			if retry {
 				c.retries++
 			}
+		}
+	}
+}
+
+// resent counts n attempts net/http resent on its own (sent.resent) of a
+// request tagged by offer: attempts and retries the server got.
+func (s *stats) resent(n int, tags []tag) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.attempts += uint64(n)
+	s.total.retries += uint64(n)
+	s.total.resent += uint64(n)
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.attempts += uint64(n)
+			c.retries += uint64(n)
+			c.resent += uint64(n)
 		}
 	}
 }

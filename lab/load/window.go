@@ -91,8 +91,12 @@ type Totals struct {
 	Outcomes map[string]uint64 // all outcomes, generator_dropped included
 	// Attempts, Retries and RetriesDenied: see Window. ShedRetried counts
 	// attempts the gateway shed that were retried: sheds the gateway
-	// counted that are no request's outcome.
-	Attempts, Retries, RetriesDenied, ShedRetried uint64
+	// counted that are no request's outcome. Resent counts, among the
+	// attempts and retries, the requests net/http wrote again on another
+	// connection on its own, after the server closed a kept-alive one
+	// without answering (it does so for a GET): the server got them, the
+	// outcome is the resent one's.
+	Attempts, Retries, RetriesDenied, ShedRetried, Resent uint64
 
 	ByPriority map[string]PriorityTotals
 	// ByRoute is keyed by route name (AllRoutes).
@@ -228,7 +232,8 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered,
-		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried}
+		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried,
+		Resent: s.total.resent}
 	if !started.IsZero() {
 		t.Elapsed = now.Sub(started)
 		if t.Elapsed > 0 {
