@@ -233,10 +233,14 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 		fmt.Fprintf(w, "resent %d: the HTTP client wrote a GET again on another connection after the server closed a kept-alive one without answering; the server got %d requests (a request's outcome is its last write's)\n",
 			t.Resent, t.Attempts)
 	}
+	// The admitted requests reached the server and were not shed (a 429
+	// or a gateway's 503 is quick and would hide the queueing); the count
+	// says how many the quantiles stand for.
 	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
-		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
-			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,
-			float64(h.ValueAtQuantile(99.9))/1000, float64(h.Max())/1000)
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		fmt.Fprintf(w, "latency from intended time, %d admitted (not shed): min %.2f ms  mean %.2f ms  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
+			h.TotalCount(), ms(h.Min()), h.Mean()/1000, ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)),
+			ms(h.ValueAtQuantile(99)), ms(h.ValueAtQuantile(99.9)), ms(h.Max()))
 	}
 }
 

@@ -267,3 +267,29 @@ func TestLoadtestResent(t *testing.T) {
 		t.Errorf("nothing resent, yet:\n%s", out.String())
 	}
 }
+
+// TestLoadtestLatencyLine: the latency line gives what vegeta and oha give
+// (min, mean, p50, p90, p99, p99.9, max) and how many requests it stands
+// for; it had p50, p99, p99.9 and max only. 90 answers of 10 ms and 10 of
+// 100 ms: p50 and p90 are 10 ms, p99 100 ms, the mean 19 ms (each value
+// as the histogram's 3 significant digits hold it).
+func TestLoadtestLatencyLine(t *testing.T) {
+	h := hdrhistogram.New(1, 60_000_000, 3)
+	for range 90 {
+		_ = h.RecordValue(10_000)
+	}
+	for range 10 {
+		_ = h.RecordValue(100_000)
+	}
+	tot := load.Totals{
+		Elapsed: time.Second, Offered: 120, Attempts: 120,
+		Outcomes: map[string]uint64{wire.OutcomeOK.String(): 100, wire.OutcomeShedRateLimit.String(): 20},
+		Admitted: h,
+	}
+	var out bytes.Buffer
+	printLoadtest(&out, 120, tot)
+	want := "latency from intended time, 100 admitted (not shed): min 10.00 ms  mean 19.00 ms  p50 10.01 ms  p90 10.01 ms  p99 100.03 ms  p99.9 100.03 ms  max 100.03 ms\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("got:\n%s\nwant %q", out.String(), want)
+	}
+}
