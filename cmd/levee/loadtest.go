@@ -130,17 +130,20 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 
 // checkLoadtestFlags returns an error naming the first flag whose value
 // cannot be offered: a --rate that is not above 0 (a load test that sends
-// nothing; k6's arrival-rate executors refuse it too), a --duration,
+// nothing; k6's arrival-rate executors refuse it too) or above
+// load.MaxRate, a --duration,
 // --timeout or --max-outstanding not above 0, an --arrival or --route the
 // generator does not know, a --key no Authorization header can carry, a
 // --url that is not an http(s) base URL (load.CheckTarget: also a port
 // out of range, a query or a fragment). The
-// generator checks its config again (and --rate's upper bound); this only
+// generator checks its config and rate again; this only
 // makes the message name the flag the user typed.
 func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut int, arrival, route, target, key string) error {
 	switch {
 	case !(rate > 0): // NaN too
 		return fmt.Errorf("--rate %v: want > 0 requests per second", rate)
+	case rate > load.MaxRate: // +Inf too
+		return fmt.Errorf("--rate %v: want at most %g requests per second", rate, load.MaxRate)
 	case duration <= 0:
 		return fmt.Errorf("--duration %v: want > 0", duration)
 	case timeout <= 0:
