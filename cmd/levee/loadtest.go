@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,8 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]\n\n"+
 		"Offers open-loop load for --duration (Ctrl-C ends it early) and prints the\n"+
 		"target rate, the rate sent (offered minus generator_dropped), the outcomes,\n"+
-		"the HTTP status codes, why requests got no answer, and the latency.\n"+
+		"the HTTP status codes, why requests got no answer, and the latency\n"+
+		"(--json: as one JSON object).\n"+
 		"Exit status: 0 some requests succeeded and none was dropped; 1 no request\n"+
 		"succeeded, the generator dropped requests (--max-outstanding reached) or a\n"+
 		"request has no outcome; 2 bad usage.", stderr)
@@ -46,6 +48,7 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	maxOut := fs.Int("max-outstanding", 10000, "cap on requests in flight; arrivals beyond it are generator_dropped")
 	key := fs.String("key", "", "API key sent as Authorization: Bearer KEY (empty: none)")
 	seed := fs.Int64("seed", 1, "seed of the arrival schedule and the mix")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object on stdout (the loopback server's address goes to stderr)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -102,7 +105,11 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		served = count
-		fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+		if *asJSON {
+			fmt.Fprintf(stderr, "loopback server on %s\n", addr)
+		} else {
+			fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+		}
 	}
 	// Ctrl-C or SIGTERM ends the load early: the generator stops
 	// scheduling, waits for the requests in flight and the summary prints as
@@ -121,9 +128,24 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee loadtest: interrupted after %.3f s of %v; the summary covers what was offered until then\n",
 			t.Elapsed.Seconds(), *duration)
 	}
-	printLoadtest(stdout, *rate, t)
-	if served != nil {
-		fmt.Fprintf(stdout, "server received %d\n", served())
+	switch {
+	case *asJSON:
+		sum := loadtestJSON(*rate, t, sigCtx.Err() != nil)
+		if served != nil {
+			n := served()
+			sum.ServerReceived = &n
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			fmt.Fprintf(stderr, "levee loadtest: --json: %v\n", err)
+			return 1
+		}
+	default:
+		printLoadtest(stdout, *rate, t)
+		if served != nil {
+			fmt.Fprintf(stdout, "server received %d\n", served())
+		}
 	}
 	return loadtestVerdict(stderr, t, *maxOut)
 }
@@ -245,6 +267,66 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 			h.TotalCount(), ms(h.Min()), h.Mean()/1000, ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)),
 			ms(h.ValueAtQuantile(99)), ms(h.ValueAtQuantile(99.9)), ms(h.Max()))
 	}
+}
+
+// loadtestSummary is the --json summary: the text summary's figures,
+// rates in req/s, times in seconds, latencies in milliseconds.
+type loadtestSummary struct {
+	TargetRPS    float64           `json:"target_rps"`
+	SentRPS      float64           `json:"sent_rps"` // offered minus generator_dropped, per second
+	RateErrorPct float64           `json:"rate_error_pct"`
+	Offered      uint64            `json:"offered"`
+	ElapsedS     float64           `json:"elapsed_s"` // of offering load (the drain after it excluded)
+	Interrupted  bool              `json:"interrupted"`
+	Outcomes     map[string]uint64 `json:"outcomes"` // every outcome, 0 included
+	Unaccounted  int64             `json:"unaccounted"`
+	Status       map[int]uint64    `json:"status"`    // answers by HTTP status
+	NoAnswer     map[string]uint64 `json:"no_answer"` // sent requests without an answer, by cause
+	Attempts     uint64            `json:"attempts"`  // requests the server got: offered − dropped + resent
+	Resent       uint64            `json:"resent"`
+	// Latency is from the intended send time, of the admitted requests
+	// (not shed); null when none was.
+	Latency *loadtestLatency `json:"latency_ms"`
+	// ServerReceived: the loopback server's count (without --url only).
+	ServerReceived *uint64 `json:"server_received,omitempty"`
+}
+
+type loadtestLatency struct {
+	Count int64   `json:"count"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99.9"`
+	Max   float64 `json:"max"`
+}
+
+func loadtestJSON(target float64, t load.Totals, interrupted bool) loadtestSummary {
+	sent := loadtestSentRPS(t)
+	s := loadtestSummary{
+		TargetRPS: target, SentRPS: sent, Offered: t.Offered, ElapsedS: t.Elapsed.Seconds(),
+		Interrupted: interrupted, Outcomes: t.Outcomes, Unaccounted: t.Unaccounted(),
+		Status: t.Status, NoAnswer: t.NoAnswer, Attempts: t.Attempts, Resent: t.Resent,
+	}
+	if target > 0 {
+		s.RateErrorPct = 100 * loadtestAbs(sent-target) / target
+	}
+	if s.Status == nil {
+		s.Status = map[int]uint64{}
+	}
+	if s.NoAnswer == nil {
+		s.NoAnswer = map[string]uint64{}
+	}
+	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		s.Latency = &loadtestLatency{
+			Count: h.TotalCount(), Min: ms(h.Min()), Mean: h.Mean() / 1000,
+			P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+			P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()),
+		}
+	}
+	return s
 }
 
 // loadtestRate formats a rate in req/s: one decimal from 10 up (1999.8),

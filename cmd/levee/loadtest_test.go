@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -292,5 +293,38 @@ func TestLoadtestLatencyLine(t *testing.T) {
 	want := "latency from intended time, 100 admitted (not shed): min 10.00 ms  mean 19.00 ms  p50 10.01 ms  p90 10.01 ms  p99 100.03 ms  p99.9 100.03 ms  max 100.03 ms\n"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("got:\n%s\nwant %q", out.String(), want)
+	}
+}
+
+// TestLoadtestJSON: --json prints the summary as one JSON object and
+// nothing else on stdout (the loopback address goes to stderr), with the
+// text summary's figures: 200 req/s for 300 ms against the loopback
+// server is 60 requests, all answered 200.
+func TestLoadtestJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := runLoadtest([]string{"--json", "--rate", "200", "--duration", "300ms"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	dec := json.NewDecoder(&stdout)
+	dec.DisallowUnknownFields()
+	var got loadtestSummary
+	if err := dec.Decode(&got); err != nil {
+		t.Fatalf("stdout is not the summary: %v", err)
+	}
+	if dec.More() {
+		t.Error("stdout has more than one JSON value")
+	}
+	if got.TargetRPS != 200 || got.Offered != 60 || got.Outcomes[wire.OutcomeOK.String()] != 60 ||
+		got.Status[200] != 60 || len(got.NoAnswer) != 0 || got.Attempts != 60 || got.Unaccounted != 0 ||
+		got.Interrupted || got.ServerReceived == nil || *got.ServerReceived != 60 ||
+		got.Latency == nil || got.Latency.Count != 60 || got.Latency.Max < got.Latency.P50 {
+		t.Errorf("summary %+v (latency %+v)", got, got.Latency)
+	}
+	if _, ok := got.Outcomes[wire.OutcomeGeneratorDropped.String()]; !ok {
+		t.Errorf("outcomes %v lack generator_dropped: every outcome should be there", got.Outcomes)
+	}
+	if !strings.HasPrefix(stderr.String(), "loopback server on 127.0.0.1:") {
+		t.Errorf("stderr %q, want the loopback address", stderr.String())
 	}
 }
