@@ -725,8 +725,10 @@ func TestResentCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitOffered(t, g, uint64(i+1))
-		for g.Outstanding() > 0 {
-			time.Sleep(time.Millisecond)
+		for deadline := time.Now().Add(20 * time.Second); g.Outstanding() > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d never ended", i+1)
+			}
 		}
 		fc.Advance(10 * time.Millisecond)
 	}
