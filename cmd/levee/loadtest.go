@@ -1,13 +1,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -31,8 +33,9 @@ func init() {
 func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("loadtest", "loadtest [--rate N] [--duration D] [--url URL] [flags]\n\n"+
 		"Offers open-loop load for --duration (Ctrl-C ends it early) and prints the\n"+
-		"target rate, the rate sent (offered minus generator_dropped), the outcomes\n"+
-		"and the latency.\n"+
+		"target rate, the rate sent (offered minus generator_dropped), the outcomes,\n"+
+		"the HTTP status codes, why requests got no answer, and the latency\n"+
+		"(--json: as one JSON object).\n"+
 		"Exit status: 0 some requests succeeded and none was dropped; 1 no request\n"+
 		"succeeded, the generator dropped requests (--max-outstanding reached) or a\n"+
 		"request has no outcome; 2 bad usage.", stderr)
@@ -45,6 +48,7 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	maxOut := fs.Int("max-outstanding", 10000, "cap on requests in flight; arrivals beyond it are generator_dropped")
 	key := fs.String("key", "", "API key sent as Authorization: Bearer KEY (empty: none)")
 	seed := fs.Int64("seed", 1, "seed of the arrival schedule and the mix")
+	asJSON := fs.Bool("json", false, "print the summary as one JSON object on stdout (the loopback server's address goes to stderr)")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -101,7 +105,11 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		served = count
-		fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+		if *asJSON {
+			fmt.Fprintf(stderr, "loopback server on %s\n", addr)
+		} else {
+			fmt.Fprintf(stdout, "loopback server on %s\n", addr)
+		}
 	}
 	// Ctrl-C or SIGTERM ends the load early: the generator stops
 	// scheduling, waits for the requests in flight and the summary prints as
@@ -120,25 +128,44 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee loadtest: interrupted after %.3f s of %v; the summary covers what was offered until then\n",
 			t.Elapsed.Seconds(), *duration)
 	}
-	printLoadtest(stdout, *rate, t)
-	if served != nil {
-		fmt.Fprintf(stdout, "server received %d\n", served())
+	switch {
+	case *asJSON:
+		sum := loadtestJSON(*rate, t, sigCtx.Err() != nil)
+		if served != nil {
+			n := served()
+			sum.ServerReceived = &n
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			fmt.Fprintf(stderr, "levee loadtest: --json: %v\n", err)
+			return 1
+		}
+	default:
+		printLoadtest(stdout, *rate, t)
+		if served != nil {
+			fmt.Fprintf(stdout, "server received %d\n", served())
+		}
 	}
 	return loadtestVerdict(stderr, t, *maxOut)
 }
 
 // checkLoadtestFlags returns an error naming the first flag whose value
 // cannot be offered: a --rate that is not above 0 (a load test that sends
-// nothing; k6's arrival-rate executors refuse it too), a --duration,
+// nothing; k6's arrival-rate executors refuse it too) or above
+// load.MaxRate, a --duration,
 // --timeout or --max-outstanding not above 0, an --arrival or --route the
 // generator does not know, a --key no Authorization header can carry, a
-// --url that is not an http(s) base URL. The
-// generator checks its config again (and --rate's upper bound); this only
+// --url that is not an http(s) base URL (load.CheckTarget: also a port
+// out of range, a query or a fragment). The
+// generator checks its config and rate again; this only
 // makes the message name the flag the user typed.
 func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut int, arrival, route, target, key string) error {
 	switch {
 	case !(rate > 0): // NaN too
 		return fmt.Errorf("--rate %v: want > 0 requests per second", rate)
+	case rate > load.MaxRate: // +Inf too
+		return fmt.Errorf("--rate %v: want at most %g requests per second", rate, load.MaxRate)
 	case duration <= 0:
 		return fmt.Errorf("--duration %v: want > 0", duration)
 	case timeout <= 0:
@@ -156,12 +183,8 @@ func checkLoadtestFlags(rate float64, duration, timeout time.Duration, maxOut in
 	if target == "" {
 		return nil
 	}
-	u, err := neturl.Parse(target)
-	if err != nil {
+	if err := load.CheckTarget(target); err != nil {
 		return fmt.Errorf("--url %q: %w", target, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("--url %q: want an http(s) base URL, e.g. http://127.0.0.1:8080", target)
 	}
 	return nil
 }
@@ -212,11 +235,98 @@ func printLoadtest(w io.Writer, target float64, t load.Totals) {
 		}
 	}
 	fmt.Fprintf(w, "outcomes: %s  (unaccounted %d)\n", strings.Join(parts, ", "), t.Unaccounted())
-	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
-		fmt.Fprintf(w, "latency from intended time (admitted): p50 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
-			float64(h.ValueAtQuantile(50))/1000, float64(h.ValueAtQuantile(99))/1000,
-			float64(h.ValueAtQuantile(99.9))/1000, float64(h.Max())/1000)
+	// What the outcomes were made of, as vegeta's and oha's status code and
+	// error distributions: an error is a 5xx, a 404 or a refused connection.
+	if len(t.Status) > 0 {
+		parts = parts[:0]
+		for _, code := range slices.Sorted(maps.Keys(t.Status)) {
+			parts = append(parts, fmt.Sprintf("%d %d", code, t.Status[code]))
+		}
+		fmt.Fprintf(w, "HTTP status: %s\n", strings.Join(parts, ", "))
 	}
+	if len(t.NoAnswer) > 0 {
+		causes := slices.SortedFunc(maps.Keys(t.NoAnswer), func(a, b string) int {
+			return cmp.Or(-cmp.Compare(t.NoAnswer[a], t.NoAnswer[b]), cmp.Compare(a, b))
+		})
+		parts = parts[:0]
+		for _, c := range causes {
+			parts = append(parts, fmt.Sprintf("%s %d", c, t.NoAnswer[c]))
+		}
+		fmt.Fprintf(w, "no answer: %s\n", strings.Join(parts, ", "))
+	}
+	if t.Resent > 0 {
+		fmt.Fprintf(w, "resent %d: the HTTP client wrote a GET again on another connection after the server closed a kept-alive one without answering; the server got %d requests (a request's outcome is its last write's)\n",
+			t.Resent, t.Attempts)
+	}
+	// The admitted requests reached the server and were not shed (a 429
+	// or a gateway's 503 is quick and would hide the queueing); the count
+	// says how many the quantiles stand for.
+	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		fmt.Fprintf(w, "latency from intended time, %d admitted (not shed): min %.2f ms  mean %.2f ms  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
+			h.TotalCount(), ms(h.Min()), h.Mean()/1000, ms(h.ValueAtQuantile(50)), ms(h.ValueAtQuantile(90)),
+			ms(h.ValueAtQuantile(99)), ms(h.ValueAtQuantile(99.9)), ms(h.Max()))
+	}
+}
+
+// loadtestSummary is the --json summary: the text summary's figures,
+// rates in req/s, times in seconds, latencies in milliseconds.
+type loadtestSummary struct {
+	TargetRPS    float64           `json:"target_rps"`
+	SentRPS      float64           `json:"sent_rps"` // offered minus generator_dropped, per second
+	RateErrorPct float64           `json:"rate_error_pct"`
+	Offered      uint64            `json:"offered"`
+	ElapsedS     float64           `json:"elapsed_s"` // of offering load (the drain after it excluded)
+	Interrupted  bool              `json:"interrupted"`
+	Outcomes     map[string]uint64 `json:"outcomes"` // every outcome, 0 included
+	Unaccounted  int64             `json:"unaccounted"`
+	Status       map[int]uint64    `json:"status"`    // answers by HTTP status
+	NoAnswer     map[string]uint64 `json:"no_answer"` // sent requests without an answer, by cause
+	Attempts     uint64            `json:"attempts"`  // requests the server got: offered − dropped + resent
+	Resent       uint64            `json:"resent"`
+	// Latency is from the intended send time, of the admitted requests
+	// (not shed); null when none was.
+	Latency *loadtestLatency `json:"latency_ms"`
+	// ServerReceived: the loopback server's count (without --url only).
+	ServerReceived *uint64 `json:"server_received,omitempty"`
+}
+
+type loadtestLatency struct {
+	Count int64   `json:"count"`
+	Min   float64 `json:"min"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	P99   float64 `json:"p99"`
+	P999  float64 `json:"p99.9"`
+	Max   float64 `json:"max"`
+}
+
+func loadtestJSON(target float64, t load.Totals, interrupted bool) loadtestSummary {
+	sent := loadtestSentRPS(t)
+	s := loadtestSummary{
+		TargetRPS: target, SentRPS: sent, Offered: t.Offered, ElapsedS: t.Elapsed.Seconds(),
+		Interrupted: interrupted, Outcomes: t.Outcomes, Unaccounted: t.Unaccounted(),
+		Status: t.Status, NoAnswer: t.NoAnswer, Attempts: t.Attempts, Resent: t.Resent,
+	}
+	if target > 0 {
+		s.RateErrorPct = 100 * loadtestAbs(sent-target) / target
+	}
+	if s.Status == nil {
+		s.Status = map[int]uint64{}
+	}
+	if s.NoAnswer == nil {
+		s.NoAnswer = map[string]uint64{}
+	}
+	if h := t.Admitted; h != nil && h.TotalCount() > 0 {
+		ms := func(us int64) float64 { return float64(us) / 1000 }
+		s.Latency = &loadtestLatency{
+			Count: h.TotalCount(), Min: ms(h.Min()), Mean: h.Mean() / 1000,
+			P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+			P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()),
+		}
+	}
+	return s
 }
 
 // loadtestRate formats a rate in req/s: one decimal from 10 up (1999.8),

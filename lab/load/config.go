@@ -166,25 +166,37 @@ func validateTargets(targets []string) error {
 		return errors.New("load: targets: at least one target URL is required")
 	}
 	for i, t := range targets {
-		u, err := url.Parse(t)
-		if err != nil {
-			return fmt.Errorf("load: targets[%d]: %w", i, err)
+		if err := CheckTarget(t); err != nil {
+			return fmt.Errorf("load: targets[%d]: %q: %w", i, t, err)
 		}
-		if (u.Scheme != "http" && u.Scheme != "https") || !dialableHost(u.Hostname()) {
-			return fmt.Errorf("load: targets[%d]: %q is not an http(s) base URL", i, t)
+	}
+	return nil
+}
+
+// CheckTarget returns what makes t unusable as a target, without naming
+// a field (the caller does), or nil: a target is an http(s) base URL —
+// scheme, a host that can be dialed, a port in [1, 65535] if any, an
+// optional path — since request paths are appended to it.
+func CheckTarget(t string) error {
+	const want = "not an http(s) base URL such as http://127.0.0.1:8080"
+	u, err := url.Parse(t)
+	if err != nil {
+		return fmt.Errorf("%s: %w", want, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || !dialableHost(u.Hostname()) {
+		return errors.New(want)
+	}
+	// url.Parse takes any digits as a port: every request to such a
+	// target would fail to dial.
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return errors.New("the port must be in [1, 65535]")
 		}
-		// url.Parse takes any digits as a port: every request to such a
-		// target would fail to dial.
-		if p := u.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				return fmt.Errorf("load: targets[%d]: %q: the port must be in [1, 65535]", i, t)
-			}
-		}
-		// Request paths are appended to the target: a query or fragment
-		// would swallow them ("/?tenant=a/v1/…").
-		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(t, "#") {
-			return fmt.Errorf("load: targets[%d]: %q has a query or fragment; a target is a base URL (scheme, host and an optional path)", i, t)
-		}
+	}
+	// Request paths are appended to the target: a query or fragment
+	// would swallow them ("/?tenant=a/v1/…").
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(t, "#") {
+		return errors.New("it has a query or fragment; a target is a base URL (scheme, host and an optional path)")
 	}
 	return nil
 }

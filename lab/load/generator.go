@@ -382,7 +382,7 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 
 	if g.outstanding.Add(1) > int64(g.cfg.MaxOutstanding) {
 		g.outstanding.Add(-1)
-		g.stats.finish(spec.priority, ri, wire.OutcomeGeneratorDropped, false, 0, false, tags)
+		g.stats.finish(spec.priority, ri, sent{outcome: wire.OutcomeGeneratorDropped}, 0, false, tags)
 		return
 	}
 	refPassed := g.ref.passes(spec.priority, t)
@@ -391,7 +391,7 @@ func (g *Generator) arrive(t time.Time, mix *mixer) {
 		defer g.wg.Done()
 		a := g.request(spec, tags)
 		lat := g.clock.Since(t)
-		g.stats.finish(spec.priority, ri, a.outcome, a.reached, lat, refPassed, tags)
+		g.stats.finish(spec.priority, ri, a, lat, refPassed, tags)
 		g.outstanding.Add(-1)
 	}()
 }
@@ -407,6 +407,9 @@ func (g *Generator) request(s spec, tags []tag) sent {
 		}
 		g.stats.attempt(s.priority, n > 1, tags)
 		a := g.send(s, n)
+		if a.resent > 0 {
+			g.stats.resent(a.resent, tags)
+		}
 		o := a.outcome
 		if n >= p.Attempts || !p.retries(o, a.status) {
 			return a

@@ -324,6 +324,32 @@ func TestExactAccounting(t *testing.T) {
 			t.Errorf("wire.Outcome %s: client %d, server behaviour %d", name, tot.Outcomes[name], n)
 		}
 	}
+	// The same requests by HTTP status, and those with none by cause;
+	// with the dropped ones they add up to the offered.
+	wantStatus := map[int]uint64{
+		http.StatusOK:                  uint64(srv.did["ok"] + srv.did["fallback"] + srv.did["trailer_fallback"] + srv.did["truncated"]),
+		http.StatusTooManyRequests:     uint64(srv.did["ratelimit"]),
+		http.StatusServiceUnavailable:  uint64(srv.did["queue_full"]),
+		http.StatusInternalServerError: uint64(srv.did["500"]),
+	}
+	for code, n := range wantStatus {
+		if tot.Status[code] != n {
+			t.Errorf("status %d: client %d, server behaviour %d (all: %v)", code, tot.Status[code], n, tot.Status)
+		}
+	}
+	if got, want := tot.NoAnswer["client timeout"], uint64(srv.did["hang"]); got != want || len(tot.NoAnswer) != 1 {
+		t.Errorf("no answer: %v, want client timeout %d only", tot.NoAnswer, want)
+	}
+	sum := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]
+	for _, n := range tot.Status {
+		sum += n
+	}
+	for _, n := range tot.NoAnswer {
+		sum += n
+	}
+	if sum != tot.Offered {
+		t.Errorf("status %v + no answer %v + dropped = %d, offered %d", tot.Status, tot.NoAnswer, sum, tot.Offered)
+	}
 	received := uint64(srv.next.Load())
 	if dropped := tot.Outcomes[wire.OutcomeGeneratorDropped.String()]; tot.Offered-dropped != received {
 		t.Errorf("offered %d − dropped %d ≠ %d received by the server", tot.Offered, dropped, received)
@@ -383,6 +409,44 @@ func TestConnectionRefused(t *testing.T) {
 	tot := g.Totals()
 	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered-tot.Outcomes[wire.OutcomeGeneratorDropped.String()] {
 		t.Errorf("refused: offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+	// The error says why: a user who mistyped the port reads "connection
+	// refused", not only "error".
+	sent := tot.Offered - tot.Outcomes[wire.OutcomeGeneratorDropped.String()]
+	if tot.NoAnswer["connection refused"] != sent || len(tot.NoAnswer) != 1 || len(tot.Status) != 0 {
+		t.Errorf("refused: no answer %v, status %v; want connection refused %d", tot.NoAnswer, tot.Status, sent)
+	}
+}
+
+// A server that closes the connection without answering: an error, by
+// cause "connection closed (EOF)".
+func TestConnectionClosedCause(t *testing.T) {
+	var got atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		c.Close()
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.MaxOutstanding = 1000
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runFor(t, g, fc, 100, 200*time.Millisecond)
+	tot := g.Totals()
+	if tot.Offered == 0 || tot.Outcomes[wire.OutcomeError.String()] != tot.Offered ||
+		tot.NoAnswer["connection closed (EOF)"] != tot.Offered || len(tot.NoAnswer) != 1 || len(tot.Status) != 0 {
+		t.Errorf("closed: offered %d, outcomes %v, no answer %v, status %v", tot.Offered, tot.Outcomes, tot.NoAnswer, tot.Status)
+	}
+	if uint64(got.Load()) != tot.Offered {
+		t.Errorf("server got %d requests, offered %d", got.Load(), tot.Offered)
 	}
 }
 
@@ -611,5 +675,74 @@ func TestSetRateLive(t *testing.T) {
 	}
 	if w.TargetRPS != 500 || g.Rate() != 500 {
 		t.Errorf("target %v", w.TargetRPS)
+	}
+}
+
+// A server that closes a kept-alive connection on its second request
+// without answering: net/http resends such a GET on another connection on
+// its own. The server got those requests; the client counts them among its
+// attempts and retries (Resent), so the attempts equal what the server got
+// (they were hidden: 300 offered, 599 received, attempts 300).
+func TestResentCounted(t *testing.T) {
+	var (
+		got  atomic.Int64
+		mu   sync.Mutex
+		seen = map[string]bool{} // remote addresses that sent a request
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Add(1)
+		mu.Lock()
+		reused := seen[r.RemoteAddr]
+		seen[r.RemoteAddr] = true
+		mu.Unlock()
+		if reused {
+			c, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			c.Close()
+			return
+		}
+		writeOK(w, r, nil)
+	}))
+	defer srv.Close()
+	cfg := allRoutesConfig(srv.URL)
+	cfg.Mix.Routes = map[string]float64{"standard": 1}
+	cfg.Arrival = ArrivalConstant
+	fc := clockwork.NewFakeClock()
+	g, err := New(cfg, WithClock(fc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := startRun(t, g, ctx)
+	// One request at a time: each finds the previous one's connection idle.
+	for i := range 20 {
+		if err := fc.BlockUntilContext(context.Background(), 1); err != nil {
+			t.Fatal(err)
+		}
+		waitOffered(t, g, uint64(i+1))
+		for deadline := time.Now().Add(20 * time.Second); g.Outstanding() > 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("request %d never ended", i+1)
+			}
+		}
+		fc.Advance(10 * time.Millisecond)
+	}
+	cancel()
+	stop()
+	tot := g.Totals()
+	if tot.Unaccounted() != 0 || tot.Outcomes[wire.OutcomeOK.String()] != tot.Offered {
+		t.Errorf("offered %d, outcomes %v", tot.Offered, tot.Outcomes)
+	}
+	if uint64(got.Load()) != tot.Attempts || tot.Attempts != tot.Offered+tot.Resent || tot.Retries != tot.Resent {
+		t.Errorf("server got %d requests; client: offered %d, attempts %d, retries %d, resent %d",
+			got.Load(), tot.Offered, tot.Attempts, tot.Retries, tot.Resent)
+	}
+	if tot.Resent == 0 {
+		t.Errorf("no request resent: the test cannot tell (server got %d, offered %d)", got.Load(), tot.Offered)
 	}
 }

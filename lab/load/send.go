@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
@@ -31,6 +33,15 @@ type sent struct {
 	// (a timeout waiting for the answer). A dial failure or a refused
 	// connection never reached it.
 	reached bool
+	// resent counts the times net/http wrote this attempt again on
+	// another connection, unasked, after the server closed a kept-alive
+	// one without answering (it does so for a GET): the server got
+	// 1+resent requests.
+	resent int
+	// cause says why no HTTP answer came (status 0): "client timeout",
+	// "connection refused", "connection reset", "connection closed
+	// (EOF)", or the transport's error; "" when an answer came.
+	cause string
 }
 
 // send performs attempt number attempt (1 for the first). The attempt is
@@ -39,25 +50,50 @@ type sent struct {
 func (g *Generator) send(s spec, attempt int) sent {
 	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ClientTimeout)
 	defer cancel()
-	var wrote atomic.Bool // the transport may report from its own goroutine
+	// net/http resends a GET on another connection when a kept-alive one
+	// the server closed without answering fails it: each resend takes a
+	// connection (GotConn), and the requests written before the last one
+	// are the server's, unseen by the caller of Do. The transport may
+	// report from its own goroutines.
+	var (
+		traceMu        sync.Mutex
+		wrote          bool // the request was written whole (on some connection)
+		writes, resent int
+	)
 	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			traceMu.Lock()
+			resent = writes
+			traceMu.Unlock()
+		},
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			if i.Err == nil {
-				wrote.Store(true)
+				traceMu.Lock()
+				wrote = true
+				writes++
+				traceMu.Unlock()
 			}
 		},
 	})
+	traced := func(a sent) sent {
+		traceMu.Lock()
+		defer traceMu.Unlock()
+		a.reached = a.reached || wrote
+		a.resent = resent
+		return a
+	}
 	req, err := newRequest(tctx, s, g.cfg.ClientTimeout)
 	if err != nil {
-		return sent{outcome: wire.OutcomeError}
+		return sent{outcome: wire.OutcomeError, cause: err.Error()}
 	}
 	req.Header.Set(wire.HeaderAttempt, strconv.Itoa(attempt))
 	resp, err := g.client.Do(req)
 	if err != nil {
-		return sent{outcome: errorOutcome(ctx, err), reached: wrote.Load()}
+		o := errorOutcome(ctx, err)
+		return traced(sent{outcome: o, cause: errorCause(o, err)})
 	}
 	defer resp.Body.Close()
-	return sent{outcome: g.readAnswer(ctx, s, resp), status: resp.StatusCode, reached: true}
+	return traced(sent{outcome: g.readAnswer(ctx, s, resp), status: resp.StatusCode, reached: true})
 }
 
 // readAnswer reads resp to its end (slowly for a slow client) and
@@ -201,6 +237,26 @@ func errorOutcome(ctx context.Context, err error) wire.Outcome {
 		return wire.OutcomeTimeout
 	}
 	return wire.OutcomeError
+}
+
+// errorCause names why an attempt got no HTTP answer (outcome o, from
+// errorOutcome): a few common causes by name, else the innermost
+// transport error's text.
+func errorCause(o wire.Outcome, err error) string {
+	var ue *url.Error
+	switch {
+	case o == wire.OutcomeTimeout:
+		return "client timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed (EOF)"
+	case errors.As(err, &ue):
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 type bodyResult struct {

@@ -62,6 +62,7 @@ type counters struct {
 	attempts    uint64 // attempts sent, first ones and retries
 	retries     uint64 // attempts after the first
 	denied      uint64 // retries the retry budget refused
+	resent      uint64 // retries net/http sent on its own (sent.resent), among retries
 	shedRetried uint64 // attempts shed by the gateway and then retried (not an outcome)
 	outcomes    [wire.NumOutcomes]uint64
 	prio        [3]struct {
@@ -108,6 +109,12 @@ type stats struct {
 	admitted *hdrhistogram.Histogram
 	prio     [3]*hdrhistogram.Histogram
 
+	// status counts the requests that got an HTTP answer by its status;
+	// noAnswer the sent ones that got none by cause (sent.cause), at
+	// most maxCauses causes, the rest under causeOther.
+	status   map[int]uint64
+	noAnswer map[string]uint64
+
 	// trackers are the Trackers on now; the slice is replaced, never
 	// changed in place, so a request may keep the one it was offered under.
 	trackers []*Tracker
@@ -120,7 +127,8 @@ type stats struct {
 }
 
 func newStats() *stats {
-	s := &stats{admitted: newHist(), winAdmitted: newHist()}
+	s := &stats{admitted: newHist(), winAdmitted: newHist(),
+		status: map[int]uint64{}, noAnswer: map[string]uint64{}}
 	for i := range s.prio {
 		s.prio[i] = newHist()
 		s.winPrio[i] = newHist()
@@ -165,6 +173,23 @@ func (s *stats) attempt(_ priority, retry bool, tags []tag) {
 	}
 }
 
+// resent counts n attempts net/http resent on its own (sent.resent) of a
+// request tagged by offer: attempts and retries the server got.
+func (s *stats) resent(n int, tags []tag) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.total.attempts += uint64(n)
+	s.total.retries += uint64(n)
+	s.total.resent += uint64(n)
+	for _, t := range s.trackers {
+		if c := t.countedLocked(epochOf(tags, t)); c != nil {
+			c.attempts += uint64(n)
+			c.retries += uint64(n)
+			c.resent += uint64(n)
+		}
+	}
+}
+
 // shedRetried counts an attempt the gateway shed (as o) that is being
 // retried: the gateway counted the shed, the request goes on.
 func (s *stats) shedRetried(o wire.Outcome, tags []tag) {
@@ -188,15 +213,38 @@ func (s *stats) retryDenied(tags []tag) {
 	}
 }
 
+// maxCauses bounds the distinct causes Totals.NoAnswer holds; the rest are
+// counted under causeOther.
+const (
+	maxCauses  = 16
+	causeOther = "other"
+)
+
 // finish records the one outcome of an offered request (on route index r,
-// tagged by offer) and, unless it was never sent, its latency from the
+// tagged by offer; a.outcome, its HTTP status or the cause of having none)
+// and, unless it was never sent, its latency from the
 // intended arrival time: among the admitted latencies only when it reached
 // the server (an error before it did, such as a refused connection, was
 // admitted by no gateway). refPassed: the reference limiter
 // (Config.Reference) let it through.
-func (s *stats) finish(p priority, r int, o wire.Outcome, reached bool, latency time.Duration, refPassed bool, tags []tag) {
+func (s *stats) finish(p priority, r int, a sent, latency time.Duration, refPassed bool, tags []tag) {
+	o, reached := a.outcome, a.reached
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case o == wire.OutcomeGeneratorDropped:
+	case a.status != 0:
+		s.status[a.status]++
+	default:
+		c := a.cause
+		if c == "" {
+			c = causeOther
+		}
+		if _, ok := s.noAnswer[c]; !ok && len(s.noAnswer) >= maxCauses {
+			c = causeOther
+		}
+		s.noAnswer[c]++
+	}
 	s.total.outcomes[o]++
 	s.total.prio[p].outcomes[o]++
 	if refPassed {

@@ -166,6 +166,7 @@ func (t *Tracker) Totals() Totals {
 	}
 	tot.Outcomes = outcomeMap(&t.total.outcomes)
 	tot.Attempts, tot.Retries, tot.RetriesDenied, tot.ShedRetried = t.total.attempts, t.total.retries, t.total.denied, t.total.shedRetried
+	tot.Resent = t.total.resent
 	tot.Admitted = copyHist(t.admitted)
 	tot.ByPriority, tot.ByRoute = t.total.breakdown(t.prio)
 	return tot

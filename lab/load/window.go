@@ -1,6 +1,7 @@
 package load
 
 import (
+	"maps"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -90,12 +91,26 @@ type Totals struct {
 	Outcomes map[string]uint64 // all outcomes, generator_dropped included
 	// Attempts, Retries and RetriesDenied: see Window. ShedRetried counts
 	// attempts the gateway shed that were retried: sheds the gateway
-	// counted that are no request's outcome.
-	Attempts, Retries, RetriesDenied, ShedRetried uint64
+	// counted that are no request's outcome. Resent counts, among the
+	// attempts and retries, the requests net/http wrote again on another
+	// connection on its own, after the server closed a kept-alive one
+	// without answering (it does so for a GET): the server got them, the
+	// outcome is the resent one's.
+	Attempts, Retries, RetriesDenied, ShedRetried, Resent uint64
 
 	ByPriority map[string]PriorityTotals
 	// ByRoute is keyed by route name (AllRoutes).
 	ByRoute map[string]RouteTotals
+
+	// Status counts the requests that got an HTTP answer, by its status
+	// code (the last attempt's, under a retry policy); NoAnswer the sent
+	// requests that got none, by cause: "client timeout", "connection
+	// refused", "connection reset", "connection closed (EOF)" or the
+	// transport's error (at most 16 causes, the rest under "other"). With
+	// generator_dropped they add up to Offered once Run has returned. Both
+	// are nil in a Tracker's Totals.
+	Status   map[int]uint64
+	NoAnswer map[string]uint64
 
 	// Admitted holds the latency in microseconds, from the intended arrival
 	// time, of every request the gateway admitted (that reached it and was
@@ -217,7 +232,8 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := Totals{TargetRPS: target, Outstanding: outstanding, Offered: s.total.offered,
-		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried}
+		Attempts: s.total.attempts, Retries: s.total.retries, RetriesDenied: s.total.denied, ShedRetried: s.total.shedRetried,
+		Resent: s.total.resent}
 	if !started.IsZero() {
 		t.Elapsed = now.Sub(started)
 		if t.Elapsed > 0 {
@@ -225,6 +241,8 @@ func (s *stats) totals(now, started time.Time, target float64, outstanding int) 
 		}
 	}
 	t.Outcomes = outcomeMap(&s.total.outcomes)
+	t.Status = maps.Clone(s.status)
+	t.NoAnswer = maps.Clone(s.noAnswer)
 	t.Admitted = copyHist(s.admitted)
 	t.ByPriority, t.ByRoute = s.total.breakdown(s.prio)
 	return t

@@ -17,12 +17,12 @@ func TestWindowHistograms(t *testing.T) {
 	start := time.Unix(1000, 0)
 	for i := range 100 {
 		s.offer(0, 0)
-		s.finish(0, 0, wire.OutcomeOK, true, time.Duration(i+1)*time.Millisecond, false, nil) // 1..100 ms
+		s.finish(0, 0, sent{outcome: wire.OutcomeOK, status: 200, reached: true}, time.Duration(i+1)*time.Millisecond, false, nil) // 1..100 ms
 	}
 	s.offer(1, 0)
-	s.finish(1, 0, wire.OutcomeShedOverload, true, 500*time.Microsecond, false, nil) // sent, shed: not admitted
+	s.finish(1, 0, sent{outcome: wire.OutcomeShedOverload, status: 503, reached: true}, 500*time.Microsecond, false, nil) // sent, shed: not admitted
 	s.offer(2, 0)
-	s.finish(2, 0, wire.OutcomeGeneratorDropped, false, 0, false, nil) // never sent: no latency anywhere
+	s.finish(2, 0, sent{outcome: wire.OutcomeGeneratorDropped}, 0, false, nil) // never sent: no latency anywhere
 
 	w := s.window(start.Add(time.Second), start.Add(time.Second), start, 100, 0)
 	if w.AdmittedHist == nil || w.AdmittedHist.TotalCount() != 100 {

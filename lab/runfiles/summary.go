@@ -71,7 +71,8 @@ type Summary struct {
 	// without faults, or with one active at the end).
 	Recovery *RecoverySummary `json:"recovery,omitempty"`
 	// ClientAttempts counts the attempts the clients sent: Offered requests
-	// plus ClientRetries (their retry policy); ClientRetriesDenied are the
+	// plus ClientRetries (their retry policy, and GETs Go's HTTP client
+	// resent on its own: load.Totals.Resent); ClientRetriesDenied are the
 	// retries their retry budget refused.
 	ClientAttempts      uint64 `json:"client_attempts,omitempty"`
 	ClientRetries       uint64 `json:"client_retries,omitempty"`
