@@ -68,21 +68,7 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 	if target == "" {
 		target = "http://127.0.0.1"
 	}
-	cfg := load.Config{
-		Targets: []string{target},
-		Mix: load.Mix{
-			Priorities:   map[string]float64{wire.PriorityP0: 1},
-			Keys:         map[string]string{wire.PriorityP0: *key},
-			Routes:       map[string]float64{*route: 1},
-			PromptTokens: [2]int{16, 64},
-			MaxTokens:    32,
-		},
-		Arrival:        *arrival,
-		ClientTimeout:  *timeout,
-		MaxOutstanding: *maxOut,
-		Seed:           *seed,
-	}
-	g, err := load.New(cfg)
+	g, err := load.New(loadtestConfig(target, *key, *route, *arrival, *timeout, *maxOut, *seed))
 	if err != nil {
 		fmt.Fprintf(stderr, "levee loadtest: %v\n", err)
 		return 2
@@ -128,9 +114,38 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "levee loadtest: interrupted after %.3f s of %v; the summary covers what was offered until then\n",
 			t.Elapsed.Seconds(), *duration)
 	}
+	if code := writeLoadtest(stdout, stderr, *asJSON, *rate, t, sigCtx.Err() != nil, served); code != 0 {
+		return code
+	}
+	return loadtestVerdict(stderr, t, *maxOut)
+}
+
+// loadtestConfig is the generator's config for levee loadtest: all P0,
+// one route, short prompts and answers.
+func loadtestConfig(target, key, route, arrival string, timeout time.Duration, maxOut int, seed int64) load.Config {
+	return load.Config{
+		Targets: []string{target},
+		Mix: load.Mix{
+			Priorities:   map[string]float64{wire.PriorityP0: 1},
+			Keys:         map[string]string{wire.PriorityP0: key},
+			Routes:       map[string]float64{route: 1},
+			PromptTokens: [2]int{16, 64},
+			MaxTokens:    32,
+		},
+		Arrival:        arrival,
+		ClientTimeout:  timeout,
+		MaxOutstanding: maxOut,
+		Seed:           seed,
+	}
+}
+
+// writeLoadtest prints the summary of t, as text or (asJSON) one JSON
+// object, with what the loopback server received when served is set; it
+// returns 1 when the JSON cannot be written, else 0.
+func writeLoadtest(stdout, stderr io.Writer, asJSON bool, rate float64, t load.Totals, interrupted bool, served func() uint64) int {
 	switch {
-	case *asJSON:
-		sum := loadtestJSON(*rate, t, sigCtx.Err() != nil)
+	case asJSON:
+		sum := loadtestJSON(rate, t, interrupted)
 		if served != nil {
 			n := served()
 			sum.ServerReceived = &n
@@ -142,12 +157,12 @@ func runLoadtest(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	default:
-		printLoadtest(stdout, *rate, t)
+		printLoadtest(stdout, rate, t)
 		if served != nil {
 			fmt.Fprintf(stdout, "server received %d\n", served())
 		}
 	}
-	return loadtestVerdict(stderr, t, *maxOut)
+	return 0
 }
 
 // checkLoadtestFlags returns an error naming the first flag whose value
