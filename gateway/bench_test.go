@@ -96,6 +96,59 @@ func BenchmarkRateAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkAdmitVsRateAllow is the ratio the README quotes: the admission
+// chain (admitOnce, as BenchmarkAdmit) beside x/time/rate's Allow (as
+// BenchmarkRateAllow), timed in ten interleaved rounds of one run so a
+// shared machine's drift falls on both alike. It reports each side's
+// ns/op and admit/rate (goal ≤ 5); two separate benchmarks run one after
+// the other, and their ratio moved with the host's speed between them.
+func BenchmarkAdmitVsRateAllow(b *testing.B) {
+	g, req := admitGateway(b)
+	ctx := context.Background()
+	l := rate.NewLimiter(rate.Limit(1e12), 1<<50)
+	admitRound := func(n int) time.Duration {
+		start := time.Now()
+		for range n {
+			if !admitOnce(g, req, ctx) {
+				b.Fatal("not admitted")
+			}
+		}
+		return time.Since(start)
+	}
+	rateRound := func(n int) time.Duration {
+		start := time.Now()
+		for range n {
+			if !l.Allow() {
+				b.Fatal("denied")
+			}
+		}
+		return time.Since(start)
+	}
+	admitRound(1000) // warm both
+	rateRound(1000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	const rounds = 10
+	var ea, er time.Duration
+	for r := range rounds {
+		n := b.N / rounds
+		if r == 0 {
+			n += b.N % rounds
+		}
+		if r%2 == 0 {
+			ea += admitRound(n)
+			er += rateRound(n)
+		} else {
+			er += rateRound(n)
+			ea += admitRound(n)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(ea.Nanoseconds())/float64(b.N), "admit-ns/op")
+	b.ReportMetric(float64(er.Nanoseconds())/float64(b.N), "rate-ns/op")
+	b.ReportMetric(float64(ea)/float64(er), "admit/rate")
+}
+
 // closedLoop sends n requests from workers goroutines, each waiting for
 // its answer before sending the next, and returns the throughput.
 func closedLoop(tb testing.TB, c *http.Client, url, key, body string, n, workers int) float64 {

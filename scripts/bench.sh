@@ -8,8 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bench() { go test -run '^$' -benchmem "$@"; }
 
-echo "== admission: BenchmarkAdmit (classify + limit + guard + bulkhead) beside x/time/rate"
+echo "== admission: BenchmarkAdmit (classify + limit + guard + bulkhead) beside x/time/rate; admit/rate of BenchmarkAdmitVsRateAllow is the ratio (goal <= 5), interleaved in one run"
 bench -bench '^Benchmark(Admit|RateAllow)$' ./gateway
+bench -bench '^BenchmarkAdmitVsRateAllow$' -count 3 ./gateway
 echo "== gateway vs bare httputil.ReverseProxy; standard route p99 while ai is 10x overloaded"
 bench -bench '^Benchmark(GatewayVsReverseProxy|StandardUnderAIOverload)$' -benchtime 3x ./gateway
 echo "== per-request and per-chunk overhead beside a bare ReverseProxy, loopback (gateway/overhead_bench_test.go; ratios gateway ÷ proxy of the same run)"
