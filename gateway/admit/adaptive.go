@@ -153,6 +153,8 @@ type adaptive struct {
 	mu         sync.Mutex
 	cfg        LimiterConfig   // guarded by mu
 	step       stepFunc        // fixed
+	judged     windowStats     // guarded by mu; the window closeWindow is judging (see there)
+	probed     windowStats     // guarded by mu; the probe endProbeUp is judging (see there)
 	est        float64         // guarded by mu; the limit outside probes
 	started    bool            // guarded by mu; the start-up cohort was judged
 	restartUp  bool            // guarded by mu; the start-up cohort measured nothing (its first requests refused, dropped or not back): the next cohort is a start-up again

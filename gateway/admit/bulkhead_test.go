@@ -3,6 +3,7 @@ package admit
 import (
 	"context"
 	"errors"
+	"github.com/levee-lab/levee/internal/allocs"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,14 +425,14 @@ func (r *recordingLimiter) Ticket() uint64    { r.next++; return r.next - 1 }
 func TestBulkheadAcquireReleaseZeroAllocs(t *testing.T) {
 	b := newBH(t, 1000, 10, time.Second)
 	ctx := context.Background()
-	if a := testing.AllocsPerRun(1000, func() {
+	if a := allocs.Total(1000, func() {
 		p, err := b.Acquire(ctx, P1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.Release(Sample{RTT: time.Millisecond})
 	}); a != 0 {
-		t.Fatalf("%v allocs per Acquire+Release, want 0", a)
+		t.Fatalf("%d allocations in 1,000 Acquire+Release, want 0", a)
 	}
 }
 

@@ -320,11 +320,15 @@ func (a *adaptive) throughput() float64 {
 // moves the limit.
 func (a *adaptive) closeWindow(lim int) {
 	c := &a.cfg
-	s := a.win.stats(c.keep(), lim)
+	// s is a field, not a local: passed to a.step (a function value)
+	// and to debugWindow, a local moved to the heap, one allocation a
+	// window.
+	s := &a.judged
+	*s = a.win.stats(c.keep(), lim)
 	a.noteCut(s.cut)
-	a.fixSE(&s)
+	a.fixSE(s)
 	s.x = a.throughput()
-	a.estimate(&s)
+	a.estimate(s)
 	w := &a.win
 	dropped := float64(s.drops) > dropShare*float64(s.n)
 	precise := s.winSE <= math.Max(1, windowPrecision*s.inflight) || s.congested() || dropped
@@ -351,24 +355,24 @@ func (a *adaptive) closeWindow(lim int) {
 		a.capEst = math.Min(a.capEst, a.est)
 		a.cut.armed = false
 	} else {
-		a.rebase(&s)
+		a.rebase(s)
 		before, ceil := a.est, a.ceil
 		if ceil >= before {
 			ceil = 0
 		}
-		a.est = clampF(a.step(a, &s), c.Min, c.Max)
+		a.est = clampF(a.step(a, s), c.Min, c.Max)
 		if a.ceil >= a.est {
 			// The estimate fell to the ceiling: it rules again.
 			a.ceil = 0
 			a.safe.Store(0)
 		}
 		moved := a.poolClimbRef()
-		a.noteLast(&s)
+		a.noteLast(s)
 		if moved {
 			a.estimate(&a.last) // against the baseline now, as the next window will be
 		}
 		if debugWindow != nil {
-			debugWindow(a, &s, before)
+			debugWindow(a, s, before)
 		}
 		if s.queue > 0 && before-a.est > math.Max(1, 2*s.queueSE) {
 			// Check the cut on a later window; a chain of cuts keeps the
@@ -383,10 +387,10 @@ func (a *adaptive) closeWindow(lim int) {
 	}
 	if a.probe.phase == probeIdle && (a.urgent || !s.congested()) {
 		switch {
-		case a.dueDown(&s):
-			a.startProbe(&s, false)
-		case a.dueUp(&s):
-			a.startProbe(&s, true)
+		case a.dueDown(s):
+			a.startProbe(s, false)
+		case a.dueUp(s):
+			a.startProbe(s, true)
 		}
 	}
 	// A probe that did not start (see startProbe) leaves the new estimate

@@ -427,13 +427,15 @@ func (a *adaptive) endProbeUp(co *cohort) {
 	// Past its first round trip, which ramps the concurrency up.
 	w := &a.scratch[0]
 	w.reset()
-	s := a.probeStats(w, co, ramp)
+	s := &a.probed // a local handed to a.step (a func value) escaped: one allocation a probe
+	*s = a.probeStats(w, co, ramp)
 	s.x = a.throughput()
-	a.estimate(&s)
+	a.estimate(s)
 	l := a.last
 	dn := s.inflight - l.inflight
 	if debugUp != nil {
-		debugUp(a, &s, &l)
+		lc := l // a copy, here: handing l to the hook moved it to the heap on every probe
+		debugUp(a, s, &lc)
 	}
 	a.short, a.upOK = 0, false
 	// Its requests not back yet count (its slowest: the statistic holds
@@ -470,18 +472,18 @@ func (a *adaptive) endProbeUp(co *cohort) {
 			// shiftBase).
 			a.pool.reset()
 			a.setBase(l.stat, l.se*l.se)
-			a.est = clampF(a.capEst+a.target(&s), a.cfg.Min, a.cfg.Max)
+			a.est = clampF(a.capEst+a.target(s), a.cfg.Min, a.cfg.Max)
 		}
 		if c := s.inflight - math.Max(l.queue, 0); c > a.capEst && clearRoom {
 			// Clear room: the estimate takes the probe's level at once;
 			// a marginal one only lets the climb start.
 			a.capEst = c
-			a.est = clampF(c+a.target(&s), a.cfg.Min, a.cfg.Max)
+			a.est = clampF(c+a.target(s), a.cfg.Min, a.cfg.Max)
 		}
 		return
 	}
 	s.used = true
-	a.est = clampF(a.step(a, &s), a.cfg.Min, a.cfg.Max)
+	a.est = clampF(a.step(a, s), a.cfg.Min, a.cfg.Max)
 	a.short = 0
 }
 
