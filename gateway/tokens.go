@@ -67,8 +67,9 @@ func (g *Gateway) rateLimit(ctx context.Context, t *ticket, id Identity, r route
 }
 
 // reserveBudget reserves tokens for priority p when the budget defense is
-// on, and counts the reservation.
-func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed {
+// on, from now (a reading of the clock just taken), and counts the
+// reservation.
+func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64, now time.Time) *shed {
 	if tokens <= 0 {
 		return nil
 	}
@@ -77,7 +78,7 @@ func (g *Gateway) reserveBudget(t *ticket, p admit.Priority, tokens int64) *shed
 			return &shed{outcome: wire.OutcomeShedBudget, status: http.StatusServiceUnavailable, retryAfter: retryAfterOf(&g.budgetHolds),
 				msg: fmt.Sprintf("token budget exhausted for %s: %d tokens in flight, %s may fill %d of %d", p, g.budget.Inflight(), p, g.budget.Ceiling(p), g.budget.Capacity())}
 		}
-		t.tokens, t.heldAt = tokens, time.Now()
+		t.tokens, t.heldAt = tokens, now
 	}
 	g.m.tokensReserved[p].Add(float64(tokens))
 	return nil
@@ -108,12 +109,13 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field string, what f
 	return true
 }
 
-// settle ends t's token reservation: the estimate, or the usage when
+// settle ends t's token reservation at end (a clock reading the caller
+// took as the call ended; zero: now): the estimate, or the usage when
 // known, is counted as used; the budget's tokens return; a token-cost
 // bucket is settled with the difference. t holds nothing before the
 // store is called, so a store that fails or panics cannot keep the
 // budget's tokens.
-func (g *Gateway) settle(t *ticket, used int64, known bool) {
+func (g *Gateway) settle(t *ticket, used int64, known bool, end time.Time) {
 	if !known {
 		used = t.estimate
 	}
@@ -121,7 +123,7 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 		g.m.tokensUsed[t.prio].Add(float64(max(used, 0)))
 	}
 	rl, cost := t.rl, t.rlCost
-	g.noteBudgetHold(t)
+	g.noteBudgetHold(t, end)
 	g.budget.Release(t.tokens)
 	t.rl, t.tokens, t.estimate = nil, 0, 0
 	if rl != nil && known {
@@ -130,10 +132,14 @@ func (g *Gateway) settle(t *ticket, used int64, known bool) {
 }
 
 // noteBudgetHold feeds the budget-hold mean (the Retry-After of budget
-// sheds) with how long t held its budget tokens.
-func (g *Gateway) noteBudgetHold(t *ticket) {
+// sheds) with how long t held its budget tokens, until end (zero, or a
+// reading from before the hold: now).
+func (g *Gateway) noteBudgetHold(t *ticket, end time.Time) {
 	if t.tokens > 0 && !t.heldAt.IsZero() {
-		g.budgetHolds.observe(time.Since(t.heldAt))
+		if end.IsZero() || end.Before(t.heldAt) {
+			end = time.Now()
+		}
+		g.budgetHolds.observe(end.Sub(t.heldAt))
 	}
 }
 

@@ -105,7 +105,13 @@ type Permit struct {
 	inflight int    // in flight when granted, this one included
 	ticket   uint64 // the limiter's ticket (see Ticketer)
 	prio     Priority
+	queued   bool // granted after waiting in the queue, not at once
 }
+
+// Queued reports whether p was granted after a wait in the queue; a permit
+// granted at once waited for nothing (a caller timing the wait need not
+// read the clock).
+func (p *Permit) Queued() bool { return p.queued }
 
 // Release gives the place back, feeds the limiter s (with s.Inflight and
 // s.Ticket set from the grant; s.RTT ≤ 0 means the request never reached
@@ -214,6 +220,7 @@ func (b *Bulkhead) wait(ctx context.Context, w *waiter) (Permit, error) {
 	permit := Permit{}
 	if err == nil {
 		permit = b.permitLocked(w)
+		permit.queued = true
 		// A grant made while ctx also ended is kept: the caller sees a permit
 		// and must release it.
 	}

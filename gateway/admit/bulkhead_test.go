@@ -593,3 +593,22 @@ func TestBulkheadRequeue(t *testing.T) {
 		waitParked(t, b, 0)
 	})
 }
+
+// TestPermitQueued: a permit granted at once says it did not wait, one
+// granted from the queue says it did (the gateway reads the clock for a
+// queue wait only then).
+func TestPermitQueued(t *testing.T) {
+	b := newBH(t, 1, 4, 0)
+	first, err := b.Acquire(context.Background(), P1)
+	if err != nil || first.Queued() {
+		t.Fatalf("first permit: queued %v, err %v; want at once", first.Queued(), err)
+	}
+	ch := enqueue(b, context.Background(), "second", P1)
+	waitQueued(t, b, [NumPriorities]int{0, 1, 0})
+	first.Release(Sample{})
+	r := recv(t, ch)
+	if r.err != nil || !r.permit.Queued() {
+		t.Errorf("second permit: queued %v, err %v; want granted from the queue", r.permit.Queued(), r.err)
+	}
+	r.permit.Release(Sample{})
+}
