@@ -490,17 +490,3 @@ func (g *Gateway) admitGuarded(ctx context.Context, t ticket, id Identity, class
 	g.m.admitted[class][id.Priority].Inc()
 	return t, nil
 }
-
-// release gives back what admitRequest took; s (RTT > 0) feeds the
-// limiter. The token estimate stands (see releaseCall).
-func (g *Gateway) release(t *ticket, s admit.Sample) {
-	t.permit.Release(s)
-	g.settle(t, 0, false, s.End)
-}
-
-// releaseCall releases t after a model call, settling the token estimate
-// with the usage the call reported.
-func (g *Gateway) releaseCall(t *ticket, res callResult) {
-	t.permit.Release(res.sample())
-	g.settle(t, res.used, res.hasUsage, res.end)
-}

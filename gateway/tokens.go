@@ -109,6 +109,20 @@ func (g *Gateway) overRequestCap(x *exchange, tokens int64, field string, what f
 	return true
 }
 
+// release gives back what admitRequest took; s (RTT > 0) feeds the
+// limiter. The token estimate stands (see releaseCall).
+func (g *Gateway) release(t *ticket, s admit.Sample) {
+	t.permit.Release(s)
+	g.settle(t, 0, false, s.End)
+}
+
+// releaseCall releases t after a model call, settling the token estimate
+// with the usage the call reported.
+func (g *Gateway) releaseCall(t *ticket, res callResult) {
+	t.permit.Release(res.sample())
+	g.settle(t, res.used, res.hasUsage, res.end)
+}
+
 // settle ends t's token reservation at end (a clock reading the caller
 // took as the call ended; zero: now): the estimate, or the usage when
 // known, is counted as used; the budget's tokens return; a token-cost
