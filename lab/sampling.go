@@ -252,10 +252,11 @@ func (s *sampling) next(now time.Time, recording bool) sampler.Output {
 		in.Nodes = append(in.Nodes, sl.latest(now, staleAfter))
 	}
 	counters := l.sup.Counters()
-	// The largest reading since the last tick: a gateway OOM-killed
-	// between two ticks reads 0 at the tick, and its peak, the reading
-	// that killed it (above the limit), would be in no sample.
-	in.RSSBytes, in.RSSMaxBytes, in.OOMKills = counters.RSSBytes, max(counters.RSSMaxBytes, l.sup.TakeRSSPeak()), counters.OOMKills
+	// The largest reading since the last tick (the last ones included):
+	// a gateway OOM-killed between two ticks reads 0 at the tick, and its
+	// peak, the reading that killed it (above the limit), would be in no
+	// sample.
+	in.RSSBytes, in.RSSMaxBytes, in.OOMKills = counters.RSSBytes, l.sup.TakeRSSPeak(), counters.OOMKills
 	for _, a := range l.ctl.Active() {
 		in.Faults = append(in.Faults, runfiles.ActiveFault{Name: a.Name, Detail: a.Detail})
 	}

@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// slowStopExperiment is a small lab; the test freezes its children so
-// that stopping it takes their whole grace.
+// slowStopExperiment is a small lab (for levee lab and levee run); the
+// tests freeze its children (freezeChildren) so that stopping it takes
+// their whole grace, and a run's stop waits out its client timeout (5
+// min): requests in flight on a frozen gateway end only then.
 const slowStopExperiment = `name: slow-stop
-duration: forever
+duration: 10m
 client_timeout: 5m
 stages: [{duration: 1s, target: 20}]
 mix: {routes: {predict: 1}}
@@ -72,23 +74,9 @@ func TestLabSecondInterruptKills(t *testing.T) {
 	waitScreen(t, tmux, 90*time.Second, "charts with traffic", func(s string) bool {
 		return legendValue(s, "offered") > 0
 	})
-	// Freeze every child (the lab's own process is the one running "lab"):
-	// each then takes its whole grace (gateways 3 s, then nodes 2 s) to
-	// stop, and only SIGKILL ends it.
-	for _, p := range processesOf(bin) {
-		pid, _ := strconv.Atoi(p)
-		if args := cmdline(pid); len(args) > 1 && (args[1] == "gateway" || args[1] == "fakemodel") {
-			children = append(children, pid)
-		}
-	}
-	if len(children) != 3 {
-		t.Fatalf("children %v of %v, want a gateway and two nodes", children, processesOf(bin))
-	}
-	for _, pid := range children {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// Each child then takes its whole grace (gateways 3 s, then nodes 2 s)
+	// to stop, and only SIGKILL ends it.
+	freezeChildren(t, bin, &children)
 	keys("q")
 	waitScreen(t, tmux, 30*time.Second, "the lab stopping", func(s string) bool { return strings.Contains(s, "stopping…") })
 	keys("C-c")
@@ -106,6 +94,28 @@ func TestLabSecondInterruptKills(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmpDir, "levee-lab-*")); len(left) > 0 {
 		t.Errorf("work folder left behind: %v", left)
+	}
+}
+
+// freezeChildren SIGSTOPs slowStopExperiment's children of the levee
+// process running bin (a gateway and two nodes; the lab's own process is
+// the one running lab or run), noting each in *children first, for the
+// caller's cleanup to SIGKILL whatever happens.
+func freezeChildren(t *testing.T, bin string, children *[]int) {
+	t.Helper()
+	for _, p := range processesOf(bin) {
+		pid, _ := strconv.Atoi(p)
+		if args := cmdline(pid); len(args) > 1 && (args[1] == "gateway" || args[1] == "fakemodel") {
+			*children = append(*children, pid)
+		}
+	}
+	if len(*children) != 3 {
+		t.Fatalf("children %v of %v, want a gateway and two nodes", *children, processesOf(bin))
+	}
+	for _, pid := range *children {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

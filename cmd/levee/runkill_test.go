@@ -13,17 +13,6 @@ import (
 	"time"
 )
 
-// slowStopRun is a small run that lasts; the test freezes its children
-// so that stopping it waits out its client timeout (5 min): requests in
-// flight on a frozen gateway end only then.
-const slowStopRun = `name: slow-stop-run
-duration: 10m
-client_timeout: 5m
-stages: [{duration: 1s, target: 20}]
-mix: {routes: {predict: 1}}
-nodes: {count: 2, knobs: {slots: 4, latency: {dist: fixed, fixed_ms: 20}}}
-`
-
 // TestRunSecondInterruptKills: the first SIGINT to levee run stops the
 // run; a second one while that stop waits — here on requests in flight
 // on frozen (SIGSTOPped) children — kills every child at once (SIGKILL to
@@ -37,8 +26,8 @@ func TestRunSecondInterruptKills(t *testing.T) {
 	}
 	bin := buildLevee(t)
 	dir := t.TempDir()
-	expFile := filepath.Join(dir, "slow-stop-run.yaml")
-	if err := os.WriteFile(expFile, []byte(slowStopRun), 0o644); err != nil {
+	expFile := filepath.Join(dir, "slow-stop.yaml")
+	if err := os.WriteFile(expFile, []byte(slowStopExperiment), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "run", "--out", filepath.Join(dir, "run"), expFile)
@@ -105,20 +94,7 @@ func TestRunSecondInterruptKills(t *testing.T) {
 		}
 		return false
 	})
-	for _, p := range processesOf(bin) {
-		pid, _ := strconv.Atoi(p)
-		if args := cmdline(pid); len(args) > 1 && (args[1] == "gateway" || args[1] == "fakemodel") {
-			children = append(children, pid)
-		}
-	}
-	if len(children) != 3 {
-		t.Fatalf("children %v of %v, want a gateway and two nodes", children, processesOf(bin))
-	}
-	for _, pid := range children {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
-	}
+	freezeChildren(t, bin, &children)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}

@@ -253,10 +253,7 @@ func (s *Supervisor) HasRedisCluster() bool { return s.cluster != nil }
 type Counters struct {
 	OOMKills int     // gateways killed at their memory limit
 	Restarts int     // gateway restarts, for any reason
-	RSSBytes float64 // the gateways' last VmRSS, summed (not comparable with MemoryLimit)
-	// RSSMaxBytes is the largest gateway's last VmRSS: the figure
-	// MemoryLimit, which is per gateway, applies to.
-	RSSMaxBytes float64
+	RSSBytes float64 // the gateways' last VmRSS, summed (not comparable with MemoryLimit; per gateway: TakeRSSPeak)
 }
 
 // Counters returns the running totals.
@@ -266,7 +263,6 @@ func (s *Supervisor) Counters() Counters {
 	c := Counters{OOMKills: s.oomKills, Restarts: s.restarts}
 	for _, r := range s.gwRSS {
 		c.RSSBytes += float64(r)
-		c.RSSMaxBytes = max(c.RSSMaxBytes, float64(r))
 	}
 	return c
 }

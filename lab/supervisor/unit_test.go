@@ -24,12 +24,19 @@ func TestParseVmRSS(t *testing.T) {
 	}
 }
 
-// Counters gives the gateways' RSS both summed and the largest one's: a
-// pod memory limit is per gateway, so only the latter reads against it.
-func TestCountersRSSPerGateway(t *testing.T) {
-	s := &Supervisor{gwRSS: []uint64{100 << 20, 300 << 20, 0}}
-	c := s.Counters()
-	if c.RSSBytes != 400<<20 || c.RSSMaxBytes != 300<<20 {
-		t.Errorf("RSS sum %v MB, max %v MB; want 400 and 300", c.RSSBytes/(1<<20), c.RSSMaxBytes/(1<<20))
+// Counters gives the gateways' RSS summed; TakeRSSPeak the largest one
+// gateway read since the last take (a pod memory limit is per gateway),
+// the reading an OOM kill zeroed included, and then starts again from
+// the last readings.
+func TestRSSSumAndPeakPerGateway(t *testing.T) {
+	s := &Supervisor{gwRSS: []uint64{100 << 20, 300 << 20, 0}, gwPeak: []uint64{150 << 20, 300 << 20, 500 << 20}}
+	if c := s.Counters(); c.RSSBytes != 400<<20 {
+		t.Errorf("RSS sum %v MB, want 400", c.RSSBytes/(1<<20))
+	}
+	if p := s.TakeRSSPeak(); p != 500<<20 {
+		t.Errorf("first peak %v MB, want 500 (the killed gateway's last reading)", p/(1<<20))
+	}
+	if p := s.TakeRSSPeak(); p != 300<<20 {
+		t.Errorf("second peak %v MB, want 300 (the largest last reading)", p/(1<<20))
 	}
 }
