@@ -79,7 +79,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	// still write summary.json, and a second one, while it stops, kills
 	// every child at once.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(sigs, runStopSignals()...)
 	defer signal.Stop(sigs)
 	l, interrupted, err := openRunLab(exp, lab.Options{
 		Record: true, Out: *out, Force: *force, RunsDir: *runsDir, Quick: *quick,
@@ -111,6 +111,19 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	return reportRun(stdout, stderr, dir, l.Summary(), werr, *htmlOut)
+}
+
+// runStopSignals are the signals that stop a run: SIGINT, SIGTERM and
+// SIGHUP (the terminal it ran in closed: the run still ends with its
+// summary, as on Ctrl-C, instead of dying with a half-written folder).
+// SIGHUP is left out when it is ignored — levee run under nohup — since
+// watching it would undo nohup.
+func runStopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // openRunLab opens the lab of a run; an interrupt on sigs before it is
@@ -170,7 +183,7 @@ func reportRun(stdout, stderr io.Writer, dir string, sum *runfiles.Summary, werr
 // lab.
 const runKilledMsg = "levee run: second interrupt: every child process killed (SIGKILL); the run folder keeps what it wrote but may lack its summary and report"
 
-// interruptRun handles the interrupts (SIGINT, SIGTERM) that sigs
+// interruptRun handles the interrupts (runStopSignals) that sigs
 // receives while l runs: the first (or one that came already, as the lab
 // finished starting: first) stops the run (Lab.Stop: load ends, requests
 // in flight finish, the recording is finished, every child is stopped

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,85 +31,27 @@ func TestRunSecondInterruptKills(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "run", "--out", filepath.Join(dir, "run"), expFile)
 	cmd.Dir = dir
-	stderrR, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var children []int
-	exited := make(chan struct{}) // closed once cmd.Wait returned werr
-	var werr error
-	t.Cleanup(func() {
-		for _, pid := range children { // whatever happened, leave nothing frozen behind
+	p := startRunProc(t, cmd)
+	t.Cleanup(func() { // runs before startRunProc's: leave nothing frozen behind
+		for _, pid := range children {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		_ = cmd.Process.Kill()
-		<-exited
 	})
-	lines := make(chan string, 1024)
-	var stderr strings.Builder // read only after lines is closed
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stderrR)
-		for sc.Scan() {
-			stderr.WriteString(sc.Text() + "\n")
-			select {
-			case lines <- sc.Text():
-			default: // nobody waits for lines any more
-			}
-		}
-	}()
-	go func() {
-		werr = cmd.Wait()
-		close(exited)
-	}()
-	// Hang guards only: each wait ends on an event long before them.
-	waitLine := func(what string, ok func(string) bool) {
-		t.Helper()
-		deadline := time.After(2 * time.Minute)
-		for {
-			select {
-			case l, open := <-lines:
-				if !open {
-					t.Fatalf("levee run ended while waiting for %s", what)
-				}
-				if ok(l) {
-					return
-				}
-			case <-deadline:
-				t.Fatalf("no %s on stderr", what)
-			}
-		}
-	}
 	// A progress line with traffic: every child is up and serving.
-	waitLine("progress line with traffic", func(l string) bool {
-		f := strings.Fields(l) // "t=  2.3s target 20/s offered 19/s ok …"
-		for i := 0; i+1 < len(f); i++ {
-			if f[0] == "t=" && f[i] == "offered" {
-				return f[i+1] != "0/s"
-			}
-		}
-		return false
-	})
+	p.waitLine(t, "progress line with traffic", hasTraffic)
 	freezeChildren(t, bin, &children)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	waitLine("the run stopping", func(l string) bool { return strings.Contains(l, "finishing (stopped)") })
+	p.waitLine(t, "the run stopping", func(l string) bool { return strings.Contains(l, "finishing (stopped)") })
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-exited:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("levee run still running 2 min after the second interrupt")
-	}
-	for range lines { // stderr read to its end
-	}
-	if ee, ok := werr.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
-		t.Errorf("levee run: %v, want exit status 130; stderr:\n%s", werr, stderr.String())
+	status := p.wait(t, "the second interrupt")
+	stderr := &p.stderr
+	if status != 130 {
+		t.Errorf("levee run: exit status %d, want 130; stderr:\n%s", status, stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "second interrupt: every child process killed") {
 		t.Errorf("stderr does not say the children were killed:\n%s", stderr.String())
@@ -201,5 +142,62 @@ func TestRunInterruptWhileStarting(t *testing.T) {
 	}
 	if err := syscall.Kill(redisPID, 0); err == nil {
 		t.Errorf("the redis-server child %d is still there", redisPID)
+	}
+}
+
+// TestRunHangup: SIGHUP — the terminal levee run ran in closed — stops
+// the run as Ctrl-C does: the run folder gets its summary. Before, SIGHUP
+// killed levee run outright (the signal's default action), its children
+// going by their parent-death signal and the folder left without a
+// summary. Under nohup (SIGHUP ignored when levee run starts) it is still
+// ignored: the run goes on.
+func TestRunHangup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a lab")
+	}
+	bin := buildLevee(t)
+	for _, nohup := range []bool{false, true} {
+		t.Run(map[bool]string{false: "terminal", true: "nohup"}[nohup], func(t *testing.T) {
+			dir := t.TempDir()
+			expFile := filepath.Join(dir, "slow-stop.yaml")
+			if err := os.WriteFile(expFile, []byte(slowStopExperiment), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runDir := filepath.Join(dir, "run")
+			// sh execs levee run in its own place, so the signal reaches
+			// levee run itself; trap '' HUP is how nohup starts it.
+			trap := ""
+			if nohup {
+				trap = "trap '' HUP; "
+			}
+			cmd := exec.Command("sh", "-c", trap+`exec "$0" run --out "$1" "$2"`, bin, runDir, expFile)
+			cmd.Dir = dir
+			p := startRunProc(t, cmd)
+			at, _ := progressTime(p.waitLine(t, "progress line with traffic", hasTraffic))
+			if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			if nohup {
+				// Two more seconds of traffic and no stop: the hangup was ignored.
+				p.waitLine(t, "progress 2 s later", func(l string) bool {
+					if strings.Contains(l, "finishing") {
+						t.Fatalf("the run stopped on an ignored SIGHUP: %q", l)
+					}
+					next, ok := progressTime(l)
+					return ok && next >= at+2*time.Second
+				})
+				if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p.waitLine(t, "the run stopping", func(l string) bool { return strings.Contains(l, "finishing (stopped)") })
+			status := p.wait(t, "the signal")
+			if status != 0 && status != 1 { // 1: a threshold failed or the report could not be printed
+				t.Errorf("levee run: exit status %d, want 0 or 1; stderr:\n%s", status, p.stderr.String())
+			}
+			if _, err := os.Stat(filepath.Join(runDir, "summary.json")); err != nil {
+				t.Errorf("the run folder has no summary: %v; stderr:\n%s", err, p.stderr.String())
+			}
+		})
 	}
 }
