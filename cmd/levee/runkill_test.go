@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -156,6 +157,14 @@ func TestRunHangup(t *testing.T) {
 		t.Skip("-short: starts a lab")
 	}
 	bin := buildLevee(t)
+	if signal.Ignored(syscall.SIGHUP) {
+		// This test runs under nohup (or a runner that ignores SIGHUP), and
+		// its children would inherit that. Watching SIGHUP here un-ignores
+		// it; a child starts with a watched signal at its default action.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		t.Cleanup(func() { signal.Stop(hup) })
+	}
 	for _, nohup := range []bool{false, true} {
 		t.Run(map[bool]string{false: "terminal", true: "nohup"}[nohup], func(t *testing.T) {
 			dir := t.TempDir()
