@@ -93,8 +93,12 @@ func (m *Model) faultRows() []string {
 	return pack(label, append(first, rest...), m.width, m.lay.faultLines)
 }
 
+// nodeRows lists the nodes in index order. When they do not all fit (12
+// nodes at 80×24 show five), the nodes that need attention — down,
+// ejected or probing — come first, and the row ends with how many are
+// not shown: a dead node past the fold looked like a healthy lab.
 func (m *Model) nodeRows() []string {
-	var items []string
+	var items, first, rest []string
 	for _, n := range m.last.Nodes {
 		var it string
 		if n.Up {
@@ -106,11 +110,41 @@ func (m *Model) nodeRows() []string {
 			}
 		}
 		items = append(items, it)
+		if !n.Up || n.Ejection == wire.EjectionEjected || n.Ejection == wire.EjectionProbing {
+			first = append(first, it)
+		} else {
+			rest = append(rest, it)
+		}
 	}
 	if len(items) == 0 {
 		items = []string{stDim.Render("—")}
 	}
-	return pack(stBold.Render(" nodes   "), items, m.width, m.lay.nodeLines)
+	label := stBold.Render(" nodes   ")
+	lines, all := packAll(label, items, m.width, m.lay.nodeLines)
+	if all {
+		return lines
+	}
+	return packCounted(label, append(first, rest...), m.width, m.lay.nodeLines, "node")
+}
+
+// packCounted is pack for a list cut with a count: when not every item
+// fits in n lines, as many as fit are shown and the last line ends with
+// "… N more <noun>s", never cut itself.
+func packCounted(label string, items []string, w, n int, noun string) []string {
+	lines, all := packAll(label, items, w, n)
+	if all {
+		return lines
+	}
+	for k := len(items) - 1; k >= 0; k-- {
+		more := fmt.Sprintf("… %d more %s", len(items)-k, noun)
+		if len(items)-k > 1 {
+			more += "s"
+		}
+		if ls, ok := packAll(label, append(items[:k:k], stDim.Render(more)), w, n); ok {
+			return ls
+		}
+	}
+	return lines
 }
 
 // nodeMark is a live node's mark: in rotation, or taken out of it by the

@@ -1,0 +1,78 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab/runfiles"
+)
+
+// manyNodes is a Sample of n nodes of 4 slots, all in rotation.
+func manyNodes(n int) runfiles.Sample {
+	s := fixedSamples()[40]
+	s.Nodes = nil
+	for i := 0; i < n; i++ {
+		s.Nodes = append(s.Nodes, runfiles.NodeSample{Index: i, Addr: fmt.Sprintf("127.0.0.1:%d", 41001+i),
+			Up: true, Busy: 4, Slots: 4, Queued: 1, Ejection: wire.EjectionInRotation})
+	}
+	return s
+}
+
+// screenRows returns the view's lines from the one starting with prefix
+// up to the next labelled row (its continuation lines included), ANSI
+// stripped and joined.
+func screenRows(view, prefix string) string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(ansi.Strip(view), "\n") {
+		switch {
+		case strings.HasPrefix(l, prefix):
+			in = true
+		case in && !strings.HasPrefix(l, "         "):
+			in = false
+		}
+		if in {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestNodesPastTheFold: twelve nodes at 80×24 and 100×30 do not fit the
+// one-line nodes row; a node down and a node ejected (#10 and #8, past
+// the fold in index order) still show, and the row says how many nodes it
+// leaves out. Where all fit (200 wide), the row keeps index order and
+// counts nothing.
+func TestNodesPastTheFold(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {200, 60}} {
+		s := manyNodes(12)
+		s.Nodes[9].Up, s.Nodes[9].Busy, s.Nodes[9].RestartIn = false, 0, 3
+		s.Nodes[7].Ejection = wire.EjectionEjected
+		m := New(goldenFake())
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(s))
+		view := m.View()
+		checkFrame(t, view, size[0], size[1])
+		row := screenRows(view, " nodes")
+		for _, want := range []string{"#10 ✕ down (restart 3 s)", "#8 ⊘ ejected 4/4"} {
+			if !strings.Contains(row, want) {
+				t.Errorf("%dx%d: the nodes row lacks %q: %q", size[0], size[1], want, row)
+			}
+		}
+		shown := strings.Count(row, "#")
+		if shown == 12 {
+			if strings.Contains(row, "more") || strings.Index(row, "#1 ") > strings.Index(row, "#8 ") {
+				t.Errorf("%dx%d: every node fits, yet the row is reordered or counted: %q", size[0], size[1], row)
+			}
+			continue
+		}
+		if want := fmt.Sprintf("… %d more nodes", 12-shown); !strings.Contains(row, want) {
+			t.Errorf("%dx%d: %d nodes shown, the row lacks %q: %q", size[0], size[1], shown, want, row)
+		}
+	}
+}
