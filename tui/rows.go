@@ -170,22 +170,24 @@ func (m *Model) lessonRows() []string {
 	if ls.Title == "" && text == "" {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
-	head := clean(ls.Title)
+	title := clean(ls.Title)
 	if n == 1 {
 		// One line (below 120×36): a numbered lesson's title
 		// ("03 · Priority load shedding: …") shows as its number, so the
 		// step's text — what to watch — fits; the picker (l) has the title.
-		if num, _, ok := strings.Cut(head, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
-			head = num
+		if num, _, ok := strings.Cut(title, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
+			title = num
 		}
 	}
+	var step string
 	if ls.Steps > 0 {
-		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
+		step += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
 	kind := strings.ToUpper(clean(ls.Kind))
 	if kind != "" {
-		head += " · " + stStale.Render(kind)
+		step += " · " + stStale.Render(kind)
 	}
+	head := cutTitle(title, step, m.width-ansi.StringWidth(label), n)
 	if len(ls.Results) > 0 {
 		if n == 1 { // one line: the measured values first, the rest as fits
 			return []string{fit(label+stStale.Render(kind)+" "+resultsText(ls.Results)+" — "+text, m.width)}
@@ -209,6 +211,22 @@ func (m *Model) lessonRows() []string {
 		lines = append(lines, "")
 	}
 	return fixAll(lines, m.width)
+}
+
+// cutTitle is the lesson row's head: the title, then step (its step and
+// kind), in w cells. The title is what gets cut, never the step and kind:
+// an experiment's own long title (not a numbered lesson's) hid them. On one
+// line (n == 1) the title takes at most a third of the row, so the step's
+// text still shows after it.
+func cutTitle(title, step string, w, n int) string {
+	tw := w - ansi.StringWidth(step)
+	if n == 1 {
+		tw = w / 3
+	}
+	if ansi.StringWidth(title) > tw {
+		title = ansi.Truncate(title, max(tw, 1), "…")
+	}
+	return title + step
 }
 
 func (m *Model) statusLine() string {

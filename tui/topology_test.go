@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab"
 	"github.com/levee-lab/levee/lab/runfiles"
 )
 
@@ -73,6 +74,33 @@ func TestNodesPastTheFold(t *testing.T) {
 		}
 		if want := fmt.Sprintf("… %d more nodes", 12-shown); !strings.Contains(row, want) {
 			t.Errorf("%dx%d: %d nodes shown, the row lacks %q: %q", size[0], size[1], shown, want, row)
+		}
+	}
+}
+
+// TestLessonRowLongTitle: an experiment's own title, not a numbered
+// lesson's and longer than the row, is what gets cut: the step, its kind
+// and (on one line, 80×24 and 100×30) the start of the step's text still
+// show; at 160×48 the step and kind end the title line.
+func TestLessonRowLongTitle(t *testing.T) {
+	title := "Twelve nodes behind four gateways, a title far longer than any lesson's title, to see where it gets cut and whether anything overlaps it"
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}} {
+		f := goldenFake()
+		f.lesson = lab.LessonState{Title: title, Step: 2, Steps: 3, Kind: "watch", Text: "Node 10 dies at 8 s, node 8 hangs at 12 s."}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		view := m.View()
+		checkFrame(t, view, size[0], size[1])
+		row := screenRows(view, " lesson")
+		want := []string{"Twelve nodes", "… · step 2/3 · WATCH", "Node 10 dies"}
+		if size[0] < 120 {
+			want[2] = "WATCH — Node 10 dies"
+		}
+		for _, w := range want {
+			if !strings.Contains(row, w) {
+				t.Errorf("%dx%d: the lesson row lacks %q:\n%s", size[0], size[1], w, row)
+			}
 		}
 	}
 }
