@@ -37,7 +37,8 @@ type panelDef struct {
 	fixedTop float64
 	// minTop is the smallest scale top, so noise near zero stays flat.
 	minTop float64
-	// extra returns legend lines below the series (may be nil).
+	// extra returns legend lines below the series (may be nil); a tab
+	// splits a line's label from its value, which is never cut (extraLine).
 	extra func(s *runfiles.Sample) []string
 	// onePageOnly panels are left out when the panels fold into pages
 	// (the header carries their number instead).
@@ -150,7 +151,7 @@ func buildPanels() []panelDef {
 			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.GatewayHeap() / (1 << 20) })},
 			{name: "goroutines", color: cGreen, get: gateway(func(s *runfiles.Sample) float64 { return s.Goroutines })},
 		}, extra: func(s *runfiles.Sample) []string {
-			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}
+			return []string{fmt.Sprintf("OOM kills\t%d", s.OOMKills)}
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
@@ -176,12 +177,12 @@ func liveSlots(s *runfiles.Sample) float64 {
 func upstreamRates(s *runfiles.Sample) []string {
 	var lines []string
 	if s.ClientRetriesTotal > 0 || s.ClientRetriesDeniedTotal > 0 {
-		lines = append(lines, "+ client retries "+fmtNum(s.ClientRetryRPS))
+		lines = append(lines, "+ client retries\t"+fmtNum(s.ClientRetryRPS))
 	}
 	if s.GatewayStale {
 		return append(lines, "retry — hedge —")
 	}
-	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge "+fmtNum(s.HedgeRPS))
+	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge\t"+fmtNum(s.HedgeRPS))
 }
 
 // fmtNum prints a value in at most 5 cells (6 when negative): 0.4, 3.1,

@@ -2,11 +2,14 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/muesli/termenv"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/lab"
@@ -100,6 +103,43 @@ func TestLessonRowLongTitle(t *testing.T) {
 		for _, w := range want {
 			if !strings.Contains(row, w) {
 				t.Errorf("%dx%d: the lesson row lacks %q:\n%s", size[0], size[1], w, row)
+			}
+		}
+	}
+}
+
+// TestLegendValuesWhole: at 80×24 a legend is 19 cells; a value there is
+// never cut, its label is. Lesson 10's narration says to watch "+ client
+// retries", whose value (≥ 100/s in the storm) showed as "1…"; without
+// colours a series' mark is two cells, and "queue full 100k/s" lost its
+// unit. Checked with colours and without, at 80×24 and 160×48.
+func TestLegendValuesWhole(t *testing.T) {
+	defer lipgloss.SetColorProfile(termenv.Ascii)
+	for _, profile := range []termenv.Profile{termenv.Ascii, termenv.ANSI256} {
+		lipgloss.SetColorProfile(profile)
+		for _, size := range [][2]int{{80, 24}, {160, 48}} {
+			s := manyNodes(3)
+			s.ClientRetriesTotal, s.ClientRetryRPS = 500, 120
+			s.RetryRPS, s.HedgeRPS = 1234, 1234
+			s.ShedRPSByReason = map[string]float64{"queue_full": 99999}
+			s.OOMKills = 12345
+			m := New(goldenFake())
+			m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+			m.Update(sampleMsg(s))
+			view := m.View()
+			press(m, tea.KeyMsg{Type: tea.KeyTab})
+			view += "\n" + m.View()
+			checkFrame(t, m.View(), size[0], size[1])
+			plain := ansi.Strip(view)
+			for _, want := range []string{
+				`\+ client re[^│]* 120 *│`,
+				`retry 1\.2k h[^│]* 1\.2k *│`,
+				`queue f[^│]* 100k/s *│`,
+				`OOM kills 12345 *│`,
+			} {
+				if !regexp.MustCompile(want).MatchString(plain) {
+					t.Errorf("%v %dx%d: no legend line matches %s:\n%s", profile, size[0], size[1], want, plain)
+				}
 			}
 		}
 	}
