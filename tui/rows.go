@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab"
 )
 
 // pack puts items on up to n lines of width w after a label, marking
@@ -57,9 +58,11 @@ func fixAll(lines []string, w int) []string {
 
 // faultRows lists the faults in catalogue order; when they do not all fit
 // (80×24 shows four), the active and failed ones come first, so a fault
-// toggled on a key past the fold still shows as active.
+// toggled on a key past the fold still shows as active; when those do not
+// all fit either, the row ends with how many it leaves out ("… +3 active").
 func (m *Model) faultRows() []string {
 	var items, first, rest []string
+	var firstFaults []lab.FaultStatus
 	for _, f := range m.faults {
 		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
@@ -78,6 +81,7 @@ func (m *Model) faultRows() []string {
 		items = append(items, it)
 		if f.Active || f.Error != "" {
 			first = append(first, it)
+			firstFaults = append(firstFaults, f)
 		} else {
 			rest = append(rest, it)
 		}
@@ -90,7 +94,26 @@ func (m *Model) faultRows() []string {
 	if all || len(first) == 0 {
 		return lines
 	}
-	return pack(label, append(first, rest...), m.width, m.lay.faultLines)
+	// More active faults than fit (five toggled at 100×30 showed two and
+	// "…"): the row says how many of them it leaves out.
+	return packCounted(label, append(first, rest...), m.width, m.lay.faultLines, func(shown int) string {
+		tail := "…"
+		var active, failed int
+		for _, f := range firstFaults[min(shown, len(firstFaults)):] {
+			if f.Active {
+				active++
+			} else {
+				failed++
+			}
+		}
+		if active > 0 {
+			tail += fmt.Sprintf(" +%d active", active)
+		}
+		if failed > 0 {
+			tail += fmt.Sprintf(" +%d failed", failed)
+		}
+		return tail
+	})
 }
 
 // nodeRows lists the nodes in index order. When they do not all fit (12
@@ -124,23 +147,24 @@ func (m *Model) nodeRows() []string {
 	if all {
 		return lines
 	}
-	return packCounted(label, append(first, rest...), m.width, m.lay.nodeLines, "node")
+	return packCounted(label, append(first, rest...), m.width, m.lay.nodeLines, func(shown int) string {
+		if hidden := len(items) - shown; hidden > 1 {
+			return fmt.Sprintf("… %d more nodes", hidden)
+		}
+		return "… 1 more node"
+	})
 }
 
 // packCounted is pack for a list cut with a count: when not every item
-// fits in n lines, as many as fit are shown and the last line ends with
-// "… N more <noun>s", never cut itself.
-func packCounted(label string, items []string, w, n int, noun string) []string {
+// fits in n lines, as many as fit are shown (shown of them, the first
+// ones) and the last line ends with tail(shown), never cut itself.
+func packCounted(label string, items []string, w, n int, tail func(shown int) string) []string {
 	lines, all := packAll(label, items, w, n)
 	if all {
 		return lines
 	}
 	for k := len(items) - 1; k >= 0; k-- {
-		more := fmt.Sprintf("… %d more %s", len(items)-k, noun)
-		if len(items)-k > 1 {
-			more += "s"
-		}
-		if ls, ok := packAll(label, append(items[:k:k], stDim.Render(more)), w, n); ok {
+		if ls, ok := packAll(label, append(items[:k:k], stDim.Render(tail(k))), w, n); ok {
 			return ls
 		}
 	}

@@ -144,3 +144,50 @@ func TestLegendValuesWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestActiveFaultsCounted: five faults active at once (their details as
+// the lab gives them) do not all fit the fault row at 80×24 or 100×30;
+// the row shows as many as fit, ahead of the others, and says how many
+// active ones it leaves out. Where they all fit, no count.
+func TestActiveFaultsCounted(t *testing.T) {
+	details := map[int]string{1: "×3 all nodes", 2: "gateway 200MB/s +256MB", 6: "4 slots all nodes", 7: "#1", 8: "50% all nodes"}
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {160, 48}, {240, 60}} {
+		f := goldenFake()
+		fullCatalogue(f)
+		for i, d := range details {
+			f.faults[i].Active, f.faults[i].Detail = true, d
+		}
+		m := New(f)
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		m.Update(sampleMsg(fixedSamples()[0]))
+		view := m.View()
+		checkFrame(t, view, size[0], size[1])
+		row := screenRows(view, " faults")
+		shown := strings.Count(row, "●")
+		if shown == 0 {
+			t.Errorf("%dx%d: no active fault shows: %q", size[0], size[1], row)
+		}
+		want := fmt.Sprintf("… +%d active", len(details)-shown)
+		if got := strings.Contains(row, " active"); got != (shown < len(details)) || got && !strings.Contains(row, want) {
+			t.Errorf("%dx%d: %d of %d active faults shown; want the row to say %q only when some are left out: %q",
+				size[0], size[1], shown, len(details), want, row)
+		}
+	}
+}
+
+// TestFailedFaultCounted: a fault whose apply failed (not active) and is
+// left out past the fold is counted apart from the active ones.
+func TestFailedFaultCounted(t *testing.T) {
+	f := goldenFake()
+	fullCatalogue(f)
+	f.faults[1].Active, f.faults[1].Detail = true, "×3 all nodes"
+	f.faults[6].Active, f.faults[6].Detail = true, "4 slots all nodes"
+	f.faults[8].Error = "model_errors: PUT /admin/knobs: connection refused"
+	m := New(f)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(sampleMsg(fixedSamples()[0]))
+	row := screenRows(m.View(), " faults")
+	if !strings.Contains(row, "[2] model_latency ●") || !strings.Contains(row, "… +1 active +1 failed") {
+		t.Errorf("80×24: want model_latency shown, then '… +1 active +1 failed': %q", row)
+	}
+}
