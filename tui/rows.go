@@ -11,14 +11,8 @@ import (
 	"github.com/levee-lab/levee/lab"
 )
 
-// pack puts items on up to n lines of width w after a label, marking
-// what does not fit with "…".
-func pack(label string, items []string, w, n int) []string {
-	lines, _ := packAll(label, items, w, n)
-	return lines
-}
-
-// packAll is pack, and whether every item fit.
+// packAll puts items on up to n lines of width w after a label, marking
+// what does not fit with "…", and reports whether every item fit.
 func packAll(label string, items []string, w, n int) (_ []string, all bool) {
 	lines := make([]string, n)
 	indent := strings.Repeat(" ", ansi.StringWidth(label))
@@ -155,7 +149,7 @@ func (m *Model) nodeRows() []string {
 	})
 }
 
-// packCounted is pack for a list cut with a count: when not every item
+// packCounted is packAll for a list cut with a count: when not every item
 // fits in n lines, as many as fit are shown (shown of them, the first
 // ones) and the last line ends with tail(shown), never cut itself.
 func packCounted(label string, items []string, w, n int, tail func(shown int) string) []string {
@@ -205,7 +199,7 @@ func (m *Model) lessonRows() []string {
 	}
 	var step string
 	if ls.Steps > 0 {
-		step += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
+		step = fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
 	kind := strings.ToUpper(clean(ls.Kind))
 	if kind != "" {
