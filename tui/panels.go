@@ -129,10 +129,10 @@ func buildPanels() []panelDef {
 			{name: "GC pause", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.GCPauseP99Ms })},
 		}},
 		{id: "queue", title: "queue · in-flight · limit · slots", gateway: true, minTop: 1, series: []seriesDef{
-			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
-			{name: "slots", color: cMagenta, get: client(liveSlots)},
-			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
-			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
+			{name: "limit", color: cWhite, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
+			{name: "slots", color: cMagenta, format: fmtCount, get: client(liveSlots)},
+			{name: "in-flight", color: cCyan, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
+			{name: "queue", color: cYellow, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
 		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
 			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
@@ -212,6 +212,16 @@ func fmtNum(v float64) string {
 		}
 	}
 	return sign + "≫1P"
+}
+
+// fmtCount prints a count: a whole number under 10 without a decimal
+// ("3 in flight", "8 slots", as the nodes row prints them; fmtNum's "3.0"
+// read as a measurement finer than a count), anything else as fmtNum.
+func fmtCount(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 10 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmtNum(v)
 }
 
 // fmtPct prints a percentage with two decimals, never rounding up to 100.

@@ -191,3 +191,22 @@ func TestFailedFaultCounted(t *testing.T) {
 		t.Errorf("80×24: want model_latency shown, then '… +1 active +1 failed': %q", row)
 	}
 }
+
+// TestCountsWhole: the limit panel's counts print as counts: one node of
+// 8 slots with 3 in flight and 6 queued read "8", "3", "6" (as the nodes
+// row has them), not "8.0", "3.0", "6.0"; a limit of 2,048 over sixteen
+// gateways is still "2.0k".
+func TestCountsWhole(t *testing.T) {
+	s := manyNodes(1)
+	s.Nodes[0].Slots, s.Nodes[0].Busy = 8, 3
+	s.Inflight, s.QueueDepth, s.ConcurrencyLimit = 3, 6, 2048
+	m := New(goldenFake())
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(sampleMsg(s))
+	plain := ansi.Strip(m.View())
+	for _, want := range []string{`limit +2\.0k│`, `slots +8│`, `in-flight +3│`, `queue +6│`} {
+		if !regexp.MustCompile(want).MatchString(plain) {
+			t.Errorf("no legend line matches %s:\n%s", want, plain)
+		}
+	}
+}
