@@ -116,6 +116,9 @@ func (m *Model) mainKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Lessons):
 		m.openPicker()
+	case (key.Matches(msg, k.Page) || key.Matches(msg, k.PrevPage)) && m.lay.tooSmall:
+		// No panel shows at all: "already shows on this one page" was false.
+		m.setStatus(fmt.Sprintf("%s: no panel shows below %d×%d", msg.String(), minWidth, minHeight), false)
 	case (key.Matches(msg, k.Page) || key.Matches(msg, k.PrevPage)) && m.lay.pages <= 1:
 		// Nothing to page through: say so rather than ignore the key.
 		m.setStatus("tab: every panel already shows on this one page", false)

@@ -37,7 +37,8 @@ type panelDef struct {
 	fixedTop float64
 	// minTop is the smallest scale top, so noise near zero stays flat.
 	minTop float64
-	// extra returns legend lines below the series (may be nil).
+	// extra returns legend lines below the series (may be nil); a tab
+	// splits a line's label from its value, which is never cut (extraLine).
 	extra func(s *runfiles.Sample) []string
 	// onePageOnly panels are left out when the panels fold into pages
 	// (the header carries their number instead).
@@ -128,10 +129,10 @@ func buildPanels() []panelDef {
 			{name: "GC pause", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.GCPauseP99Ms })},
 		}},
 		{id: "queue", title: "queue · in-flight · limit · slots", gateway: true, minTop: 1, series: []seriesDef{
-			{name: "limit", color: cWhite, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
-			{name: "slots", color: cMagenta, get: client(liveSlots)},
-			{name: "in-flight", color: cCyan, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
-			{name: "queue", color: cYellow, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
+			{name: "limit", color: cWhite, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.ConcurrencyLimit })},
+			{name: "slots", color: cMagenta, format: fmtCount, get: client(liveSlots)},
+			{name: "in-flight", color: cCyan, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.Inflight })},
+			{name: "queue", color: cYellow, format: fmtCount, get: gateway(func(s *runfiles.Sample) float64 { return s.QueueDepth })},
 		}},
 		{id: "rps", title: "req/s offered · admitted · good", unit: "/s", minTop: 1, series: []seriesDef{
 			{name: "offered", color: cWhite, get: client(func(s *runfiles.Sample) float64 { return s.OfferedRPS })},
@@ -150,7 +151,7 @@ func buildPanels() []panelDef {
 			{name: "heap MB", color: cBlue, get: gateway(func(s *runfiles.Sample) float64 { return s.GatewayHeap() / (1 << 20) })},
 			{name: "goroutines", color: cGreen, get: gateway(func(s *runfiles.Sample) float64 { return s.Goroutines })},
 		}, extra: func(s *runfiles.Sample) []string {
-			return []string{fmt.Sprintf("OOM kills %d", s.OOMKills)}
+			return []string{fmt.Sprintf("OOM kills\t%d", s.OOMKills)}
 		}},
 		{id: "p0", title: "P0 success", onePageOnly: true},
 	}
@@ -176,12 +177,12 @@ func liveSlots(s *runfiles.Sample) float64 {
 func upstreamRates(s *runfiles.Sample) []string {
 	var lines []string
 	if s.ClientRetriesTotal > 0 || s.ClientRetriesDeniedTotal > 0 {
-		lines = append(lines, "+ client retries "+fmtNum(s.ClientRetryRPS))
+		lines = append(lines, "+ client retries\t"+fmtNum(s.ClientRetryRPS))
 	}
 	if s.GatewayStale {
 		return append(lines, "retry — hedge —")
 	}
-	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge "+fmtNum(s.HedgeRPS))
+	return append(lines, "retry "+fmtNum(s.RetryRPS)+" hedge\t"+fmtNum(s.HedgeRPS))
 }
 
 // fmtNum prints a value in at most 5 cells (6 when negative): 0.4, 3.1,
@@ -211,6 +212,16 @@ func fmtNum(v float64) string {
 		}
 	}
 	return sign + "≫1P"
+}
+
+// fmtCount prints a count: a whole number under 10 without a decimal
+// ("3 in flight", "8 slots", as the nodes row prints them; fmtNum's "3.0"
+// read as a measurement finer than a count), anything else as fmtNum.
+func fmtCount(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 10 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmtNum(v)
 }
 
 // fmtPct prints a percentage with two decimals, never rounding up to 100.

@@ -156,7 +156,8 @@ func TestTabOnOnePage(t *testing.T) {
 
 // TestTooSmallSaysWhatKeysDid: keys work on a terminal too small to draw
 // on; the message says q quits and shows the status line (what the last
-// key did), never more lines than the terminal has.
+// key did, tab saying no panel shows), never more lines than the terminal
+// has.
 func TestTooSmallSaysWhatKeysDid(t *testing.T) {
 	f := newFake()
 	m := New(f)
@@ -169,6 +170,12 @@ func TestTooSmallSaysWhatKeysDid(t *testing.T) {
 	v := ansi.Strip(m.View())
 	if !strings.Contains(strings.Join(strings.Fields(v), " "), "fault node_kill: applying") {
 		t.Errorf("30×10: the fault key's effect does not show:\n%s", v)
+	}
+	// tab has no page to turn, and no panel shows on this one.
+	press(m, tea.KeyMsg{Type: tea.KeyTab})
+	v = strings.Join(strings.Fields(ansi.Strip(m.View())), " ")
+	if !strings.Contains(v, "tab: no panel shows below 40×12") || strings.Contains(v, "already shows") {
+		t.Errorf("30×10: tab's status line is not that no panel shows:\n%s", v)
 	}
 	for _, h := range []int{1, 3, 10} {
 		m.Update(tea.WindowSizeMsg{Width: 20, Height: h})

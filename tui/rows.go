@@ -8,16 +8,11 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/levee-lab/levee/internal/wire"
+	"github.com/levee-lab/levee/lab"
 )
 
-// pack puts items on up to n lines of width w after a label, marking
-// what does not fit with "…".
-func pack(label string, items []string, w, n int) []string {
-	lines, _ := packAll(label, items, w, n)
-	return lines
-}
-
-// packAll is pack, and whether every item fit.
+// packAll puts items on up to n lines of width w after a label, marking
+// what does not fit with "…", and reports whether every item fit.
 func packAll(label string, items []string, w, n int) (_ []string, all bool) {
 	lines := make([]string, n)
 	indent := strings.Repeat(" ", ansi.StringWidth(label))
@@ -57,9 +52,11 @@ func fixAll(lines []string, w int) []string {
 
 // faultRows lists the faults in catalogue order; when they do not all fit
 // (80×24 shows four), the active and failed ones come first, so a fault
-// toggled on a key past the fold still shows as active.
+// toggled on a key past the fold still shows as active; when those do not
+// all fit either, the row ends with how many it leaves out ("… +3 active").
 func (m *Model) faultRows() []string {
 	var items, first, rest []string
+	var firstFaults []lab.FaultStatus
 	for _, f := range m.faults {
 		it := "[" + clean(f.Key) + "] " + clean(f.Name)
 		switch {
@@ -78,6 +75,7 @@ func (m *Model) faultRows() []string {
 		items = append(items, it)
 		if f.Active || f.Error != "" {
 			first = append(first, it)
+			firstFaults = append(firstFaults, f)
 		} else {
 			rest = append(rest, it)
 		}
@@ -90,11 +88,34 @@ func (m *Model) faultRows() []string {
 	if all || len(first) == 0 {
 		return lines
 	}
-	return pack(label, append(first, rest...), m.width, m.lay.faultLines)
+	// More active faults than fit (five toggled at 100×30 showed two and
+	// "…"): the row says how many of them it leaves out.
+	return packCounted(label, append(first, rest...), m.width, m.lay.faultLines, func(shown int) string {
+		tail := "…"
+		var active, failed int
+		for _, f := range firstFaults[min(shown, len(firstFaults)):] {
+			if f.Active {
+				active++
+			} else {
+				failed++
+			}
+		}
+		if active > 0 {
+			tail += fmt.Sprintf(" +%d active", active)
+		}
+		if failed > 0 {
+			tail += fmt.Sprintf(" +%d failed", failed)
+		}
+		return tail
+	})
 }
 
+// nodeRows lists the nodes in index order. When they do not all fit (12
+// nodes at 80×24 show five), the nodes that need attention — down,
+// ejected or probing — come first, and the row ends with how many are
+// not shown: a dead node past the fold looked like a healthy lab.
 func (m *Model) nodeRows() []string {
-	var items []string
+	var items, first, rest []string
 	for _, n := range m.last.Nodes {
 		var it string
 		if n.Up {
@@ -106,11 +127,42 @@ func (m *Model) nodeRows() []string {
 			}
 		}
 		items = append(items, it)
+		if !n.Up || n.Ejection == wire.EjectionEjected || n.Ejection == wire.EjectionProbing {
+			first = append(first, it)
+		} else {
+			rest = append(rest, it)
+		}
 	}
 	if len(items) == 0 {
 		items = []string{stDim.Render("—")}
 	}
-	return pack(stBold.Render(" nodes   "), items, m.width, m.lay.nodeLines)
+	label := stBold.Render(" nodes   ")
+	lines, all := packAll(label, items, m.width, m.lay.nodeLines)
+	if all {
+		return lines
+	}
+	return packCounted(label, append(first, rest...), m.width, m.lay.nodeLines, func(shown int) string {
+		if hidden := len(items) - shown; hidden > 1 {
+			return fmt.Sprintf("… %d more nodes", hidden)
+		}
+		return "… 1 more node"
+	})
+}
+
+// packCounted is packAll for a list cut with a count: when not every item
+// fits in n lines, as many as fit are shown (shown of them, the first
+// ones) and the last line ends with tail(shown), never cut itself.
+func packCounted(label string, items []string, w, n int, tail func(shown int) string) []string {
+	lines, all := packAll(label, items, w, n)
+	if all {
+		return lines
+	}
+	for k := len(items) - 1; k >= 0; k-- {
+		if ls, ok := packAll(label, append(items[:k:k], stDim.Render(tail(k))), w, n); ok {
+			return ls
+		}
+	}
+	return lines
 }
 
 // nodeMark is a live node's mark: in rotation, or taken out of it by the
@@ -136,22 +188,24 @@ func (m *Model) lessonRows() []string {
 	if ls.Title == "" && text == "" {
 		return fixAll(append([]string{label + stDim.Render("none: `levee lab EXPERIMENT.yaml` plays a lesson")}, make([]string, n-1)...), m.width)
 	}
-	head := clean(ls.Title)
+	title := clean(ls.Title)
 	if n == 1 {
 		// One line (below 120×36): a numbered lesson's title
 		// ("03 · Priority load shedding: …") shows as its number, so the
 		// step's text — what to watch — fits; the picker (l) has the title.
-		if num, _, ok := strings.Cut(head, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
-			head = num
+		if num, _, ok := strings.Cut(title, " · "); ok && num != "" && num[0] >= '0' && num[0] <= '9' {
+			title = num
 		}
 	}
+	var step string
 	if ls.Steps > 0 {
-		head += fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
+		step = fmt.Sprintf(" · step %d/%d", ls.Step, ls.Steps)
 	}
 	kind := strings.ToUpper(clean(ls.Kind))
 	if kind != "" {
-		head += " · " + stStale.Render(kind)
+		step += " · " + stStale.Render(kind)
 	}
+	head := cutTitle(title, step, m.width-ansi.StringWidth(label), n)
 	if len(ls.Results) > 0 {
 		if n == 1 { // one line: the measured values first, the rest as fits
 			return []string{fit(label+stStale.Render(kind)+" "+resultsText(ls.Results)+" — "+text, m.width)}
@@ -175,6 +229,22 @@ func (m *Model) lessonRows() []string {
 		lines = append(lines, "")
 	}
 	return fixAll(lines, m.width)
+}
+
+// cutTitle is the lesson row's head: the title, then step (its step and
+// kind), in w cells. The title is what gets cut, never the step and kind:
+// an experiment's own long title (not a numbered lesson's) hid them. On one
+// line (n == 1) the title takes at most a third of the row, so the step's
+// text still shows after it.
+func cutTitle(title, step string, w, n int) string {
+	tw := w - ansi.StringWidth(step)
+	if n == 1 {
+		tw = w / 3
+	}
+	if ansi.StringWidth(title) > tw {
+		title = ansi.Truncate(title, max(tw, 1), "…")
+	}
+	return title + step
 }
 
 func (m *Model) statusLine() string {

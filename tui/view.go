@@ -88,9 +88,7 @@ func (m *Model) renderPanel(i, w, h int) string {
 		if dashes != nil {
 			mark = dashes[j].sample()
 		}
-		left := styles[j].Render(mark) + " " + sd.name
-		pad := lw - ansi.StringWidth(left) - ansi.StringWidth(val)
-		legend = append(legend, left+strings.Repeat(" ", max(pad, 1))+val)
+		legend = append(legend, legendLine(styles[j].Render(mark)+" ", sd.name, val, lw))
 	}
 	span := fmt.Sprintf("%.0fs", float64(2*cw-1)*secPerDot)
 	if !p.ownScale && p.fixedTop == 0 && len(tops) > 0 {
@@ -99,7 +97,9 @@ func (m *Model) renderPanel(i, w, h int) string {
 		legend = append(legend, stDim.Render("last "+span))
 	}
 	if p.extra != nil && m.nSamples > 0 {
-		legend = append(legend, p.extra(&m.last)...)
+		for _, l := range p.extra(&m.last) {
+			legend = append(legend, extraLine(l, lw))
+		}
 	}
 	body := make([]string, ih)
 	for y := range body {
@@ -110,6 +110,34 @@ func (m *Model) renderPanel(i, w, h int) string {
 		body[y] = chart[y] + " " + fit(l, lw)
 	}
 	return box(m.panelTitle(p), w, h, body)
+}
+
+// legendLine is a series' legend line in w cells: mark, name and the
+// value right-aligned. The name is cut (…) when they do not fit, never the
+// value: at 80 columns a long name, or the two-cell mark drawn without
+// colours, cut "100k/s" to "100k…".
+func legendLine(mark, name, val string, w int) string {
+	room := w - ansi.StringWidth(mark) - 1 - ansi.StringWidth(val)
+	if ansi.StringWidth(name) > room {
+		name = ansi.Truncate(name, max(room, 0), "…")
+	}
+	left := mark + name
+	return left + strings.Repeat(" ", max(w-ansi.StringWidth(left)-ansi.StringWidth(val), 1)) + val
+}
+
+// extraLine is a panel's extra legend line in w cells. A line "label\tvalue"
+// shows as "label value", the label cut (…) when they do not fit, never
+// the value ("+ client retries 120" lost its value at 80 columns); a line
+// without a tab is cut at its end.
+func extraLine(l string, w int) string {
+	label, val, ok := strings.Cut(l, "\t")
+	if !ok {
+		return l
+	}
+	if room := w - 1 - ansi.StringWidth(val); ansi.StringWidth(label) > room {
+		label = ansi.Truncate(label, max(room, 0), "…")
+	}
+	return label + " " + val
 }
 
 func unitSuffix(u string) string {
