@@ -206,3 +206,13 @@ func expandHostList(raw string) (string, error) {
 	query += strings.Join(extra, "&")
 	return scheme + "://" + userinfo + strings.TrimSpace(list[0]) + path + "?" + query, nil
 }
+
+// redactedURL is rawURL as errors may show it: with its password replaced
+// by "xxxxx", or a placeholder when it does not parse.
+func redactedURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(the configured URL)"
+	}
+	return u.Redacted()
+}
