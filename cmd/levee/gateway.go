@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -54,6 +55,7 @@ func runGateway(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	ratelimit.RedisClientLog(log) // go-redis's lines as the gateway's debug lines
 
 	cfg, err := gateway.LoadConfig(*configPath)
 	if err != nil {

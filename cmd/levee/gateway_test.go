@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,6 +49,60 @@ func TestGatewayBadAddressFlags(t *testing.T) {
 			}
 			if strings.Contains(stderr.String(), "admin token") || stdout.Len() > 0 {
 				t.Errorf("started something before failing: stdout %q, stderr %q", stdout.String(), stderr.String())
+			}
+		})
+	}
+}
+
+// TestGatewayRedisDownLogsInItsOwnFormat: a gateway whose Redis is down at
+// start logs that once, as a warning in its own log format. go-redis's
+// own lines ("redis: 2026/12/08 … pool.go:770: redis: connection pool:
+// failed to dial …", one per dial: eight at the warm-up, then one per
+// probe) went to the process's stderr beside the gateway's log, in another
+// format and deaf to --log-level; they are debug lines of the gateway's
+// log now.
+func TestGatewayRedisDownLogsInItsOwnFormat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and starts a child process")
+	}
+	bin := buildLevee(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nkeys:\n  - {key: k0, tenant: t0, priority: P0}\n"+
+		"upstream:\n  nodes: [\"http://127.0.0.1:9\"]\nratelimit:\n  store: {kind: redis, url: \"redis://%s/0\", share: 0.5}\n", dead)
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []string{"info", "debug"} {
+		t.Run(level, func(t *testing.T) {
+			gw, _ := startServer(t, bin, "gateway", "--config", cfg, "--log-level", level)
+			if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			_ = gw.Wait()
+			stderr := gw.Stderr.(*strings.Builder).String()
+			warnings, dials := 0, 0
+			for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+				if !strings.HasPrefix(line, "time=") {
+					t.Errorf("a line not in the gateway's log format: %q", line)
+				}
+				if strings.Contains(line, "rate limit store unavailable") {
+					warnings++
+				}
+				if strings.Contains(line, "failed to dial") {
+					dials++
+				}
+			}
+			if warnings != 1 {
+				t.Errorf("%d warnings that the store is unavailable, want 1:\n%s", warnings, stderr)
+			}
+			if (level == "debug") != (dials > 0) {
+				t.Errorf("--log-level %s: %d go-redis dial lines, want them at debug only:\n%s", level, dials, stderr)
 			}
 		})
 	}

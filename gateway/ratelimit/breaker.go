@@ -100,7 +100,7 @@ func (f *Failover) record(b *breaker, err error, probe bool) {
 	f.mu.Unlock()
 	switch {
 	case opened:
-		f.log.Warn("rate limit store unreachable: deciding without it until a probe succeeds",
+		f.log.Warn("rate limit store unavailable: deciding without it until a probe succeeds",
 			"store", f.name, "shard", b.shard, "failures", failures, "error", err, "fallback", f.fallbackMode(), "probe_every", f.probeEvery)
 	case closed:
 		f.log.Info("rate limit store back: decisions are shared again", "store", f.name, "shard", b.shard, "down", down.Round(time.Millisecond))
@@ -147,7 +147,7 @@ func (f *Failover) trip(err error) {
 		b.state, b.nextProbe, b.openedAt = BreakerOpen, f.trippedUntil, now
 	}
 	f.mu.Unlock()
-	f.log.Warn("rate limit store unreachable: deciding without it until a probe succeeds",
+	f.log.Warn("rate limit store unavailable: deciding without it until a probe succeeds",
 		"store", f.name, "error", err, "fallback", f.fallbackMode(), "probe_every", f.probeEvery)
 }
 

@@ -3,7 +3,9 @@ package ratelimit
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,8 +82,13 @@ func NewRedis(client redis.UniversalClient, opts ...RedisOption) *RedisStore {
 
 // Warm gets the store ready for its first decisions, so they do not pay
 // for connecting: it opens up to conns connections at once (each answering
-// PING) and loads its scripts (SCRIPT LOAD), so the first EVALSHA needs no
-// EVAL. It returns the first error; a store that failed to warm still works.
+// PING), loads its scripts (SCRIPT LOAD), so the first EVALSHA needs no
+// EVAL, and checks that this client may run a script on the store's keys
+// (EVALSHA, and EVAL when the script is not loaded, on the keys of a
+// reserved limit; the script touches nothing). A SCRIPT LOAD this client
+// is not allowed to run is no error: a decision's EVAL loads the script.
+// It returns the first error; a store that failed to warm still works,
+// but see RedisRefused.
 func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 	conns = max(1, conns)
 	errs := make(chan error, conns)
@@ -98,11 +105,39 @@ func (s *RedisStore) Warm(ctx context.Context, conns int) error {
 		return fmt.Errorf("ratelimit: redis warm-up: %w", first)
 	}
 	for _, sc := range []*redis.Script{redisSlidingWindowScript, redisTokenBucketScript, redisSettleScript} {
-		if err := sc.Load(ctx, s.client).Err(); err != nil {
+		if err := sc.Load(ctx, s.client).Err(); err != nil && !redis.IsPermissionError(err) {
 			return fmt.Errorf("ratelimit: redis warm-up: load script: %w", err)
 		}
 	}
+	for _, a := range []Algorithm{SlidingWindow, TokenBucket} {
+		if err := redisKeysCheckScript.Run(ctx, s.client, s.scriptKeys(redisWarmKey, a)).Err(); err != nil {
+			return fmt.Errorf("ratelimit: redis warm-up: a script on the store's keys: %w", err)
+		}
+	}
 	return nil
+}
+
+// redisWarmKey is the limit key whose Redis keys Warm's check names; the
+// check script writes nothing, so no such limit is ever stored.
+const redisWarmKey = "levee:warm-up"
+
+// redisKeysCheckScript touches nothing: run on a decision's keys it shows
+// whether the server lets this client run a script on them (ACL command
+// and key permissions) without changing any state.
+var redisKeysCheckScript = redis.NewScript("return 1")
+
+// RedisRefused reports whether err (from Warm or a decision) is the
+// server refusing this client for good — a wrong or missing password
+// (WRONGPASS, NOAUTH), an ACL that lacks a command or key the store needs
+// (NOPERM), a database the server does not have — or this client refusing
+// the server's TLS certificate. Waiting does not heal these; the URL or
+// the server's configuration has to change. Errors that pass (a server
+// down, slow, loading, full, read-only) are not refusals.
+func RedisRefused(err error) bool {
+	var cert *tls.CertificateVerificationError
+	return redis.IsAuthError(err) || redis.IsPermissionError(err) ||
+		redis.HasErrorPrefix(err, "DB index is out of range") || redis.HasErrorPrefix(err, "invalid DB index") ||
+		errors.As(err, &cert)
 }
 
 // RedisKey is the Redis key (the first one, for a sliding window) that holds

@@ -32,7 +32,9 @@ const (
 //	redis://host1:port,host2:port[?option=value…]           a comma list of hosts: Redis Cluster seed nodes
 //
 // Redis Cluster has only database 0: a cluster URL (either form) with
-// another database in its path is an error.
+// another database in its path is an error. So are what would only fail
+// every dial later, looking like Redis down: a unix URL with a host or
+// without a socket path, a port outside 1–65535, a negative database.
 //
 // Options are go-redis's snake_case URL parameters (dial_timeout, pool_size,
 // …); an unknown option is an error. go-redis v9.23 has no single universal
@@ -68,26 +70,16 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 	shown := u.Redacted()
 	query := u.Query()
 	noRetry := !query.Has("max_retries")
-	// go-redis parses these two only for some forms; take them out and
-	// apply them to every form.
-	ctxTimeout, dialRetries := true, 1
-	if query.Has("context_timeout_enabled") {
-		v := query.Get("context_timeout_enabled")
-		if ctxTimeout, err = strconv.ParseBool(v); err != nil {
-			return nil, fmt.Errorf("ratelimit: redis URL %q: option context_timeout_enabled=%q, want true or false", shown, v)
-		}
-		query.Del("context_timeout_enabled")
-	}
-	if query.Has("dialer_retries") {
-		v := query.Get("dialer_retries")
-		if dialRetries, err = strconv.Atoi(v); err != nil || dialRetries < 1 {
-			return nil, fmt.Errorf("ratelimit: redis URL %q: option dialer_retries=%q, want an integer ≥ 1", shown, v)
-		}
-		query.Del("dialer_retries")
+	ctxTimeout, dialRetries, err := takeCommonOptions(query)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: redis URL %q: %w", shown, err)
 	}
 	u.RawQuery = query.Encode()
 	rawURL = u.String()
 
+	if err := checkAddrs(u); err != nil {
+		return nil, fmt.Errorf("ratelimit: redis URL %q: %w", shown, err)
+	}
 	base, kind, _ := strings.Cut(u.Scheme, "+")
 	switch u.Scheme {
 	case schemeRedis, schemeRedisTLS, schemeUnix:
@@ -97,6 +89,9 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 		o, err := redis.ParseURL(rawURL)
 		if err != nil {
 			return nil, fmt.Errorf("ratelimit: redis URL %q: %w", shown, err)
+		}
+		if o.DB < 0 {
+			return nil, fmt.Errorf("ratelimit: redis URL %q: database %d, want ≥ 0", shown, o.DB)
 		}
 		if noRetry {
 			o.MaxRetries = -1
@@ -152,6 +147,55 @@ func OpenRedis(rawURL string) (redis.UniversalClient, error) {
 	}
 }
 
+// takeCommonOptions takes context_timeout_enabled (default true) and
+// dialer_retries (default 1) out of query: go-redis parses them only for
+// some forms, and OpenRedis applies them to every form.
+func takeCommonOptions(query url.Values) (ctxTimeout bool, dialRetries int, err error) {
+	ctxTimeout, dialRetries = true, 1
+	if query.Has("context_timeout_enabled") {
+		v := query.Get("context_timeout_enabled")
+		if ctxTimeout, err = strconv.ParseBool(v); err != nil {
+			return false, 0, fmt.Errorf("option context_timeout_enabled=%q, want true or false", v)
+		}
+		query.Del("context_timeout_enabled")
+	}
+	if query.Has("dialer_retries") {
+		v := query.Get("dialer_retries")
+		if dialRetries, err = strconv.Atoi(v); err != nil || dialRetries < 1 {
+			return false, 0, fmt.Errorf("option dialer_retries=%q, want an integer ≥ 1", v)
+		}
+		query.Del("dialer_retries")
+	}
+	return ctxTimeout, dialRetries, nil
+}
+
+// checkAddrs refuses what go-redis would take and then fail to dial on
+// every attempt, which a gateway would only see as Redis down: a unix URL
+// with a host (unix://relative/path.sock dials /path.sock; the socket path
+// must be absolute, unix:///path) or without a socket path, and a port
+// outside 1–65535 in the host or an addr= parameter.
+func checkAddrs(u *url.URL) error {
+	if u.Scheme == schemeUnix {
+		if u.Host != "" {
+			return fmt.Errorf("host %q in a unix URL: the socket path must be absolute, unix:///path/to/redis.sock", u.Host)
+		}
+		if strings.Trim(u.Path, "/") == "" {
+			return errors.New("no socket path; want unix:///path/to/redis.sock")
+		}
+		return nil
+	}
+	for _, hp := range append([]string{u.Host}, u.Query()["addr"]...) {
+		port := (&url.URL{Host: hp}).Port()
+		if port == "" {
+			continue // none: the default
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("address %q: port %q, want 1–65535", hp, port)
+		}
+	}
+	return nil
+}
+
 // redactURLError drops the URL text from a *url.Error, keeping the reason.
 func redactURLError(err error) error {
 	var ue *url.Error
@@ -205,4 +249,14 @@ func expandHostList(raw string) (string, error) {
 	}
 	query += strings.Join(extra, "&")
 	return scheme + "://" + userinfo + strings.TrimSpace(list[0]) + path + "?" + query, nil
+}
+
+// redactedURL is rawURL as errors may show it: with its password replaced
+// by "xxxxx", or a placeholder when it does not parse.
+func redactedURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(the configured URL)"
+	}
+	return u.Redacted()
 }

@@ -36,6 +36,11 @@ func TestOpenRedisForms(t *testing.T) {
 				t.Errorf("max_retries %d context_timeout_enabled %v pool_size %d dialer_retries %d", o.MaxRetries, o.ContextTimeoutEnabled, o.PoolSize, o.DialerRetries)
 			}
 		}},
+		{"ipv6", "redis://[::1]:6379/1", func(t *testing.T, c redis.UniversalClient) {
+			if o := mustSingle(t, c); o.Addr != "[::1]:6379" || o.DB != 1 {
+				t.Errorf("addr %q db %d", o.Addr, o.DB)
+			}
+		}},
 		{"unix socket", "unix:///tmp/redis.sock?db=3", func(t *testing.T, c redis.UniversalClient) {
 			o := mustSingle(t, c)
 			if o.Network != "unix" || o.Addr != "/tmp/redis.sock" || o.DB != 3 {
@@ -110,6 +115,12 @@ func TestOpenRedisBadURLs(t *testing.T) {
 		{"cluster with a bad path", "redis+cluster://10.0.0.1:7000/x/y", "only database 0"},
 		{"empty host in list", "redis://a:1,,b:2", "empty host"},
 		{"list with unix scheme", "unix://a,b", "comma list"},
+		{"unix with a host", "unix://relative/redis.sock", `host "relative" in a unix URL`},
+		{"unix without a path", "unix:///", "no socket path"},
+		{"port out of range", "redis://127.0.0.1:99999", `port "99999", want 1–65535`},
+		{"port zero", "rediss://127.0.0.1:0", `port "0"`},
+		{"seed port out of range", "redis+cluster://10.0.0.1:7000?addr=10.0.0.2:70001", `port "70001"`},
+		{"negative database", "redis://127.0.0.1:6379/-1", "database -1, want ≥ 0"},
 		{"password is not echoed", "redis://user:hunter2@127.0.0.1:6379?bogus=1", "bogus"},
 		{"control character", "redis://user:hunter2@127.0.0.1:6379/\x7f", "does not parse"},
 	}
