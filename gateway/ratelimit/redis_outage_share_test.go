@@ -22,7 +22,9 @@ import (
 // is alive.
 const sureTimeout = time.Second
 
-// keyFallbacks counts fallback decisions by limit key, over every gateway.
+// keyFallbacks counts the local shares' decisions by limit key, over every
+// gateway: the fallbacks, and the local checks of the remote admissions
+// that follow a fallback within the rule's span (Failover.gated).
 type keyFallbacks struct {
 	mu sync.Mutex
 	n  map[string]int // guarded by mu
@@ -32,6 +34,23 @@ func (k *keyFallbacks) get(key string) int {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.n[key]
+}
+
+// countingLocal is a gateway's local share that counts its decisions by
+// key in byKey. It is a Recorder as Local is (Record comes with the
+// embedded Local), so the Failover bounds the fallback share by what Redis
+// admitted, as a gateway's does; a StoreFunc wrapper was not one, and
+// these tests measured an unbounded share no gateway runs.
+type countingLocal struct {
+	*Local
+	byKey *keyFallbacks
+}
+
+func (c *countingLocal) Allow(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
+	c.byKey.mu.Lock()
+	c.byKey.n[key]++
+	c.byKey.mu.Unlock()
+	return c.Local.Allow(ctx, key, rule, cost, now)
 }
 
 // newGatewayStores returns n Failover stores, each over its own warmed-up
@@ -47,13 +66,7 @@ func newGatewayStores(t *testing.T, url string, n int, opts ...FailoverOption) (
 		if err := rs.Warm(context.Background(), 4); err != nil {
 			t.Fatal(err)
 		}
-		local := NewLocal()
-		counting := StoreFunc(func(ctx context.Context, key string, rule Rule, cost int64, now time.Time) (Decision, error) {
-			byKey.mu.Lock()
-			byKey.n[key]++
-			byKey.mu.Unlock()
-			return local.Allow(ctx, key, rule, cost, now)
-		})
+		counting := &countingLocal{Local: NewLocal(), byKey: byKey}
 		f, err := NewFailover(rs, append([]FailoverOption{FailoverShare(1 / float64(n)), FailoverLocal(counting)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -103,8 +116,9 @@ func waitGlobal(fos []*Failover, keys []string, rule Rule) time.Duration {
 // limitRules are the two algorithms with a global limit of 100/s, what
 // they admit with the offered load far above it (want, for a run whose
 // decisions spanned span), and what N local shares admit in total over an
-// outage of whole seconds (every local share starting empty: sliding
-// windows from nothing, buckets full).
+// outage of whole seconds that began under such a load. Each gateway's
+// share has recorded its Redis admissions (Recorder), so its bucket is as
+// empty as the global one at the outage's start and its window as full.
 var limitRules = limitRulesAt(100)
 
 // limitRule is one of limitRules.
@@ -128,8 +142,8 @@ func limitRulesAt(limit int64) []limitRule {
 		// that loses no refill (a full bucket stops filling).
 		{"token_bucket", Rule{Algorithm: TokenBucket, ReplenishRate: l, Burst: limit},
 			func(_, span time.Duration) float64 { return l + l*span.Seconds() }, // a full bucket, then the rate while decisions came
-			func(n int, d time.Duration) float64 {
-				return float64(n)*math.Ceil(l/float64(n)) + l*d.Seconds() // full buckets, then the rate
+			func(_ int, d time.Duration) float64 {
+				return l * d.Seconds() // buckets emptied by the load, then the rate
 			}},
 	}
 }
@@ -303,9 +317,12 @@ func TestClusterMasterKilledMidRun(t *testing.T) {
 	if math.Abs(got-want) > 0.25*want {
 		t.Errorf("tenant on the lost master: admitted %.0f during the outage, want %.0f ± 25 %%", got, want)
 	}
+	// The local shares' decisions by tenant: the fallbacks, and the
+	// checks of the remote admissions that follow them within a span
+	// (Failover.gated), so at least the fallbacks, all the lost tenant's.
 	lost := byKey.get(keyOn[0])
-	if lost == 0 || uint64(lost+byKey.get(keyOn[1])+byKey.get(keyOn[2])) != fallbacks {
-		t.Errorf("fallbacks by tenant %d %d %d, in all %d: want some for the lost master's tenant, and the sum", lost, byKey.get(keyOn[1]), byKey.get(keyOn[2]), fallbacks)
+	if lost == 0 || uint64(lost) < fallbacks || byKey.get(keyOn[1])+byKey.get(keyOn[2]) != 0 {
+		t.Errorf("local decisions by tenant %d %d %d, fallbacks %d: want at least the fallbacks for the lost master's tenant, none for the others", lost, byKey.get(keyOn[1]), byKey.get(keyOn[2]), fallbacks)
 	}
 	// The other masters' tenants stayed global all along: their slots'
 	// breakers never opened.
