@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,8 +100,10 @@ func (x *exchange) fallbackStream(reason string) {
 }
 
 // upstreamFailed answers an upstream failure: the fallback when it is on
-// and the route has one, else an error with status.
-func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
+// and the route has one, else an error with status, carrying the
+// model's own Retry-After when its last answer (429, 5xx) had one
+// (retryAfter > 0; see upstreamRetryAfter).
+func (x *exchange) upstreamFailed(status int, msg string, stream bool, retryAfter time.Duration) {
 	if x.g.on(defFallback) && x.route.hasFallback() {
 		if stream {
 			x.fallbackStream(wire.FallbackUpstream)
@@ -108,6 +111,9 @@ func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 			x.fallback(wire.FallbackUpstream)
 		}
 		return
+	}
+	if retryAfter > 0 {
+		x.w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter)))
 	}
 	x.fail(status, wire.OutcomeError, "", msg)
 }
@@ -135,6 +141,8 @@ type callResult struct {
 	dropped bool
 	refused bool // every node tried answered 429: none took the call
 	latency time.Duration
+	// retryAfter is the Retry-After of the model's failed answer (0: none).
+	retryAfter time.Duration
 	// used is the tokens the model reported (answer usage, a stream's
 	// usage chunk or its counted chunks) when hasUsage.
 	used     int64
@@ -188,7 +196,8 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		// The pool returns a 429 only when nothing better came: no node
 		// took the call.
 		refused := resp.StatusCode == http.StatusTooManyRequests
-		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		ra := upstreamRetryAfter(resp.Header.Get("Retry-After"), end)
+		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused, retryAfter: ra}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
 	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
@@ -353,7 +362,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false)
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false, res.retryAfter)
 		}
 		return
 	}
@@ -375,7 +384,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		if x.timedOut() {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed reading the upstream answer")
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
+			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false, 0)
 		}
 		return
 	}

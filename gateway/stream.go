@@ -176,7 +176,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true)
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true, res.retryAfter)
 		}
 		return res
 	}
