@@ -118,6 +118,21 @@ func (x *exchange) endStream(o wire.Outcome) {
 	}
 }
 
+// endWholeStream counts a stream relayed whole (the model's stream ended,
+// or its [DONE] reached the client): ok, or error when an event carried
+// the model's error object (failed: vLLM, llama.cpp's server and OpenAI
+// report a failure after their 200 that way, vLLM then [DONE]), which is
+// no whole answer. Either way the stream ends cleanly, its trailer saying
+// the outcome: the client has read the model's own error.
+func (x *exchange) endWholeStream(failed bool) {
+	o := wire.OutcomeOK
+	if failed {
+		o = wire.OutcomeError
+	}
+	x.w.Header().Set(wire.HeaderOutcomeFinal, o.String())
+	x.finish(o)
+}
+
 // streamFailure classifies a failed write or read mid-stream.
 func (x *exchange) streamFailure(err error) wire.Outcome {
 	if x.timedOut() || isTimeout(err) || errors.Is(err, http.ErrHandlerTimeout) {
@@ -222,7 +237,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
 			res.used, res.hasUsage = m.used(sr.prompt), true
-			x.endStream(wire.OutcomeOK)
+			x.endWholeStream(m.Failed())
 			return res
 		case err != nil:
 			res = x.brokenCall(callStart)
