@@ -300,45 +300,6 @@ func readPieces(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
-// relayRefusal relays a model's answer other than 200 and below 500 (a
-// 4xx: the request was bad, not the model) as it came — status,
-// Content-Type (application/json when it names none) and body, at most
-// maxRefusalBody bytes, JSON or not (a proxy in front of the model may
-// answer HTML) — and counts an error. It closes resp's body.
-func (x *exchange) relayRefusal(resp *http.Response) {
-	x.writeRefusal(readRefusal(resp))
-}
-
-// refusal is a model's 4xx answer, read whole (see relayRefusal).
-type refusal struct {
-	status int
-	ctype  string
-	body   []byte
-}
-
-// readRefusal reads a refusal to relay and closes resp's body.
-func readRefusal(resp *http.Response) refusal {
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-	ctype := resp.Header.Get("Content-Type")
-	if ctype == "" {
-		ctype = "application/json"
-	}
-	return refusal{resp.StatusCode, ctype, b}
-}
-
-// writeRefusal answers with a refusal read by readRefusal and counts an
-// error.
-func (x *exchange) writeRefusal(r refusal) {
-	h := x.w.Header()
-	h.Set("Content-Type", r.ctype)
-	h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-	x.writeAnswer(r.status, r.body, wire.OutcomeError)
-}
-
-// maxRefusalBody bounds the body of a model's 4xx the gateway relays.
-const maxRefusalBody = 64 << 10
-
 // proxyJSON forwards body to path as a call of class, relays a JSON
 // answer and releases t (a call that no node took waits for its place
 // again on t's permit: see requeue); stream is false here. What t holds —
@@ -371,7 +332,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		res.end = time.Now()
 		res.rtt = res.end.Sub(callStart)
 		g.releaseCall(t, res)
-		x.writeRefusal(r)
+		x.writeRefusal(r, false)
 		return
 	}
 	ctype := resp.Header.Get("Content-Type")

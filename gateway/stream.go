@@ -197,7 +197,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		x.relayRefusal(resp)
+		x.writeRefusal(readRefusal(resp), true)
 		return res
 	}
 	x.startStream("text/event-stream")
