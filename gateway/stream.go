@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
@@ -200,6 +202,13 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 		x.writeRefusal(readRefusal(resp), true)
 		return res
 	}
+	if ct := resp.Header.Get("Content-Type"); isJSONType(ct) {
+		// A backend that ignored "stream": true answered whole: relayed
+		// as a stream, its client's SSE reader would find no event and
+		// end quietly, and the request would count ok.
+		x.upstreamFailed(http.StatusBadGateway, "upstream answered a stream request with Content-Type "+ct+", not text/event-stream: the backend ignored \"stream\": true", true, 0)
+		return res
+	}
 	x.startStream("text/event-stream")
 	cw := newClientWriter(x.w, g.cfg.Stream.WriteTimeout)
 	cw.deferFlush = true
@@ -249,6 +258,13 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			return res
 		}
 	}
+}
+
+// isJSONType reports whether Content-Type ct names JSON
+// (application/json, or a type with the +json suffix).
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // lineBuffered reports whether br holds a whole line: its next ReadSlice
