@@ -295,7 +295,7 @@ func (g *Gateway) answerAgent(x *exchange, ar AgentRequest, plan agentPlan, n in
 	} else {
 		g.countTask(wire.AgentTaskError, plan.level)
 	}
-	x.upstreamFailed(http.StatusBadGateway, "every agent sub-call of the first step failed", false)
+	x.upstreamFailed(http.StatusBadGateway, "every agent sub-call of the first step failed", false, 0)
 }
 
 // stepResult is one step's sub-calls.

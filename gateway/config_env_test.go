@@ -58,8 +58,9 @@ func TestParseConfigHeadersFromEnv(t *testing.T) {
 
 // TestUpstreamHeadersThroughTheGateway: a backend that wants an API key
 // serves through a gateway configured with it; the clients' keys never
-// reach it. Without the header every call is the backend's 401, relayed
-// as an error.
+// reach it. Without the header every call is the backend's 401, which
+// refuses the gateway's key, not the client's: answered as an upstream
+// error (502, the fallback off), never relayed (TestCredentialRefusal).
 func TestUpstreamHeadersThroughTheGateway(t *testing.T) {
 	var mu sync.Mutex
 	var auths []string
@@ -88,7 +89,7 @@ func TestUpstreamHeadersThroughTheGateway(t *testing.T) {
 		outcome wire.Outcome
 	}{
 		{"with the key", map[string]string{"Authorization": "Bearer sk-node"}, http.StatusOK, wire.OutcomeOK},
-		{"without", nil, http.StatusUnauthorized, wire.OutcomeError},
+		{"without", nil, http.StatusBadGateway, wire.OutcomeError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mu.Lock()
@@ -96,6 +97,7 @@ func TestUpstreamHeadersThroughTheGateway(t *testing.T) {
 			mu.Unlock()
 			cfg := testConfig(backend.URL)
 			cfg.Upstream.Headers = tc.headers
+			cfg.Defenses.Fallback = false
 			s := startServer(t, cfg)
 			for _, key := range []string{"k0", "k1", "k2"} {
 				a := call(t, http.MethodPost, "http://"+s.Addr()+wire.PathChat, key, body)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -403,24 +404,61 @@ func (s *StreamConfig) validate() error {
 	return nil
 }
 
-// NormalizeNode turns "host:port" or "http://host:port" into a base URL
-// "http://host:port" without a trailing slash.
+// NormalizeNode turns a node address into the base URL the gateway
+// appends its paths to (/v1/chat/completions, the health path): "host:port"
+// or "http://host:port" → "http://host:port"; an http:// or https:// URL
+// may name no port (the scheme's) and may carry a path prefix, for a
+// backend that serves the API under one (http://host/openai →
+// http://host/openai/v1/chat/completions). Trailing slashes go. Refused,
+// with what to write instead: a path ending in /v1, the base URL OpenAI's
+// SDKs take (https://api.openai.com/v1), since the gateway appends /v1/…
+// itself and would call /v1/v1/chat/completions; a query or fragment; and
+// user:password, which the logs and the node label would show (a
+// backend's key goes in upstream.headers).
 func NormalizeNode(n string) (string, error) {
 	s := strings.TrimSpace(n)
 	if s == "" {
 		return "", errors.New("empty node address")
 	}
-	if strings.HasPrefix(s, "https://") {
-		return strings.TrimRight(s, "/"), nil
+	if strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") {
+		return normalizeNodeURL(n, s)
 	}
-	s = strings.TrimPrefix(s, "http://")
 	s = strings.TrimRight(s, "/")
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 || i == len(s)-1 || strings.ContainsAny(s, "/ ") {
-		return "", fmt.Errorf("node %q must be host:port or http://host:port", n)
+		return "", fmt.Errorf("node %q must be host:port or an http:// or https:// URL", n)
 	}
 	if p, err := strconv.Atoi(s[i+1:]); err != nil || p < 1 || p > 65535 {
 		return "", fmt.Errorf("node %q has an invalid port", n)
 	}
 	return "http://" + s, nil
+}
+
+// normalizeNodeURL is NormalizeNode of s, node n trimmed, which starts
+// with http:// or https://.
+func normalizeNodeURL(n, s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("node %q is not a URL: %w", n, err)
+	}
+	switch {
+	case u.Host == "" || u.Hostname() == "":
+		return "", fmt.Errorf("node %q has no host", n)
+	case u.User != nil:
+		return "", fmt.Errorf("node %q carries credentials, which the logs and metrics would show: put the backend's key in upstream.headers", n)
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(s, "?#"):
+		return "", fmt.Errorf("node %q: a base URL takes no query or fragment", n)
+	}
+	if p := u.Port(); p != "" {
+		if v, err := strconv.Atoi(p); err != nil || v < 1 || v > 65535 {
+			return "", fmt.Errorf("node %q has an invalid port", n)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "", fmt.Errorf("node %q has an empty port", n)
+	}
+	base := strings.TrimRight(s, "/")
+	if strings.HasSuffix(base, "/v1") {
+		return "", fmt.Errorf("node %q ends in /v1: the gateway appends /v1/chat/completions (and its other /v1 paths) itself; give %q", n, strings.TrimSuffix(base, "/v1"))
+	}
+	return base, nil
 }

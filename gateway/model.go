@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,8 +100,10 @@ func (x *exchange) fallbackStream(reason string) {
 }
 
 // upstreamFailed answers an upstream failure: the fallback when it is on
-// and the route has one, else an error with status.
-func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
+// and the route has one, else an error with status, carrying the
+// model's own Retry-After when its last answer (429, 5xx) had one
+// (retryAfter > 0; see upstreamRetryAfter).
+func (x *exchange) upstreamFailed(status int, msg string, stream bool, retryAfter time.Duration) {
 	if x.g.on(defFallback) && x.route.hasFallback() {
 		if stream {
 			x.fallbackStream(wire.FallbackUpstream)
@@ -108,6 +111,9 @@ func (x *exchange) upstreamFailed(status int, msg string, stream bool) {
 			x.fallback(wire.FallbackUpstream)
 		}
 		return
+	}
+	if retryAfter > 0 {
+		x.w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds(retryAfter)))
 	}
 	x.fail(status, wire.OutcomeError, "", msg)
 }
@@ -135,6 +141,8 @@ type callResult struct {
 	dropped bool
 	refused bool // every node tried answered 429: none took the call
 	latency time.Duration
+	// retryAfter is the Retry-After of the model's failed answer (0: none).
+	retryAfter time.Duration
 	// used is the tokens the model reported (answer usage, a stream's
 	// usage chunk or its counted chunks) when hasUsage.
 	used     int64
@@ -188,7 +196,8 @@ func (g *Gateway) callModel(ctx context.Context, prio admit.Priority, class, pat
 		// The pool returns a 429 only when nothing better came: no node
 		// took the call.
 		refused := resp.StatusCode == http.StatusTooManyRequests
-		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
+		ra := upstreamRetryAfter(resp.Header.Get("Retry-After"), end)
+		return nil, callResult{rtt: rtt, end: end, dropped: true, refused: refused, retryAfter: ra}, wire.OutcomeError, fmt.Errorf("upstream answered %d", resp.StatusCode)
 	}
 	return resp, callResult{rtt: rtt, end: end}, wire.OutcomeOK, nil
 }
@@ -291,45 +300,6 @@ func readPieces(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
-// relayRefusal relays a model's answer other than 200 and below 500 (a
-// 4xx: the request was bad, not the model) as it came — status,
-// Content-Type (application/json when it names none) and body, at most
-// maxRefusalBody bytes, JSON or not (a proxy in front of the model may
-// answer HTML) — and counts an error. It closes resp's body.
-func (x *exchange) relayRefusal(resp *http.Response) {
-	x.writeRefusal(readRefusal(resp))
-}
-
-// refusal is a model's 4xx answer, read whole (see relayRefusal).
-type refusal struct {
-	status int
-	ctype  string
-	body   []byte
-}
-
-// readRefusal reads a refusal to relay and closes resp's body.
-func readRefusal(resp *http.Response) refusal {
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-	ctype := resp.Header.Get("Content-Type")
-	if ctype == "" {
-		ctype = "application/json"
-	}
-	return refusal{resp.StatusCode, ctype, b}
-}
-
-// writeRefusal answers with a refusal read by readRefusal and counts an
-// error.
-func (x *exchange) writeRefusal(r refusal) {
-	h := x.w.Header()
-	h.Set("Content-Type", r.ctype)
-	h.Set(wire.HeaderOutcome, wire.OutcomeError.String())
-	x.writeAnswer(r.status, r.body, wire.OutcomeError)
-}
-
-// maxRefusalBody bounds the body of a model's 4xx the gateway relays.
-const maxRefusalBody = 64 << 10
-
 // proxyJSON forwards body to path as a call of class, relays a JSON
 // answer and releases t (a call that no node took waits for its place
 // again on t's permit: see requeue); stream is false here. What t holds —
@@ -353,7 +323,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false)
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), false, res.retryAfter)
 		}
 		return
 	}
@@ -362,7 +332,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		res.end = time.Now()
 		res.rtt = res.end.Sub(callStart)
 		g.releaseCall(t, res)
-		x.writeRefusal(r)
+		x.writeRefusal(r, false)
 		return
 	}
 	ctype := resp.Header.Get("Content-Type")
@@ -375,7 +345,7 @@ func (g *Gateway) proxyJSON(x *exchange, class, path string, body []byte, t *tic
 		if x.timedOut() {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline passed reading the upstream answer")
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false)
+			x.upstreamFailed(http.StatusBadGateway, "upstream answer: "+err.Error(), false, 0)
 		}
 		return
 	}

@@ -12,7 +12,8 @@ import (
 )
 
 // serveModels is GET /v1/models: the model list of a node in rotation,
-// relayed as it came (status, Content-Type, body; a body over
+// relayed as it came (status, Content-Type, body — but a refusal of the
+// gateway's credentials, a 502 as on the model routes; a body over
 // maxUpstreamBody bytes is a 502, never relayed truncated). OpenAI
 // clients list the models before anything else (Open WebUI when a
 // connection is added). It is route "other":
@@ -47,6 +48,10 @@ func (g *Gateway) serveModels(x *exchange) {
 			return
 		}
 		x.fail(http.StatusBadGateway, wire.OutcomeError, "", "upstream model list: "+err.Error())
+		return
+	}
+	if credentialRefusal(resp.StatusCode) { // the gateway's key, not the client's (see writeRefusal)
+		x.fail(http.StatusBadGateway, wire.OutcomeError, "", credentialMsg(resp.StatusCode))
 		return
 	}
 	o := wire.OutcomeOK

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"math"
+	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -67,4 +69,27 @@ func retryAfterSeconds(d time.Duration) int {
 func retryAfterOf(e *durationEWMA) int {
 	d, _ := e.mean()
 	return retryAfterSeconds(d)
+}
+
+// upstreamRetryAfter reads a model's Retry-After header h, received at
+// now: delay-seconds or an HTTP-date (RFC 9110), at most a day. 0 when
+// absent, malformed or already past. A model that says when it has room
+// again (OpenAI's and a proxy's 429, a server's 503) is passed on to the
+// client with the gateway's 502, so an SDK that honours it (openai-python,
+// openai-node) waits that long instead of retrying at once into the same
+// refusal.
+func upstreamRetryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		d = time.Duration(min(n, 86400)) * time.Second
+	} else if t, err := http.ParseTime(h); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), 24*time.Hour)
 }

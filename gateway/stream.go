@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/levee-lab/levee/gateway/admit"
@@ -118,6 +120,21 @@ func (x *exchange) endStream(o wire.Outcome) {
 	}
 }
 
+// endWholeStream counts a stream relayed whole (the model's stream ended,
+// or its [DONE] reached the client): ok, or error when an event carried
+// the model's error object (failed: vLLM, llama.cpp's server and OpenAI
+// report a failure after their 200 that way, vLLM then [DONE]), which is
+// no whole answer. Either way the stream ends cleanly, its trailer saying
+// the outcome: the client has read the model's own error.
+func (x *exchange) endWholeStream(failed bool) {
+	o := wire.OutcomeOK
+	if failed {
+		o = wire.OutcomeError
+	}
+	x.w.Header().Set(wire.HeaderOutcomeFinal, o.String())
+	x.finish(o)
+}
+
 // streamFailure classifies a failed write or read mid-stream.
 func (x *exchange) streamFailure(err error) wire.Outcome {
 	if x.timedOut() || isTimeout(err) || errors.Is(err, http.ErrHandlerTimeout) {
@@ -176,13 +193,20 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 		if o == wire.OutcomeTimeout {
 			x.fail(http.StatusGatewayTimeout, wire.OutcomeTimeout, "", "deadline cannot be met: "+err.Error())
 		} else {
-			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true)
+			x.upstreamFailed(http.StatusBadGateway, "upstream failed: "+err.Error(), true, res.retryAfter)
 		}
 		return res
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		x.relayRefusal(resp)
+		x.writeRefusal(readRefusal(resp), true)
+		return res
+	}
+	if ct := resp.Header.Get("Content-Type"); isJSONType(ct) {
+		// A backend that ignored "stream": true answered whole: relayed
+		// as a stream, its client's SSE reader would find no event and
+		// end quietly, and the request would count ok.
+		x.upstreamFailed(http.StatusBadGateway, "upstream answered a stream request with Content-Type "+ct+", not text/event-stream: the backend ignored \"stream\": true", true, 0)
 		return res
 	}
 	x.startStream("text/event-stream")
@@ -222,7 +246,7 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			res.end = time.Now()
 			res.rtt = res.end.Sub(callStart)
 			res.used, res.hasUsage = m.used(sr.prompt), true
-			x.endStream(wire.OutcomeOK)
+			x.endWholeStream(m.Failed())
 			return res
 		case err != nil:
 			res = x.brokenCall(callStart)
@@ -234,6 +258,13 @@ func (g *Gateway) relaySSE(x *exchange, body []byte, sr streamReq, permit *admit
 			return res
 		}
 	}
+}
+
+// isJSONType reports whether Content-Type ct names JSON
+// (application/json, or a type with the +json suffix).
+func isJSONType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 // lineBuffered reports whether br holds a whole line: its next ReadSlice

@@ -69,8 +69,11 @@ var DefaultRetryOn = []string{RetryOnConnect, RetryOnStatus, RetryOnTimeout, Ret
 // Config configures a [Pool]. A zero field means "use the default" (see the
 // Default* constants); negative durations or counts are errors.
 type Config struct {
-	// Nodes are the base URLs of the model nodes, e.g. http://127.0.0.1:9001.
-	// At least one; scheme http or https; no duplicates.
+	// Nodes are the base URLs of the model nodes, e.g. http://127.0.0.1:9001;
+	// a call's path is appended (a base URL may carry a path prefix:
+	// http://host/openai). At least one; scheme http or https; no
+	// duplicates; no query, fragment or user:password (the address is
+	// logged and labels metrics: credentials go in Headers).
 	Nodes []string `yaml:"nodes" json:"nodes"`
 	// HealthPath is the path probed by active health checks (GET, 200 = up).
 	HealthPath string `yaml:"health_path" json:"health_path"`

@@ -27,6 +27,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no host", func(c *Config) { c.Nodes = []string{"http://"} }, "nodes[0]"},
 		{"unparsable", func(c *Config) { c.Nodes = []string{"http://a b:%zz"} }, "nodes[0]"},
 		{"query", func(c *Config) { c.Nodes = []string{"http://a:1/?x=1"} }, "nodes[0]"},
+		{"credentials", func(c *Config) { c.Nodes = []string{"https://u:secret@a:1"} }, "nodes[0]"},
 		{"duplicate", func(c *Config) { c.Nodes = []string{"http://a:1", "http://a:1/"} }, "nodes[1]"},
 		{"health path", func(c *Config) { c.HealthPath = "healthz" }, "health_path"},
 		{"health interval", func(c *Config) { c.HealthInterval = -1 }, "health_interval"},
@@ -62,6 +63,9 @@ func TestConfigValidate(t *testing.T) {
 			}
 			if fe.Field != tt.field || !strings.Contains(err.Error(), tt.field) {
 				t.Fatalf("field = %q (%v), want %q", fe.Field, err, tt.field)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Fatalf("the error shows the password: %v", err)
 			}
 			if _, err := New(c); err == nil {
 				t.Fatalf("New accepted a config Validate rejects")

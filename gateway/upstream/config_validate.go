@@ -125,6 +125,9 @@ func validateNodes(nodes []string) error {
 		if u.Host == "" {
 			return &FieldError{f, fmt.Sprintf("%q has no host", n)}
 		}
+		if u.User != nil {
+			return &FieldError{f, fmt.Sprintf("%q carries credentials, which the logs and the node label would show: put the backend's key in headers", u.Redacted())}
+		}
 		if u.RawQuery != "" || u.Fragment != "" {
 			return &FieldError{f, fmt.Sprintf("%q: a base URL takes no query or fragment", n)}
 		}

@@ -20,13 +20,16 @@ type node struct {
 	// healthFails counts checks failed in a row; only the health loop
 	// (one goroutine per node per round, rounds never overlap) touches it.
 	healthFails int
-	inflight    atomic.Int64
-	requests    atomic.Uint64
-	failures    atomic.Uint64
-	fails       [numFailureKinds]atomic.Uint64 // failed attempts by kind
-	breaker     *Breaker
-	ejection    atomic.Int32 // EjectionState; changed under outliers.mu
-	stats       *nodeStats
+	// healthErr is why the node's last health check failed, nil after
+	// one passed.
+	healthErr atomic.Pointer[string]
+	inflight  atomic.Int64
+	requests  atomic.Uint64
+	failures  atomic.Uint64
+	fails     [numFailureKinds]atomic.Uint64 // failed attempts by kind
+	breaker   *Breaker
+	ejection  atomic.Int32 // EjectionState; changed under outliers.mu
+	stats     *nodeStats
 }
 
 // NodeStats is a snapshot of one node.
@@ -39,6 +42,9 @@ type NodeStats struct {
 	Requests uint64 `json:"requests"` // attempts sent to the node
 	Failures uint64 `json:"failures"` // connection failures, 5xx and attempt timeouts
 	Timeouts uint64 `json:"timeouts"` // attempts abandoned by the attempt timeout
+	// HealthError is why the node's last health check failed (the
+	// status or the transport's error); empty once one passed.
+	HealthError string `json:"health_error,omitempty"`
 }
 
 // Counters are the pool's totals since New.
@@ -221,6 +227,9 @@ func (p *Pool) Stats() []NodeStats {
 			Requests: n.requests.Load(),
 			Failures: n.failures.Load(),
 			Timeouts: n.fails[failTimeout].Load(),
+		}
+		if e := n.healthErr.Load(); e != nil {
+			out[i].HealthError = *e
 		}
 	}
 	return out

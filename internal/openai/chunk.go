@@ -8,13 +8,13 @@ package openai
 // else, and whenever encoding/json could read the chunk differently from
 // this scanner (a key that is escaped, not ASCII, or a known key in
 // another case; a known key twice; a value of a type the decoding would
-// refuse; a "usage" key): the caller then decodes the chunk with
+// refuse; a "usage" or an "error" key): the caller then decodes the chunk with
 // encoding/json. data must be valid JSON (json.Valid) that begins with
 // '{'. It does not allocate.
 func chunkGenerated(data []byte) (gen, ok bool) {
 	s := scanner{b: data}
 	ok = s.fields(topKeys[:], func(k int) bool {
-		if k != 0 || s.peek() != '[' { // usage, or choices not an array
+		if k != 0 || s.peek() != '[' { // usage, error, or choices not an array
 			return false
 		}
 		return s.array(func() bool {
@@ -31,7 +31,7 @@ func chunkGenerated(data []byte) (gen, ok bool) {
 
 // The keys encoding/json would match in a chunk, by level.
 var (
-	topKeys    = [...]string{"choices", "usage"}
+	topKeys    = [...]string{"choices", "usage", "error"}
 	choiceKeys = [...]string{"delta", "text"}
 	deltaKeys  = [...]string{"content", "refusal", "reasoning_content", "reasoning", "tool_calls"}
 )

@@ -67,7 +67,7 @@ func checkChunkScanner(t *testing.T, data []byte) bool {
 	}
 	var m StreamMeter
 	usageOnly := m.decode(data)
-	if _, has := m.Usage(); usageOnly || has || gen != (m.Chunks() == 1) {
+	if _, has := m.Usage(); usageOnly || has || m.Failed() || gen != (m.Chunks() == 1) {
 		t.Errorf("%s: scanner says generated %v, decoding counted %d chunks (usage %v, usage-only %v)", data, gen, m.Chunks(), has, usageOnly)
 	}
 	return true
@@ -98,5 +98,27 @@ func TestStreamMeterUsualChunkDoesNotAllocate(t *testing.T) {
 	}
 	if m.Chunks() == 0 {
 		t.Fatal("not counted")
+	}
+}
+
+// TestStreamMeterFailed: an event with a top-level error object (vLLM,
+// llama.cpp's server, OpenAI mid-stream) marks the stream failed, also
+// beside choices the scanner would otherwise read; a null or empty one
+// does not.
+func TestStreamMeterFailed(t *testing.T) {
+	for data, want := range map[string]bool{
+		`{"error":{"message":"The decoder prompt is too long","type":"BadRequestError","code":400}}`: true,
+		`{"choices":[{"index":0,"delta":{"content":"a"}}],"error":{"message":"x"}}`:                  true,
+		`{"error":"engine dead"}`: true,
+		`{"choices":[{"index":0,"delta":{"content":"a"}}],"error":null}`: false,
+		`{"choices":[{"index":0,"delta":{"content":"a"}}]}`:              false,
+		`{"error":""}`: false,
+		`[DONE]`:       false,
+	} {
+		var m StreamMeter
+		m.Event([]byte(data))
+		if m.Failed() != want {
+			t.Errorf("%s: Failed %v, want %v", data, m.Failed(), want)
+		}
 	}
 }

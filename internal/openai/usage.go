@@ -78,6 +78,7 @@ type StreamMeter struct {
 	chunks   int
 	usage    Usage
 	hasUsage bool
+	failed   bool
 }
 
 // EventData returns the data of one SSE event as an EventSource hands it
@@ -145,9 +146,16 @@ func (m *StreamMeter) decode(data []byte) (usageOnly bool) {
 			Text json.RawMessage `json:"text"`
 		} `json:"choices"`
 		Usage *Usage `json:"usage"`
+		// Error is a failure the server reports inside the stream,
+		// after its 200: vLLM, llama.cpp's server and OpenAI send
+		// {"error":{…}} (then, vLLM, "[DONE]").
+		Error json.RawMessage `json:"error"`
 	}
 	if json.Unmarshal(data, &c) != nil {
 		return false
+	}
+	if generated(c.Error) {
+		m.failed = true
 	}
 	for _, ch := range c.Choices {
 		if ch.Delta.generated() || generated(ch.Text) {
@@ -193,6 +201,12 @@ func generated(v json.RawMessage) bool {
 // a refusal, reasoning, a tool call's pieces or a completion's text): about one per completion
 // token for most servers.
 func (m *StreamMeter) Chunks() int { return m.chunks }
+
+// Failed reports whether an event carried an error object (a top-level
+// "error" that is not null or empty): the server failed mid-stream, so
+// the answer is not whole even when "[DONE]" follows. openai-python
+// raises on such an event too.
+func (m *StreamMeter) Failed() bool { return m.failed }
 
 // Usage returns the stream's usage chunk, and false when it had none.
 func (m *StreamMeter) Usage() (Usage, bool) { return m.usage, m.hasUsage }
