@@ -22,19 +22,7 @@ func TestCredentialRefusal(t *testing.T) {
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			const secret = "Incorrect API key provided: sk-proj-********abcd"
-			node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == wire.PathHealthz {
-					return
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(status)
-				_, _ = w.Write([]byte(`{"error":{"message":"` + secret + `","type":"invalid_request_error","code":"invalid_api_key"}}`))
-			}))
-			t.Cleanup(node.Close)
-			cfg := testConfig(strings.TrimPrefix(node.URL, "http://"))
-			cfg.Defenses.Fallback = false
-			s := startServer(t, cfg)
-			base := "http://" + s.Addr()
+			s, base := gatewayBeforeFailingNode(t, status, "", `{"error":{"message":"`+secret+`","type":"invalid_request_error","code":"invalid_api_key"}}`)
 			reqs := []struct{ method, path, body string }{
 				{http.MethodPost, wire.PathChat, chatBody},
 				{http.MethodPost, wire.PathChat, streamBody},

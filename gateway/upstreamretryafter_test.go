@@ -33,22 +33,7 @@ func TestUpstreamRetryAfterPassedOn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strconv.Itoa(c.status)+" "+c.retryAfter, func(t *testing.T) {
-			node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == wire.PathHealthz {
-					return
-				}
-				if c.retryAfter != "" {
-					w.Header().Set("Retry-After", c.retryAfter)
-				}
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(c.status)
-				_, _ = w.Write([]byte(`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
-			}))
-			t.Cleanup(node.Close)
-			cfg := testConfig(strings.TrimPrefix(node.URL, "http://"))
-			cfg.Defenses.Fallback = false
-			s := startServer(t, cfg)
-			base := "http://" + s.Addr()
+			s, base := gatewayBeforeFailingNode(t, c.status, c.retryAfter, `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`)
 			reqs := []struct{ route, path, body string }{
 				{"chat", wire.PathChat, `{"model":"m","messages":[{"role":"user","content":"hi"}]}`},
 				{"chat", wire.PathChat, `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
@@ -96,4 +81,28 @@ func TestUpstreamRetryAfterParse(t *testing.T) {
 			t.Errorf("upstreamRetryAfter(%q) = %v, want %v", h, got, want)
 		}
 	}
+}
+
+// gatewayBeforeFailingNode starts a gateway (fallback off) in front of one
+// node that passes its health check and answers every other request with
+// status, the JSON body and, when retryAfter is not "", that Retry-After.
+// It returns the gateway and its traffic base URL.
+func gatewayBeforeFailingNode(t *testing.T, status int, retryAfter, body string) (*Server, string) {
+	t.Helper()
+	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == wire.PathHealthz {
+			return
+		}
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(node.Close)
+	cfg := testConfig(strings.TrimPrefix(node.URL, "http://"))
+	cfg.Defenses.Fallback = false
+	s := startServer(t, cfg)
+	return s, "http://" + s.Addr()
 }
