@@ -417,7 +417,7 @@ func (g *Gateway) subcall(x *exchange, body []byte, bounded bool) subResult {
 	resp, res, o, err := g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)
 	for err != nil && res.refused && g.pool.Requeues() && !deadlinePassed(x.ctx, time.Now()) {
 		prio := int(x.id.Priority)
-		if held = g.subcalls.requeue(x.ctx, bounded, func() bool { return g.pool.TryRequeue(prio) }); !held {
+		if held = g.subcalls.requeue(x.ctx, bounded, func() bool { return g.payRequeue(prio, res) }); !held {
 			break
 		}
 		resp, res, o, err = g.callModel(x.ctx, x.id.Priority, wire.CallAgentSubcall, wire.PathChat, body)

@@ -46,7 +46,7 @@ func (g *Gateway) callModelRequeued(x *exchange, permit *admit.Permit, class, pa
 // the retry budget is spent (traced in the simulation: 3 × 64 slots
 // answering 429, cut to 16 each: 17 P0 calls failed in the 30 ms after
 // the cut, P0 99.63 %). With nothing else in flight the call would go
-// straight back: that costs a retry token (upstream.Pool.TryRequeue).
+// straight back: that costs a retry token (payRequeue).
 // The refusal also tells an adaptive limit that the backends took no
 // more (res is released on permit as a dropped sample). It returns true
 // when x holds a place again (permit) and the call is to be sent again;
@@ -70,7 +70,7 @@ func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bo
 	class := routeClass[x.route]
 	start := time.Now()
 	prio := int(x.id.Priority)
-	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample(), func() bool { return g.pool.TryRequeue(prio) })
+	p, err := g.bulkheads[class].Requeue(x.ctx, x.id.Priority, permit, res.sample(), func() bool { return g.payRequeue(prio, res) })
 	if errors.Is(err, admit.ErrNotRequeued) {
 		return false, g.refusalStands(x, permit, res)
 	}
@@ -82,6 +82,20 @@ func (g *Gateway) requeue(x *exchange, permit *admit.Permit, res callResult) (bo
 	}
 	*permit = p
 	return true, nil
+}
+
+// payRequeue reports whether a call that no node took (res), with
+// nothing in flight whose end could pace it, goes straight back, and takes
+// the retry token of prio for it (upstream.Pool.TryRequeue). A refusal
+// that said when to come back (Retry-After: OpenAI's rate limit, a
+// proxy's 429, the fake model's full node) does not: the backend said it
+// has no room before then, so the refusal stands and the client gets the
+// Retry-After with the 502. Sent again at once, a backend that said "in
+// 7 s" got the call again within a millisecond, as often as the retry
+// budget allowed; holding the request that long instead would be a queue
+// the client did not ask for.
+func (g *Gateway) payRequeue(prio int, res callResult) bool {
+	return res.retryAfter <= 0 && g.pool.TryRequeue(prio)
 }
 
 // refusalStands judges a refusal that goes no further (see requeue) by

@@ -116,12 +116,15 @@ func TestRequeueRefusedEverywhere(t *testing.T) {
 	}
 }
 
-// TestRequeueWithNothingInFlightPays: a call that every node refused while
-// nothing else of the gateway's was in flight (the node's slot is held by
-// a caller that bypasses the gateway) has no Release to wait for and would
-// go straight back to the full node: that costs a retry token, and with
-// none left the refusal stands — one outcome, 502 error, no loop.
-func TestRequeueWithNothingInFlightPays(t *testing.T) {
+// TestRequeueWithNothingInFlightStands: a call that every node refused
+// while nothing else of the gateway's was in flight (the node's slot is
+// held by a caller that bypasses the gateway) has no Release to wait for
+// and would go straight back to the full node. The fake model's 429 says
+// Retry-After: 1, so it does not: the refusal stands at once, no retry
+// token asked — one outcome, 502 error, no loop. (Without a Retry-After
+// it would pay a token; with none left the refusal stands all the same:
+// TestRequeueHonoursRetryAfter.)
+func TestRequeueWithNothingInFlightStands(t *testing.T) {
 	k := fakemodel.DefaultKnobs()
 	k.Slots, k.Overflow = 1, fakemodel.OverflowReject
 	k.Latency.Dist, k.Latency.FixedMs = fakemodel.DistFixed, 3000
@@ -158,10 +161,12 @@ func TestRequeueWithNothingInFlightPays(t *testing.T) {
 	}
 	code, outcome := post(s.Addr())
 	if got := fmt.Sprintf("%d %s", code, outcome); got != "502 error" {
-		t.Fatalf("call through the gateway: %q, want 502 error (refused, no token to go again)", got)
+		t.Fatalf("call through the gateway: %q, want 502 error (refused, told to come back later)", got)
 	}
-	if denied := metric(t, s, wire.MetricRetries, map[string]string{wire.LabelResult: wire.RetryDenied}); denied != 1 {
-		t.Errorf("retries denied %v, want 1: the requeue asked for a token once", denied)
+	for _, result := range []string{wire.RetrySent, wire.RetryDenied} {
+		if n := metric(t, s, wire.MetricRetries, map[string]string{wire.LabelResult: result}); n != 0 {
+			t.Errorf("retries %s %v, want 0: the node's Retry-After stands, no token is asked", result, n)
+		}
 	}
 	if n := metric(t, s, wire.MetricRequests, nil); n != 1 {
 		t.Errorf("%s counts %v outcomes for 1 call", wire.MetricRequests, n)
