@@ -278,3 +278,21 @@ func docKnobs() string {
 	}
 	return b.String()
 }
+
+// TestContractsDocNamesErrorTypes: the prose of docs/CONTRACTS.md lists
+// the error types an answer's `type` takes; every status an error code
+// comes with (the error-codes table) maps to one of them. The list is
+// prose, not a generated block, so it could miss one (it missed 403's
+// permission_error).
+func TestContractsDocNamesErrorTypes(t *testing.T) {
+	doc, err := os.ReadFile(contractsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose, _, _ := strings.Cut(string(doc), "<!-- wire:error-codes -->")
+	for _, status := range []int{400, 401, 403, 404, 405, 413, 429, 500, 502, 503, 504} {
+		if typ := ErrorType(status); !strings.Contains(prose, "`"+typ+"`") {
+			t.Errorf("%s does not name `%s`, the error type of status %d, before its error-codes table", contractsPath, typ, status)
+		}
+	}
+}
