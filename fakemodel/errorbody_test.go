@@ -62,6 +62,10 @@ func TestErrorBodiesCarryTypeAndCode(t *testing.T) {
 			if resp.StatusCode != tt.status || e.Error.Message == "" || e.Error.Type != tt.typ || e.Error.Code != tt.code {
 				t.Fatalf("got %d %s, want %d type %q code %q", resp.StatusCode, b, tt.status, tt.typ, tt.code)
 			}
+			// A wrong token blames the header, as the gateway's 401s do.
+			if tt.status == 401 && (e.Error.Field != "Authorization" || e.Error.Param != "Authorization") {
+				t.Fatalf("401 %s: want field and param Authorization", b)
+			}
 		})
 	}
 }
