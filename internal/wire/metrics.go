@@ -258,7 +258,7 @@ func GatewayMetrics() []Metric {
 		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
 		{MetricInflight, TypeGauge, []string{LabelClass}, "requests holding a bulkhead place: admitted and not done with the model (a non-streamed answer gives its place back once read whole from the model, before it is written to the client)"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
-		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
+		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time from reaching a bulkhead to leaving it, one sample per pass: 0 for a place granted at once, about 0 for a refusal at a full queue, else the queue wait (granted, timed out or deadline passed); a call every node refused (429) that waits again for a place is another pass"},
 		{MetricConcurrencyLimit, TypeGauge, []string{LabelClass}, "current bulkhead concurrency limit"},
 		{MetricOverloadLevel, TypeGauge, nil, "overload level: 0 green, 1 yellow, 2 red, 3 black"},
 		{MetricShedLevel, TypeGauge, nil, "the overload guard's shed level: 0 admits all, 0–1 sheds that share of P2, 1–2 all P2 and (level − 1) of P1, 2–3 all P2 and P1 and (level − 2) of P0"},
