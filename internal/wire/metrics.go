@@ -281,7 +281,7 @@ func GatewayMetrics() []Metric {
 		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
 		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
 		{MetricStreamTTFT, TypeHistogram, nil, "streamed chat answers: time from sending the call to the model to the first `data:` line of its answer (SSE comments such as `: PROCESSING` or `: keep-alive` do not count); the limiter's latency signal for streams"},
-		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
+		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node`, on every `levee_upstream_` series, is the node's base URL as the gateway calls it, `http://127.0.0.1:9001` for a node configured as `127.0.0.1:9001`; a fake model labels itself `127.0.0.1:9001`)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
