@@ -312,7 +312,7 @@ func GatewayRedisMetrics() []Metric {
 // PathMetrics (besides the standard Go and process collectors).
 func FakeModelMetrics() []Metric {
 	return []Metric{
-		{MetricFakeRequests, TypeCounter, []string{LabelNode, LabelOutcome}, "requests: `ok`, `error`, `hang`, `rejected`, `aborted`, `bad_request`"},
+		{MetricFakeRequests, TypeCounter, []string{LabelNode, LabelOutcome}, "model-route requests by how they ended: `ok` (200), `error` (the injected 500), `hang` (held until the client gave up, or answered 503 at shutdown), `rejected` (429: no slot under the overflow policy; 503: the node closed while it waited), `aborted` (its client left first), `bad_request` (400, 405 or 413)"},
 		{MetricFakeInService, TypeGauge, []string{LabelNode}, "requests holding a slot"},
 		{MetricFakeQueued, TypeGauge, []string{LabelNode}, "requests waiting for a slot"},
 		{MetricFakeSlots, TypeGauge, []string{LabelNode}, "configured slots"},
