@@ -60,7 +60,7 @@ func (n *Node) adminHandler() http.Handler {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(n.opts.token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="levee-admin"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong admin bearer token", "")
+			writeError(w, http.StatusUnauthorized, "missing or wrong admin bearer token", "Authorization")
 			return
 		}
 		mux.ServeHTTP(w, r)

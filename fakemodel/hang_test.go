@@ -2,10 +2,13 @@ package fakemodel
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/internal/wire"
 )
 
 // TestHungRequestsCountAsServiceTime: a hung request holds its slot until
@@ -46,5 +49,36 @@ func TestHungRequestsCountAsServiceTime(t *testing.T) {
 	// is a generous floor that still sits 20× above the configured service.
 	if mean := scrapeSum(t, url, "levee_fakemodel_service_seconds") / count; mean < patience.Seconds()/2 {
 		t.Fatalf("mean slot time of a hang %.3f s, want near the client's patience %.3f s", mean, patience.Seconds())
+	}
+}
+
+// TestHungRequestAnsweredAtShutdown: a request the node hangs on is
+// answered when a graceful shutdown begins, 503 with code unavailable
+// ("the node is shutting down", docs/CONTRACTS.md), so the drain ends
+// with it instead of waiting out its deadline.
+func TestHungRequestAnsweredAtShutdown(t *testing.T) {
+	k := fixedKnobs(1, 2, OverflowQueue)
+	k.HangRate = 1
+	n, url := startNode(t, k)
+	type result struct {
+		code int
+		body []byte
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		code, body, err := post(context.Background(), url+wire.PathChat, chatBody)
+		res <- result{code, body, err}
+	}()
+	waitInService(t, url, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard
+	defer cancel()
+	if err := n.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a hung request: %v, want a complete drain", err)
+	}
+	r := <-res
+	var e wire.ErrorBody
+	if r.err != nil || r.code != 503 || json.Unmarshal(r.body, &e) != nil || e.Error.Code != wire.CodeUnavailable || e.Error.Type != "server_error" {
+		t.Fatalf("hung request at shutdown: %d %s %v; want 503 code %s", r.code, r.body, r.err, wire.CodeUnavailable)
 	}
 }

@@ -162,6 +162,11 @@ func TestLoadKnobsYAML(t *testing.T) {
 	}
 	for _, bad := range []struct{ yaml, want string }{
 		{"slotz: 3\n", "field slotz not found"},
+		// Names are exact and given once, as in a JSON patch
+		// (docs/CONTRACTS.md), in yaml.v3's words.
+		{"SLOTS: 3\n", "line 1: field SLOTS not found"},
+		{"latency:\n  P50_MS: 9\n", "line 2: field P50_MS not found"},
+		{"slots: 3\nslots: 4\n", `line 2: mapping key "slots" already defined at line 1`},
 		{"slots: 0\n", "knob slots"},
 		{"latency: [1]\n", "cannot unmarshal"},
 		{"slots: many\n", "cannot unmarshal"},

@@ -547,6 +547,35 @@ func TestAdminLoopbackOnly(t *testing.T) {
 		e.Error.Code != wire.CodePermissionDenied || e.Error.Type != "permission_error" {
 		t.Fatalf("non-loopback admin: %d %s, want 403 code %q type permission_error", rec.code, rec.body.Bytes(), wire.CodePermissionDenied)
 	}
+	// Token or not (docs/CONTRACTS.md): the peer is refused first.
+	for _, auth := range []string{"", "Bearer wrong-token-0123456789"} {
+		if code := adminFrom(n, "192.0.2.7:5555", auth); code != 403 {
+			t.Errorf("non-loopback admin with Authorization %q: %d, want 403", auth, code)
+		}
+	}
+	// --admin-any lets other peers in, the token still guarding the API.
+	anyPeer, _ := startNode(t, fixedKnobs(5, 4, OverflowQueue), WithAdminAny(true))
+	for _, tc := range []struct {
+		auth string
+		want int
+	}{{"Bearer " + testToken, 200}, {"Bearer wrong-token-0123456789", 401}, {"", 401}} {
+		if code := adminFrom(anyPeer, "192.0.2.7:5555", tc.auth); code != tc.want {
+			t.Errorf("--admin-any, non-loopback peer, Authorization %q: %d, want %d", tc.auth, code, tc.want)
+		}
+	}
+}
+
+// adminFrom is GET /admin/knobs on n from peer with Authorization auth
+// (none when empty); it returns the status.
+func adminFrom(n *Node, peer, auth string) int {
+	rec := &recorder{header: http.Header{}, code: 200}
+	req, _ := http.NewRequest("GET", "/admin/knobs", nil)
+	req.RemoteAddr = peer
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	n.Handler().ServeHTTP(rec, req)
+	return rec.code
 }
 
 type recorder struct {

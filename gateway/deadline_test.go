@@ -204,3 +204,44 @@ func TestRefusalStandingAfterDeadlineIsTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineHeaders: what the gateway takes for the client's deadline,
+// as the node sees it in X-Levee-Deadline-Ms: X-Request-Timeout-Ms alone
+// is honoured; with both, X-Levee-Deadline-Ms wins; the route's timeout
+// caps either (a client cannot buy more time than the route gives). The
+// cases are seconds apart, so a slow machine cannot blur them.
+func TestDeadlineHeaders(t *testing.T) {
+	seen := make(chan string, 1)
+	up := newFakeModel(t, 1, 0)
+	up.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == wire.PathPredict {
+			seen <- r.Header.Get(wire.HeaderDeadlineMs)
+		}
+		_, _ = w.Write([]byte(`{"decision":"APPROVE","score":1}`))
+	})
+	cfg := testConfig(up.addr())
+	cfg.Routes.Predict.Timeout = 20 * time.Second
+	s := startServer(t, cfg)
+	for _, tc := range []struct {
+		name     string
+		hdr      []string
+		min, max int // what the node may see, in ms
+	}{
+		{"alias alone", []string{wire.HeaderRequestTimeoutMs, "2000"}, 1, 2000},
+		{"both: X-Levee-Deadline-Ms wins", []string{wire.HeaderDeadlineMs, "15000", wire.HeaderRequestTimeoutMs, "2000"}, 2001, 15000},
+		{"beyond the route's timeout", []string{wire.HeaderDeadlineMs, "3600000"}, 2001, 20000},
+		{"alias beyond the route's timeout", []string{wire.HeaderRequestTimeoutMs, "3600000"}, 2001, 20000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := call(t, "POST", "http://"+s.Addr()+wire.PathPredict, "k1", predictBody, tc.hdr...)
+			if a.status != 200 {
+				t.Fatalf("%v", a)
+			}
+			got := <-seen
+			var ms int
+			if _, err := fmt.Sscan(got, &ms); err != nil || ms < tc.min || ms > tc.max {
+				t.Errorf("the node saw %s %q, want [%d, %d]", wire.HeaderDeadlineMs, got, tc.min, tc.max)
+			}
+		})
+	}
+}

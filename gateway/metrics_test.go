@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/levee-lab/levee/internal/wire"
 	"github.com/levee-lab/levee/internal/wire/wiretest"
@@ -75,4 +76,53 @@ func BenchmarkCountLabeled(b *testing.B) {
 			m.subcalls.vec.WithLabelValues(wire.SubcallOK).Inc()
 		}
 	})
+}
+
+// TestQueueWaitSamplesEveryPass: levee_queue_wait_seconds has a sample
+// for every request that reaches the bulkhead (docs/CONTRACTS.md), not
+// only for those that queued: 0 s for a place granted at once, and one
+// for a refusal at a full queue, so its count is the class's bulkhead
+// passes and its quantiles are over all of them.
+func TestQueueWaitSamplesEveryPass(t *testing.T) {
+	fm := newFakeModel(t, 8, 0)
+	fm.hold = make(chan struct{})
+	cfg := testConfig(fm.addr())
+	cfg.Classes.AI = staticClass(1, 1, 4, 0, time.Second) // one place, no queue
+	cfg.Defenses.Guard = false                            // a full class would raise the level
+	s := startServer(t, cfg)
+	base := "http://" + s.Addr()
+	wait := func() (count uint64, sum float64) {
+		f := scrape(t, s)[wire.MetricQueueWait]
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == wire.LabelClass && l.GetValue() == "ai" {
+					return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+		t.Fatalf("no %s{class=\"ai\"}", wire.MetricQueueWait)
+		return 0, 0
+	}
+	done := make(chan answer, 1) // the first call holds the one place
+	go func() { done <- call(t, "POST", base+wire.PathPredict, "k1", predictBody) }()
+	eventually(t, 10*time.Second, func() bool { return fm.inflight.Load() == 1 }, "the call to hold the place")
+	if a := call(t, "POST", base+wire.PathPredict, "k1", predictBody); a.outcome != "shed_queue_full" {
+		t.Fatalf("with the place held and no queue: %v, want shed_queue_full", a)
+	}
+	close(fm.hold) // from now on the model answers at once
+	if a := <-done; a.status != 200 {
+		t.Fatalf("held call: %v", a)
+	}
+	n0, sum0 := wait()
+	if n0 != 2 {
+		t.Fatalf("%d samples after a grant and a refusal, want 2", n0)
+	}
+	for range 3 {
+		if a := call(t, "POST", base+wire.PathPredict, "k1", predictBody); a.status != 200 {
+			t.Fatalf("%v", a)
+		}
+	}
+	if n, sum := wait(); n != n0+3 || sum != sum0 {
+		t.Fatalf("3 requests granted at once: samples %d → %d, sum %v → %v s; want 3 more samples of 0 s", n0, n, sum0, sum)
+	}
 }

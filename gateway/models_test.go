@@ -16,6 +16,7 @@ import (
 
 	"github.com/levee-lab/levee/fakemodel"
 	"github.com/levee-lab/levee/gateway"
+	"github.com/levee-lab/levee/gateway/ratelimit"
 	"github.com/levee-lab/levee/internal/wire"
 )
 
@@ -113,5 +114,39 @@ func TestModelsListTooLarge(t *testing.T) {
 	}
 	if n := waitMetric(t, s, wire.MetricRequests, map[string]string{"route": wire.RouteOther, "outcome": "error"}, 1); n != 1 {
 		t.Errorf("counted %v errors of route other, want 1", n)
+	}
+}
+
+// TestModelsNeverLimitedOrAdmitted: GET /v1/models is route other, never
+// limited or admitted (docs/CONTRACTS.md): with a rule of one request an
+// hour on every route spent, it still answers, and admits nothing.
+func TestModelsNeverLimitedOrAdmitted(t *testing.T) {
+	s := startGateway(t, func(c *gateway.Config) {
+		c.RateLimit.Rules = []gateway.RuleConfig{{Tenant: "*", Route: "*", Cost: gateway.CostRequests,
+			Rule: ratelimit.Rule{Algorithm: ratelimit.SlidingWindow, Limit: 1, Window: time.Hour}}}
+	}, startNode(t, quickKnobs()))
+	post := func() string {
+		resp, err := http.Post("http://"+s.Addr()+wire.PathPredict, "application/json", strings.NewReader(`{"features":{"amount":1}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get(wire.HeaderOutcome)
+	}
+	if o1, o2 := post(), post(); o1 != "ok" || o2 != "shed_ratelimit" {
+		t.Fatalf("two predicts in the hour: %s, %s; want ok, shed_ratelimit", o1, o2)
+	}
+	for i := range 3 {
+		resp, err := http.Get("http://" + s.Addr() + wire.PathModels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get(wire.HeaderOutcome) != "ok" {
+			t.Fatalf("models %d with the hour spent: %s %q", i, resp.Status, resp.Header.Get(wire.HeaderOutcome))
+		}
+	}
+	if n := metric(t, s, wire.MetricAdmitted, nil); n != 1 {
+		t.Errorf("%s = %v after a predict and 3 model lists, want 1", wire.MetricAdmitted, n)
 	}
 }

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/levee-lab/levee/gateway/admit"
 )
 
 // TestRetryAfterSeconds: whole seconds rounded up, at least 1, at most a
@@ -46,5 +50,39 @@ func TestDurationEWMA(t *testing.T) {
 	z.observe(0)
 	if m, ok := z.mean(); !ok || m != 0 {
 		t.Errorf("a zero sample: mean %v %v, want 0 true", m, ok)
+	}
+}
+
+// TestQueueWaitsCountWhatMoves: the Retry-After of a queue shed is the
+// mean of the waits that ended with a slot or at queue_timeout
+// (docs/CONTRACTS.md); a refusal at a full queue (or a displaced request)
+// did not wait for its place, and a request whose deadline passed or
+// whose client left says nothing of how the queue moves: neither feeds
+// the mean. Each case starts from a 1 s mean and adds a 9 s wait.
+func TestQueueWaitsCountWhatMoves(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		counts bool
+	}{
+		{nil, true},
+		{admit.ErrQueueTimeout, true},
+		{fmt.Errorf("ai: %w", admit.ErrQueueTimeout), true},
+		{admit.ErrQueueFull, false},
+		{context.DeadlineExceeded, false},
+		{context.Canceled, false},
+	} {
+		var g Gateway
+		g.noteQueueWait(classAI, time.Second, nil)
+		g.noteQueueWait(classAI, 9*time.Second, tc.err)
+		want := time.Second
+		if tc.counts {
+			want = 2 * time.Second // 1 s + (9 s − 1 s)/8
+		}
+		if m, _ := g.queueWaits[classAI].mean(); m != want {
+			t.Errorf("a 9 s wait ending in %v: mean %v, want %v", tc.err, m, want)
+		}
+		if m, ok := g.queueWaits[classStandard].mean(); ok {
+			t.Errorf("class standard's mean %v after waits of class ai", m)
+		}
 	}
 }

@@ -211,6 +211,15 @@ func runFakemodel(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		// A second signal while draining kills at once (the default
+		// action, back once the first one was taken), as the gateway's.
+		stop()
+		if cause := context.Cause(ctx); cause != context.Canceled { // a signal, not the return's stop
+			log.Info("fakemodel draining (a second signal stops it at once)", "cause", cause, "timeout", *drain)
+		}
+	}()
 	fmt.Fprintf(stdout, "%s\n", srv.ReadyLine())
 	log.Info("fakemodel ready", "nodes", *nodes, "first", srv.Nodes()[0].Addr(),
 		"mean_service", knobs.MeanService(), "slots", knobs.Slots, "overflow", knobs.Overflow)

@@ -227,3 +227,88 @@ func TestGatewaySecondSignalStopsTheDrain(t *testing.T) {
 		t.Fatal("the gateway still drains 20 s after a second SIGTERM")
 	}
 }
+
+// TestFakemodelSecondSignalStopsTheDrain: a fake model draining a request
+// that holds its slot for minutes (--drain 1h) ends at once on a second
+// SIGTERM, as the gateway does; before, it ignored every signal after the
+// first and drained to the end (Ctrl-C twice in a terminal did nothing).
+func TestFakemodelSecondSignalStopsTheDrain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and starts a child process")
+	}
+	bin := buildLevee(t)
+	cmd := exec.Command(bin, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0", "--drain", "1h",
+		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":600000}}`)
+	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token-0123456789")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	ready := make(chan wire.Ready, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if r, ok := wire.ParseReady(sc.Bytes()); ok {
+				ready <- r
+			}
+		}
+	}()
+	draining := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "fakemodel draining") {
+				close(draining)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	var r wire.Ready
+	select {
+	case r = <-ready:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("no ready line in 30 s")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r.Listen+wire.PathChat,
+			strings.NewReader(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}`))
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitInService(t, "http://"+r.Listen+wire.PathMetrics)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The second signal only once the first was taken (the log line says
+	// so): sent before, it would be folded into the first.
+	select {
+	case <-draining:
+	case <-time.After(20 * time.Second): // hang guard
+		t.Fatal("no \"fakemodel draining\" line on stderr 20 s after SIGTERM")
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	select {
+	case <-waitErr:
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Fatalf("exit %v, want killed by the second SIGTERM", cmd.ProcessState)
+		}
+	case <-time.After(20 * time.Second): // hang guard
+		t.Fatal("the fake model still drains 20 s after a second SIGTERM")
+	}
+}

@@ -184,8 +184,8 @@ func docHeaders() string {
 		{HeaderOutcome, "answer: the gateway's outcome (a stream sends `ok` before it begins)"},
 		{HeaderOutcomeFinal, "trailer of a streamed answer: its outcome once it ended; overrides `" + HeaderOutcome + "`"},
 		{HeaderFallback, "answer: `true` on a fallback"},
-		{HeaderDeadlineMs, "request: the client's remaining deadline, whole milliseconds; the gateway passes what remains upstream"},
-		{HeaderRequestTimeoutMs, "request: alias of `" + HeaderDeadlineMs + "` the gateway honours"},
+		{HeaderDeadlineMs, "request: the client's remaining deadline, whole milliseconds above 0 (anything else is a 400 naming the header); the route's timeout caps it; the gateway passes what remains upstream"},
+		{HeaderRequestTimeoutMs, "request: alias of `" + HeaderDeadlineMs + "` the gateway honours; `" + HeaderDeadlineMs + "` wins when both are sent"},
 		{HeaderNode, "fake model answer: the node's address"},
 		{HeaderBackpressure, "model node answer: present while the node is past a backpressure watermark; its reasons (`" + BackpressureQueue + "`, `" + BackpressureHeap + "`, `" + BackpressureCPU + "`, `" + BackpressureForce + "`), comma-separated"},
 		{HeaderAttempt, "request from the load generator: the attempt number, 1 for the first (a retry sends 2, 3, …)"},
@@ -277,4 +277,22 @@ func docKnobs() string {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", l.name, typ)
 	}
 	return b.String()
+}
+
+// TestContractsDocNamesErrorTypes: the prose of docs/CONTRACTS.md lists
+// the error types an answer's `type` takes; every status an error code
+// comes with (the error-codes table) maps to one of them. The list is
+// prose, not a generated block, so it could miss one (it missed 403's
+// permission_error).
+func TestContractsDocNamesErrorTypes(t *testing.T) {
+	doc, err := os.ReadFile(contractsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prose, _, _ := strings.Cut(string(doc), "<!-- wire:error-codes -->")
+	for _, status := range []int{400, 401, 403, 404, 405, 413, 429, 500, 502, 503, 504} {
+		if typ := ErrorType(status); !strings.Contains(prose, "`"+typ+"`") {
+			t.Errorf("%s does not name `%s`, the error type of status %d, before its error-codes table", contractsPath, typ, status)
+		}
+	}
 }

@@ -258,7 +258,7 @@ func GatewayMetrics() []Metric {
 		{MetricAdmitted, TypeCounter, []string{LabelClass, LabelPriority}, "requests admitted by the defense chain (a slot and its token budget granted), counted when admitted"},
 		{MetricInflight, TypeGauge, []string{LabelClass}, "requests holding a bulkhead place: admitted and not done with the model (a non-streamed answer gives its place back once read whole from the model, before it is written to the client)"},
 		{MetricQueueDepth, TypeGauge, []string{LabelClass, LabelPriority}, "requests waiting in a bulkhead queue"},
-		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time spent waiting in a bulkhead queue (granted or not)"},
+		{MetricQueueWait, TypeHistogram, []string{LabelClass}, "time from reaching a bulkhead to leaving it, one sample per pass: 0 for a place granted at once, about 0 for a refusal at a full queue, else the queue wait (granted, timed out or deadline passed); a call every node refused (429) that waits again for a place is another pass"},
 		{MetricConcurrencyLimit, TypeGauge, []string{LabelClass}, "current bulkhead concurrency limit"},
 		{MetricOverloadLevel, TypeGauge, nil, "overload level: 0 green, 1 yellow, 2 red, 3 black"},
 		{MetricShedLevel, TypeGauge, nil, "the overload guard's shed level: 0 admits all, 0–1 sheds that share of P2, 1–2 all P2 and (level − 1) of P1, 2–3 all P2 and P1 and (level − 2) of P0"},
@@ -281,7 +281,7 @@ func GatewayMetrics() []Metric {
 		{MetricTokensReserved, TypeCounter, []string{LabelPriority}, "estimated tokens reserved by admitted model requests"},
 		{MetricTokensUsed, TypeCounter, []string{LabelPriority}, "tokens the model reported using (answer `usage`, a stream's usage chunk or counted chunks); the estimate when it reported nothing"},
 		{MetricStreamTTFT, TypeHistogram, nil, "streamed chat answers: time from sending the call to the model to the first `data:` line of its answer (SSE comments such as `: PROCESSING` or `: keep-alive` do not count); the limiter's latency signal for streams"},
-		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node` is its address)"},
+		{MetricUpstreamUp, TypeGauge, []string{LabelNode}, "1 when the node passed its last health check (`node`, on every `levee_upstream_` series, is the node's base URL as the gateway calls it, `http://127.0.0.1:9001` for a node configured as `127.0.0.1:9001`; a fake model labels itself `127.0.0.1:9001`)"},
 		{MetricUpstreamBreakerState, TypeGauge, []string{LabelNode}, "circuit breaker: 0 closed, 1 half-open, 2 open"},
 		{MetricUpstreamEjectionState, TypeGauge, []string{LabelNode}, "outlier ejection: 0 in rotation, 1 probing, 2 ejected"},
 		{MetricUpstreamInflight, TypeGauge, []string{LabelNode}, "requests outstanding on the node"},
@@ -312,7 +312,7 @@ func GatewayRedisMetrics() []Metric {
 // PathMetrics (besides the standard Go and process collectors).
 func FakeModelMetrics() []Metric {
 	return []Metric{
-		{MetricFakeRequests, TypeCounter, []string{LabelNode, LabelOutcome}, "requests: `ok`, `error`, `hang`, `rejected`, `aborted`, `bad_request`"},
+		{MetricFakeRequests, TypeCounter, []string{LabelNode, LabelOutcome}, "model-route requests by how they ended: `ok` (200), `error` (the injected 500), `hang` (held until the client gave up, or answered 503 at shutdown), `rejected` (429: no slot under the overflow policy; 503: the node closed while it waited), `aborted` (its client left first), `bad_request` (400, 405 or 413)"},
 		{MetricFakeInService, TypeGauge, []string{LabelNode}, "requests holding a slot"},
 		{MetricFakeQueued, TypeGauge, []string{LabelNode}, "requests waiting for a slot"},
 		{MetricFakeSlots, TypeGauge, []string{LabelNode}, "configured slots"},
