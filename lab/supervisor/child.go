@@ -321,8 +321,14 @@ func (c *Child) signal(sig syscall.Signal, grace time.Duration) {
 	pid := cmd.Process.Pid
 	c.mu.Unlock()
 
-	_ = syscall.Kill(-pid, sig) // the group: anything the child started
-	_ = syscall.Kill(pid, sig)
+	// The group (the child leads it: Setpgid), so anything it started too;
+	// the pid alone only when there is no such group. Both at once sent
+	// the child two SIGTERMs, and a second one, delivered apart from the
+	// first, ends a draining gateway or fake model at once (their second
+	// interrupt) instead of letting it drain.
+	if err := syscall.Kill(-pid, sig); err != nil {
+		_ = syscall.Kill(pid, sig)
+	}
 	if sig != syscall.SIGKILL {
 		select {
 		case <-exited:
