@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,14 +18,14 @@ import (
 	"github.com/levee-lab/levee/internal/wire"
 )
 
-// startWithStderr is startServer keeping the child's stderr, to be read
-// once the child has been waited for.
-func startWithStderr(t *testing.T, bin string, args ...string) (*exec.Cmd, wire.Ready, *bytes.Buffer) {
+// startChild is startServer with the child's stderr going to stderr (a
+// buffer read once the child has been waited for, or a pipe read as it
+// comes).
+func startChild(t *testing.T, bin string, stderr io.Writer, args ...string) (*exec.Cmd, wire.Ready) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token-0123456789")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +45,11 @@ func startWithStderr(t *testing.T, bin string, args ...string) (*exec.Cmd, wire.
 	}()
 	select {
 	case r := <-ready:
-		return cmd, r, &stderr
+		return cmd, r
 	case <-time.After(30 * time.Second): // hang guard
 		t.Fatalf("levee %v: no ready line in 30 s", args)
 	}
-	return nil, wire.Ready{}, nil
+	return nil, wire.Ready{}
 }
 
 // TestDrainDeadlineCutsAndExitsZero: a request still in flight when the
@@ -63,15 +64,17 @@ func TestDrainDeadlineCutsAndExitsZero(t *testing.T) {
 	slow := []string{"fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0", "--knobs", `{"latency":{"dist":"fixed","fixed_ms":600000}}`}
 	for _, kind := range []string{wire.KindFakeModel, wire.KindGateway} {
 		t.Run(kind, func(t *testing.T) {
-			node, nr, nodeErr := startWithStderr(t, bin, append(slow, "--drain", "300ms")...)
-			target, r, stderr := node, nr, nodeErr
+			var nodeErr, gatewayErr bytes.Buffer
+			node, nr := startChild(t, bin, &nodeErr, append(slow, "--drain", "300ms")...)
+			target, r, stderr := node, nr, &nodeErr
 			if kind == wire.KindGateway {
 				cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 				conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 300ms\nupstream:\n  nodes: [\"http://%s\"]\n", nr.Listen)
 				if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				target, r, stderr = startWithStderr(t, bin, "gateway", "--config", cfg)
+				target, r = startChild(t, bin, &gatewayErr, "gateway", "--config", cfg)
+				stderr = &gatewayErr
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)

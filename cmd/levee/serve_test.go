@@ -237,30 +237,10 @@ func TestFakemodelSecondSignalStopsTheDrain(t *testing.T) {
 		t.Skip("-short: builds and starts a child process")
 	}
 	bin := buildLevee(t)
-	cmd := exec.Command(bin, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0", "--drain", "1h",
+	stderr, stderrW := io.Pipe()
+	cmd, r := startChild(t, bin, stderrW, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0", "--drain", "1h",
 		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":600000}}`)
-	cmd.Env = append(os.Environ(), "LEVEE_ADMIN_TOKEN=test-token-0123456789")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	ready := make(chan wire.Ready, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if r, ok := wire.ParseReady(sc.Bytes()); ok {
-				ready <- r
-			}
-		}
-	}()
+	t.Cleanup(func() { _ = stderr.Close() }) // after the kill: the copy of stderr ends
 	draining := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -272,12 +252,6 @@ func TestFakemodelSecondSignalStopsTheDrain(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
-	var r wire.Ready
-	select {
-	case r = <-ready:
-	case <-time.After(30 * time.Second): // hang guard
-		t.Fatal("no ready line in 30 s")
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
