@@ -276,15 +276,23 @@ func TestBrowserAB(t *testing.T) {
 	}
 }
 
-// TestBrowserThreeRuns opens three runs side by side on a laptop screen:
-// each headline tile shows all three values.
+// TestBrowserThreeRuns opens three and four runs side by side on a
+// laptop screen: each headline tile shows every run's value, and both
+// tables are whole. Beside three or four runs' key figures (and their
+// differences), the thresholds were squeezed into a 22em column that had
+// to be scrolled sideways to read any run past the first.
 func TestBrowserThreeRuns(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t,
 		synth{name: "collapse", samples: 160, seed: 4}.write(t, dir),
 		synth{name: "protected", samples: 160, seed: 5, protected: true}.write(t, dir),
-		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir))
-	drawRuns(t, runs, 1280, 900)
+		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir),
+		synth{name: "collapse-again", samples: 200, seed: 7}.write(t, dir))
+	for _, n := range []int{3, 4} {
+		if v := drawRuns(t, runs[:n], 1280, 900); len(v.Scrolled) > 0 {
+			t.Errorf("%d runs at 1280 px: these tables must be scrolled sideways to be read: %q", n, v.Scrolled)
+		}
+	}
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may
