@@ -75,6 +75,9 @@ type verdict struct {
 	// Scrolled are the panels (by title) whose table is wider than the
 	// panel: read only by scrolling it sideways.
 	Scrolled []string `json:"scrolled"`
+	// Widened are the panels (by title) beside another that their note
+	// made wider than their table needs.
+	Widened []string `json:"widened"`
 	// TileRows is how many rows the headline tiles take.
 	TileRows int `json:"tile_rows"`
 	// AxisPx is the smallest axis label's font size on screen (CSS px).
@@ -256,6 +259,13 @@ func TestBrowserAB(t *testing.T) {
 	// Two runs on a laptop screen: every table whole, differences included.
 	if len(v.Scrolled) > 0 {
 		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
+	}
+	// And so when run A had four gateways: the key figures' note on whose
+	// figures they are wraps under the table instead of widening its panel
+	// (which squeezed the thresholds into a sideways scroll).
+	four := synth{name: "four-gateways-collapse", samples: 240, seed: 1, gateways: 4}.write(t, dir)
+	if v := drawRuns(t, loadAll(t, four, b), 1280, 900); len(v.Scrolled) > 0 || len(v.Widened) > 0 {
+		t.Errorf("4 gateways beside 1, at 1280 px: these tables must be scrolled sideways to be read: %q; these panels are wider than their table: %q", v.Scrolled, v.Widened)
 	}
 
 	// What the synthetic runs hold, counted independently of the page

@@ -152,3 +152,29 @@ func TestSummedGatewayGaugesSaySo(t *testing.T) {
 		}
 	}
 }
+
+// The key figures of a run of several gateways say whose they are: its
+// max RSS of 150 MB is one gateway's of three (450 MB together), beside a
+// one-gateway run's; a run recorded before the largest gateway's was kept
+// has the sum. The table said "gateway max RSS" alone for all of them.
+func TestKeyFiguresSayWhichGateway(t *testing.T) {
+	pg, err := build([]*Run{multiGateway(3, true), multiGateway(1, true), multiGateway(4, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := pg.Figures.Note
+	for _, want := range []string{
+		"run A: 3 gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the largest gateway's",
+		"run C: 4 gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the gateways' sum",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("key figures note %q\nlacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, "run B") {
+		t.Errorf("key figures note %q speaks of run B, which had one gateway", note)
+	}
+	if pg, err := build([]*Run{multiGateway(1, true)}); err != nil || pg.Figures.Note != "" {
+		t.Errorf("one gateway: note %q (%v), want none", pg.Figures.Note, err)
+	}
+}
