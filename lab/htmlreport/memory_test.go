@@ -164,8 +164,8 @@ func TestKeyFiguresSayWhichGateway(t *testing.T) {
 	}
 	note := pg.Figures.Note
 	for _, want := range []string{
-		"run A: 3 gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the largest gateway's",
-		"run C: 4 gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the gateways' sum",
+		"run A: several gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the largest gateway's",
+		"run C: several gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the gateways' sum",
 	} {
 		if !strings.Contains(note, want) {
 			t.Errorf("key figures note %q\nlacks %q", note, want)
@@ -173,6 +173,10 @@ func TestKeyFiguresSayWhichGateway(t *testing.T) {
 	}
 	if strings.Contains(note, "run B") {
 		t.Errorf("key figures note %q speaks of run B, which had one gateway", note)
+	}
+	// Said once for the runs it applies to.
+	if pg, err := build([]*Run{multiGateway(3, true), multiGateway(2, true)}); err != nil || !strings.HasPrefix(pg.Figures.Note, "runs A, B: several gateways;") || strings.Contains(pg.Figures.Note, " · ") {
+		t.Errorf("two runs of several gateways: note %q (%v), want one remark for runs A, B", pg.Figures.Note, err)
 	}
 	if pg, err := build([]*Run{multiGateway(1, true)}); err != nil || pg.Figures.Note != "" {
 		t.Errorf("one gateway: note %q (%v), want none", pg.Figures.Note, err)

@@ -323,7 +323,7 @@ func gatewayNote(runs []*Run) string {
 		if n == 1 {
 			continue
 		}
-		who := fmt.Sprintf("%d gateways", n)
+		who := "several gateways" // their counts are in the queue chart's note
 		if n == 0 {
 			who = "an unknown number of gateways"
 		}
