@@ -32,7 +32,7 @@ var ThresholdMetrics = map[string]string{
 	"lag_p99_ms":                       "worst recent-window p99 of the gateway lag probe",
 	"sched_latency_p99_ms":             "worst recent-window p99 of the gateway scheduler latency",
 	"max_heap_bytes":                   "largest gateway heap seen (levee_heap_bytes)",
-	"max_goroutines":                   "largest gateway goroutine count seen",
+	"max_goroutines":                   "largest goroutine count seen, summed over the gateways (not per gateway, unlike max_heap_bytes)",
 	"rss_growth_mb":                    "gateway RSS growth (MB): the largest gateway's max RSS from the first fault on minus its max before it",
 	"admitted_p99_ms":                  "p99 latency of admitted requests",
 	"p0_p99_ms":                        "p99 latency of P0 ok requests",

@@ -75,6 +75,9 @@ type verdict struct {
 	// Scrolled are the panels (by title) whose table is wider than the
 	// panel: read only by scrolling it sideways.
 	Scrolled []string `json:"scrolled"`
+	// Widened are the panels (by title) beside another that their note
+	// made wider than their table needs.
+	Widened []string `json:"widened"`
 	// TileRows is how many rows the headline tiles take.
 	TileRows int `json:"tile_rows"`
 	// AxisPx is the smallest axis label's font size on screen (CSS px).
@@ -257,6 +260,13 @@ func TestBrowserAB(t *testing.T) {
 	if len(v.Scrolled) > 0 {
 		t.Errorf("at 1280 px these tables must be scrolled sideways to be read: %q", v.Scrolled)
 	}
+	// And so when run A had four gateways: the key figures' note on whose
+	// figures they are wraps under the table instead of widening its panel
+	// (which squeezed the thresholds into a sideways scroll).
+	four := synth{name: "four-gateways-collapse", samples: 240, seed: 1, gateways: 4}.write(t, dir)
+	if v := drawRuns(t, loadAll(t, four, b), 1280, 900); len(v.Scrolled) > 0 || len(v.Widened) > 0 {
+		t.Errorf("4 gateways beside 1, at 1280 px: these tables must be scrolled sideways to be read: %q; these panels are wider than their table: %q", v.Scrolled, v.Widened)
+	}
 
 	// What the synthetic runs hold, counted independently of the page
 	// model: the same two faults in each run (drawn once) plus run A's OOM
@@ -276,15 +286,23 @@ func TestBrowserAB(t *testing.T) {
 	}
 }
 
-// TestBrowserThreeRuns opens three runs side by side on a laptop screen:
-// each headline tile shows all three values.
+// TestBrowserThreeRuns opens three and four runs side by side on a
+// laptop screen: each headline tile shows every run's value, and both
+// tables are whole. Beside three or four runs' key figures (and their
+// differences), the thresholds were squeezed into a 22em column that had
+// to be scrolled sideways to read any run past the first.
 func TestBrowserThreeRuns(t *testing.T) {
 	dir := t.TempDir()
 	runs := loadAll(t,
 		synth{name: "collapse", samples: 160, seed: 4}.write(t, dir),
 		synth{name: "protected", samples: 160, seed: 5, protected: true}.write(t, dir),
-		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir))
-	drawRuns(t, runs, 1280, 900)
+		synth{name: "protected-again", samples: 160, seed: 6, protected: true}.write(t, dir),
+		synth{name: "collapse-again", samples: 200, seed: 7}.write(t, dir))
+	for _, n := range []int{3, 4} {
+		if v := drawRuns(t, runs[:n], 1280, 900); len(v.Scrolled) > 0 {
+			t.Errorf("%d runs at 1280 px: these tables must be scrolled sideways to be read: %q", n, v.Scrolled)
+		}
+	}
 }
 
 // TestBrowserNarrow opens a single run at a phone's width: nothing may

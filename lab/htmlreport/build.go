@@ -64,6 +64,7 @@ func build(runs []*Run) (*page, error) {
 	}
 	p.Geom = geom{L: padL, R: padR}
 	p.Figures = figuresTable(runs)
+	p.Figures.Note = gatewayNote(runs)
 	p.Tiles = tiles(p.Figures)
 	p.Checks = checksTable(runs)
 	p.Predictions = predictionsOf(runs, p.Runs)

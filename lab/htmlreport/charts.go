@@ -115,6 +115,7 @@ var chartSpecs = []chartSpec{
 			{key: "heap_sum_mb", name: "heap, gateways summed", color: cBlue, width: 1},
 		}},
 	{id: "goroutines", title: "Gateway goroutines", unit: "",
+		note: "largest in each interval",
 		series: []seriesSpec{
 			{key: "goroutines", name: "goroutines", color: cP2, width: 1.5},
 		}},
@@ -185,6 +186,9 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 			if sp.id == "memory" && !f.heapPerGateway {
 				cav.add(ri, "recorded before the largest gateway's heap was kept: the heap line is the gateways' sum")
 			}
+			if text := summedNote(sp.id, f.gateways); text != "" {
+				cav.add(ri, text)
+			}
 			if sp.id == "throughput" && f.capacityConfigured {
 				cav.add(ri, "the capacity is a gap where a live node had too few requests finished (< 50 in ~5 s) to measure its service time; only its configured one was known")
 			}
@@ -204,6 +208,30 @@ func buildCharts(specs []chartSpec, frames []frame, runs []*Run, redis bool) []c
 		out = append(out, c)
 	}
 	return out
+}
+
+// summedNote says, for a run of gateways gateways (0: unknown), that chart
+// id draws a sum over them: the sampler adds up the gateways' queue,
+// in-flight, concurrency limit and goroutines (runfiles.Sample), so a run
+// of four gateways reads four times one gateway's limit. "" for one
+// gateway, whose sum is its own, and for the other charts.
+func summedNote(id string, gateways int) string {
+	var what string
+	switch id {
+	case "queue":
+		what = "queue, in flight and concurrency limit"
+	case "goroutines":
+		what = "goroutines"
+	default:
+		return ""
+	}
+	switch gateways {
+	case 1:
+		return ""
+	case 0:
+		return what + " summed over its gateways (how many is not recorded)"
+	}
+	return fmt.Sprintf("%s summed over its %d gateways", what, gateways)
 }
 
 // robustMax is the top the data needs and its true peak. A few points far

@@ -234,6 +234,7 @@ func (f *frame) addGateway(i int, b bucket) {
 func (f *frame) addMeans(i int, b bucket) {
 	mean := func(key string, gw bool, v func(*sample) float64) {
 		var sum, w float64
+		lo, hi := math.Inf(1), math.Inf(-1)
 		for j := range b.s {
 			if gw && b.s[j].GatewayStale {
 				continue
@@ -244,12 +245,16 @@ func (f *frame) addMeans(i int, b bucket) {
 			if key == "capacity" && b.s[j].CapacityConfiguredRPS > 0 {
 				continue
 			}
-			wj := max(b.w[j], 1e-9)
-			sum += v(&b.s[j]) * wj
+			wj, x := max(b.w[j], 1e-9), v(&b.s[j])
+			sum += x * wj
 			w += wj
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
 		}
 		if w > 0 {
-			f.get(key)[i] = sum / w
+			// Within the values averaged, as a mean is: rounding in the
+			// weighted sum drew ten nodes up as 10.000000000000002, over
+			// the nodes chart's top.
+			f.get(key)[i] = min(max(sum/w, lo), hi)
 		} else {
 			f.get(key)
 		}

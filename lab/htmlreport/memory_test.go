@@ -117,3 +117,68 @@ func TestMemoryChartHeapPerGateway(t *testing.T) {
 		t.Errorf("one gateway, old samples: heap %v, want its 40 MB", top["heap_mb"])
 	}
 }
+
+// chartNote is the note of chart id on the page of runs.
+func chartNote(t *testing.T, id string, runs ...*Run) string {
+	t.Helper()
+	pg, err := build(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range pg.Charts {
+		if c.ID == id {
+			return c.Note
+		}
+	}
+	t.Fatalf("no %s chart", id)
+	return ""
+}
+
+// The sampler sums the gateways' queue, in-flight, concurrency limit and
+// goroutines, so the charts of a run of several gateways say so: an A/B
+// of four gateways (limit 4 × 48 = 192) against one (48) read as one
+// limit quadrupled, with nothing on the page saying it was a sum.
+func TestSummedGatewayGaugesSaySo(t *testing.T) {
+	for _, id := range []string{"queue", "goroutines"} {
+		note := chartNote(t, id, multiGateway(4, true), multiGateway(1, true))
+		if !strings.Contains(note, "run A: ") || !strings.Contains(note, "summed over its 4 gateways") {
+			t.Errorf("%s chart, 4 gateways beside 1: note %q does not say run A's lines are its 4 gateways' sum", id, note)
+		}
+		if strings.Contains(note, "run B") {
+			t.Errorf("%s chart: note %q speaks of run B, which had one gateway", id, note)
+		}
+		if note := chartNote(t, id, multiGateway(1, true)); strings.Contains(note, "summed") {
+			t.Errorf("%s chart, one gateway: note %q", id, note)
+		}
+	}
+}
+
+// The key figures of a run of several gateways say whose they are: its
+// max RSS of 150 MB is one gateway's of three (450 MB together), beside a
+// one-gateway run's; a run recorded before the largest gateway's was kept
+// has the sum. The table said "gateway max RSS" alone for all of them.
+func TestKeyFiguresSayWhichGateway(t *testing.T) {
+	pg, err := build([]*Run{multiGateway(3, true), multiGateway(1, true), multiGateway(4, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	note := pg.Figures.Note
+	for _, want := range []string{
+		"run A: several gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the largest gateway's",
+		"run C: several gateways; gateway lag and sched latency p99 are the worst gateway's, max RSS and heap the gateways' sum",
+	} {
+		if !strings.Contains(note, want) {
+			t.Errorf("key figures note %q\nlacks %q", note, want)
+		}
+	}
+	if strings.Contains(note, "run B") {
+		t.Errorf("key figures note %q speaks of run B, which had one gateway", note)
+	}
+	// Said once for the runs it applies to.
+	if pg, err := build([]*Run{multiGateway(3, true), multiGateway(2, true)}); err != nil || !strings.HasPrefix(pg.Figures.Note, "runs A, B: several gateways;") || strings.Contains(pg.Figures.Note, " · ") {
+		t.Errorf("two runs of several gateways: note %q (%v), want one remark for runs A, B", pg.Figures.Note, err)
+	}
+	if pg, err := build([]*Run{multiGateway(1, true)}); err != nil || pg.Figures.Note != "" {
+		t.Errorf("one gateway: note %q (%v), want none", pg.Figures.Note, err)
+	}
+}

@@ -120,6 +120,9 @@ type tile struct {
 // the first.
 type table struct {
 	Rows []row `json:"rows"`
+	// Note says whose the gateway figures are for runs of several
+	// gateways (gatewayNote); "" when every run had one.
+	Note string `json:"note,omitempty"`
 }
 
 type row struct {

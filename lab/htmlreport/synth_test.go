@@ -31,6 +31,7 @@ type synth struct {
 	seed      uint64        // arrivals and latencies
 	start     time.Time     // summary.Started
 	tick      time.Duration // 250 ms unless set
+	gateways  int           // the experiment's gateway count; 1 unless set
 }
 
 // write creates the run folder under dir and returns its path.
@@ -251,7 +252,7 @@ func (sy synth) write(t testing.TB, dir string) string {
 	// one that does not pass an experiment file's checks.
 	exp := &experiment.Experiment{Name: sy.name, Title: "Synthetic " + sy.name, Tick: experiment.Duration(sy.tick),
 		Duration:   experiment.Duration(time.Duration(T * float64(time.Second))),
-		Gateway:    experiment.GatewaySpec{Count: 1, MemoryLimitMB: 256},
+		Gateway:    experiment.GatewaySpec{Count: max(sy.gateways, 1), MemoryLimitMB: 256},
 		Thresholds: map[string]string{"p0_success_rate": ">= 0.999", "lag_p99_ms": "<= 50", "oom_kills": "== 0", "max_heap_bytes": "<= 104857600"}}
 	info := runfiles.RunInfo{Name: sy.name, Started: sy.start, Experiment: exp, Resolved: runfiles.Resolved{
 		Tick: experiment.Duration(sy.tick),

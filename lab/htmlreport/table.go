@@ -309,3 +309,41 @@ func fmtMetric(v float64) string {
 	}
 	return fmt.Sprintf("%.4g", v)
 }
+
+// gatewayNote says whose the gateway figures of the runs of several
+// gateways are: the lag and scheduling latency p99 are the worst
+// gateway's (the sampler keeps the largest), the max RSS and heap the
+// largest gateway's, or the gateways' sum for a run recorded before the
+// largest gateway's was kept (runfiles.Sample.GatewayRSS, GatewayHeap).
+// "" when every run had one gateway, whose figures they simply are.
+func gatewayNote(runs []*Run) string {
+	var cav caveats
+	for i, r := range runs {
+		n := runGateways(r)
+		if n == 1 {
+			continue
+		}
+		who := "several gateways" // their counts are in the queue chart's note
+		if n == 0 {
+			who = "an unknown number of gateways"
+		}
+		one, sum := "the largest gateway's", "the gateways' sum"
+		rss, heap := one, one
+		if !perGatewayRSS(r) {
+			rss = sum
+		}
+		if !perGatewayHeap(r) {
+			heap = sum
+		}
+		mem := fmt.Sprintf("max RSS %s, max heap %s", rss, heap)
+		if rss == heap {
+			mem = "max RSS and heap " + rss
+		}
+		cav.add(i, fmt.Sprintf("%s; gateway lag and sched latency p99 are the worst gateway's, %s", who, mem))
+	}
+	var out string
+	for _, c := range cav {
+		out = joinNote(out, c.String())
+	}
+	return out
+}

@@ -383,3 +383,28 @@ func TestSummaryRSSIsPerGateway(t *testing.T) {
 		t.Errorf("an older sample's GatewayHeap %v, want its heap_bytes, not read as per gateway", got)
 	}
 }
+
+// max_goroutines is the gateways' goroutines summed (the sampler adds them
+// up; no per-gateway count is kept), and its threshold's description says
+// so: it said "largest gateway goroutine count seen", which a run of three
+// gateways at 100 each (max_goroutines 300) does not read as.
+func TestSummaryGoroutinesAreTheGatewaysSum(t *testing.T) {
+	start := time.Unix(1000, 0)
+	exp, err := experiment.ParseExperiment([]byte("name: agg\nduration: 10s\ngateway: {count: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAggregator(start, 100)
+	for i := 1; i <= 40; i++ {
+		s := sampleAt(start, float64(i)*0.25, 100, 300, 48, []float64{16, 16, 16}, 0, 0, 0)
+		s.Goroutines = 3 * 100
+		a.Add(s, 0.25, 0, false, 0)
+	}
+	s := a.Summarize(SummaryInput{Exp: exp, Totals: totals(10*time.Second, 1000, nil), ShedExact: true, End: start.Add(10 * time.Second)})
+	if s.Gateway.MaxGoroutines != 300 {
+		t.Errorf("max goroutines %v, want 300 (the three gateways' sum)", s.Gateway.MaxGoroutines)
+	}
+	if doc := experiment.ThresholdMetrics["max_goroutines"]; !strings.Contains(doc, "summed over the gateways") {
+		t.Errorf("max_goroutines is described as %q: it does not say it is the gateways' sum", doc)
+	}
+}

@@ -89,6 +89,19 @@ window.addEventListener("load", function () {
         var sc = p.querySelector(".scroll"), h = p.querySelector("h2");
         if (sc && h && sc.scrollWidth > sc.clientWidth + 1) v.scrolled.push(h.textContent);
       });
+      // Panels beside another that a note under their table made wider
+      // than the table needs (squeezing the panel beside them).
+      v.widened = [];
+      document.querySelectorAll("section.tables > .panel").forEach(function (p) {
+        var n = p.querySelector(":scope > .note"), tb = p.querySelector("table"), sc = p.querySelector(".scroll"), h = p.querySelector("h2");
+        var cols = getComputedStyle(p.parentNode).gridTemplateColumns.split(" ").length;
+        if (!n || !tb || !sc || !h || cols < 2) return;
+        var w = tb.style.width;
+        tb.style.width = "max-content";
+        var need = tb.getBoundingClientRect().width;
+        tb.style.width = w;
+        if (sc.clientWidth > need + 1) v.widened.push(h.textContent);
+      });
       // Rows of headline tiles.
       var tops = {};
       document.querySelectorAll(".tile").forEach(function (t) { tops[Math.round(t.getBoundingClientRect().top)] = true; });
