@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,11 +67,8 @@ func TestDrainDeadlineCutsAndExitsZero(t *testing.T) {
 			node, nr := startChild(t, bin, &nodeErr, append(slow, "--drain", "300ms")...)
 			target, r, stderr := node, nr, &nodeErr
 			if kind == wire.KindGateway {
-				cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 				conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 300ms\nupstream:\n  nodes: [\"http://%s\"]\n", nr.Listen)
-				if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				cfg := writeGatewayConfig(t, conf)
 				target, r = startChild(t, bin, &gatewayErr, "gateway", "--config", cfg)
 				stderr = &gatewayErr
 			}

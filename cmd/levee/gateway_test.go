@@ -20,11 +20,8 @@ import (
 // both exit 1 after the token line.)
 func TestGatewayBadAddressFlags(t *testing.T) {
 	t.Setenv("LEVEE_ADMIN_TOKEN", "")
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	conf := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nupstream:\n  nodes: [\"http://127.0.0.1:9\"]\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGatewayConfig(t, conf)
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -72,12 +69,9 @@ func TestGatewayRedisDownLogsInItsOwnFormat(t *testing.T) {
 	}
 	dead := l.Addr().String()
 	l.Close()
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nkeys:\n  - {key: k0, tenant: t0, priority: P0}\n"+
 		"upstream:\n  nodes: [\"http://127.0.0.1:9\"]\nratelimit:\n  store: {kind: redis, url: \"redis://%s/0\", share: 0.5}\n", dead)
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGatewayConfig(t, conf)
 	for _, level := range []string{"info", "debug"} {
 		t.Run(level, func(t *testing.T) {
 			gw, _ := startServer(t, bin, "gateway", "--config", cfg, "--log-level", level)
@@ -106,4 +100,15 @@ func TestGatewayRedisDownLogsInItsOwnFormat(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeGatewayConfig writes conf, a levee gateway --config file, into a
+// folder of the test's and returns its path.
+func writeGatewayConfig(t *testing.T, conf string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

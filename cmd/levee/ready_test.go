@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,12 +26,9 @@ func TestServersAnnounceOnceAndExitZero(t *testing.T) {
 		t.Skip("-short: builds and starts child processes")
 	}
 	bin := buildLevee(t)
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	// An upstream nobody serves: the gateway starts and drains all the same.
 	conf := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\nupstream:\n  nodes: [\"http://127.0.0.1:9\"]\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGatewayConfig(t, conf)
 	tests := []struct {
 		kind  string
 		args  []string

@@ -112,11 +112,8 @@ func TestGatewaySIGTERMDrains(t *testing.T) {
 	bin := buildLevee(t)
 	_, node := startServer(t, bin, "fakemodel", "--nodes", "1", "--listen", "127.0.0.1:0",
 		"--knobs", `{"latency":{"dist":"fixed","fixed_ms":3000}}`)
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	conf := fmt.Sprintf("listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 10s\nkeys:\n  - {key: k0, tenant: t0, priority: P0}\nupstream:\n  nodes: [\"http://%s\"]\n", node["listen"])
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGatewayConfig(t, conf)
 	gw, ready := startServer(t, bin, "gateway", "--config", cfg)
 	base := "http://" + ready["listen"].(string)
 
@@ -192,11 +189,8 @@ func TestGatewaySecondSignalStopsTheDrain(t *testing.T) {
 		t.Skip("-short: builds and starts a child process")
 	}
 	bin := buildLevee(t)
-	cfg := filepath.Join(t.TempDir(), "gateway.yaml")
 	conf := "listen: 127.0.0.1:0\nadmin: 127.0.0.1:0\ndrain_timeout: 1h\ndrain_delay: 59m\nupstream:\n  nodes: [\"http://127.0.0.1:9\"]\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := writeGatewayConfig(t, conf)
 	gw, ready := startServer(t, bin, "gateway", "--config", cfg)
 	base := "http://" + ready["listen"].(string)
 	if err := gw.Process.Signal(syscall.SIGTERM); err != nil {
