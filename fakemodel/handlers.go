@@ -148,7 +148,7 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 		d = k.TTFT(busy, j.promptTokens)
 	}
 	if !n.work(ctx, start.Add(d), k.AbortOnDisconnect) {
-		return // hard close
+		panic(http.ErrAbortHandler) // hard close: see work
 	}
 	n.markBackpressure(w)
 	el := time.Since(start)
@@ -177,7 +177,11 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request, j job) {
 }
 
 // work waits until due, the time the work is done. With abort it stops early
-// when the client leaves. It reports false when the node closed meanwhile.
+// when the client leaves. It reports false when the node closed meanwhile:
+// the caller then aborts the handler (http.ErrAbortHandler) so the
+// connection is cut. A handler that just returned was finished by
+// net/http as an empty 200 whenever that flushed before Close cut the
+// connection: a success for work never done.
 func (n *Node) work(ctx context.Context, due time.Time, abort bool) bool {
 	var gone <-chan struct{}
 	if abort {
@@ -230,7 +234,7 @@ func (n *Node) stream(w http.ResponseWriter, ctx context.Context, k Knobs, j job
 		tok := j.tokenText(i, at)
 		at += len(word(i))
 		if !n.work(ctx, start.Add(tokenDue(ttft, every, i)), k.AbortOnDisconnect) {
-			return
+			panic(http.ErrAbortHandler) // hard close: see work
 		}
 		if ctx.Err() != nil {
 			gone = true
